@@ -1,0 +1,31 @@
+// swift-tools-version:6.1
+import PackageDescription
+import class Foundation.ProcessInfo
+import struct Foundation.URL
+
+// SwiftPM names a path dependency after its folder, which is whatever the
+// clone was called; look it up instead of assuming "Kinetrace".
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
+
+// Benchmarks live in their own package so the main build never compiles
+// ordo-one/benchmark. Run: `make bench` (or `swift package benchmark` here).
+let package = Package(
+    name: "KinetraceBenchmarks",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "CodecBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "KinetraceWire", package: root),
+                .product(name: "KinetraceTrace", package: root),
+                .product(name: "KinetraceSimulation", package: root),
+            ],
+            path: "Benchmarks/CodecBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
+    ]
+)

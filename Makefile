@@ -1,0 +1,27 @@
+# The README's two commands: `make demo` and `make test`. Both install what
+# they need first (scripts/bootstrap).
+SWIFT ?= swift
+DEMO_TRACE ?= captures/synthetic-session.jsonl
+
+.PHONY: all deps build demo test bench clean
+
+all: build
+
+deps:
+	@scripts/bootstrap
+
+build: deps
+	$(SWIFT) build
+
+demo: build
+	$$($(SWIFT) build --show-bin-path)/kinetrace inspect $(DEMO_TRACE)
+
+test: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+bench: deps
+	cd Benchmarks && $(SWIFT) package --disable-sandbox benchmark --format markdown
+
+clean:
+	rm -rf .build Benchmarks/.build

@@ -1,0 +1,85 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Layering, bottom to top; a target may only depend on targets below it.
+//   1. Wire     – KinetraceWire: pure codecs, one folder per wire profile (no I/O).
+//   2. Formats  – KinetraceTrace: the versioned trace format (files, JSON Lines).
+//   3. Engines  – KinetraceAnalysis, KinetraceSimulation.
+//   4. CLI      – KinetraceCLI (commands) and the `kinetrace` executable.
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "Kinetrace",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "kinetrace", targets: ["kinetrace"]),
+        .library(name: "KinetraceWire", targets: ["KinetraceWire"]),
+        .library(name: "KinetraceTrace", targets: ["KinetraceTrace"]),
+        .library(name: "KinetraceAnalysis", targets: ["KinetraceAnalysis"]),
+        .library(name: "KinetraceSimulation", targets: ["KinetraceSimulation"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+    ],
+    targets: [
+        // 1. Wire
+        .target(name: "KinetraceWire", path: "Sources/Wire/KinetraceWire", swiftSettings: strict),
+        // 2. Formats
+        .target(
+            name: "KinetraceTrace",
+            dependencies: ["KinetraceWire"],
+            path: "Sources/Formats/KinetraceTrace", swiftSettings: strict),
+        // 3. Engines
+        .target(
+            name: "KinetraceAnalysis",
+            dependencies: [
+                "KinetraceWire", "KinetraceTrace",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            path: "Sources/Engines/KinetraceAnalysis", swiftSettings: strict),
+        .target(
+            name: "KinetraceSimulation",
+            dependencies: [
+                "KinetraceWire", "KinetraceTrace",
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
+            path: "Sources/Engines/KinetraceSimulation", swiftSettings: strict),
+        // 4. CLI
+        .target(
+            name: "KinetraceCLI",
+            dependencies: [
+                "KinetraceWire", "KinetraceTrace", "KinetraceAnalysis", "KinetraceSimulation",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/CLI/KinetraceCLI", swiftSettings: strict),
+        .executableTarget(
+            name: "kinetrace", dependencies: ["KinetraceCLI"],
+            path: "Sources/CLI/kinetrace", swiftSettings: strict),
+
+        // Tests, one target per layer.
+        .testTarget(
+            name: "KinetraceWireTests",
+            dependencies: ["KinetraceWire", .product(name: "PropertyBased", package: "swift-property-based")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "KinetraceTraceTests",
+            dependencies: [
+                "KinetraceTrace", "KinetraceWire",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "KinetraceEngineTests",
+            dependencies: ["KinetraceAnalysis", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "KinetraceCLITests",
+            dependencies: ["KinetraceCLI", "KinetraceTrace", "KinetraceWire"],
+            swiftSettings: strict),
+    ]
+)

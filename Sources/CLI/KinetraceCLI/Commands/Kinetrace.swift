@@ -1,0 +1,21 @@
+import ArgumentParser
+
+/// The root command: `kinetrace SUBCOMMAND`.
+public struct Kinetrace: ParsableCommand {
+    public static let version = "0.1.0"
+
+    public static let configuration = CommandConfiguration(
+        commandName: "kinetrace",
+        abstract: "Record, replay and check phone-as-motion-controller traffic (MotionLink v1).",
+        discussion: """
+            Kinetrace reads and writes versioned traces of MotionLink v1 traffic: 36-byte \
+            MotionFrames from a phone and 20-byte HapticAcks from a game host, over UDP.
+
+            Exit status: 0 on success, 64 for bad usage, 65 for bad input data, 66 for a \
+            missing input file, 74 for an I/O error.
+            """,
+        version: version,
+        subcommands: [Inspect.self, Synth.self])
+
+    public init() {}
+}

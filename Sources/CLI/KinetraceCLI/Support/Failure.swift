@@ -1,0 +1,92 @@
+import ArgumentParser
+import KinetraceTrace
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// sysexits(3) codes the CLI uses; usage errors (64) come from ArgumentParser.
+enum ExitStatus {
+    static let dataError = ExitCode(65)
+    static let noInput = ExitCode(66)
+    static let ioError = ExitCode(74)
+
+    static func forTraceError(_ error: TraceError) -> ExitCode {
+        switch error.code {
+        case .notFound: return noInput
+        case .io: return ioError
+        default: return dataError
+        }
+    }
+}
+
+/// Prints one line to standard error.
+func printError(_ message: String) {
+    var stderr = StandardError()
+    print("kinetrace: error: \(message)", to: &stderr)
+}
+
+func printWarning(_ message: String) {
+    var stderr = StandardError()
+    print("kinetrace: warning: \(message)", to: &stderr)
+}
+
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) { writeStandardError(string) }
+}
+
+/// Writes straight to file descriptor 2 (the C `stderr` global is not concurrency-safe).
+func writeStandardError(_ string: String) {
+    var bytes = Array(string.utf8)
+    bytes.withUnsafeMutableBytes { raw in
+        var offset = 0
+        while offset < raw.count {
+            let n = write(STDERR_FILENO, raw.baseAddress! + offset, raw.count - offset)
+            if n <= 0 { if n < 0 && errno == EINTR { continue } else { return } }
+            offset += n
+        }
+    }
+}
+
+/// Runs `body`, turning a `TraceError` into its one-line message and exit code.
+func reportingFailures<T>(_ body: () throws(TraceError) -> T) throws -> T {
+    do throws(TraceError) {
+        return try body()
+    } catch {
+        printError(error.description)
+        throw ExitStatus.forTraceError(error)
+    }
+}
+
+/// Whether standard output is a terminal (progress and colour go only there).
+var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) != 0 }
+
+/// A one-line progress counter on standard error, shown only when standard
+/// output is a terminal and redrawn at most four times a second.
+struct Progress {
+    let enabled = stdoutIsTerminal
+    let label: String
+    private var lastDrawNs: Int64 = 0
+
+    init(label: String) { self.label = label }
+
+    mutating func update(_ count: Int, of total: Int? = nil) {
+        guard enabled, count & 0x3FFF == 0 else { return }
+        let now = SystemClock.monotonicNs()
+        guard now - lastDrawNs > 250_000_000 else { return }
+        lastDrawNs = now
+        let suffix = total.map { " of \($0)" } ?? ""
+        writeStandardError("\r\(label): \(count)\(suffix)…")
+    }
+
+    func finish() {
+        if enabled && lastDrawNs != 0 { writeStandardError("\r\u{1B}[K") }
+    }
+}
+
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, json
+}

@@ -1,0 +1,171 @@
+import KinetraceAnalysis
+import KinetraceTrace
+import KinetraceWire
+
+/// Renders a `TraceSummary` for `inspect`: aligned text, or a JSON object
+/// whose shape is documented in README ("inspect --format json").
+enum SummaryRendering {
+    static func text(_ s: TraceSummary) -> String {
+        var out = ""
+        func line(_ text: String = "") { out += text + "\n" }
+        let h = s.header
+        line("Trace      \(s.source)")
+        line("Format     \(TraceHeader.formatName) \(h.major).\(h.minor), profile \(h.profile), captured at \(h.capturePoint) (clock \(h.clock))")
+        if !h.tool.isEmpty || !h.created.isEmpty { line("Written    \(h.created) by \(h.tool)") }
+        if let first = s.firstTimeNs, let last = s.lastTimeNs {
+            line("Span       \(ms(Double(s.durationNs) / 1e6, 3)) ms, \(RFC3339.string(fromNanoseconds: first)) to \(RFC3339.string(fromNanoseconds: last))")
+        } else {
+            line("Span       no records")
+        }
+        let labels = s.labels.values.reduce(0, +), events = s.events.values.reduce(0, +)
+        let messages = s.messages.values.reduce(0) { $0 + $1.total }
+        line("Records    \(messages) messages, \(labels) labels, \(events) events"
+             + (s.unknownRecords > 0 ? ", \(s.unknownRecords) of unknown kinds skipped" : ""))
+        line()
+
+        var table = TextTable(["Direction", "Messages", "Valid", "Invalid", "Invalid by reason"])
+        for direction in Direction.allCases {
+            let c = s.messages[direction] ?? .init()
+            let name = direction == .controllerToHost ? "controller→host" : "host→controller"
+            table.add([name, "\(c.total)", "\(c.valid)", "\(c.invalid)", reasons(c.invalidByReason)])
+        }
+        out += table.render()
+        line()
+
+        var controllers = TextTable(["Controller", "Frames", "Valid", "Triggers", "Acks", "Matched", "Gaps>300ms", "Interval mean/p50/p99 ms"])
+        for endpoint in s.controllers.keys.sorted() {
+            let c = s.controllers[endpoint]!
+            controllers.add([endpoint.description, "\(c.frames)", "\(c.validFrames)", "\(c.triggers)", "\(c.acks)",
+                             "\(c.matchedAcks)", c.gaps == 0 ? "0" : "\(c.gaps) (~\(c.framesMissing) lost)",
+                             triple(c.senderIntervals)])
+        }
+        out += controllers.render()
+        line()
+
+        line("Frame intervals, per controller, all controllers pooled:")
+        line("  sender clock (t_ms)   \(stats(s.senderIntervals))")
+        line("  capture clock (t_ns)  \(stats(s.captureIntervals))")
+        if s.staleFrames > 0 { line("  stale frames ignored  \(s.staleFrames)") }
+        line()
+        line("Gesture rule (τ = \(s.rule.threshold) g, R = \(s.rule.refractoryMs) ms):")
+        line("  triggers \(s.triggers), acks seen \(s.acks), matched \(s.matchedAcks), "
+             + "missing \(s.missingAcks), unexpected \(s.unexpectedAcks)")
+        if s.ackDelay.count > 0 { line("  ack after trigger frame (capture clock)  \(stats(s.ackDelay))") }
+        if s.roundTrips.count > 0 { line("  round trips measured by the recorder       \(stats(s.roundTrips))") }
+        if !s.labels.isEmpty {
+            line("Labels     " + s.labels.keys.sorted().map { "\($0) \(s.labels[$0]!)" }.joined(separator: ", "))
+        }
+        if !s.events.isEmpty {
+            line("Events     " + s.events.keys.sorted().map { "\($0) \(s.events[$0]!)" }.joined(separator: ", "))
+        }
+        if let t = s.truncation { line("Truncated  \(t)") }
+        return out
+    }
+
+    static func json(_ s: TraceSummary) -> JSONValue {
+        let h = s.header
+        func counts(_ d: Direction) -> JSONValue {
+            let c = s.messages[d] ?? .init()
+            var members: [String: JSONValue] = [:]
+            members["total"] = .integer(Int64(c.total))
+            members["valid"] = .integer(Int64(c.valid))
+            members["invalid"] = .integer(Int64(c.invalid))
+            members["invalid_by_reason"] = .object(c.invalidByReason.mapValues { JSONValue.integer(Int64($0)) })
+            return .object(members)
+        }
+        var controllers: [JSONValue] = []
+        for endpoint in s.controllers.keys.sorted() {
+            let c = s.controllers[endpoint]!
+            controllers.append(.object([
+                "controller": .string(endpoint.description), "frames": .integer(Int64(c.frames)),
+                "valid_frames": .integer(Int64(c.validFrames)), "triggers": .integer(Int64(c.triggers)),
+                "acks": .integer(Int64(c.acks)), "matched_acks": .integer(Int64(c.matchedAcks)),
+                "gaps": .integer(Int64(c.gaps)), "frames_missing": .integer(Int64(c.framesMissing)),
+                "sender_intervals_ms": stats(c.senderIntervals),
+            ]))
+        }
+        var object: [String: JSONValue] = [
+            "source": .string(s.source),
+            "header": .object(["format": .string(TraceHeader.formatName), "version": .integer(Int64(h.major)),
+                               "minor": .integer(Int64(h.minor)), "profile": .string(h.profile.name),
+                               "capture_point": .string(h.capturePoint.name), "clock": .string(h.clock.name),
+                               "created": .string(h.created), "tool": .string(h.tool), "notes": .string(h.notes)]),
+            "first_t_ns": s.firstTimeNs.map { .integer($0) } ?? .null,
+            "last_t_ns": s.lastTimeNs.map { .integer($0) } ?? .null,
+            "duration_ns": .integer(s.durationNs),
+            "messages": .object(["c2h": counts(.controllerToHost), "h2c": counts(.hostToController)]),
+            "controllers": .array(controllers),
+            "intervals_ms": .object(["sender": stats(s.senderIntervals), "capture": stats(s.captureIntervals)]),
+            "stale_frames": .integer(Int64(s.staleFrames)),
+            "gesture_rule": .object(["threshold": .number(s.rule.threshold), "refractory_ms": .integer(Int64(s.rule.refractoryMs))]),
+            "triggers": .integer(Int64(s.triggers)), "acks": .integer(Int64(s.acks)),
+            "matched_acks": .integer(Int64(s.matchedAcks)), "missing_acks": .integer(Int64(s.missingAcks)),
+            "unexpected_acks": .integer(Int64(s.unexpectedAcks)),
+            "ack_delay_ms": stats(s.ackDelay), "round_trip_ms": stats(s.roundTrips),
+            "labels": .object(s.labels.mapValues { .integer(Int64($0)) }),
+            "events": .object(s.events.mapValues { .integer(Int64($0)) }),
+            "unknown_records": .integer(Int64(s.unknownRecords)),
+        ]
+        if let t = s.truncation {
+            object["truncation"] = .object(["line": .integer(Int64(t.line)), "byte_offset": .integer(Int64(t.byteOffset)),
+                                            "dropped_bytes": .integer(Int64(t.droppedBytes))])
+        } else {
+            object["truncation"] = .null
+        }
+        return .object(object)
+    }
+
+    private static func stats(_ d: DurationStatistics) -> JSONValue {
+        guard d.count > 0 else { return .object(["count": .integer(0)]) }
+        func r(_ v: Double?) -> JSONValue { .number(((v ?? 0) * 1000).rounded() / 1000) }
+        return .object(["count": .integer(Int64(d.count)), "mean": r(d.meanMs), "p50": r(d.percentileMs(50)),
+                        "p99": r(d.percentileMs(99)), "min": r(d.minMs), "max": r(d.maxMs)])
+    }
+
+    private static func stats(_ d: DurationStatistics) -> String {
+        guard d.count > 0, let mean = d.meanMs else { return "no data" }
+        return "mean \(ms(mean)) ms, p50 \(ms(d.percentileMs(50)!)), p99 \(ms(d.percentileMs(99)!)), "
+            + "min \(ms(d.minMs!)), max \(ms(d.maxMs!)) (n = \(d.count))"
+    }
+
+    private static func triple(_ d: DurationStatistics) -> String {
+        guard d.count > 0, let mean = d.meanMs else { return "–" }
+        return "\(ms(mean, 1)) / \(ms(d.percentileMs(50)!, 1)) / \(ms(d.percentileMs(99)!, 1))"
+    }
+
+    private static func reasons(_ r: [String: Int]) -> String {
+        r.isEmpty ? "–" : r.keys.sorted().map { "\($0) \(r[$0]!)" }.joined(separator: ", ")
+    }
+
+    /// Fixed-point text without Foundation's String(format:).
+    static func ms(_ value: Double, _ decimals: Int = 2) -> String {
+        guard value.isFinite else { return "\(value)" }
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let scaled = (abs(value) * scale).rounded()
+        let whole = Int64(scaled / scale)
+        var fraction = String(Int64(scaled) - whole * Int64(scale))
+        fraction = String(repeating: "0", count: max(0, decimals - fraction.count)) + fraction
+        let sign = value < 0 && scaled != 0 ? "-" : ""
+        return decimals == 0 ? "\(sign)\(whole)" : "\(sign)\(whole).\(fraction)"
+    }
+}
+
+/// A plain left-aligned text table.
+struct TextTable {
+    private var rows: [[String]]
+    init(_ header: [String]) { rows = [header] }
+    mutating func add(_ row: [String]) { rows.append(row) }
+
+    func render() -> String {
+        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            var text = ""
+            for (i, cell) in row.enumerated() {
+                let last = i == row.count - 1
+                text += last ? cell : cell + String(repeating: " ", count: widths[i] - cell.count + 2)
+            }
+            return "  " + text
+        }.joined(separator: "\n") + "\n"
+    }
+}

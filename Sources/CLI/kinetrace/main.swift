@@ -1,0 +1,3 @@
+import KinetraceCLI
+
+Kinetrace.main()

@@ -1,0 +1,167 @@
+import HeapModule
+import KinetraceTrace
+import KinetraceWire
+
+/// Generates, offline and deterministically, the trace a host-side capture
+/// of a KeepCalm-like session would hold: N controllers streaming frames at
+/// the nominal rate, a one-way latency drawn per frame, a reference host
+/// acking triggers, and a ground-truth label for each jump performed.
+///
+/// Records stream out in time order through a heap, so memory stays bounded
+/// by the latency window, not the session length.
+public struct SessionSynthesizer {
+    public struct Configuration: Hashable, Sendable {
+        public var controllers = 1
+        public var durationS: Double = 60
+        public var rateHz: Double = 10
+        public var script: GestureScript = .jumps
+        public var seed: UInt64 = 1
+        /// Sender clock of the first frame, ms since the epoch.
+        public var startMs: UInt64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
+        /// One-way latency, ms: the source paper's lab figures (mean 70.4, sd 3.7, min 52.2, max 82.2).
+        public var latencyMeanMs = 70.4
+        public var latencySdMs = 3.7
+        public var latencyRangeMs: ClosedRange<Double> = 52.2...82.2
+        /// Host processing time before the ack leaves, ms.
+        public var hostDelayMs: ClosedRange<Double> = 0.15...0.6
+        /// Probability that a frame arrives with one bit flipped.
+        public var corruptProbability = 0.0
+        public var host = Endpoint(host: "10.0.0.1", port: MotionLinkV1.defaultPort)
+        public var rule = GestureRule.default
+
+        public init() {}
+
+        public func controllerEndpoint(_ index: Int) -> Endpoint {
+            Endpoint(host: "10.0.0.\(10 + index % 240)", port: UInt16(50_000 + index))
+        }
+    }
+
+    public let configuration: Configuration
+    private var controllers: [ControllerState]
+    private var pending = Heap<Pending>()
+    private var sequence = 0
+    private var step = 0
+    private let totalSteps: Int
+    private var tracker: GestureTracker<Endpoint>
+    private let model = MotionSignalModel()
+
+    private struct ControllerState {
+        var endpoint: Endpoint
+        var rng: SeededGenerator
+        var phaseMs: Double
+        var nextJumpMs: Double?
+        var active: [MotionSignalModel.Jump] = []
+    }
+
+    /// A record waiting for its time; ties keep generation order.
+    private struct Pending: Comparable {
+        var timeNs: Int64
+        var sequence: Int
+        var record: TraceRecord
+        static func < (a: Pending, b: Pending) -> Bool { (a.timeNs, a.sequence) < (b.timeNs, b.sequence) }
+        static func == (a: Pending, b: Pending) -> Bool { (a.timeNs, a.sequence) == (b.timeNs, b.sequence) }
+    }
+
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+        let root = SeededGenerator(seed: configuration.seed)
+        controllers = (0..<configuration.controllers).map { index in
+            var rng = root.derived(UInt64(index))
+            // Controllers start within one frame period of each other, as players join.
+            let phase = rng.unit() * 1000 / configuration.rateHz
+            let first = configuration.script.nextOnset(after: 500, using: &rng)
+            return ControllerState(endpoint: configuration.controllerEndpoint(index), rng: rng,
+                                   phaseMs: phase, nextJumpMs: first)
+        }
+        totalSteps = Int((configuration.durationS * configuration.rateHz).rounded(.down))
+        tracker = GestureTracker(rule: configuration.rule)
+    }
+
+    /// The header for the trace this synthesizer produces.
+    public func header(tool: String) -> TraceHeader {
+        let c = configuration
+        return TraceHeader(
+            created: RFC3339.string(fromNanoseconds: Int64(c.startMs) * 1_000_000),
+            tool: tool, capturePoint: .synthetic, clock: .model,
+            notes: "kinetrace synth: \(c.controllers) controller(s), \(c.durationS) s at \(c.rateHz) Hz, script \(c.script), seed \(c.seed)",
+            extra: ["seed": .integer(Int64(bitPattern: c.seed))])
+    }
+
+    /// The next record in time order, or nil when the session is over.
+    public mutating func next() -> TraceRecord? {
+        while true {
+            if let first = pending.min, step >= totalSteps || first.timeNs < horizonNs() {
+                return pending.removeMin().record
+            }
+            guard step < totalSteps else { return nil }
+            if step == 0 { enqueueSeedEvent() }
+            for index in controllers.indices { generateFrame(controller: index) }
+            step += 1
+        }
+    }
+
+    /// No record generated from now on can be earlier than the next send time.
+    private func horizonNs() -> Int64 {
+        let periodMs = 1000 / configuration.rateHz
+        return Int64((Double(configuration.startMs) + Double(step) * periodMs) * 1e6)
+    }
+
+    private mutating func enqueue(_ record: TraceRecord) {
+        pending.insert(Pending(timeNs: record.timeNs, sequence: sequence, record: record))
+        sequence += 1
+    }
+
+    private mutating func enqueueSeedEvent() {
+        let c = configuration
+        enqueue(.event(EventRecord(timeNs: Int64(c.startMs) * 1_000_000, event: "seed", data: [
+            "seed": .integer(Int64(bitPattern: c.seed)), "controllers": .integer(Int64(c.controllers)),
+            "script": .string("\(c.script)"), "rate_hz": .number(c.rateHz),
+        ])))
+    }
+
+    private mutating func generateFrame(controller index: Int) {
+        let c = configuration
+        var state = controllers[index]
+        defer { controllers[index] = state }
+        let periodMs = 1000 / c.rateHz
+        let elapsedMs = Double(step) * periodMs + state.phaseMs
+        let tMs = c.startMs + UInt64(elapsedMs.rounded(.down))
+
+        // Start any jump whose onset has come; label it at its onset.
+        while let onset = state.nextJumpMs, onset <= elapsedMs {
+            let peaks = model.jumpPeakRange
+            let jump = MotionSignalModel.Jump(
+                onsetMs: c.startMs + UInt64(onset),
+                peak: peaks.lowerBound + state.rng.unit() * (peaks.upperBound - peaks.lowerBound))
+            state.active.append(jump)
+            enqueue(.label(LabelRecord(timeNs: Int64(jump.onsetMs) * 1_000_000, controller: state.endpoint,
+                                       gesture: "jump", tMs: jump.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)))
+            state.nextJumpMs = c.script.nextOnset(after: onset, using: &state.rng)
+        }
+        state.active.removeAll { tMs >= $0.onsetMs + MotionSignalModel.Jump.durationMs }
+
+        let frame = model.sample(tMs: tMs, startMs: c.startMs, jumps: state.active, using: &state.rng)
+        var latency = state.rng.normal(mean: c.latencyMeanMs, sd: c.latencySdMs)
+        latency = min(max(latency, c.latencyRangeMs.lowerBound), c.latencyRangeMs.upperBound)
+        let arrivalNs = Int64(tMs) * 1_000_000 + Int64(latency * 1e6)
+        var payload = frame.encoded()
+        if c.corruptProbability > 0, state.rng.unit() < c.corruptProbability {
+            let bit = Int(state.rng.next() % UInt64(payload.count * 8))
+            payload[bit / 8] ^= 1 << UInt8(bit % 8)
+            enqueue(.event(EventRecord(timeNs: arrivalNs, event: "corrupt", data: [
+                "controller": .string(state.endpoint.description), "t_ms": .integer(Int64(tMs)), "bit": .integer(Int64(bit)),
+            ])))
+        }
+        enqueue(.message(MessageRecord(timeNs: arrivalNs, direction: .controllerToHost, source: state.endpoint,
+                                       destination: c.host, payload: payload)))
+
+        // The reference host's answer, decided on what actually arrived.
+        if case .success(.frame(let received)) = MotionLinkV1.decodeResult(payload),
+           tracker.accept(received, from: state.endpoint) == .trigger {
+            let hostDelay = c.hostDelayMs.lowerBound + state.rng.unit() * (c.hostDelayMs.upperBound - c.hostDelayMs.lowerBound)
+            let ack = HapticAck(echoTMs: received.tMs)
+            enqueue(.message(MessageRecord(timeNs: arrivalNs + Int64(hostDelay * 1e6), direction: .hostToController,
+                                           source: c.host, destination: state.endpoint, payload: ack.encoded())))
+        }
+    }
+}

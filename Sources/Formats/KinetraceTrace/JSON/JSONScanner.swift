@@ -1,0 +1,395 @@
+/// A pull parser over one JSON text held in borrowed bytes. It accepts all of
+/// RFC 8259 (any member order, whitespace, escapes, surrogate pairs) but lets
+/// the caller skip values it does not need without building them, which is
+/// what makes trace reading fast.
+struct JSONScanner {
+    let bytes: UnsafeRawBufferPointer
+    var index = 0
+
+    /// Nesting deeper than this is rejected rather than risking the stack.
+    static let maxDepth = 256
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    struct SyntaxError: Error {
+        var offset: Int
+        var message: String
+    }
+
+    private func fail(_ message: String, at offset: Int? = nil) -> SyntaxError {
+        SyntaxError(offset: offset ?? index, message: message)
+    }
+
+    @inline(__always)
+    mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index &+= 1
+            default: return
+            }
+        }
+    }
+
+    @inline(__always)
+    mutating func peek() -> UInt8? {
+        skipWhitespace()
+        return index < bytes.count ? bytes[index] : nil
+    }
+
+    private func describe(_ byte: UInt8?) -> String {
+        guard let byte else { return "end of line" }
+        if byte >= 0x21 && byte < 0x7F { return "'\(Character(Unicode.Scalar(byte)))'" }
+        return "byte 0x" + String(byte, radix: 16)
+    }
+
+    mutating func expect(_ byte: UInt8, _ what: String) throws(SyntaxError) {
+        let found = peek()
+        guard found == byte else { throw fail("expected \(what), found \(describe(found))") }
+        index &+= 1
+    }
+
+    /// Checks that nothing but whitespace follows the value.
+    mutating func expectEnd() throws(SyntaxError) {
+        if let found = peek() { throw fail("expected end of line after the JSON value, found \(describe(found))") }
+    }
+
+    // MARK: Objects
+
+    mutating func beginObject() throws(SyntaxError) { try expect(UInt8(ascii: "{"), "'{'") }
+
+    /// The next member's key, or nil at the closing brace. Keys without
+    /// escapes come back as a slice of the input; others are decoded.
+    mutating func nextKey(first: inout Bool) throws(SyntaxError) -> JSONKey? {
+        let found = peek()
+        if found == UInt8(ascii: "}") { index &+= 1; return nil }
+        if !first {
+            guard found == UInt8(ascii: ",") else { throw fail("expected ',' or '}' in object, found \(describe(found))") }
+            index &+= 1
+            guard peek() == UInt8(ascii: "\"") else { throw fail("expected a member name after ','") }
+        } else if found != UInt8(ascii: "\"") {
+            throw fail("expected a member name or '}', found \(describe(found))")
+        }
+        first = false
+        let key = try readStringToken()
+        try expect(UInt8(ascii: ":"), "':' after member name")
+        return key
+    }
+
+    // MARK: Strings
+
+    /// Reads a string token; a slice when it has no escapes, decoded otherwise.
+    mutating func readStringToken() throws(SyntaxError) -> JSONKey {
+        try expect(UInt8(ascii: "\""), "a string")
+        let start = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+                index &+= 1
+                return .raw(slice)
+            }
+            if byte == UInt8(ascii: "\\") { index = start; return .decoded(try decodeEscapedString()) }
+            if byte < 0x20 { throw fail("control character inside a string") }
+            index &+= 1
+        }
+        throw fail("unterminated string", at: start - 1)
+    }
+
+    mutating func readString() throws(SyntaxError) -> String {
+        switch try readStringToken() {
+        case .raw(let slice): return String(decoding: slice, as: UTF8.self)
+        case .decoded(let s): return s
+        }
+    }
+
+    private mutating func decodeEscapedString() throws(SyntaxError) -> String {
+        var out: [UInt8] = []
+        while index < bytes.count {
+            let byte = bytes[index]
+            index &+= 1
+            switch byte {
+            case UInt8(ascii: "\""): return String(decoding: out, as: UTF8.self)
+            case UInt8(ascii: "\\"):
+                guard index < bytes.count else { break }
+                let escape = bytes[index]
+                index &+= 1
+                switch escape {
+                case UInt8(ascii: "\""): out.append(0x22)
+                case UInt8(ascii: "\\"): out.append(0x5C)
+                case UInt8(ascii: "/"): out.append(0x2F)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try readHex4()
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        // A high surrogate must be followed by an escaped low surrogate.
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                        else { throw fail("unpaired surrogate in \\u escape") }
+                        index &+= 2
+                        let low = try readHex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw fail("unpaired surrogate in \\u escape") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(scalar) {
+                        throw fail("unpaired surrogate in \\u escape")
+                    }
+                    out.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
+                default: throw fail("invalid escape '\\\(Character(Unicode.Scalar(escape)))'", at: index - 2)
+                }
+            case 0..<0x20: throw fail("control character inside a string", at: index - 1)
+            default: out.append(byte)
+            }
+        }
+        throw fail("unterminated string")
+    }
+
+    private mutating func readHex4() throws(SyntaxError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw fail("truncated \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            guard let digit = hexNibble(bytes[index]) else { throw fail("invalid hex digit in \\u escape") }
+            value = value << 4 | UInt32(digit)
+            index &+= 1
+        }
+        return value
+    }
+
+    // MARK: Numbers
+
+    /// The number token's extent, checked against JSON's number grammar.
+    mutating func readNumberToken() throws(SyntaxError) -> (start: Int, end: Int, isInteger: Bool) {
+        _ = peek()
+        let start = index
+        var isInteger = true
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index &+= 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected a number", at: start) }
+        if bytes[index] == UInt8(ascii: "0") {
+            index &+= 1
+        } else {
+            while index < bytes.count, isDigit(bytes[index]) { index &+= 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index &+= 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected a digit after '.'") }
+            while index < bytes.count, isDigit(bytes[index]) { index &+= 1 }
+        }
+        if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
+            isInteger = false
+            index &+= 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index &+= 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected a digit in exponent") }
+            while index < bytes.count, isDigit(bytes[index]) { index &+= 1 }
+        }
+        return (start, index, isInteger)
+    }
+
+    /// An integer-valued number. Fraction and exponent forms are accepted
+    /// when their value is an exact integer (`1.5e3` is 1500), since JSON
+    /// Schema's "integer" allows them.
+    mutating func readInt64(_ what: String) throws(SyntaxError) -> Int64 {
+        let token = try readNumberToken()
+        if token.isInteger {
+            var i = token.start
+            let negative = bytes[i] == UInt8(ascii: "-")
+            if negative { i += 1 }
+            var magnitude: UInt64 = 0
+            while i < token.end {
+                let (m1, o1) = magnitude.multipliedReportingOverflow(by: 10)
+                let (m2, o2) = m1.addingReportingOverflow(UInt64(bytes[i] &- 0x30))
+                if o1 || o2 { throw fail("\(what) is out of range", at: token.start) }
+                magnitude = m2
+                i += 1
+            }
+            if negative {
+                guard magnitude <= UInt64(Int64.max) + 1 else { throw fail("\(what) is out of range", at: token.start) }
+                return magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude)
+            }
+            guard magnitude <= UInt64(Int64.max) else { throw fail("\(what) is out of range", at: token.start) }
+            return Int64(magnitude)
+        }
+        guard let value = exactInteger(token.start, token.end) else {
+            throw fail("expected \(what) to be an integer", at: token.start)
+        }
+        return value
+    }
+
+    /// Exact integer value of a decimal with fraction or exponent, if it has one and fits.
+    private func exactInteger(_ start: Int, _ end: Int) -> Int64? {
+        var i = start
+        let negative = bytes[i] == UInt8(ascii: "-")
+        if negative { i += 1 }
+        var digits: [UInt8] = []
+        var exponent = 0
+        var seenPoint = false
+        while i < end, bytes[i] | 0x20 != UInt8(ascii: "e") {
+            if bytes[i] == UInt8(ascii: ".") {
+                seenPoint = true
+            } else {
+                if seenPoint { exponent -= 1 }
+                // Leading zeros carry no value.
+                if !(digits.isEmpty && bytes[i] == UInt8(ascii: "0")) { digits.append(bytes[i] - 0x30) }
+            }
+            i += 1
+        }
+        if i < end {
+            i += 1
+            var expNegative = false
+            if bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { expNegative = bytes[i] == UInt8(ascii: "-"); i += 1 }
+            var e = 0
+            while i < end { e = min(e * 10 + Int(bytes[i] - 0x30), 100_000); i += 1 }
+            exponent += expNegative ? -e : e
+        }
+        while let last = digits.last, last == 0 { digits.removeLast(); exponent += 1 }
+        if digits.isEmpty { return 0 }
+        guard exponent >= 0, digits.count + exponent <= 19 else { return nil }
+        var magnitude: UInt64 = 0
+        for d in digits { magnitude = magnitude * 10 + UInt64(d) }
+        for _ in 0..<exponent {
+            let (m, o) = magnitude.multipliedReportingOverflow(by: 10)
+            if o { return nil }
+            magnitude = m
+        }
+        if negative { return magnitude <= UInt64(Int64.max) + 1 ? Int64(bitPattern: 0 &- magnitude) : nil }
+        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+    }
+
+    mutating func readDouble(_ what: String) throws(SyntaxError) -> Double {
+        let token = try readNumberToken()
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[token.start..<token.end]), as: UTF8.self)
+        guard let value = Double(text) else { throw fail("\(what) is not a number", at: token.start) }
+        return value
+    }
+
+    // MARK: Literals and generic values
+
+    mutating func readBool(_ what: String) throws(SyntaxError) -> Bool {
+        if matchLiteral("true") { return true }
+        if matchLiteral("false") { return false }
+        throw fail("expected \(what) to be true or false")
+    }
+
+    private mutating func matchLiteral(_ literal: StaticString) -> Bool {
+        _ = peek()
+        let count = literal.utf8CodeUnitCount
+        guard index + count <= bytes.count else { return false }
+        let start = literal.utf8Start
+        for k in 0..<count where bytes[index + k] != start[k] { return false }
+        index += count
+        return true
+    }
+
+    /// Skips one value of any type without building it.
+    mutating func skipValue(depth: Int = 0) throws(SyntaxError) {
+        guard depth < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth)") }
+        guard let byte = peek() else { throw fail("expected a value, found end of line") }
+        switch byte {
+        case UInt8(ascii: "{"):
+            index &+= 1
+            var first = true
+            while try nextKey(first: &first) != nil { try skipValue(depth: depth + 1) }
+        case UInt8(ascii: "["):
+            index &+= 1
+            if peek() == UInt8(ascii: "]") { index &+= 1; return }
+            while true {
+                try skipValue(depth: depth + 1)
+                let next = peek()
+                if next == UInt8(ascii: ",") { index &+= 1; continue }
+                if next == UInt8(ascii: "]") { index &+= 1; return }
+                throw fail("expected ',' or ']' in array, found \(describe(next))")
+            }
+        case UInt8(ascii: "\""): _ = try readStringToken()
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): _ = try readBool("value")
+        case UInt8(ascii: "n"):
+            guard matchLiteral("null") else { throw fail("expected a value, found \(describe(byte))") }
+        default:
+            guard byte == UInt8(ascii: "-") || isDigit(byte) else { throw fail("expected a value, found \(describe(byte))") }
+            _ = try readNumberToken()
+        }
+    }
+
+    /// Builds a value of any type, up to `maxDepth` deep.
+    mutating func readValue(depth: Int = 0) throws(SyntaxError) -> JSONValue {
+        guard depth < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth)") }
+        guard let byte = peek() else { throw fail("expected a value, found end of line") }
+        switch byte {
+        case UInt8(ascii: "{"):
+            index &+= 1
+            var members: [String: JSONValue] = [:]
+            var first = true
+            while let key = try nextKey(first: &first) {
+                members[key.string] = try readValue(depth: depth + 1)
+            }
+            return .object(members)
+        case UInt8(ascii: "["):
+            index &+= 1
+            var items: [JSONValue] = []
+            if peek() == UInt8(ascii: "]") { index &+= 1; return .array(items) }
+            while true {
+                items.append(try readValue(depth: depth + 1))
+                let next = peek()
+                if next == UInt8(ascii: ",") { index &+= 1; continue }
+                if next == UInt8(ascii: "]") { index &+= 1; return .array(items) }
+                throw fail("expected ',' or ']' in array, found \(describe(next))")
+            }
+        case UInt8(ascii: "\""): return .string(try readString())
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return .bool(try readBool("value"))
+        case UInt8(ascii: "n"):
+            guard matchLiteral("null") else { throw fail("expected a value, found \(describe(byte))") }
+            return .null
+        default:
+            guard byte == UInt8(ascii: "-") || isDigit(byte) else { throw fail("expected a value, found \(describe(byte))") }
+            let save = index
+            let token = try readNumberToken()
+            if token.isInteger {
+                index = save
+                if let i = try? readInt64("number") { return .integer(i) }
+                index = token.end
+            }
+            let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[token.start..<token.end]), as: UTF8.self)
+            return .number(Double(text) ?? .nan)
+        }
+    }
+}
+
+/// A member name or string token: a slice of the input when it needed no
+/// unescaping (the common case), else the decoded text.
+enum JSONKey {
+    case raw(UnsafeRawBufferPointer)
+    case decoded(String)
+
+    var string: String {
+        switch self {
+        case .raw(let slice): return String(decoding: slice, as: UTF8.self)
+        case .decoded(let s): return s
+        }
+    }
+
+    /// Byte-wise comparison with an ASCII name.
+    @inline(__always)
+    func equals(_ name: StaticString) -> Bool {
+        switch self {
+        case .raw(let slice):
+            let count = name.utf8CodeUnitCount
+            guard slice.count == count else { return false }
+            let start = name.utf8Start
+            for k in 0..<count where slice[k] != start[k] { return false }
+            return true
+        case .decoded(let s):
+            return name.withUTF8Buffer { s.utf8.elementsEqual($0) }
+        }
+    }
+}
+
+@inline(__always) func isDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
+
+@inline(__always) func hexNibble(_ byte: UInt8) -> UInt8? {
+    switch byte {
+    case 0x30...0x39: return byte - 0x30
+    case 0x61...0x66: return byte - 0x61 + 10
+    case 0x41...0x46: return byte - 0x41 + 10
+    default: return nil
+    }
+}

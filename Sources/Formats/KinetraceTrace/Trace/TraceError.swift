@@ -1,0 +1,62 @@
+/// A trace could not be read or written. Carries where (file, line, byte
+/// offset) and what was expected, so the CLI can print one precise line.
+public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        /// The file does not exist.
+        public static let notFound = Code("not_found")
+        /// The operating system refused a read or write.
+        public static let io = Code("io")
+        /// A line is not valid JSON.
+        public static let syntax = Code("syntax")
+        /// The first line is not a kinetrace trace header.
+        public static let badHeader = Code("bad_header")
+        /// The header's major version is not one this reader knows.
+        public static let unsupportedVersion = Code("unsupported_version")
+        /// Valid JSON, but a record lacks a field or has one of the wrong type.
+        public static let badRecord = Code("bad_record")
+        /// A line is longer than the reader's limit.
+        public static let lineTooLong = Code("line_too_long")
+    }
+
+    public var code: Code
+    /// The file, or a name for in-memory input.
+    public var source: String
+    /// 1-based line, when the error is inside the file's content.
+    public var line: Int?
+    /// Byte offset from the start of the file.
+    public var byteOffset: Int?
+    public var message: String
+
+    public init(_ code: Code, source: String, line: Int? = nil, byteOffset: Int? = nil, message: String) {
+        self.code = code
+        self.source = source
+        self.line = line
+        self.byteOffset = byteOffset
+        self.message = message
+    }
+
+    public var description: String {
+        var location = source
+        if let line { location += ": line \(line)" }
+        if let byteOffset { location += line == nil ? ": byte \(byteOffset)" : ", byte \(byteOffset)" }
+        return "\(location): \(message)"
+    }
+}
+
+/// The file ended inside a record: what a crash mid-write leaves. Readers
+/// stop at the last complete record and report this instead of failing.
+public struct TraceTruncation: Hashable, Sendable, CustomStringConvertible {
+    /// The incomplete line's number and file offset.
+    public var line: Int
+    public var byteOffset: Int
+    /// Bytes of the incomplete line that were dropped.
+    public var droppedBytes: Int
+
+    public var description: String {
+        "truncated at line \(line) (byte \(byteOffset)): dropped an incomplete record of \(droppedBytes) bytes"
+    }
+}

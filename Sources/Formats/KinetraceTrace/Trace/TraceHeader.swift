@@ -1,0 +1,68 @@
+import KinetraceWire
+
+/// The first line of a trace (specs/trace-v1.md, TR-HEADER-*).
+public struct TraceHeader: Hashable, Sendable {
+    public static let formatName = "kinetrace-trace"
+    /// The major version this library reads and writes.
+    public static let currentMajor = 1
+    /// The minor version this library writes; readers accept any minor.
+    public static let currentMinor = 0
+
+    public var major: Int
+    public var minor: Int
+    /// RFC 3339 UTC time the trace was created.
+    public var created: String
+    /// The writing tool and its version, e.g. `kinetrace 0.1.0`.
+    public var tool: String
+    public var profile: WireProfileID
+    public var capturePoint: CapturePoint
+    /// Which clock `t_ns` comes from.
+    public var clock: ClockSource
+    public var notes: String
+    /// Header fields this version does not know, kept so a rewrite loses nothing.
+    public var extra: [String: JSONValue]
+
+    public init(created: String, tool: String, profile: WireProfileID = .motionLinkV1,
+                capturePoint: CapturePoint, clock: ClockSource, notes: String = "",
+                extra: [String: JSONValue] = [:]) {
+        self.major = Self.currentMajor
+        self.minor = Self.currentMinor
+        self.created = created
+        self.tool = tool
+        self.profile = profile
+        self.capturePoint = capturePoint
+        self.clock = clock
+        self.notes = notes
+        self.extra = extra
+    }
+}
+
+/// Where the recorded traffic was observed.
+public struct CapturePoint: Hashable, Sendable, CustomStringConvertible {
+    public let name: String
+    public init(_ name: String) { self.name = name }
+    public var description: String { name }
+
+    /// At the host's socket (what the host received and sent).
+    public static let host = CapturePoint("host")
+    /// At a controller's socket.
+    public static let controller = CapturePoint("controller")
+    /// On the wire, by a packet capture.
+    public static let network = CapturePoint("network")
+    /// Not observed: generated offline by a model.
+    public static let synthetic = CapturePoint("synthetic")
+}
+
+/// The clock behind record timestamps.
+public struct ClockSource: Hashable, Sendable, CustomStringConvertible {
+    public let name: String
+    public init(_ name: String) { self.name = name }
+    public var description: String { name }
+
+    /// CLOCK_REALTIME of the recording machine.
+    public static let realtime = ClockSource("realtime")
+    /// Kernel packet timestamps from libpcap.
+    public static let pcap = ClockSource("pcap")
+    /// A model's clock (synthetic traces).
+    public static let model = ClockSource("model")
+}

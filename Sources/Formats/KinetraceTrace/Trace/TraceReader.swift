@@ -1,0 +1,211 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import KinetraceWire
+
+/// Streams a trace file record by record in constant memory (one read
+/// buffer, grown only for a line longer than it).
+///
+/// - A different major version or a malformed header fails on line 1.
+/// - Unknown members and unknown record kinds are skipped (minor versions add them).
+/// - A last line cut short by a crash ends the stream and sets `truncation`.
+/// - Any other bad line fails with its line number and byte offset.
+public final class TraceReader {
+    public let source: String
+    public private(set) var header: TraceHeader
+    /// Set when the file ended inside a record.
+    public private(set) var truncation: TraceTruncation?
+    /// Records returned so far.
+    public private(set) var recordCount = 0
+    /// Records of kinds this reader does not know, skipped.
+    public private(set) var unknownRecordCount = 0
+    /// Lines longer than this are rejected rather than buffered without bound.
+    public static let maxLineBytes = 16 << 20
+
+    private let file: POSIXFile?
+    private var buffer: UnsafeMutableRawBufferPointer
+    private var start = 0
+    private var end = 0
+    private var atEOF = false
+    private var bufferFileOffset = 0
+    private var lineNumber = 0
+
+    /// Opens and reads the header of the trace at `path`.
+    public convenience init(path: String) throws(TraceError) {
+        let file = try POSIXFile(path: path, mode: .read)
+        try self.init(file: file, source: path, initial: [])
+    }
+
+    /// Reads a trace held in memory; `name` is used in errors.
+    public convenience init(bytes: [UInt8], name: String = "<memory>") throws(TraceError) {
+        try self.init(file: nil, source: name, initial: bytes)
+    }
+
+    private init(file: POSIXFile?, source: String, initial: [UInt8]) throws(TraceError) {
+        self.file = file
+        self.source = source
+        let capacity = file == nil ? max(initial.count, 1) : 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
+        initial.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        self.buffer = buffer
+        end = initial.count
+        atEOF = file == nil
+        header = TraceHeader(created: "", tool: "", capturePoint: .host, clock: .realtime)
+        header = try readHeader()
+    }
+
+    deinit { buffer.deallocate() }
+
+    /// The next record, or nil at the end (check `truncation` then).
+    public func next() throws(TraceError) -> TraceRecord? {
+        while let line = try nextLine() {
+            if isBlank(line.bytes) { continue }
+            do throws(TraceDecoder.Failure) {
+                if let record = try TraceDecoder.record(line.bytes) {
+                    recordCount += 1
+                    return record
+                }
+                unknownRecordCount += 1
+            } catch {
+                if !line.complete {
+                    truncation = TraceTruncation(line: line.number, byteOffset: line.offset, droppedBytes: line.bytes.count)
+                    return nil
+                }
+                throw TraceError(error.code, source: source, line: line.number,
+                                 byteOffset: line.offset + error.offset, message: error.message)
+            }
+        }
+        return nil
+    }
+
+    /// Reads every remaining record, calling `body` for each.
+    public func forEach(_ body: (TraceRecord) throws(TraceError) -> Void) throws(TraceError) {
+        while let record = try next() { try body(record) }
+    }
+
+    // MARK: Header
+
+    private func readHeader() throws(TraceError) -> TraceHeader {
+        guard let line = try nextLine() else {
+            throw TraceError(.badHeader, source: source, line: 1, byteOffset: 0,
+                             message: "empty file: expected a kinetrace trace header")
+        }
+        func bad(_ message: String, _ code: TraceError.Code = .badHeader) -> TraceError {
+            TraceError(code, source: source, line: 1, byteOffset: 0, message: message)
+        }
+        if line.bytes.count >= 4 {
+            let magic = line.bytes.loadUnaligned(as: UInt32.self)
+            if [0xA1B2_C3D4, 0xD4C3_B2A1, 0xA1B2_3C4D, 0x4D3C_B2A1, 0x0A0D_0D0A].contains(magic) {
+                throw bad("this is a pcap/pcapng capture, not a trace: convert it with `kinetrace convert`")
+            }
+        }
+        var scanner = JSONScanner(line.bytes)
+        let value: JSONValue
+        do throws(JSONScanner.SyntaxError) {
+            value = try scanner.readValue()
+            try scanner.expectEnd()
+        } catch {
+            let why = line.complete ? error.message : "header is truncated"
+            throw TraceError(.badHeader, source: source, line: 1, byteOffset: error.offset,
+                             message: "not a kinetrace trace header: \(why)")
+        }
+        guard var members = value.objectValue else { throw bad("not a kinetrace trace: line 1 is not a JSON object") }
+        guard let format = members["format"]?.stringValue else {
+            throw bad("not a kinetrace trace: the header has no \"format\"")
+        }
+        guard format == TraceHeader.formatName else {
+            throw bad("not a kinetrace trace: \"format\" is \"\(format)\", expected \"\(TraceHeader.formatName)\"")
+        }
+        guard let major = members["version"]?.integerValue else {
+            throw bad("the header's \"version\" must be an integer")
+        }
+        guard major == Int64(TraceHeader.currentMajor) else {
+            throw bad("unsupported trace version \(major): this reader reads major version \(TraceHeader.currentMajor)",
+                      .unsupportedVersion)
+        }
+        func text(_ key: String) throws(TraceError) -> String? {
+            guard let value = members[key] else { return nil }
+            guard let s = value.stringValue else { throw bad("the header's \"\(key)\" must be a string") }
+            return s
+        }
+        var header = TraceHeader(
+            created: try text("created") ?? "",
+            tool: try text("tool") ?? "",
+            profile: WireProfileID(try text("profile") ?? WireProfileID.motionLinkV1.name),
+            capturePoint: CapturePoint(try text("capture_point") ?? "unknown"),
+            clock: ClockSource(try text("clock") ?? "unknown"),
+            notes: try text("notes") ?? "")
+        header.major = Int(major)
+        header.minor = Int(members["minor"]?.integerValue ?? 0)
+        for key in ["format", "version", "minor", "created", "tool", "profile", "capture_point", "clock", "notes"] {
+            members[key] = nil
+        }
+        header.extra = members
+        return header
+    }
+
+    // MARK: Lines
+
+    private struct Line {
+        var bytes: UnsafeRawBufferPointer
+        var number: Int
+        var offset: Int
+        /// False for a last line with no newline.
+        var complete: Bool
+    }
+
+    private func nextLine() throws(TraceError) -> Line? {
+        while true {
+            if start < end, let newline = memchr(buffer.baseAddress! + start, 0x0A, end - start) {
+                let lineEnd = buffer.baseAddress!.distance(to: newline)
+                let line = Line(bytes: UnsafeRawBufferPointer(rebasing: buffer[start..<lineEnd]),
+                                number: lineNumber + 1, offset: bufferFileOffset + start, complete: true)
+                lineNumber += 1
+                start = lineEnd + 1
+                return line
+            }
+            if atEOF {
+                guard start < end else { return nil }
+                let line = Line(bytes: UnsafeRawBufferPointer(rebasing: buffer[start..<end]),
+                                number: lineNumber + 1, offset: bufferFileOffset + start, complete: false)
+                lineNumber += 1
+                start = end
+                return line
+            }
+            try refill()
+        }
+    }
+
+    /// Moves the unread tail to the front, grows the buffer if one line fills
+    /// it, and reads more from the file.
+    private func refill() throws(TraceError) {
+        guard let file else { atEOF = true; return }
+        if start > 0 {
+            let pending = end - start
+            if pending > 0 { memmove(buffer.baseAddress!, buffer.baseAddress! + start, pending) }
+            bufferFileOffset += start
+            start = 0
+            end = pending
+        }
+        if end == buffer.count {
+            guard buffer.count < Self.maxLineBytes else {
+                throw TraceError(.lineTooLong, source: source, line: lineNumber + 1, byteOffset: bufferFileOffset,
+                                 message: "line is longer than \(Self.maxLineBytes) bytes")
+            }
+            let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: min(buffer.count * 2, Self.maxLineBytes), alignment: 8)
+            bigger.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
+            buffer.deallocate()
+            buffer = bigger
+        }
+        let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]))
+        if n == 0 { atEOF = true } else { end += n }
+    }
+
+    private func isBlank(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
+    }
+}

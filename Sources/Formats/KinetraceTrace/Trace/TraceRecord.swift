@@ -1,0 +1,86 @@
+import KinetraceWire
+
+/// One line after the header (specs/trace-v1.md, TR-RECORD-*).
+public enum TraceRecord: Hashable, Sendable {
+    case message(MessageRecord)
+    case label(LabelRecord)
+    case event(EventRecord)
+
+    /// Capture time, integer nanoseconds since the UNIX epoch.
+    public var timeNs: Int64 {
+        switch self {
+        case .message(let m): return m.timeNs
+        case .label(let l): return l.timeNs
+        case .event(let e): return e.timeNs
+        }
+    }
+}
+
+/// Which way a message travelled.
+public enum Direction: String, Hashable, Sendable, CaseIterable {
+    case controllerToHost = "c2h"
+    case hostToController = "h2c"
+}
+
+/// A wire message as observed. The payload is the truth: decoded fields and
+/// the validity verdict in the file are derived from it, and readers derive
+/// them again rather than trusting the file.
+public struct MessageRecord: Hashable, Sendable {
+    public var timeNs: Int64
+    public var direction: Direction
+    public var source: Endpoint
+    public var destination: Endpoint
+    public var payload: [UInt8]
+    /// Round-trip time measured by the recorder's own clock, when it knows one
+    /// (a controller recording the ack to its frame).
+    public var rttNs: Int64?
+
+    public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint,
+                payload: [UInt8], rttNs: Int64? = nil) {
+        self.timeNs = timeNs
+        self.direction = direction
+        self.source = source
+        self.destination = destination
+        self.payload = payload
+        self.rttNs = rttNs
+    }
+
+    /// The MotionLink v1 decode of the payload, or why it is invalid.
+    public var decoded: Result<MotionLinkV1.Message, WireError> { MotionLinkV1.decodeResult(payload) }
+
+    /// The controller this message belongs to: its source when sent by a
+    /// controller, its destination when sent by the host.
+    public var controller: Endpoint { direction == .controllerToHost ? source : destination }
+}
+
+/// Ground truth: a gesture a controller performed, for regression tests.
+public struct LabelRecord: Hashable, Sendable {
+    public var timeNs: Int64
+    public var controller: Endpoint?
+    /// `jump`, `duck`, `tilt_left`, … (free text; see the spec's list).
+    public var gesture: String
+    /// The frame timestamp (`t_ms`) at which the gesture starts, if known.
+    public var tMs: UInt64?
+    public var durationMs: UInt64?
+
+    public init(timeNs: Int64, controller: Endpoint?, gesture: String, tMs: UInt64? = nil, durationMs: UInt64? = nil) {
+        self.timeNs = timeNs
+        self.controller = controller
+        self.gesture = gesture
+        self.tMs = tMs
+        self.durationMs = durationMs
+    }
+}
+
+/// Something a tool did or decided (an impairment, a seed, a phase change).
+public struct EventRecord: Hashable, Sendable {
+    public var timeNs: Int64
+    public var event: String
+    public var data: [String: JSONValue]
+
+    public init(timeNs: Int64, event: String, data: [String: JSONValue] = [:]) {
+        self.timeNs = timeNs
+        self.event = event
+        self.data = data
+    }
+}

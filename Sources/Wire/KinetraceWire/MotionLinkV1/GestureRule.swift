@@ -1,0 +1,61 @@
+/// The host's jump rule (ML-GESTURE-*): a non-stale frame triggers when
+/// `ay > threshold` and at least `refractoryMs` of frame time has passed since
+/// the controller's last trigger. Timing runs on frame timestamps, so network
+/// jitter cannot change which frames trigger.
+public struct GestureRule: Hashable, Sendable {
+    /// τ, in g. Compared strictly: `ay > threshold`.
+    public var threshold: Double
+    /// R, in milliseconds of frame time (KeepCalm latches a jump for 0.4 s).
+    public var refractoryMs: UInt64
+
+    public static let `default` = GestureRule(threshold: 0.5, refractoryMs: 400)
+
+    public init(threshold: Double, refractoryMs: UInt64) {
+        self.threshold = threshold
+        self.refractoryMs = refractoryMs
+    }
+}
+
+/// What the rule made of one valid frame.
+public enum GestureVerdict: Hashable, Sendable {
+    /// `t_ms` is not newer than the newest accepted frame: ignored entirely (ML-GESTURE-2).
+    case stale
+    /// Accepted; no trigger.
+    case accepted
+    /// Accepted and triggered: the host owes exactly one ack echoing this `t_ms`.
+    case trigger
+}
+
+/// Per-controller rule state. `Controller` is whatever identifies a controller:
+/// the host uses the datagram's source address and port (ML-GESTURE-1).
+public struct GestureTracker<Controller: Hashable> {
+    public let rule: GestureRule
+    private var states: [Controller: State] = [:]
+
+    private struct State {
+        var newestTMs: UInt64
+        var lastTriggerTMs: UInt64?
+    }
+
+    public init(rule: GestureRule = .default) { self.rule = rule }
+
+    /// Number of controllers seen so far.
+    public var controllerCount: Int { states.count }
+
+    /// Feeds one valid frame; invalid frames must not reach the tracker (ML-VALID-2).
+    public mutating func accept(_ frame: MotionFrame, from controller: Controller) -> GestureVerdict {
+        let previous = states[controller]
+        if let previous, frame.tMs <= previous.newestTMs { return .stale }
+        var state = previous ?? State(newestTMs: frame.tMs, lastTriggerTMs: nil)
+        state.newestTMs = frame.tMs
+        // Not stale, so tMs > newest ≥ lastTrigger and the subtraction cannot underflow.
+        let fires = Double(frame.ay) > rule.threshold
+            && (state.lastTriggerTMs.map { frame.tMs - $0 >= rule.refractoryMs } ?? true)
+        if fires { state.lastTriggerTMs = frame.tMs }
+        states[controller] = state
+        return fires ? .trigger : .accepted
+    }
+
+    /// Forgets every controller.
+    public mutating func reset() { states.removeAll() }
+}
