@@ -79,7 +79,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceCLITests",
-            dependencies: ["KinetraceCLI", "KinetraceTrace", "KinetraceWire"],
+            dependencies: ["KinetraceCLI", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire"],
+            exclude: ["Golden"],
             swiftSettings: strict),
     ]
 )

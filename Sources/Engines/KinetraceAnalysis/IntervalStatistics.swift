@@ -2,9 +2,12 @@ import Histogram
 
 /// Streaming summary of durations (intervals, delays): exact count, mean,
 /// min and max, and percentiles from an HDR histogram at microsecond
-/// resolution, so memory stays constant however long the trace.
+/// resolution, so memory stays constant however long the trace (about
+/// 45 KB per instance for values up to 10 s; it grows for longer ones).
 public struct DurationStatistics: Sendable {
-    private var histogram = Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .four)
+    /// HDR histograms are exact to this many significant digits.
+    public static let significantDigits = 3
+    private var histogram = Histogram<UInt32>(highestTrackableValue: 10_000_000, numberOfSignificantValueDigits: .three)
     public private(set) var count = 0
     private var sumNs: Double = 0
     public private(set) var minNs: Int64 = .max
@@ -24,9 +27,15 @@ public struct DurationStatistics: Sendable {
     public var minMs: Double? { count == 0 ? nil : Double(minNs) / 1e6 }
     public var maxMs: Double? { count == 0 ? nil : Double(maxNs) / 1e6 }
 
-    /// The value at `percentile` (0–100), in milliseconds, to the histogram's
-    /// four significant digits.
+    /// The value at `percentile` (0–100) in milliseconds, rounded to the
+    /// histogram's three significant digits: the histogram reports the top
+    /// of a bucket (100.031 for 100), and digits past its precision are noise.
     public func percentileMs(_ percentile: Double) -> Double? {
-        count == 0 ? nil : Double(histogram.valueAtPercentile(percentile)) / 1000
+        guard count > 0 else { return nil }
+        let micros = Double(histogram.valueAtPercentile(percentile))
+        guard micros >= 1000 else { return micros / 1000 }
+        var scale = 1.0
+        while micros / scale >= 1000 { scale *= 10 }
+        return (micros / scale).rounded() * scale / 1000
     }
 }

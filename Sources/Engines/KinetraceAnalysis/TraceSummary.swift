@@ -104,63 +104,72 @@ public struct TraceSummarizer {
     }
 
     private mutating func add(_ message: MessageRecord) {
+        // Mutate the per-direction and per-controller entries in place: copying
+        // one out of its dictionary would copy its histograms on every record.
         let endpoint = message.controller
-        var counts = summary.messages[message.direction] ?? .init()
-        var controller = summary.controllers[endpoint] ?? .init()
-        defer {
-            summary.messages[message.direction] = counts
-            summary.controllers[endpoint] = controller
-        }
-        counts.total += 1
+        summary.messages[message.direction, default: .init()].total += 1
         if let rtt = message.rttNs { summary.roundTrips.record(ns: rtt) }
-        let decoded = message.decoded
-        guard case .success(let value) = decoded else {
-            if case .failure(let error) = decoded { counts.invalidByReason[error.code.name, default: 0] += 1 }
-            if message.direction == .controllerToHost { controller.frames += 1 }
-            return
-        }
-        switch (message.direction, value) {
-        case (.controllerToHost, .frame(let frame)):
-            counts.valid += 1
-            controller.frames += 1
-            controller.validFrames += 1
-            switch tracker.accept(frame, from: endpoint) {
-            case .stale:
-                summary.staleFrames += 1
-                return
-            case .trigger:
-                summary.triggers += 1
-                controller.triggers += 1
-                controller.pendingTriggers[frame.tMs] = message.timeNs
-            case .accepted: break
-            }
-            if let last = controller.lastTMs {
-                let delta = frame.tMs - last
-                summary.senderIntervals.record(ns: Int64(delta) * 1_000_000)
-                controller.senderIntervals.record(ns: Int64(delta) * 1_000_000)
-                if delta > TraceSummary.gapThresholdMs {
-                    controller.gaps += 1
-                    controller.framesMissing += Int((Double(delta) / 100).rounded()) - 1
-                }
-            }
-            if let lastNs = controller.lastCaptureNs { summary.captureIntervals.record(ns: message.timeNs - lastNs) }
-            controller.lastTMs = frame.tMs
-            controller.lastCaptureNs = message.timeNs
-        case (.hostToController, .ack(let ack)):
-            counts.valid += 1
+        switch message.decoded {
+        case .failure(let error):
+            summary.messages[message.direction, default: .init()].invalidByReason[error.code.name, default: 0] += 1
+            if message.direction == .controllerToHost { summary.controllers[endpoint, default: .init()].frames += 1 }
+        case .success(.frame(let frame)) where message.direction == .controllerToHost:
+            summary.messages[message.direction, default: .init()].valid += 1
+            let verdict = tracker.accept(frame, from: endpoint)
+            if verdict == .stale { summary.staleFrames += 1 }
+            if verdict == .trigger { summary.triggers += 1 }
+            let deltas = Self.addFrame(frame, verdict: verdict, at: message.timeNs,
+                                       to: &summary.controllers[endpoint, default: .init()])
+            if let sender = deltas.senderMs { summary.senderIntervals.record(ns: Int64(sender) * 1_000_000) }
+            if let capture = deltas.captureNs { summary.captureIntervals.record(ns: capture) }
+        case .success(.ack(let ack)) where message.direction == .hostToController:
+            summary.messages[message.direction, default: .init()].valid += 1
             summary.acks += 1
-            controller.acks += 1
-            if let triggerNs = controller.pendingTriggers.removeValue(forKey: ack.echoTMs) {
+            let triggerNs = Self.addAck(ack, to: &summary.controllers[endpoint, default: .init()])
+            if let triggerNs {
                 summary.matchedAcks += 1
-                controller.matchedAcks += 1
                 summary.ackDelay.record(ns: message.timeNs - triggerNs)
             } else {
                 summary.unexpectedAcks += 1
             }
-        default:
+        case .success:
             // A valid message travelling the wrong way (an ack sent to the host, say).
-            counts.invalidByReason["wrong_direction", default: 0] += 1
-            if message.direction == .controllerToHost { controller.frames += 1 }
+            summary.messages[message.direction, default: .init()].invalidByReason["wrong_direction", default: 0] += 1
+            if message.direction == .controllerToHost { summary.controllers[endpoint, default: .init()].frames += 1 }
         }
+    }
+
+    /// Counts a valid frame; returns the intervals since the controller's previous accepted frame.
+    private static func addFrame(_ frame: MotionFrame, verdict: GestureVerdict, at timeNs: Int64,
+                                 to controller: inout TraceSummary.ControllerSummary) -> (senderMs: UInt64?, captureNs: Int64?) {
+        controller.frames += 1
+        controller.validFrames += 1
+        switch verdict {
+        case .stale: return (nil, nil)
+        case .trigger:
+            controller.triggers += 1
+            controller.pendingTriggers[frame.tMs] = timeNs
+        case .accepted: break
+        }
+        let senderMs = controller.lastTMs.map { frame.tMs - $0 }
+        let captureNs = controller.lastCaptureNs.map { timeNs - $0 }
+        if let senderMs {
+            controller.senderIntervals.record(ns: Int64(senderMs) * 1_000_000)
+            if senderMs > TraceSummary.gapThresholdMs {
+                controller.gaps += 1
+                controller.framesMissing += Int((Double(senderMs) / 100).rounded()) - 1
+            }
+        }
+        controller.lastTMs = frame.tMs
+        controller.lastCaptureNs = timeNs
+        return (senderMs, captureNs)
+    }
+
+    /// Counts an ack; returns the capture time of the trigger it answers, if any.
+    private static func addAck(_ ack: HapticAck, to controller: inout TraceSummary.ControllerSummary) -> Int64? {
+        controller.acks += 1
+        guard let triggerNs = controller.pendingTriggers.removeValue(forKey: ack.echoTMs) else { return nil }
+        controller.matchedAcks += 1
+        return triggerNs
     }
 }

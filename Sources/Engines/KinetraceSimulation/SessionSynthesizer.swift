@@ -100,10 +100,14 @@ public struct SessionSynthesizer {
         }
     }
 
-    /// No record generated from now on can be earlier than the next send time.
+    /// No record generated from now on can be earlier than this. Frames of
+    /// the next step are sent at or after `step × period`; a jump label is
+    /// stamped at its onset, which is later than the controller's previous
+    /// frame, so at or after `(step − 1) × period`. One more ms absorbs the
+    /// flooring of `t_ms`.
     private func horizonNs() -> Int64 {
         let periodMs = 1000 / configuration.rateHz
-        return Int64((Double(configuration.startMs) + Double(step) * periodMs) * 1e6)
+        return Int64((Double(configuration.startMs) + Double(step - 1) * periodMs - 1) * 1e6)
     }
 
     private mutating func enqueue(_ record: TraceRecord) {

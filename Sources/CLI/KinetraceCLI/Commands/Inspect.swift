@@ -16,16 +16,16 @@ struct Inspect: ParsableCommand {
             record, with a warning.
             """)
 
-    @Argument(help: "The trace to read (kinetrace trace v1, JSON Lines).", completion: .file())
+    @Argument(help: ArgumentHelp("The trace to read (kinetrace trace v1, JSON Lines).", valueName: "file"), completion: .file())
     var file: String
 
-    @Option(help: "Output format: text for people, json for machines.")
+    @Option(help: ArgumentHelp("Output format: text for people, json for machines.", valueName: "format"))
     var format: OutputFormat = .text
 
-    @Option(help: "Jump threshold τ in g: a frame triggers when ay exceeds it.")
+    @Option(help: ArgumentHelp("Jump threshold τ in g: a frame triggers when ay exceeds it.", valueName: "g"))
     var threshold: Double = GestureRule.default.threshold
 
-    @Option(name: .customLong("refractory-ms"), help: "Refractory period R in milliseconds of frame time between triggers.")
+    @Option(name: .customLong("refractory-ms"), help: ArgumentHelp("Refractory period R in milliseconds of frame time between triggers.", valueName: "ms"))
     var refractoryMs: UInt64 = GestureRule.default.refractoryMs
 
     func validate() throws {

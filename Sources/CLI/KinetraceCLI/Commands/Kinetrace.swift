@@ -11,8 +11,8 @@ public struct Kinetrace: ParsableCommand {
             Kinetrace reads and writes versioned traces of MotionLink v1 traffic: 36-byte \
             MotionFrames from a phone and 20-byte HapticAcks from a game host, over UDP.
 
-            Exit status: 0 on success, 64 for bad usage, 65 for bad input data, 66 for a \
-            missing input file, 74 for an I/O error.
+            Exit status: 0 on success, 64 for bad usage, 65 for bad input data, 66 for an \
+            input file that is missing or unreadable, 74 for an I/O error.
             """,
         version: version,
         subcommands: [Inspect.self, Synth.self])

@@ -19,28 +19,28 @@ struct Synth: ParsableCommand {
             with the model's clock, not the wall clock.
             """)
 
-    @Option(name: .shortAndLong, help: "The trace file to write.", completion: .file())
+    @Option(name: .shortAndLong, help: ArgumentHelp("The trace file to write.", valueName: "file"), completion: .file())
     var out: String
 
-    @Option(help: "Number of controllers (players).")
+    @Option(help: ArgumentHelp("Number of controllers (players).", valueName: "n"))
     var controllers = 1
 
-    @Option(help: "Session length in seconds.")
+    @Option(help: ArgumentHelp("Session length in seconds.", valueName: "seconds"))
     var duration: Double = 60
 
-    @Option(help: "Frames per second per controller.")
+    @Option(help: ArgumentHelp("Frames per second per controller.", valueName: "hz"))
     var rate: Double = 10
 
-    @Option(help: "When players jump: idle (never), jumps (every 2–4 s) or random (Poisson, 3 s mean).")
+    @Option(help: ArgumentHelp("When players jump: idle (never), jumps (every 2–4 s) or random (Poisson, 3 s mean).", valueName: "script"))
     var script: ScriptName = .jumps
 
-    @Option(help: "Seed for every random choice; the same seed gives the same trace.")
+    @Option(help: ArgumentHelp("Seed for every random choice; the same seed gives the same trace.", valueName: "n"))
     var seed: UInt64 = 1
 
-    @Option(help: "Probability that a frame arrives with one bit flipped (0–1).")
+    @Option(help: ArgumentHelp("Probability that a frame arrives with one bit flipped (0–1).", valueName: "p"))
     var corrupt: Double = 0
 
-    @Option(name: .customLong("start-ms"), help: "Sender clock of the first frame, in ms since the UNIX epoch.")
+    @Option(name: .customLong("start-ms"), help: ArgumentHelp("Sender clock of the first frame, in ms since the UNIX epoch.", valueName: "ms"))
     var startMs: UInt64 = SessionSynthesizer.Configuration().startMs
 
     enum ScriptName: String, ExpressibleByArgument, CaseIterable {

@@ -16,7 +16,7 @@ enum ExitStatus {
 
     static func forTraceError(_ error: TraceError) -> ExitCode {
         switch error.code {
-        case .notFound: return noInput
+        case .notFound, .unreadable: return noInput
         case .io: return ioError
         default: return dataError
         }

@@ -30,7 +30,7 @@ public final class POSIXFile {
             if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
                 _ = Glibc_close(fd)
                 self.fd = -1
-                throw TraceError(.io, source: path, message: "is a directory, not a file")
+                throw TraceError(.unreadable, source: path, message: "is a directory, not a file")
             }
         }
     }
@@ -39,7 +39,13 @@ public final class POSIXFile {
 
     static func error(_ code: Int32, path: String, doing action: String) -> TraceError {
         let reason = String(cString: strerror(code))
-        return TraceError(code == ENOENT ? .notFound : .io, source: path, message: "cannot \(action): \(reason)")
+        let kind: TraceError.Code
+        switch (code, action) {
+        case (ENOENT, _): kind = .notFound
+        case (EACCES, "open"), (EISDIR, "open"), (ELOOP, "open"): kind = .unreadable
+        default: kind = .io
+        }
+        return TraceError(kind, source: path, message: "cannot \(action): \(reason)")
     }
 
     /// Reads up to `count` bytes into `buffer`; 0 means end of file.

@@ -81,7 +81,14 @@ struct JSONScanner {
     mutating func readStringToken() throws(SyntaxError) -> JSONKey {
         try expect(UInt8(ascii: "\""), "a string")
         let start = index
-        while index < bytes.count {
+        let base = bytes.baseAddress!  // non-nil: expect() consumed a byte
+        let count = bytes.count
+        // Eight bytes at a time until a word holds a quote, a backslash or a control byte.
+        while index &+ 8 <= count,
+              !Self.hasSpecialByte(UInt64(littleEndian: (base + index).loadUnaligned(as: UInt64.self))) {
+            index &+= 8
+        }
+        while index < count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
@@ -93,6 +100,20 @@ struct JSONScanner {
             index &+= 1
         }
         throw fail("unterminated string", at: start - 1)
+    }
+
+    /// Whether any byte of `word` is '"', '\\' or below 0x20 (SWAR: a byte
+    /// is zero after XOR with the target exactly when it matched).
+    @inline(__always)
+    static func hasSpecialByte(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let hasQuote = (quote &- ones) & ~quote
+        let hasBackslash = (backslash &- ones) & ~backslash
+        let hasControl = (word &- ones &* 0x20) & ~word
+        return (hasQuote | hasBackslash | hasControl) & highs != 0
     }
 
     mutating func readString() throws(SyntaxError) -> String {
@@ -186,41 +207,49 @@ struct JSONScanner {
         return (start, index, isInteger)
     }
 
-    /// An integer-valued number. Fraction and exponent forms are accepted
-    /// when their value is an exact integer (`1.5e3` is 1500), since JSON
-    /// Schema's "integer" allows them.
+    /// An integer-valued number that fits in Int64. Fraction and exponent
+    /// forms are accepted when their value is an exact integer (`1.5e3` is
+    /// 1500), since JSON Schema's "integer" allows them (TR-READ-2).
     mutating func readInt64(_ what: String) throws(SyntaxError) -> Int64 {
+        let (negative, magnitude, start) = try readIntegerParts(what)
+        if negative {
+            guard magnitude <= UInt64(Int64.max) + 1 else { throw fail("\(what) is out of range", at: start) }
+            return Int64(bitPattern: 0 &- magnitude)
+        }
+        guard magnitude <= UInt64(Int64.max) else { throw fail("\(what) is out of range", at: start) }
+        return Int64(magnitude)
+    }
+
+    /// An integer-valued number that fits in UInt64.
+    mutating func readUInt64(_ what: String) throws(SyntaxError) -> UInt64 {
+        let (negative, magnitude, start) = try readIntegerParts(what)
+        guard !negative || magnitude == 0 else { throw fail("\(what) must not be negative", at: start) }
+        return magnitude
+    }
+
+    private mutating func readIntegerParts(_ what: String) throws(SyntaxError) -> (negative: Bool, magnitude: UInt64, start: Int) {
         let token = try readNumberToken()
+        let negative = bytes[token.start] == UInt8(ascii: "-")
         if token.isInteger {
-            var i = token.start
-            let negative = bytes[i] == UInt8(ascii: "-")
-            if negative { i += 1 }
             var magnitude: UInt64 = 0
-            while i < token.end {
+            for i in (negative ? token.start + 1 : token.start)..<token.end {
                 let (m1, o1) = magnitude.multipliedReportingOverflow(by: 10)
                 let (m2, o2) = m1.addingReportingOverflow(UInt64(bytes[i] &- 0x30))
                 if o1 || o2 { throw fail("\(what) is out of range", at: token.start) }
                 magnitude = m2
-                i += 1
             }
-            if negative {
-                guard magnitude <= UInt64(Int64.max) + 1 else { throw fail("\(what) is out of range", at: token.start) }
-                return magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude)
-            }
-            guard magnitude <= UInt64(Int64.max) else { throw fail("\(what) is out of range", at: token.start) }
-            return Int64(magnitude)
+            return (negative, magnitude, token.start)
         }
-        guard let value = exactInteger(token.start, token.end) else {
-            throw fail("expected \(what) to be an integer", at: token.start)
+        switch exactInteger(token.start, token.end) {
+        case .some(let magnitude): return (negative, magnitude, token.start)
+        case .none: throw fail("expected \(what) to be an integer", at: token.start)
         }
-        return value
     }
 
-    /// Exact integer value of a decimal with fraction or exponent, if it has one and fits.
-    private func exactInteger(_ start: Int, _ end: Int) -> Int64? {
-        var i = start
-        let negative = bytes[i] == UInt8(ascii: "-")
-        if negative { i += 1 }
+    /// The magnitude of a decimal written with fraction or exponent, when it
+    /// is an exact integer that fits in UInt64.
+    private func exactInteger(_ start: Int, _ end: Int) -> UInt64? {
+        var i = bytes[start] == UInt8(ascii: "-") ? start + 1 : start
         var digits: [UInt8] = []
         var exponent = 0
         var seenPoint = false
@@ -244,16 +273,15 @@ struct JSONScanner {
         }
         while let last = digits.last, last == 0 { digits.removeLast(); exponent += 1 }
         if digits.isEmpty { return 0 }
-        guard exponent >= 0, digits.count + exponent <= 19 else { return nil }
+        guard exponent >= 0, digits.count + exponent <= 20 else { return nil }
         var magnitude: UInt64 = 0
-        for d in digits { magnitude = magnitude * 10 + UInt64(d) }
-        for _ in 0..<exponent {
-            let (m, o) = magnitude.multipliedReportingOverflow(by: 10)
-            if o { return nil }
-            magnitude = m
+        for d in digits + [UInt8](repeating: 0, count: exponent) {
+            let (m1, o1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (m2, o2) = m1.addingReportingOverflow(UInt64(d))
+            if o1 || o2 { return nil }
+            magnitude = m2
         }
-        if negative { return magnitude <= UInt64(Int64.max) + 1 ? Int64(bitPattern: 0 &- magnitude) : nil }
-        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+        return magnitude
     }
 
     mutating func readDouble(_ what: String) throws(SyntaxError) -> Double {

@@ -11,25 +11,41 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
 
     /// Parses `a.b.c.d:port` or `[v6]:port`; nil when malformed.
     public init?(_ text: some StringProtocol) {
-        let utf8 = Array(text.utf8)
-        let hostPart: ArraySlice<UInt8>
-        let portPart: ArraySlice<UInt8>
-        if utf8.first == UInt8(ascii: "[") {
-            guard let close = utf8.firstIndex(of: UInt8(ascii: "]")),
-                  close + 1 < utf8.count, utf8[close + 1] == UInt8(ascii: ":") else { return nil }
-            hostPart = utf8[1..<close]
-            portPart = utf8[(close + 2)...]
+        var text = String(text)
+        guard let parsed = text.withUTF8({ Endpoint(utf8: UnsafeRawBufferPointer($0)) }) else { return nil }
+        self = parsed
+    }
+
+    /// Parses the UTF-8 text of an endpoint.
+    public init?(utf8: UnsafeRawBufferPointer) {
+        let count = utf8.count
+        guard count >= 3 else { return nil }
+        let hostStart: Int, hostEnd: Int, portStart: Int
+        if utf8[0] == UInt8(ascii: "[") {
+            guard let close = utf8.firstIndex(of: UInt8(ascii: "]")), close + 1 < count,
+                  utf8[close + 1] == UInt8(ascii: ":") else { return nil }
+            hostStart = 1
+            hostEnd = close
+            portStart = close + 2
         } else {
-            guard let colon = utf8.lastIndex(of: UInt8(ascii: ":")),
-                  !utf8[..<colon].contains(UInt8(ascii: ":")) else { return nil }
-            hostPart = utf8[..<colon]
-            portPart = utf8[(colon + 1)...]
+            guard let colon = utf8.lastIndex(of: UInt8(ascii: ":")) else { return nil }
+            for i in 0..<colon where utf8[i] == UInt8(ascii: ":") || utf8[i] == UInt8(ascii: "[") || utf8[i] == UInt8(ascii: "]") {
+                return nil  // a bare IPv6 address must be bracketed
+            }
+            hostStart = 0
+            hostEnd = colon
+            portStart = colon + 1
         }
-        guard !hostPart.isEmpty, !portPart.isEmpty, portPart.count <= 5,
-              portPart.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-              let port = UInt16(String(decoding: portPart, as: UTF8.self)) else { return nil }
-        self.host = String(decoding: hostPart, as: UTF8.self)
-        self.port = port
+        guard hostEnd > hostStart, portStart < count, count - portStart <= 5 else { return nil }
+        var port = 0
+        for i in portStart..<count {
+            let digit = Int(utf8[i]) - 0x30
+            guard digit >= 0 && digit <= 9 else { return nil }
+            port = port * 10 + digit
+        }
+        guard port <= 65535 else { return nil }
+        self.host = String(decoding: UnsafeRawBufferPointer(rebasing: utf8[hostStart..<hostEnd]), as: UTF8.self)
+        self.port = UInt16(port)
     }
 
     public var isIPv6: Bool { host.contains(":") }
@@ -38,5 +54,21 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
 
     public static func < (a: Endpoint, b: Endpoint) -> Bool {
         (a.host, a.port) < (b.host, b.port)
+    }
+}
+
+/// Remembers recently parsed endpoints by their text, so a trace's few
+/// hundred distinct endpoints are parsed once rather than on every line.
+struct EndpointCache {
+    private var slots = [(text: [UInt8], endpoint: Endpoint)?](repeating: nil, count: 256)
+
+    mutating func endpoint(for utf8: UnsafeRawBufferPointer) -> Endpoint? {
+        var hash: UInt32 = 2_166_136_261  // FNV-1a
+        for byte in utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        let slot = Int(hash & 0xFF)
+        if let cached = slots[slot], cached.text.elementsEqual(utf8) { return cached.endpoint }
+        guard let endpoint = Endpoint(utf8: utf8) else { return nil }
+        slots[slot] = (Array(utf8), endpoint)
+        return endpoint
     }
 }

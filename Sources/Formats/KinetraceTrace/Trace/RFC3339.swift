@@ -2,10 +2,14 @@
 /// computed from the civil calendar so the format layer needs no Foundation.
 public enum RFC3339 {
     public static func string(fromNanoseconds ns: Int64) -> String {
-        let seconds = ns >= 0 ? ns / 1_000_000_000 : (ns - 999_999_999) / 1_000_000_000
-        let millis = (ns - seconds * 1_000_000_000) / 1_000_000
-        var days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secondOfDay = seconds - days * 86_400
+        // Floor division written so that Int64.min cannot overflow.
+        var seconds = ns / 1_000_000_000
+        var nanos = ns % 1_000_000_000
+        if nanos < 0 { seconds -= 1; nanos += 1_000_000_000 }
+        let millis = nanos / 1_000_000
+        var days = seconds / 86_400
+        var secondOfDay = seconds % 86_400
+        if secondOfDay < 0 { days -= 1; secondOfDay += 86_400 }
         // Days since 1970-01-01 to a proleptic Gregorian date, counting 400-year eras from 0000-03-01.
         days += 719_468
         let era = (days >= 0 ? days : days - 146_096) / 146_097

@@ -1,137 +1,198 @@
 import KinetraceWire
 
-/// Parses one record line. Known members are matched byte-wise and
-/// informative ones (`decoded`, `valid`, …) are skipped unbuilt; any member
-/// order, whitespace and escapes are accepted.
-enum TraceDecoder {
-    /// A record, or nil for a record kind this reader does not know (skipped
-    /// for forward compatibility, TR-READ-4).
+/// Parses record lines. Known members are matched byte-wise and informative
+/// ones (`decoded`, `valid`, …) are skipped without being built; any member
+/// order, whitespace and escapes are accepted (TR-READ-1).
+struct TraceDecoder {
     struct Failure: Error {
         var code: TraceError.Code
         var offset: Int
         var message: String
+
+        init(_ code: TraceError.Code, at offset: Int, _ message: String) {
+            self.code = code
+            self.offset = offset
+            self.message = message
+        }
+
+        init(_ error: JSONScanner.SyntaxError) { self.init(.syntax, at: error.offset, error.message) }
     }
 
-    static func record(_ line: UnsafeRawBufferPointer) throws(Failure) -> TraceRecord? {
-        var scanner = JSONScanner(line)
-        var kind: JSONKey?
+    private enum Kind { case message, label, event, unknown }
+
+    /// The v1 members of a record, as found so far.
+    private struct Fields {
+        var kind: Kind?
         var timeNs: Int64?
         var direction: Direction?
         var source: Endpoint?, destination: Endpoint?, controller: Endpoint?
         var payload: [UInt8]?
-        var rttNs: Int64?, tMs: Int64?, durationMs: Int64?
+        var rttNs: Int64?
+        var tMs: UInt64?, durationMs: UInt64?
         var gesture: String?, event: String?
         var data: [String: JSONValue]?
-        var tMsAt = 0, durationAt = 0
+    }
 
-        do {
+    private var endpoints = EndpointCache()
+
+    /// The record on `line`, or nil for a record kind this reader does not
+    /// know (skipped for forward compatibility, TR-READ-4).
+    mutating func record(_ line: UnsafeRawBufferPointer) throws(Failure) -> TraceRecord? {
+        var scanner = JSONScanner(line)
+        var fields = Fields()
+        // A member whose value is valid JSON of the wrong type or range. It
+        // matters only if the record's kind is one this reader knows, and the
+        // kind may come later in the line, so the verdict waits.
+        var misfit: Failure?
+        do throws(JSONScanner.SyntaxError) {
             try scanner.beginObject()
             var first = true
             while let key = try scanner.nextKey(first: &first) {
+                scanner.skipWhitespace()
                 let at = scanner.index
-                if key.equals("kind") { kind = .decoded(try scanner.readString()) }
-                else if key.equals("t_ns") { timeNs = try scanner.readInt64("t_ns") }
-                else if key.equals("dir") {
-                    let token = try scanner.readStringToken()
-                    if token.equals("c2h") { direction = .controllerToHost }
-                    else if token.equals("h2c") { direction = .hostToController }
-                    else { throw Failure(code: .badRecord, offset: at, message: "\"dir\" must be \"c2h\" or \"h2c\", found \"\(token.string)\"") }
+                do throws(Failure) {
+                    try read(key, into: &fields, from: &scanner, at: at)
+                } catch {
+                    scanner.index = at
+                    try scanner.skipValue()  // throws if the value is not JSON at all
+                    if misfit == nil { misfit = Failure(.badRecord, at: error.offset, error.message) }
                 }
-                else if key.equals("src") { source = try endpoint(&scanner, "src") }
-                else if key.equals("dst") { destination = try endpoint(&scanner, "dst") }
-                else if key.equals("payload") { payload = try hex(&scanner) }
-                else if key.equals("rtt_ns") { rttNs = try scanner.readInt64("rtt_ns") }
-                else if key.equals("controller") { controller = try endpoint(&scanner, "controller") }
-                else if key.equals("gesture") { gesture = try scanner.readString() }
-                else if key.equals("t_ms") { tMsAt = at; tMs = try scanner.readInt64("t_ms") }
-                else if key.equals("duration_ms") { durationAt = at; durationMs = try scanner.readInt64("duration_ms") }
-                else if key.equals("event") { event = try scanner.readString() }
-                else if key.equals("data") {
-                    guard case .object(let members) = try scanner.readValue() else {
-                        throw Failure(code: .badRecord, offset: at, message: "\"data\" must be an object")
-                    }
-                    data = members
-                }
-                else { try scanner.skipValue() }
             }
             try scanner.expectEnd()
-        } catch let error as JSONScanner.SyntaxError {
-            throw Failure(code: .syntax, offset: error.offset, message: error.message)
+        } catch {
+            throw Failure(error)
+        }
+        return try build(fields, misfit: misfit)
+    }
+
+    private mutating func read(_ key: JSONKey, into f: inout Fields, from scanner: inout JSONScanner, at: Int) throws(Failure) {
+        do {
+            if key.equals("kind") {
+                let token = try scanner.readStringToken()
+                if token.equals("msg") { f.kind = .message }
+                else if token.equals("label") { f.kind = .label }
+                else if token.equals("event") { f.kind = .event }
+                else { f.kind = .unknown }
+            } else if key.equals("t_ns") {
+                f.timeNs = try scanner.readInt64("t_ns")
+            } else if key.equals("dir") {
+                let token = try scanner.readStringToken()
+                if token.equals("c2h") { f.direction = .controllerToHost }
+                else if token.equals("h2c") { f.direction = .hostToController }
+                else { throw Failure(.badRecord, at: at, "\"dir\" must be \"c2h\" or \"h2c\", found \"\(token.string)\"") }
+            } else if key.equals("src") {
+                f.source = try endpoint(&scanner, "src")
+            } else if key.equals("dst") {
+                f.destination = try endpoint(&scanner, "dst")
+            } else if key.equals("payload") {
+                f.payload = try hex(&scanner)
+            } else if key.equals("rtt_ns") {
+                f.rttNs = try scanner.readInt64("rtt_ns")
+            } else if key.equals("controller") {
+                f.controller = try endpoint(&scanner, "controller")
+            } else if key.equals("gesture") {
+                f.gesture = try scanner.readString()
+            } else if key.equals("t_ms") {
+                f.tMs = try scanner.readUInt64("t_ms")
+            } else if key.equals("duration_ms") {
+                f.durationMs = try scanner.readUInt64("duration_ms")
+            } else if key.equals("event") {
+                f.event = try scanner.readString()
+            } else if key.equals("data") {
+                guard case .object(let members) = try scanner.readValue() else {
+                    throw Failure(.badRecord, at: at, "\"data\" must be an object")
+                }
+                f.data = members
+            } else {
+                try scanner.skipValue()
+            }
         } catch let failure as Failure {
             throw failure
+        } catch let error as JSONScanner.SyntaxError {
+            throw Failure(error)
         } catch {
-            throw Failure(code: .syntax, offset: scanner.index, message: "\(error)")
+            throw Failure(.syntax, at: at, "\(error)")
         }
+    }
 
+    private func build(_ f: Fields, misfit: Failure?) throws(Failure) -> TraceRecord? {
         func missing(_ name: String, _ what: String) -> Failure {
-            Failure(code: .badRecord, offset: 0, message: "\(what) record lacks \"\(name)\"")
+            Failure(.badRecord, at: 0, "\(what) record lacks \"\(name)\"")
         }
-        func nonNegative(_ value: Int64?, _ name: String, at offset: Int) throws(Failure) -> UInt64? {
-            guard let value else { return nil }
-            guard value >= 0 else { throw Failure(code: .badRecord, offset: offset, message: "\"\(name)\" must not be negative") }
-            return UInt64(value)
-        }
-
-        guard let kind else { throw Failure(code: .badRecord, offset: 0, message: "record lacks \"kind\"") }
-        guard let timeNs else { throw missing("t_ns", kind.string) }
-        if kind.equals("msg") {
-            guard let direction else { throw missing("dir", "msg") }
-            guard let source else { throw missing("src", "msg") }
-            guard let destination else { throw missing("dst", "msg") }
-            guard let payload else { throw missing("payload", "msg") }
+        guard let kind = f.kind else { throw misfit ?? Failure(.badRecord, at: 0, "record lacks \"kind\"") }
+        if case .unknown = kind { return nil }
+        if let misfit { throw misfit }
+        switch kind {
+        case .message:
+            guard let timeNs = f.timeNs else { throw missing("t_ns", "msg") }
+            guard let direction = f.direction else { throw missing("dir", "msg") }
+            guard let source = f.source else { throw missing("src", "msg") }
+            guard let destination = f.destination else { throw missing("dst", "msg") }
+            guard let payload = f.payload else { throw missing("payload", "msg") }
             return .message(MessageRecord(timeNs: timeNs, direction: direction, source: source,
-                                          destination: destination, payload: payload, rttNs: rttNs))
+                                          destination: destination, payload: payload, rttNs: f.rttNs))
+        case .label:
+            guard let timeNs = f.timeNs else { throw missing("t_ns", "label") }
+            guard let gesture = f.gesture else { throw missing("gesture", "label") }
+            return .label(LabelRecord(timeNs: timeNs, controller: f.controller, gesture: gesture,
+                                      tMs: f.tMs, durationMs: f.durationMs))
+        case .event:
+            guard let timeNs = f.timeNs else { throw missing("t_ns", "event") }
+            guard let event = f.event else { throw missing("event", "event") }
+            return .event(EventRecord(timeNs: timeNs, event: event, data: f.data ?? [:]))
+        case .unknown:
+            return nil
         }
-        if kind.equals("label") {
-            guard let gesture else { throw missing("gesture", "label") }
-            return .label(LabelRecord(timeNs: timeNs, controller: controller, gesture: gesture,
-                                      tMs: try nonNegative(tMs, "t_ms", at: tMsAt),
-                                      durationMs: try nonNegative(durationMs, "duration_ms", at: durationAt)))
-        }
-        if kind.equals("event") {
-            guard let event else { throw missing("event", "event") }
-            return .event(EventRecord(timeNs: timeNs, event: event, data: data ?? [:]))
-        }
-        return nil
     }
 
-    private static func endpoint(_ scanner: inout JSONScanner, _ name: String) throws(Failure) -> Endpoint {
-        let at = scanner.index
-        let text: String
-        do throws(JSONScanner.SyntaxError) { text = try scanner.readString() } catch {
-            throw Failure(code: .syntax, offset: error.offset, message: error.message)
-        }
-        guard let endpoint = Endpoint(text) else {
-            throw Failure(code: .badRecord, offset: at, message: "\"\(name)\" must be ADDRESS:PORT or [ADDRESS]:PORT, found \"\(text)\"")
-        }
-        return endpoint
-    }
-
-    private static func hex(_ scanner: inout JSONScanner) throws(Failure) -> [UInt8] {
+    private mutating func endpoint(_ scanner: inout JSONScanner, _ name: String) throws(Failure) -> Endpoint {
+        scanner.skipWhitespace()
         let at = scanner.index
         let token: JSONKey
-        do throws(JSONScanner.SyntaxError) { token = try scanner.readStringToken() } catch {
-            throw Failure(code: .syntax, offset: error.offset, message: error.message)
+        do throws(JSONScanner.SyntaxError) { token = try scanner.readStringToken() } catch { throw Failure(error) }
+        let parsed: Endpoint?
+        switch token {
+        case .raw(let slice): parsed = endpoints.endpoint(for: slice)
+        case .decoded(let text): parsed = Endpoint(text)
         }
+        guard let parsed else {
+            throw Failure(.badRecord, at: at, "\"\(name)\" must be ADDRESS:PORT or [ADDRESS]:PORT, found \"\(token.string)\"")
+        }
+        return parsed
+    }
+
+    private func hex(_ scanner: inout JSONScanner) throws(Failure) -> [UInt8] {
+        scanner.skipWhitespace()
+        let at = scanner.index
+        let token: JSONKey
+        do throws(JSONScanner.SyntaxError) { token = try scanner.readStringToken() } catch { throw Failure(error) }
         switch token {
         case .raw(let slice):
             guard slice.count % 2 == 0 else {
-                throw Failure(code: .badRecord, offset: at, message: "\"payload\" must be an even number of hex digits")
+                throw Failure(.badRecord, at: at, "\"payload\" must be an even number of hex digits")
             }
-            var bytes = [UInt8](repeating: 0, count: slice.count / 2)
-            for i in 0..<bytes.count {
-                guard let hi = hexNibble(slice[2 * i]), let lo = hexNibble(slice[2 * i + 1]) else {
-                    throw Failure(code: .badRecord, offset: at + 1 + 2 * i, message: "\"payload\" holds a non-hex character")
+            return try [UInt8](unsafeUninitializedCapacity: slice.count / 2) { out, initialized throws(Failure) in
+                let table = HexTable.values
+                for i in 0..<slice.count / 2 {
+                    let hi = table[Int(slice[2 &* i])], lo = table[Int(slice[2 &* i &+ 1])]
+                    guard hi | lo < 0x10 else {
+                        throw Failure(.badRecord, at: at + 1 + 2 * i, "\"payload\" holds a non-hex character")
+                    }
+                    out[i] = hi << 4 | lo
+                    initialized = i + 1
                 }
-                bytes[i] = hi << 4 | lo
             }
-            return bytes
         case .decoded(let text):
-            // Escaped hex is legal JSON if odd; decode it the slow way.
-            guard case .success(let bytes) = Hex.decode(text), !text.contains(" ") else {
-                throw Failure(code: .badRecord, offset: at, message: "\"payload\" must be hex digits")
+            // Escaped hex is legal JSON, if odd; decode it the slow way.
+            guard !text.contains(where: \.isWhitespace), case .success(let bytes) = Hex.decode(text) else {
+                throw Failure(.badRecord, at: at, "\"payload\" must be hex digits")
             }
             return bytes
         }
     }
+}
+
+/// Hex digit values by byte; 0xFF for a non-digit.
+enum HexTable {
+    static let values: [UInt8] = (0..<256).map { hexNibble(UInt8($0)) ?? 0xFF }
 }

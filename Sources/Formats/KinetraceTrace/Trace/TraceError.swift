@@ -8,6 +8,8 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
 
         /// The file does not exist.
         public static let notFound = Code("not_found")
+        /// The file exists but cannot be opened for reading (permissions, a directory).
+        public static let unreadable = Code("unreadable")
         /// The operating system refused a read or write.
         public static let io = Code("io")
         /// A line is not valid JSON.

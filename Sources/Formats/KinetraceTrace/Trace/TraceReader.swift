@@ -27,6 +27,7 @@ public final class TraceReader {
     public static let maxLineBytes = 16 << 20
 
     private let file: POSIXFile?
+    private var decoder = TraceDecoder()
     private var buffer: UnsafeMutableRawBufferPointer
     private var start = 0
     private var end = 0
@@ -65,13 +66,14 @@ public final class TraceReader {
         while let line = try nextLine() {
             if isBlank(line.bytes) { continue }
             do throws(TraceDecoder.Failure) {
-                if let record = try TraceDecoder.record(line.bytes) {
+                if let record = try decoder.record(line.bytes) {
                     recordCount += 1
                     return record
                 }
                 unknownRecordCount += 1
             } catch {
-                if !line.complete {
+                // Only a syntax error can be a cut: a complete JSON object missing a member is a real error.
+                if !line.complete && error.code == .syntax {
                     truncation = TraceTruncation(line: line.number, byteOffset: line.offset, droppedBytes: line.bytes.count)
                     return nil
                 }
@@ -90,18 +92,21 @@ public final class TraceReader {
     // MARK: Header
 
     private func readHeader() throws(TraceError) -> TraceHeader {
+        // Capture files first: pcapng's magic begins with "\n", so look before splitting lines.
+        while end - start < 4 && !atEOF { try refill() }
+        if end - start >= 4 {
+            let magic = UInt32(littleEndian: UnsafeRawPointer(buffer.baseAddress! + start).loadUnaligned(as: UInt32.self))
+            if [0xA1B2_C3D4, 0xD4C3_B2A1, 0xA1B2_3C4D, 0x4D3C_B2A1, 0x0A0D_0D0A].contains(magic) {
+                throw TraceError(.badHeader, source: source, line: 1, byteOffset: 0,
+                                 message: "this is a pcap/pcapng capture, not a trace: convert it with `kinetrace convert`")
+            }
+        }
         guard let line = try nextLine() else {
             throw TraceError(.badHeader, source: source, line: 1, byteOffset: 0,
                              message: "empty file: expected a kinetrace trace header")
         }
         func bad(_ message: String, _ code: TraceError.Code = .badHeader) -> TraceError {
             TraceError(code, source: source, line: 1, byteOffset: 0, message: message)
-        }
-        if line.bytes.count >= 4 {
-            let magic = line.bytes.loadUnaligned(as: UInt32.self)
-            if [0xA1B2_C3D4, 0xD4C3_B2A1, 0xA1B2_3C4D, 0x4D3C_B2A1, 0x0A0D_0D0A].contains(magic) {
-                throw bad("this is a pcap/pcapng capture, not a trace: convert it with `kinetrace convert`")
-            }
         }
         var scanner = JSONScanner(line.bytes)
         let value: JSONValue

@@ -20,7 +20,7 @@ public enum CRC32 {
     /// Continues a CRC over more bytes: `update(checksum(a), b) == checksum(a + b)`.
     @inlinable
     public static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
-        let table = CRC32Tables.shared.base
+        let table = crc32SlicingTables
         var c = ~crc
         var index = 0
         let count = bytes.count
@@ -47,23 +47,22 @@ public enum CRC32 {
 
 /// The slicing tables, built once and never freed (8 KiB).
 @usableFromInline
-final class CRC32Tables: Sendable {
-    @usableFromInline static let shared = CRC32Tables()
-    @usableFromInline nonisolated(unsafe) let base: UnsafeMutablePointer<UInt32>
+nonisolated(unsafe) let crc32SlicingTables: UnsafeMutablePointer<UInt32> = makeCRC32SlicingTables()
 
-    private init() {
-        base = .allocate(capacity: 8 * 256)
-        for n in 0..<256 {
-            var c = UInt32(n)
-            for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-            base[n] = c
-        }
-        for n in 0..<256 {
-            var c = base[n]
-            for slice in 1..<8 {
-                c = base[Int(c & 0xFF)] ^ (c >> 8)
-                base[slice * 256 + n] = c
-            }
+private func makeCRC32SlicingTables() -> UnsafeMutablePointer<UInt32> {
+    let base = UnsafeMutablePointer<UInt32>.allocate(capacity: 8 * 256)
+    for n in 0..<256 {
+        var c = UInt32(n)
+        for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
+        base[n] = c
+    }
+    // Table k advances a byte through k further zero bytes.
+    for n in 0..<256 {
+        var c = base[n]
+        for slice in 1..<8 {
+            c = base[Int(c & 0xFF)] ^ (c >> 8)
+            base[slice * 256 + n] = c
         }
     }
+    return base
 }

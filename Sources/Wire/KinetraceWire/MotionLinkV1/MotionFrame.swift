@@ -25,23 +25,31 @@ public struct MotionFrame: Hashable, Sendable {
     /// Wire names of the six float fields, in wire order.
     public static let valueNames = ["ax", "ay", "az", "wx", "wy", "wz"]
 
-    /// Decodes and validates (ML-FRAME-1..4): length 36, matching CRC, all six floats finite.
+    /// Decodes and validates (ML-VALID-1): length 36, matching CRC, all six floats finite.
     @inlinable
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> MotionFrame {
         guard bytes.count == size else {
             throw WireError(.invalidLength, offset: bytes.count, expected: "36 bytes")
         }
-        let reader = ByteReader(bytes)
-        // Lengths are checked above, so the optionals below are never nil.
-        let check = reader.getInteger(at: checkedSize, as: UInt32.self)!
-        guard CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<checkedSize])) == check else {
+        // The hot path of every reader: plain loads at known offsets (the
+        // length is checked above), rather than ByteReader's optionals.
+        @inline(__always) func word(_ offset: Int) -> UInt32 {
+            UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+        }
+        guard CRC32.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<checkedSize])) == word(checkedSize) else {
             throw WireError(.checksumMismatch, offset: checkedSize, expected: "CRC-32 of bytes 0..<32")
         }
+        let bits = (word(8), word(12), word(16), word(20), word(24), word(28))
+        // A float is NaN or infinite exactly when its exponent bits are all ones.
+        let exponent: UInt32 = 0x7F80_0000
+        let anyNonFinite = (bits.0 & exponent == exponent) || (bits.1 & exponent == exponent)
+            || (bits.2 & exponent == exponent) || (bits.3 & exponent == exponent)
+            || (bits.4 & exponent == exponent) || (bits.5 & exponent == exponent)
         let frame = MotionFrame(
-            tMs: reader.getInteger(at: 0, as: UInt64.self)!,
-            ax: reader.getFloat32(at: 8)!, ay: reader.getFloat32(at: 12)!, az: reader.getFloat32(at: 16)!,
-            wx: reader.getFloat32(at: 20)!, wy: reader.getFloat32(at: 24)!, wz: reader.getFloat32(at: 28)!)
-        if let field = frame.firstNonFiniteField {
+            tMs: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+            ax: Float32(bitPattern: bits.0), ay: Float32(bitPattern: bits.1), az: Float32(bitPattern: bits.2),
+            wx: Float32(bitPattern: bits.3), wy: Float32(bitPattern: bits.4), wz: Float32(bitPattern: bits.5))
+        if anyNonFinite, let field = frame.firstNonFiniteField {
             throw WireError(.nonFinite, offset: 8 + 4 * field, expected: "a finite \(valueNames[field])")
         }
         return frame

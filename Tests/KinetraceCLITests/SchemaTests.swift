@@ -1,0 +1,55 @@
+import Foundation
+import Testing
+
+/// Every line Kinetrace writes validates against specs/trace-v1.schema.json,
+/// checked by an independent validator (Python's jsonschema).
+@Suite struct SchemaTests {
+    static let validator = """
+        import json, sys, jsonschema
+        schema = json.load(open(sys.argv[1]))
+        jsonschema.Draft202012Validator.check_schema(schema)
+        v = jsonschema.Draft202012Validator(schema)
+        bad = 0
+        kinds = set()
+        for n, line in enumerate(open(sys.argv[2]), 1):
+            obj = json.loads(line)
+            kinds.add(obj.get("kind", "header"))
+            errors = list(v.iter_errors(obj))
+            if errors:
+                bad += 1
+                print(f"line {n}: {errors[0].message}")
+        print("kinds", " ".join(sorted(kinds)))
+        sys.exit(1 if bad else 0)
+        """
+
+    func validate(_ path: String) throws -> RunResult {
+        let schema = Fixture.packageRoot.appendingPathComponent("specs/trace-v1.schema.json").path
+        return try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", Self.validator, schema, path])
+    }
+
+    @Test func synthOutputValidates() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("s.jsonl").path
+        #expect(try kinetrace("synth", "--out", path, "--controllers", "3", "--duration", "20", "--corrupt", "0.1", "--seed", "4").status == 0)
+        let result = try validate(path)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("kinds event header label msg"))
+    }
+
+    @Test func bundledTraceValidates() throws {
+        let result = try validate(Fixture.bundledTrace)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    }
+
+    @Test func schemaRejectsABrokenRecord() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("bad.jsonl").path
+        try #"{"kind":"msg","t_ns":1,"dir":"sideways","src":"1.2.3.4:5","dst":"1.2.3.4:6","payload":"zz"}"#
+            .appending("\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try validate(path)
+        #expect(result.status == 1)
+        #expect(result.stdout.contains("line 1:"))
+    }
+}
