@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A pull parser over one JSON text held in borrowed bytes. It accepts all of
 /// RFC 8259 (any member order, whitespace, escapes, surrogate pairs) but lets
 /// the caller skip values it does not need without building them, which is
@@ -42,9 +50,11 @@ struct JSONScanner {
         return "byte 0x" + String(byte, radix: 16)
     }
 
-    mutating func expect(_ byte: UInt8, _ what: String) throws(SyntaxError) {
+    @inline(__always)
+    mutating func expect(_ byte: UInt8, _ what: @autoclosure () -> String) throws(SyntaxError) {
+        if index < bytes.count && bytes[index] == byte { index &+= 1; return }  // compact JSON: no whitespace
         let found = peek()
-        guard found == byte else { throw fail("expected \(what), found \(describe(found))") }
+        guard found == byte else { throw fail("expected \(what()), found \(describe(found))") }
         index &+= 1
     }
 
@@ -59,6 +69,7 @@ struct JSONScanner {
 
     /// The next member's key, or nil at the closing brace. Keys without
     /// escapes come back as a slice of the input; others are decoded.
+    @inline(__always)
     mutating func nextKey(first: inout Bool) throws(SyntaxError) -> JSONKey? {
         let found = peek()
         if found == UInt8(ascii: "}") { index &+= 1; return nil }
@@ -75,29 +86,84 @@ struct JSONScanner {
         return key
     }
 
+    /// The fast path for members in a known order: when the next bytes are
+    /// exactly `"name":` (after the ',' unless `first`), consume them and
+    /// return the key; otherwise consume nothing and return nil, and the
+    /// caller falls back to `nextKey`. Only exact bytes of a valid member
+    /// name match, so this accepts nothing `nextKey` would reject.
+    @inline(__always)
+    mutating func matchKey(_ name: StaticString, first: inout Bool) -> JSONKey? {
+        let count = name.utf8CodeUnitCount
+        var i = index
+        if !first {
+            guard i < bytes.count, bytes[i] == UInt8(ascii: ",") else { return nil }
+            i &+= 1
+        }
+        guard i &+ count &+ 3 <= bytes.count, bytes[i] == UInt8(ascii: "\""),
+              bytes[i &+ count &+ 1] == UInt8(ascii: "\""), bytes[i &+ count &+ 2] == UInt8(ascii: ":"),
+              memcmp(bytes.baseAddress! + i + 1, name.utf8Start, count) == 0 else { return nil }
+        first = false
+        index = i &+ count &+ 3
+        return JSONKey(raw: UnsafeRawBufferPointer(rebasing: bytes[(i + 1)..<(i + 1 + count)]), escaped: false)
+    }
+
+    /// Skips an object, expecting its members in the order `names` gives
+    /// (falling back to the general path at the first surprise).
+    mutating func skipObject(predicting names: [StaticString]) throws(SyntaxError) {
+        try beginObject()
+        var first = true
+        var next = 0
+        while true {
+            if next < names.count, matchKey(names[next], first: &first) != nil {
+                next += 1
+            } else {
+                next = names.count
+                guard try nextKey(first: &first) != nil else { return }
+            }
+            try skipValue(depth: 1)
+        }
+    }
+
+    /// Consumes `literal` if the input continues with exactly those bytes
+    /// (no whitespace allowed); otherwise consumes nothing.
+    @inline(__always)
+    mutating func consume(_ literal: StaticString) -> Bool {
+        let count = literal.utf8CodeUnitCount
+        guard index &+ count <= bytes.count,
+              memcmp(bytes.baseAddress! + index, literal.utf8Start, count) == 0 else { return false }
+        index &+= count
+        return true
+    }
+
     // MARK: Strings
 
     /// Reads a string token; a slice when it has no escapes, decoded otherwise.
+    @inline(__always)
     mutating func readStringToken() throws(SyntaxError) -> JSONKey {
         try expect(UInt8(ascii: "\""), "a string")
         let start = index
         let base = bytes.baseAddress!  // non-nil: expect() consumed a byte
         let count = bytes.count
+        var i = start
         // Eight bytes at a time until a word holds a quote, a backslash or a control byte.
-        while index &+ 8 <= count,
-              !Self.hasSpecialByte(UInt64(littleEndian: (base + index).loadUnaligned(as: UInt64.self))) {
-            index &+= 8
+        while i &+ 8 <= count, !Self.hasSpecialByte(UInt64(littleEndian: (base + i).loadUnaligned(as: UInt64.self))) {
+            i &+= 8
         }
-        while index < count {
-            let byte = bytes[index]
+        let p = base.assumingMemoryBound(to: UInt8.self)
+        while i < count {
+            let byte = p[i]
             if byte == UInt8(ascii: "\"") {
-                let slice = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
-                index &+= 1
-                return .raw(slice)
+                index = i &+ 1
+                return JSONKey(raw: UnsafeRawBufferPointer(start: base + start, count: i &- start), escaped: false)
             }
-            if byte == UInt8(ascii: "\\") { index = start; return .decoded(try decodeEscapedString()) }
-            if byte < 0x20 { throw fail("control character inside a string") }
-            index &+= 1
+            if byte == UInt8(ascii: "\\") {
+                // Rare: validate the escapes now, decode them only if the text is wanted.
+                index = start
+                _ = try decodeEscapedString()
+                return JSONKey(raw: UnsafeRawBufferPointer(rebasing: bytes[start..<index - 1]), escaped: true)
+            }
+            if byte < 0x20 { throw fail("control character inside a string", at: i) }
+            i &+= 1
         }
         throw fail("unterminated string", at: start - 1)
     }
@@ -117,19 +183,18 @@ struct JSONScanner {
     }
 
     mutating func readString() throws(SyntaxError) -> String {
-        switch try readStringToken() {
-        case .raw(let slice): return String(decoding: slice, as: UTF8.self)
-        case .decoded(let s): return s
-        }
+        try readStringToken().string
     }
 
-    private mutating func decodeEscapedString() throws(SyntaxError) -> String {
+    /// Decodes string content up to its closing quote, or, with
+    /// `toEnd`, up to the end of the input (content already validated).
+    mutating func decodeEscapedString(toEnd: Bool = false) throws(SyntaxError) -> String {
         var out: [UInt8] = []
         while index < bytes.count {
             let byte = bytes[index]
             index &+= 1
             switch byte {
-            case UInt8(ascii: "\""): return String(decoding: out, as: UTF8.self)
+            case UInt8(ascii: "\"") where !toEnd: return String(decoding: out, as: UTF8.self)
             case UInt8(ascii: "\\"):
                 guard index < bytes.count else { break }
                 let escape = bytes[index]
@@ -163,6 +228,7 @@ struct JSONScanner {
             default: out.append(byte)
             }
         }
+        if toEnd { return String(decoding: out, as: UTF8.self) }
         throw fail("unterminated string")
     }
 
@@ -180,31 +246,37 @@ struct JSONScanner {
     // MARK: Numbers
 
     /// The number token's extent, checked against JSON's number grammar.
+    /// Works on a local cursor and raw pointer so the loops stay in registers.
+    @inline(__always)
     mutating func readNumberToken() throws(SyntaxError) -> (start: Int, end: Int, isInteger: Bool) {
-        _ = peek()
+        skipWhitespace()
         let start = index
+        let count = bytes.count
+        guard let p = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { throw fail("expected a number") }
+        var i = start
         var isInteger = true
-        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index &+= 1 }
-        guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected a number", at: start) }
-        if bytes[index] == UInt8(ascii: "0") {
-            index &+= 1
+        if i < count, p[i] == UInt8(ascii: "-") { i &+= 1 }
+        guard i < count, isDigit(p[i]) else { throw fail("expected a number", at: start) }
+        if p[i] == UInt8(ascii: "0") {
+            i &+= 1
         } else {
-            while index < bytes.count, isDigit(bytes[index]) { index &+= 1 }
+            repeat { i &+= 1 } while i < count && isDigit(p[i])
         }
-        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+        if i < count, p[i] == UInt8(ascii: ".") {
             isInteger = false
-            index &+= 1
-            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected a digit after '.'") }
-            while index < bytes.count, isDigit(bytes[index]) { index &+= 1 }
+            i &+= 1
+            guard i < count, isDigit(p[i]) else { throw fail("expected a digit after '.'", at: i) }
+            repeat { i &+= 1 } while i < count && isDigit(p[i])
         }
-        if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
+        if i < count, p[i] | 0x20 == UInt8(ascii: "e") {
             isInteger = false
-            index &+= 1
-            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index &+= 1 }
-            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("expected a digit in exponent") }
-            while index < bytes.count, isDigit(bytes[index]) { index &+= 1 }
+            i &+= 1
+            if i < count, p[i] == UInt8(ascii: "+") || p[i] == UInt8(ascii: "-") { i &+= 1 }
+            guard i < count, isDigit(p[i]) else { throw fail("expected a digit in exponent", at: i) }
+            repeat { i &+= 1 } while i < count && isDigit(p[i])
         }
-        return (start, index, isInteger)
+        index = i
+        return (start, i, isInteger)
     }
 
     /// An integer-valued number that fits in Int64. Fraction and exponent
@@ -382,32 +454,28 @@ struct JSONScanner {
     }
 }
 
-/// A member name or string token: a slice of the input when it needed no
-/// unescaping (the common case), else the decoded text.
-enum JSONKey {
-    case raw(UnsafeRawBufferPointer)
-    case decoded(String)
+/// A string token: the bytes between its quotes, borrowed from the input.
+/// A plain value type, so scanning keys costs no reference counting; the
+/// rare escaped string is decoded only when its text is asked for.
+struct JSONKey {
+    /// The raw content between the quotes, escapes undecoded.
+    let raw: UnsafeRawBufferPointer
+    let escaped: Bool
 
     var string: String {
-        switch self {
-        case .raw(let slice): return String(decoding: slice, as: UTF8.self)
-        case .decoded(let s): return s
-        }
+        guard escaped else { return String(decoding: raw, as: UTF8.self) }
+        var scanner = JSONScanner(raw)
+        // Escapes were validated when the token was read.
+        return (try? scanner.decodeEscapedString(toEnd: true)) ?? String(decoding: raw, as: UTF8.self)
     }
 
-    /// Byte-wise comparison with an ASCII name.
+    /// Compares the decoded text with an ASCII name.
     @inline(__always)
     func equals(_ name: StaticString) -> Bool {
-        switch self {
-        case .raw(let slice):
-            let count = name.utf8CodeUnitCount
-            guard slice.count == count else { return false }
-            let start = name.utf8Start
-            for k in 0..<count where slice[k] != start[k] { return false }
-            return true
-        case .decoded(let s):
-            return name.withUTF8Buffer { s.utf8.elementsEqual($0) }
-        }
+        guard !escaped else { return name.withUTF8Buffer { string.utf8.elementsEqual($0) } }
+        let count = name.utf8CodeUnitCount
+        guard raw.count == count else { return false }
+        return memcmp(raw.baseAddress!, name.utf8Start, count) == 0
     }
 }
 

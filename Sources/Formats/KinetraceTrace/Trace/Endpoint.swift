@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A transport endpoint: an IP address (v4 or v6, as text) and a UDP port.
 /// Written `127.0.0.1:47110` or `[::1]:47110`.
 public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -59,16 +67,28 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
 
 /// Remembers recently parsed endpoints by their text, so a trace's few
 /// hundred distinct endpoints are parsed once rather than on every line.
+/// Direct-mapped on an FNV-1a hash of the text; texts of up to 48 bytes
+/// are cached, longer ones (never valid in practice) are parsed each time.
 struct EndpointCache {
-    private var slots = [(text: [UInt8], endpoint: Endpoint)?](repeating: nil, count: 256)
+    private static let slotCount = 256
+    private static let maxText = 48
+    private var lengths = [Int](repeating: -1, count: slotCount)
+    private var texts = [UInt8](repeating: 0, count: slotCount * maxText)
+    private var endpoints = [Endpoint](repeating: Endpoint(host: "", port: 0), count: slotCount)
 
     mutating func endpoint(for utf8: UnsafeRawBufferPointer) -> Endpoint? {
-        var hash: UInt32 = 2_166_136_261  // FNV-1a
+        guard utf8.count <= Self.maxText else { return Endpoint(utf8: utf8) }
+        var hash: UInt32 = 2_166_136_261
         for byte in utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        let slot = Int(hash & 0xFF)
-        if let cached = slots[slot], cached.text.elementsEqual(utf8) { return cached.endpoint }
+        let slot = Int(hash) & (Self.slotCount - 1)
+        let hit = lengths[slot] == utf8.count && texts.withUnsafeBytes {
+            memcmp($0.baseAddress! + slot * Self.maxText, utf8.baseAddress!, utf8.count) == 0
+        }
+        if hit { return endpoints[slot] }
         guard let endpoint = Endpoint(utf8: utf8) else { return nil }
-        slots[slot] = (Array(utf8), endpoint)
+        lengths[slot] = utf8.count
+        texts.withUnsafeMutableBytes { $0.baseAddress!.advanced(by: slot * Self.maxText).copyMemory(from: utf8.baseAddress!, byteCount: utf8.count) }
+        endpoints[slot] = endpoint
         return endpoint
     }
 }

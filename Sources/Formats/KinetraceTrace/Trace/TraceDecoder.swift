@@ -33,11 +33,17 @@ struct TraceDecoder {
         var data: [String: JSONValue]?
     }
 
-    private var endpoints = EndpointCache()
+    var endpoints = EndpointCache()
 
     /// The record on `line`, or nil for a record kind this reader does not
     /// know (skipped for forward compatibility, TR-READ-4).
     mutating func record(_ line: UnsafeRawBufferPointer) throws(Failure) -> TraceRecord? {
+        if let message = canonicalMessage(line) { return .message(message) }
+        return try generalRecord(line)
+    }
+
+    /// The general parser: any valid JSON, any member order.
+    mutating func generalRecord(_ line: UnsafeRawBufferPointer) throws(Failure) -> TraceRecord? {
         var scanner = JSONScanner(line)
         var fields = Fields()
         // A member whose value is valid JSON of the wrong type or range. It
@@ -47,7 +53,9 @@ struct TraceDecoder {
         do throws(JSONScanner.SyntaxError) {
             try scanner.beginObject()
             var first = true
-            while let key = try scanner.nextKey(first: &first) {
+            var predicted = 0
+            // Writers emit members in one order; predicting it skips scanning each name.
+            while let key = try Self.nextKey(&scanner, first: &first, predicted: &predicted) {
                 scanner.skipWhitespace()
                 let at = scanner.index
                 do throws(Failure) {
@@ -63,6 +71,20 @@ struct TraceDecoder {
             throw Failure(error)
         }
         return try build(fields, misfit: misfit)
+    }
+
+    /// Member names in the order TraceEncoder writes a message.
+    private static let messageOrder: [StaticString] = ["kind", "t_ns", "dir", "src", "dst", "len", "payload", "msg", "decoded", "valid"]
+    private static let frameOrder: [StaticString] = ["t_ms", "ax", "ay", "az", "wx", "wy", "wz", "check"]
+    private static let ackOrder: [StaticString] = ["echo_t_ms", "intensity", "sharpness", "check"]
+
+    @inline(__always)
+    private static func nextKey(_ scanner: inout JSONScanner, first: inout Bool, predicted: inout Int) throws(JSONScanner.SyntaxError) -> JSONKey? {
+        if predicted < messageOrder.count, let key = scanner.matchKey(messageOrder[predicted], first: &first) {
+            predicted += 1
+            return key
+        }
+        return try scanner.nextKey(first: &first)
     }
 
     private mutating func read(_ key: JSONKey, into f: inout Fields, from scanner: inout JSONScanner, at: Int) throws(Failure) {
@@ -98,6 +120,13 @@ struct TraceDecoder {
                 f.durationMs = try scanner.readUInt64("duration_ms")
             } else if key.equals("event") {
                 f.event = try scanner.readString()
+            } else if key.equals("decoded") {
+                // Informative (TR-MSG-1): checked to be JSON, not read.
+                if scanner.peek() == UInt8(ascii: "{") {
+                    try scanner.skipObject(predicting: f.payload?.count == HapticAck.size ? Self.ackOrder : Self.frameOrder)
+                } else {
+                    try scanner.skipValue()
+                }
             } else if key.equals("data") {
                 guard case .object(let members) = try scanner.readValue() else {
                     throw Failure(.badRecord, at: at, "\"data\" must be an object")
@@ -145,29 +174,26 @@ struct TraceDecoder {
         }
     }
 
-    private mutating func endpoint(_ scanner: inout JSONScanner, _ name: String) throws(Failure) -> Endpoint {
+    mutating func endpoint(_ scanner: inout JSONScanner, _ name: String) throws(Failure) -> Endpoint {
         scanner.skipWhitespace()
         let at = scanner.index
         let token: JSONKey
         do throws(JSONScanner.SyntaxError) { token = try scanner.readStringToken() } catch { throw Failure(error) }
-        let parsed: Endpoint?
-        switch token {
-        case .raw(let slice): parsed = endpoints.endpoint(for: slice)
-        case .decoded(let text): parsed = Endpoint(text)
-        }
+        let parsed = token.escaped ? Endpoint(token.string) : endpoints.endpoint(for: token.raw)
         guard let parsed else {
             throw Failure(.badRecord, at: at, "\"\(name)\" must be ADDRESS:PORT or [ADDRESS]:PORT, found \"\(token.string)\"")
         }
         return parsed
     }
 
-    private func hex(_ scanner: inout JSONScanner) throws(Failure) -> [UInt8] {
+    func hex(_ scanner: inout JSONScanner) throws(Failure) -> [UInt8] {
         scanner.skipWhitespace()
         let at = scanner.index
         let token: JSONKey
         do throws(JSONScanner.SyntaxError) { token = try scanner.readStringToken() } catch { throw Failure(error) }
-        switch token {
-        case .raw(let slice):
+        switch token.escaped {
+        case false:
+            let slice = token.raw
             guard slice.count % 2 == 0 else {
                 throw Failure(.badRecord, at: at, "\"payload\" must be an even number of hex digits")
             }
@@ -182,7 +208,8 @@ struct TraceDecoder {
                     initialized = i + 1
                 }
             }
-        case .decoded(let text):
+        case true:
+            let text = token.string
             // Escaped hex is legal JSON, if odd; decode it the slow way.
             guard !text.contains(where: \.isWhitespace), case .success(let bytes) = Hex.decode(text) else {
                 throw Failure(.badRecord, at: at, "\"payload\" must be hex digits")

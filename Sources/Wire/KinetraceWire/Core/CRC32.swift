@@ -1,8 +1,9 @@
 /// CRC-32/ISO-HDLC (zlib's `crc32`): reflected polynomial 0xEDB88320,
 /// init and xorout 0xFFFFFFFF. Check value of "123456789" is 0xCBF43926.
 ///
-/// Slicing-by-8: eight 256-entry tables let the loop consume eight bytes per
-/// step, which is what keeps frame validation above 50 M frames/s.
+/// Slicing-by-16: sixteen 256-entry tables let the loop consume sixteen
+/// bytes per step, so a frame's 32 checked bytes take two dependent steps
+/// instead of 32; that is what keeps frame validation fast.
 public enum CRC32 {
     /// The CRC of `bytes`.
     @inlinable
@@ -24,18 +25,17 @@ public enum CRC32 {
         var c = ~crc
         var index = 0
         let count = bytes.count
-        while count - index >= 8 {
-            let lo = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt32.self)) ^ c
-            let hi = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: index + 4, as: UInt32.self))
-            c = table[7 &* 256 &+ Int(lo & 0xFF)]
-                ^ table[6 &* 256 &+ Int((lo >> 8) & 0xFF)]
-                ^ table[5 &* 256 &+ Int((lo >> 16) & 0xFF)]
-                ^ table[4 &* 256 &+ Int(lo >> 24)]
-                ^ table[3 &* 256 &+ Int(hi & 0xFF)]
-                ^ table[2 &* 256 &+ Int((hi >> 8) & 0xFF)]
-                ^ table[1 &* 256 &+ Int((hi >> 16) & 0xFF)]
-                ^ table[Int(hi >> 24)]
-            index &+= 8
+        @inline(__always) func word(_ offset: Int) -> UInt32 {
+            UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+        }
+        @inline(__always) func lookup(_ t: Int, _ w: UInt32) -> UInt32 {
+            table[t &* 256 &+ Int(w & 0xFF)] ^ table[(t &- 1) &* 256 &+ Int((w >> 8) & 0xFF)]
+                ^ table[(t &- 2) &* 256 &+ Int((w >> 16) & 0xFF)] ^ table[(t &- 3) &* 256 &+ Int(w >> 24)]
+        }
+        while count &- index >= 16 {
+            let w0 = word(index) ^ c, w1 = word(index &+ 4), w2 = word(index &+ 8), w3 = word(index &+ 12)
+            c = (lookup(15, w0) ^ lookup(11, w1)) ^ (lookup(7, w2) ^ lookup(3, w3))
+            index &+= 16
         }
         while index < count {
             c = table[Int((c ^ UInt32(bytes[index])) & 0xFF)] ^ (c >> 8)
@@ -45,12 +45,12 @@ public enum CRC32 {
     }
 }
 
-/// The slicing tables, built once and never freed (8 KiB).
+/// The slicing tables, built once and never freed (16 KiB).
 @usableFromInline
 nonisolated(unsafe) let crc32SlicingTables: UnsafeMutablePointer<UInt32> = makeCRC32SlicingTables()
 
 private func makeCRC32SlicingTables() -> UnsafeMutablePointer<UInt32> {
-    let base = UnsafeMutablePointer<UInt32>.allocate(capacity: 8 * 256)
+    let base = UnsafeMutablePointer<UInt32>.allocate(capacity: 16 * 256)
     for n in 0..<256 {
         var c = UInt32(n)
         for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
@@ -59,7 +59,7 @@ private func makeCRC32SlicingTables() -> UnsafeMutablePointer<UInt32> {
     // Table k advances a byte through k further zero bytes.
     for n in 0..<256 {
         var c = base[n]
-        for slice in 1..<8 {
+        for slice in 1..<16 {
             c = base[Int(c & 0xFF)] ^ (c >> 8)
             base[slice * 256 + n] = c
         }

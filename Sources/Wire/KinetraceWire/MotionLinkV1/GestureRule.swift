@@ -30,11 +30,17 @@ public enum GestureVerdict: Hashable, Sendable {
 /// the host uses the datagram's source address and port (ML-GESTURE-1).
 public struct GestureTracker<Controller: Hashable> {
     public let rule: GestureRule
-    private var states: [Controller: State] = [:]
+    // Inlinable so each use site gets a specialised dictionary, not generic witness calls.
+    @usableFromInline var states: [Controller: State] = [:]
 
-    private struct State {
-        var newestTMs: UInt64
-        var lastTriggerTMs: UInt64?
+    @usableFromInline
+    struct State {
+        @usableFromInline var newestTMs: UInt64
+        @usableFromInline var lastTriggerTMs: UInt64?
+        @inlinable init(newestTMs: UInt64, lastTriggerTMs: UInt64?) {
+            self.newestTMs = newestTMs
+            self.lastTriggerTMs = lastTriggerTMs
+        }
     }
 
     public init(rule: GestureRule = .default) { self.rule = rule }
@@ -43,6 +49,7 @@ public struct GestureTracker<Controller: Hashable> {
     public var controllerCount: Int { states.count }
 
     /// Feeds one valid frame; invalid frames must not reach the tracker (ML-VALID-2).
+    @inlinable
     public mutating func accept(_ frame: MotionFrame, from controller: Controller) -> GestureVerdict {
         let previous = states[controller]
         if let previous, frame.tMs <= previous.newestTMs { return .stale }
