@@ -20,7 +20,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
@@ -54,7 +53,6 @@ let package = Package(
             dependencies: [
                 "KinetraceWire", "KinetraceTrace", "KinetraceAnalysis", "KinetraceSimulation",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/CLI/KinetraceCLI", swiftSettings: strict),
         .executableTarget(
