@@ -3,8 +3,8 @@ import PackageDescription
 
 // Layering, bottom to top; a target may only depend on targets below it.
 //   1. Wire     – KinetraceWire: pure codecs, one folder per wire profile (no I/O).
-//   2. Formats  – KinetraceTrace: the versioned trace format (files, JSON Lines).
-//   3. Engines  – KinetraceAnalysis, KinetraceSimulation.
+//   2. Formats  – KinetraceTrace (trace v1, JSON Lines), KinetracePcap (pcap/pcapng via libpcap).
+//   3. Engines  – KinetraceAnalysis, KinetraceSimulation, KinetraceHost, KinetraceController, KinetraceCapture.
 //   4. CLI      – KinetraceCLI (commands) and the `kinetrace` executable.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
@@ -15,6 +15,10 @@ let package = Package(
         .executable(name: "kinetrace", targets: ["kinetrace"]),
         .library(name: "KinetraceWire", targets: ["KinetraceWire"]),
         .library(name: "KinetraceTrace", targets: ["KinetraceTrace"]),
+        .library(name: "KinetracePcap", targets: ["KinetracePcap"]),
+        .library(name: "KinetraceHost", targets: ["KinetraceHost"]),
+        .library(name: "KinetraceController", targets: ["KinetraceController"]),
+        .library(name: "KinetraceCapture", targets: ["KinetraceCapture"]),
         .library(name: "KinetraceAnalysis", targets: ["KinetraceAnalysis"]),
         .library(name: "KinetraceSimulation", targets: ["KinetraceSimulation"]),
     ],
@@ -23,6 +27,8 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // 1. Wire
@@ -32,6 +38,13 @@ let package = Package(
             name: "KinetraceTrace",
             dependencies: ["KinetraceWire"],
             path: "Sources/Formats/KinetraceTrace", swiftSettings: strict),
+        .systemLibrary(
+            name: "CPcap", path: "Sources/Formats/CPcap", pkgConfig: "libpcap",
+            providers: [.apt(["libpcap-dev"]), .brew(["libpcap"])]),
+        .target(
+            name: "KinetracePcap",
+            dependencies: ["KinetraceWire", "KinetraceTrace", "CPcap"],
+            path: "Sources/Formats/KinetracePcap", swiftSettings: strict),
         // 3. Engines
         .target(
             name: "KinetraceAnalysis",
@@ -47,12 +60,37 @@ let package = Package(
                 .product(name: "HeapModule", package: "swift-collections"),
             ],
             path: "Sources/Engines/KinetraceSimulation", swiftSettings: strict),
+        .target(
+            name: "KinetraceHost",
+            dependencies: [
+                "KinetraceWire", "KinetraceTrace",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Engines/KinetraceHost", swiftSettings: strict),
+        .target(
+            name: "KinetraceController",
+            dependencies: [
+                "KinetraceWire", "KinetraceTrace", "KinetraceSimulation",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Engines/KinetraceController", swiftSettings: strict),
+        .target(
+            name: "KinetraceCapture",
+            dependencies: [
+                "KinetraceWire", "KinetraceTrace", "KinetracePcap", "CPcap",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Engines/KinetraceCapture", swiftSettings: strict),
         // 4. CLI
         .target(
             name: "KinetraceCLI",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace", "KinetraceAnalysis", "KinetraceSimulation",
+                "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
+                "KinetraceHost", "KinetraceController", "KinetraceCapture",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/CLI/KinetraceCLI", swiftSettings: strict),
         .executableTarget(
@@ -70,6 +108,19 @@ let package = Package(
                 "KinetraceTrace", "KinetraceWire",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "KinetracePcapTests",
+            dependencies: ["KinetracePcap", "KinetraceTrace", "KinetraceWire", "CPcap"],
+            exclude: ["Fixtures"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "KinetraceLiveTests",
+            dependencies: ["KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "KinetraceDissectorTests",
+            dependencies: ["KinetraceTrace", "KinetraceWire"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceEngineTests",

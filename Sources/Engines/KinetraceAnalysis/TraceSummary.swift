@@ -84,7 +84,7 @@ public struct TraceSummarizer {
     }
 
     /// Reads a whole trace.
-    public static func summarize(_ reader: TraceReader, rule: GestureRule = .default) throws(TraceError) -> TraceSummary {
+    public static func summarize(_ reader: some TraceRecordSource, rule: GestureRule = .default) throws(TraceError) -> TraceSummary {
         var summarizer = TraceSummarizer(source: reader.source, header: reader.header, rule: rule)
         while let record = try reader.next() { summarizer.add(record) }
         summarizer.summary.truncation = reader.truncation

@@ -1,0 +1,1 @@
+// Placeholder: replaced by this module's first real file.

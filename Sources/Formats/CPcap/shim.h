@@ -1,0 +1,2 @@
+// libpcap, as installed by libpcap-dev (Debian) or Homebrew's libpcap (macOS).
+#include <pcap/pcap.h>

@@ -1,0 +1,16 @@
+/// Anything that yields trace records in time order: a trace file, or a
+/// capture file read as one (KinetracePcap). Commands that read traces take
+/// a source, so they read pcap and pcapng directly too.
+public protocol TraceRecordSource: AnyObject {
+    /// The file, for messages.
+    var source: String { get }
+    var header: TraceHeader { get }
+    /// The next record, or nil at the end.
+    func next() throws(TraceError) -> TraceRecord?
+    /// Set when the input ended inside a record.
+    var truncation: TraceTruncation? { get }
+    /// Records (or packets) skipped because this version does not know their kind.
+    var unknownRecordCount: Int { get }
+}
+
+extension TraceReader: TraceRecordSource {}
