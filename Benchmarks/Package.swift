@@ -27,5 +27,15 @@ let package = Package(
             ],
             path: "Benchmarks/CodecBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
+        .executableTarget(
+            name: "PcapBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "KinetracePcap", package: root),
+                .product(name: "KinetraceTrace", package: root),
+                .product(name: "KinetraceWire", package: root),
+            ],
+            path: "Benchmarks/PcapBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
     ]
 )

@@ -43,14 +43,11 @@ public struct SessionSynthesizer {
     private var step = 0
     private let totalSteps: Int
     private var tracker: GestureTracker<Endpoint>
-    private let model = MotionSignalModel()
 
     private struct ControllerState {
         var endpoint: Endpoint
-        var rng: SeededGenerator
         var phaseMs: Double
-        var nextJumpMs: Double?
-        var active: [MotionSignalModel.Jump] = []
+        var player: Player
     }
 
     /// A record waiting for its time; ties keep generation order.
@@ -69,9 +66,8 @@ public struct SessionSynthesizer {
             var rng = root.derived(UInt64(index))
             // Controllers start within one frame period of each other, as players join.
             let phase = rng.unit() * 1000 / configuration.rateHz
-            let first = configuration.script.nextOnset(after: 500, using: &rng)
-            return ControllerState(endpoint: configuration.controllerEndpoint(index), rng: rng,
-                                   phaseMs: phase, nextJumpMs: first)
+            return ControllerState(endpoint: configuration.controllerEndpoint(index), phaseMs: phase,
+                                   player: Player(rng: rng, script: configuration.script))
         }
         totalSteps = Int((configuration.durationS * configuration.rateHz).rounded(.down))
         tracker = GestureTracker(rule: configuration.rule)
@@ -131,26 +127,17 @@ public struct SessionSynthesizer {
         let elapsedMs = Double(step) * periodMs + state.phaseMs
         let tMs = c.startMs + UInt64(elapsedMs.rounded(.down))
 
-        // Start any jump whose onset has come; label it at its onset.
-        while let onset = state.nextJumpMs, onset <= elapsedMs {
-            let peaks = model.jumpPeakRange
-            let jump = MotionSignalModel.Jump(
-                onsetMs: c.startMs + UInt64(onset),
-                peak: peaks.lowerBound + state.rng.unit() * (peaks.upperBound - peaks.lowerBound))
-            state.active.append(jump)
+        let (frame, started) = state.player.sample(elapsedMs: elapsedMs, tMs: tMs, startMs: c.startMs)
+        for jump in started {
             enqueue(.label(LabelRecord(timeNs: Int64(jump.onsetMs) * 1_000_000, controller: state.endpoint,
                                        gesture: "jump", tMs: jump.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)))
-            state.nextJumpMs = c.script.nextOnset(after: onset, using: &state.rng)
         }
-        state.active.removeAll { tMs >= $0.onsetMs + MotionSignalModel.Jump.durationMs }
-
-        let frame = model.sample(tMs: tMs, startMs: c.startMs, jumps: state.active, using: &state.rng)
-        var latency = state.rng.normal(mean: c.latencyMeanMs, sd: c.latencySdMs)
+        var latency = state.player.normal(mean: c.latencyMeanMs, sd: c.latencySdMs)
         latency = min(max(latency, c.latencyRangeMs.lowerBound), c.latencyRangeMs.upperBound)
         let arrivalNs = Int64(tMs) * 1_000_000 + Int64(latency * 1e6)
         var payload = frame.encoded()
-        if c.corruptProbability > 0, state.rng.unit() < c.corruptProbability {
-            let bit = Int(state.rng.next() % UInt64(payload.count * 8))
+        if c.corruptProbability > 0, state.player.unit() < c.corruptProbability {
+            let bit = Int(state.player.nextRandom() % UInt64(payload.count * 8))
             payload[bit / 8] ^= 1 << UInt8(bit % 8)
             enqueue(.event(EventRecord(timeNs: arrivalNs, event: "corrupt", data: [
                 "controller": .string(state.endpoint.description), "t_ms": .integer(Int64(tMs)), "bit": .integer(Int64(bit)),
@@ -162,7 +149,7 @@ public struct SessionSynthesizer {
         // The reference host's answer, decided on what actually arrived.
         if case .success(.frame(let received)) = MotionLinkV1.decodeResult(payload),
            tracker.accept(received, from: state.endpoint) == .trigger {
-            let hostDelay = c.hostDelayMs.lowerBound + state.rng.unit() * (c.hostDelayMs.upperBound - c.hostDelayMs.lowerBound)
+            let hostDelay = c.hostDelayMs.lowerBound + state.player.unit() * (c.hostDelayMs.upperBound - c.hostDelayMs.lowerBound)
             let ack = HapticAck(echoTMs: received.tMs)
             enqueue(.message(MessageRecord(timeNs: arrivalNs + Int64(hostDelay * 1e6), direction: .hostToController,
                                            source: c.host, destination: state.endpoint, payload: ack.encoded())))

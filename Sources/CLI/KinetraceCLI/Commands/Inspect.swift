@@ -1,5 +1,6 @@
 import ArgumentParser
 import KinetraceAnalysis
+import KinetracePcap
 import KinetraceTrace
 import KinetraceWire
 
@@ -16,7 +17,7 @@ struct Inspect: ParsableCommand {
             record, with a warning.
             """)
 
-    @Argument(help: ArgumentHelp("The trace to read (kinetrace trace v1, JSON Lines).", valueName: "file"), completion: .file())
+    @Argument(help: ArgumentHelp("The trace to read: kinetrace trace v1 (JSON Lines), pcap or pcapng.", valueName: "file"), completion: .file())
     var file: String
 
     @Option(help: ArgumentHelp("Output format: text for people, json for machines.", valueName: "format"))
@@ -28,6 +29,9 @@ struct Inspect: ParsableCommand {
     @Option(name: .customLong("refractory-ms"), help: ArgumentHelp("Refractory period R in milliseconds of frame time between triggers.", valueName: "ms"))
     var refractoryMs: UInt64 = GestureRule.default.refractoryMs
 
+    @Option(help: ArgumentHelp("UDP port of the MotionLink host, used to tell direction in pcap and pcapng input.", valueName: "port"))
+    var port: UInt16 = MotionLinkV1.defaultPort
+
     func validate() throws {
         guard threshold.isFinite else { throw ValidationError("--threshold must be a finite number.") }
     }
@@ -35,12 +39,14 @@ struct Inspect: ParsableCommand {
     func run() throws {
         let rule = GestureRule(threshold: threshold, refractoryMs: refractoryMs)
         let summary = try reportingFailures { () throws(TraceError) -> TraceSummary in
-            let reader = try TraceReader(path: file)
+            let reader = try TraceInput.open(path: file, port: port)
             var summarizer = TraceSummarizer(source: reader.source, header: reader.header, rule: rule)
             var progress = Progress(label: "records read")
+            var recordCount = 0
             while let record = try reader.next() {
                 summarizer.add(record)
-                progress.update(reader.recordCount)
+                recordCount += 1
+                progress.update(recordCount)
             }
             progress.finish()
             var summary = summarizer.summary

@@ -15,7 +15,7 @@ public struct Kinetrace: ParsableCommand {
             input file that is missing or unreadable, 74 for an I/O error.
             """,
         version: version,
-        subcommands: [Inspect.self, Synth.self])
+        subcommands: [Inspect.self, Synth.self, Host.self, Simulate.self, Capture.self])
 
     public init() {}
 }

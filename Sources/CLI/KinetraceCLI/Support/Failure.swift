@@ -12,6 +12,8 @@ import Darwin
 enum ExitStatus {
     static let dataError = ExitCode(65)
     static let noInput = ExitCode(66)
+    /// A network service could not be had: a port in use, a host that refuses.
+    static let unavailable = ExitCode(69)
     static let ioError = ExitCode(74)
 
     static func forTraceError(_ error: TraceError) -> ExitCode {

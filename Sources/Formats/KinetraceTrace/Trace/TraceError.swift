@@ -58,6 +58,12 @@ public struct TraceTruncation: Hashable, Sendable, CustomStringConvertible {
     /// Bytes of the incomplete line that were dropped.
     public var droppedBytes: Int
 
+    public init(line: Int, byteOffset: Int, droppedBytes: Int) {
+        self.line = line
+        self.byteOffset = byteOffset
+        self.droppedBytes = droppedBytes
+    }
+
     public var description: String {
         "truncated at line \(line) (byte \(byteOffset)): dropped an incomplete record of \(droppedBytes) bytes"
     }

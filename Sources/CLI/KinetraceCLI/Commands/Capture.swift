@@ -1,0 +1,108 @@
+import ArgumentParser
+import KinetraceCapture
+import KinetraceTrace
+import KinetraceWire
+import Logging
+
+/// `kinetrace capture`: live capture to pcap and trace at once.
+struct Capture: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Capture MotionLink traffic live with libpcap, to a nanosecond pcap and a trace at once.",
+        discussion: """
+            Captures both directions of the MotionLink port on IPv4 and IPv6, in immediate \
+            mode with nanosecond timestamps, and flushes both files several times a second, \
+            so a killed capture leaves readable files. On SIGINT or SIGTERM, or when \
+            --duration or --count runs out, it drains everything the kernel has captured \
+            before stopping, then prints the packets captured and the packets the kernel \
+            dropped. Prints "capturing on INTERFACE" once the capture is active.
+
+            Live capture needs root or CAP_NET_RAW. Exit status 77 when permission is \
+            denied, 64 for an unknown interface or a bad filter.
+            """)
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("The interface to capture on, e.g. lo or eth0.", valueName: "interface"))
+    var interface: String
+
+    @Option(help: ArgumentHelp("A BPF filter that narrows the default, udp port PORT, further.", valueName: "bpf"))
+    var filter: String?
+
+    @Option(help: ArgumentHelp("UDP port of the MotionLink host.", valueName: "port"))
+    var port: UInt16 = MotionLinkV1.defaultPort
+
+    @Option(help: ArgumentHelp("The pcap file to write (nanosecond timestamps).", valueName: "file"), completion: .file())
+    var pcap: String
+
+    @Option(help: ArgumentHelp("The trace file to write.", valueName: "file"), completion: .file())
+    var trace: String
+
+    @Option(help: ArgumentHelp("Stop after this many seconds.", valueName: "seconds"))
+    var duration: Double?
+
+    @Option(help: ArgumentHelp("Stop after this many packets.", valueName: "n"))
+    var count: Int?
+
+    @Option(help: ArgumentHelp("Bytes kept of each packet; MotionLink needs under 200.", valueName: "bytes"))
+    var snaplen: Int32 = 2048
+
+    @Option(name: .customLong("buffer-mib"), help: ArgumentHelp("Kernel capture buffer in MiB; it holds about buffer ÷ snaplen packets.", valueName: "mib"))
+    var bufferMiB: Int32 = 32
+
+    @Option(help: ArgumentHelp("Summary format: text for people, json for machines.", valueName: "format"))
+    var format: OutputFormat = .text
+
+    func validate() throws {
+        if duration != nil && count != nil { throw ValidationError("Give --duration or --count, not both.") }
+        if let duration { guard duration.isFinite, duration > 0 else { throw ValidationError("--duration must be a positive number of seconds.") } }
+        if let count { guard count > 0 else { throw ValidationError("--count must be positive.") } }
+        guard (64...65535).contains(snaplen) else { throw ValidationError("--snaplen must be between 64 and 65535.") }
+        guard (1...1024).contains(bufferMiB) else { throw ValidationError("--buffer-mib must be between 1 and 1024.") }
+    }
+
+    func run() throws {
+        var configuration = LiveCapture.Configuration(interface: interface, pcapPath: pcap, tracePath: trace)
+        configuration.port = port
+        configuration.filter = filter
+        configuration.durationS = duration
+        configuration.count = count
+        configuration.snaplen = snaplen
+        configuration.bufferBytes = bufferMiB << 20
+        let capture: LiveCapture
+        do {
+            capture = try LiveCapture(configuration: configuration, logger: Logger(label: "kinetrace.capture"))
+        } catch {
+            printError(error.description)
+            switch error.code {
+            case .permissionDenied: throw ExitCode(77)
+            case .noSuchInterface, .badFilter: throw ExitCode.validationFailure
+            case .io: throw ExitStatus.ioError
+            default: throw ExitStatus.unavailable
+            }
+        }
+        printNow("capturing on \(interface) (filter: \(configuration.effectiveFilter))")
+        let signals = onTermination { _ in capture.stop() }
+        defer { _ = signals }
+        let report: CaptureReport
+        do {
+            report = try capture.run()
+        } catch {
+            printError(error.description)
+            throw ExitStatus.ioError
+        }
+        switch format {
+        case .text:
+            let skipped = report.skipped.keys.sorted().map { "\($0) \(report.skipped[$0]!)" }.joined(separator: ", ")
+            printNow("captured \(report.packets) packets (\(report.messages["c2h"] ?? 0) controller→host, "
+                     + "\(report.messages["h2c"] ?? 0) host→controller messages; skipped: \(skipped.isEmpty ? "none" : skipped)); "
+                     + "kernel dropped \(report.kernelDropped), interface dropped \(report.interfaceDropped)")
+        case .json:
+            printNow(JSONValue.object([
+                "packets": .integer(Int64(report.packets)),
+                "messages": .object(report.messages.mapValues { .integer(Int64($0)) }),
+                "skipped": .object(report.skipped.mapValues { .integer(Int64($0)) }),
+                "kernel_received": .integer(Int64(report.kernelReceived)),
+                "kernel_dropped": .integer(Int64(report.kernelDropped)),
+                "interface_dropped": .integer(Int64(report.interfaceDropped)),
+            ]).jsonText)
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import ArgumentParser
+import KinetracePcap
+import KinetraceTrace
+import KinetraceWire
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `kinetrace convert IN OUT`: between traces and packet captures.
+struct Convert: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Convert between kinetrace traces and packet captures (pcap and pcapng in, pcap out).",
+        discussion: """
+            Reads a trace, a pcap or a pcapng and writes a trace or a nanosecond pcap. The \
+            output format comes from OUT's extension (.pcap for pcap, .jsonl or .ktrace for a \
+            trace) unless --to names it. Writing pcapng is not supported.
+
+            From a capture, a UDP datagram to the MotionLink port becomes a controller→host \
+            message and one from it a host→controller message, with its nanosecond timestamp. \
+            Other packets (IP fragments, other protocols, other ports) are skipped and counted \
+            by reason.
+
+            To pcap, each message becomes an Ethernet, IPv4 or IPv6, and UDP packet with \
+            correct checksums; the controller's MAC address is 02:4b:54:00:00:01 and the \
+            host's 02:4b:54:00:00:02. Labels and events have no packet form: they are counted \
+            and left out.
+            """)
+
+    @Argument(help: ArgumentHelp("The file to read: a kinetrace trace, a pcap or a pcapng.", valueName: "in"), completion: .file())
+    var input: String
+
+    @Argument(help: ArgumentHelp("The file to write: .pcap, .jsonl or .ktrace.", valueName: "out"), completion: .file())
+    var output: String
+
+    @Option(help: ArgumentHelp("Output format, overriding OUT's extension: trace or pcap.", valueName: "format"))
+    var to: OutputKind?
+
+    @Option(help: ArgumentHelp("UDP port of the MotionLink host, used to tell direction in pcap and pcapng input.", valueName: "port"))
+    var port: UInt16 = MotionLinkV1.defaultPort
+
+    @Option(help: ArgumentHelp("Summary format: text for people, json for machines.", valueName: "format"))
+    var format: OutputFormat = .text
+
+    enum OutputKind: String, ExpressibleByArgument, CaseIterable {
+        case trace, pcap
+    }
+
+    func validate() throws {
+        _ = try outputKind()
+        var inputInfo = stat(), outputInfo = stat()
+        if stat(input, &inputInfo) == 0, stat(output, &outputInfo) == 0,
+           inputInfo.st_dev == outputInfo.st_dev, inputInfo.st_ino == outputInfo.st_ino {
+            throw ValidationError("<in> and <out> are the same file; writing would destroy the input.")
+        }
+    }
+
+    /// The output format: --to, else OUT's extension.
+    func outputKind() throws -> OutputKind {
+        let name = output.split(separator: "/").last.map(String.init) ?? output
+        let fileExtension = name.contains(".") ? String(name.split(separator: ".").last!).lowercased() : ""
+        if fileExtension == "pcapng" {
+            throw ValidationError("Writing pcapng is not supported; name the output .pcap to write a nanosecond pcap.")
+        }
+        if let to { return to }
+        switch fileExtension {
+        case "pcap": return .pcap
+        case "jsonl", "ktrace": return .trace
+        default:
+            throw ValidationError("Cannot tell the output format from '\(name)': name it .pcap, .jsonl or .ktrace, or pass --to.")
+        }
+    }
+
+    func run() throws {
+        let kind = try outputKind()
+        let summary = try reportingFailures { () throws(TraceError) -> ConversionSummary in
+            let reader = try TraceInput.open(path: input, port: port)
+            let capture = reader as? PcapTraceReader
+            var summary = ConversionSummary(input: input, inputFormat: capture?.fileFormat ?? .trace,
+                                            output: output, outputKind: kind)
+            if let capture { summary.linkType = capture.linkType.description }
+            var progress = Progress(label: "records converted")
+            switch kind {
+            case .trace:
+                var header = reader.header
+                if capture != nil { header.tool = "kinetrace \(Kinetrace.version)" }
+                let writer = try openingOutput { () throws(TraceError) in try TraceWriter(path: output, header: header) }
+                while let record = try reader.next() {
+                    summary.recordsRead += 1
+                    try writer.write(record)
+                    progress.update(summary.recordsRead)
+                }
+                try writer.close()
+                summary.recordsWritten = writer.recordCount
+            case .pcap:
+                let writer = try openingOutput { () throws(TraceError) in try PcapWriter(path: output) }
+                while let record = try reader.next() {
+                    summary.recordsRead += 1
+                    try writer.write(record)
+                    progress.update(summary.recordsRead)
+                }
+                try writer.close()
+                summary.recordsWritten = writer.packetCount
+                summary.labelsNotWritten = writer.labelsNotWritten
+                summary.eventsNotWritten = writer.eventsNotWritten
+            }
+            progress.finish()
+            if let capture {
+                summary.packetsRead = capture.packetCount
+                summary.skipped = capture.skipped
+            } else {
+                summary.unknownRecords = reader.unknownRecordCount
+            }
+            summary.truncation = reader.truncation
+            return summary
+        }
+        if let truncation = summary.truncation { printWarning("\(input): \(truncation)") }
+        switch format {
+        case .text: print(summary.text, terminator: "")
+        case .json: print(summary.json.jsonText)
+        }
+    }
+
+    /// A missing directory or a refused create is an output problem (74), not a missing input (66).
+    private func openingOutput<W>(_ open: () throws(TraceError) -> W) throws(TraceError) -> W {
+        do throws(TraceError) {
+            return try open()
+        } catch {
+            var failure = error
+            if failure.code == .notFound || failure.code == .unreadable { failure.code = .io }
+            throw failure
+        }
+    }
+}
+
+/// What `convert` did, for its text or JSON summary.
+struct ConversionSummary {
+    var input: String
+    var inputFormat: CaptureFileFormat
+    var linkType: String?
+    var output: String
+    var outputKind: Convert.OutputKind
+    var recordsRead = 0
+    var recordsWritten = 0
+    /// Capture input only.
+    var packetsRead: Int?
+    var skipped: PacketSkipCounts?
+    /// Trace input only: records of kinds this version does not know.
+    var unknownRecords = 0
+    var labelsNotWritten = 0
+    var eventsNotWritten = 0
+    var truncation: TraceTruncation?
+
+    var text: String {
+        var out = ""
+        let from = linkType.map { "\(inputFormat), link type \($0)" } ?? "\(inputFormat)"
+        out += "Converted  \(input) (\(from)) to \(output) (\(outputKind.rawValue))\n"
+        out += "Written    \(recordsWritten) \(outputKind == .pcap ? "packets" : "records") from \(recordsRead) records read\n"
+        if let packetsRead, let skipped {
+            out += "Packets    \(packetsRead) read, \(skipped.total) skipped" + (skipped.total > 0 ? ": \(skipped)" : "") + "\n"
+        }
+        if unknownRecords > 0 { out += "Skipped    \(unknownRecords) records of unknown kinds\n" }
+        if labelsNotWritten + eventsNotWritten > 0 {
+            out += "Left out   \(labelsNotWritten) labels and \(eventsNotWritten) events, which have no packet form\n"
+        }
+        return out
+    }
+
+    var json: JSONValue {
+        var object: [String: JSONValue] = [
+            "input": .string(input),
+            "input_format": .string(inputFormat.name),
+            "link_type": linkType.map(JSONValue.string) ?? .null,
+            "output": .string(output),
+            "output_format": .string(outputKind.rawValue),
+            "records_read": .integer(Int64(recordsRead)),
+            "records_written": .integer(Int64(recordsWritten)),
+            "unknown_records": .integer(Int64(unknownRecords)),
+            "not_written": .object(["label": .integer(Int64(labelsNotWritten)), "event": .integer(Int64(eventsNotWritten))]),
+            "truncation": truncation.map { .string($0.description) } ?? .null,
+        ]
+        if let packetsRead, let skipped {
+            object["packets_read"] = .integer(Int64(packetsRead))
+            object["packets_skipped"] = .object(Dictionary(uniqueKeysWithValues: PacketSkipReason.allCases.map {
+                ($0.rawValue, JSONValue.integer(Int64(skipped[$0])))
+            }))
+        } else {
+            object["packets_read"] = .null
+            object["packets_skipped"] = .null
+        }
+        return .object(object)
+    }
+}

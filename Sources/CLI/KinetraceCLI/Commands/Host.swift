@@ -1,0 +1,92 @@
+import ArgumentParser
+import Dispatch
+import KinetraceHost
+import KinetraceTrace
+import KinetraceWire
+import Logging
+
+/// `kinetrace host`: the reference MotionLink v1 host.
+struct Host: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the reference MotionLink v1 host: detect jumps and answer each with a haptic ack.",
+        discussion: """
+            Listens on one UDP socket (IPv4 or IPv6) for any number of controllers. Every \
+            valid MotionFrame goes through the gesture rule of specs/motionlink-v1.md for its \
+            controller (source address and port); each trigger is logged and answered with \
+            exactly one HapticAck. Invalid datagrams are dropped silently and the host keeps \
+            serving. Prints "listening on ADDRESS:PORT" once bound (use --port 0 for any free \
+            port) and a summary on SIGINT or SIGTERM.
+            """)
+
+    @Option(help: ArgumentHelp("The address to bind: 127.0.0.1, ::1, 0.0.0.0 or ::.", valueName: "address"))
+    var bind = "127.0.0.1"
+
+    @Option(help: ArgumentHelp("The UDP port to listen on; 0 picks a free one.", valueName: "port"))
+    var port = Int(MotionLinkV1.defaultPort)
+
+    @Option(help: ArgumentHelp("Jump threshold τ in g: a frame triggers when ay exceeds it.", valueName: "g"))
+    var threshold = GestureRule.default.threshold
+
+    @Option(name: .customLong("refractory-ms"), help: ArgumentHelp("Refractory period R in milliseconds of frame time between triggers.", valueName: "ms"))
+    var refractoryMs = GestureRule.default.refractoryMs
+
+    @Option(help: ArgumentHelp("Record every datagram received and every ack sent to this trace file.", valueName: "file"), completion: .file())
+    var trace: String?
+
+    @Option(help: ArgumentHelp("Summary format on exit: text for people, json for machines.", valueName: "format"))
+    var format: OutputFormat = .text
+
+    @Flag(name: .shortAndLong, help: "Log every trigger to standard error.")
+    var verbose = false
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
+        guard threshold.isFinite else { throw ValidationError("--threshold must be a finite number.") }
+    }
+
+    func run() throws {
+        var logger = Logger(label: "kinetrace.host") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = verbose ? .info : .warning
+        var configuration = ReferenceHost.Configuration()
+        configuration.bindHost = bind
+        configuration.port = port
+        configuration.rule = GestureRule(threshold: threshold, refractoryMs: refractoryMs)
+        configuration.tracePath = trace
+        let host: ReferenceHost
+        do {
+            host = try ReferenceHost(configuration: configuration, logger: logger)
+        } catch let error as TraceError {
+            printError(error.description)
+            throw ExitStatus.forTraceError(error)
+        } catch {
+            printError("cannot listen on \(Endpoint(host: bind, port: UInt16(port))): \(error)")
+            throw ExitStatus.unavailable
+        }
+        printNow("listening on \(Endpoint(host.localAddress))")
+        let done = DispatchSemaphore(value: 0)
+        let signals = onTermination { _ in done.signal() }
+        done.wait()
+        _ = signals
+        let stats: HostStatistics
+        do {
+            stats = try host.shutdown()
+        } catch let error as TraceError {
+            printError(error.description)
+            throw ExitStatus.forTraceError(error)
+        }
+        switch format {
+        case .text:
+            let invalid = stats.invalidByReason.keys.sorted().map { "\($0) \(stats.invalidByReason[$0]!)" }.joined(separator: ", ")
+            printNow("received \(stats.datagrams) datagrams from \(stats.controllers) controller(s): \(stats.validFrames) valid frames"
+                     + " (\(stats.staleFrames) stale), invalid: \(invalid.isEmpty ? "none" : invalid); "
+                     + "\(stats.triggers) triggers, \(stats.acksSent) acks sent")
+        case .json:
+            printNow(JSONValue.object([
+                "datagrams": .integer(Int64(stats.datagrams)), "valid_frames": .integer(Int64(stats.validFrames)),
+                "stale_frames": .integer(Int64(stats.staleFrames)), "controllers": .integer(Int64(stats.controllers)),
+                "invalid_by_reason": .object(stats.invalidByReason.mapValues { .integer(Int64($0)) }),
+                "triggers": .integer(Int64(stats.triggers)), "acks_sent": .integer(Int64(stats.acksSent)),
+            ]).jsonText)
+        }
+    }
+}

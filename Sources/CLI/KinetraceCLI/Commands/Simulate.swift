@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import KinetraceController
+import KinetraceSimulation
+import KinetraceTrace
+import KinetraceWire
+import Logging
+
+/// `kinetrace simulate`: the reference controller(s).
+struct Simulate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Stream MotionFrames from simulated phones to a host and record what comes back.",
+        discussion: """
+            Each controller has its own UDP socket and streams frames at the nominal rate, \
+            timed against absolute monotonic deadlines, carrying realistic IMU signals: sensor \
+            noise, gravity-free user acceleration, and jumps as a short ay pulse. Acks are \
+            matched to frames by their echoed timestamp and timed on the controller's own \
+            clock. With --trace, the run is recorded: frames sent, acks received with their \
+            round-trip times, and a ground-truth label for every gesture performed.
+
+            --script takes idle, jumps or random, or a CSV file of recorded samples \
+            (t,ax,ay,az,wx,wy,wz[,gesture], t in seconds), resampled to the stream rate.
+            """)
+
+    @Option(help: ArgumentHelp("The host to stream to, as HOST:PORT or [IPV6]:PORT.", valueName: "host:port"))
+    var to: String
+
+    @Option(help: ArgumentHelp("Number of controllers, each on its own socket.", valueName: "n"))
+    var controllers = 1
+
+    @Option(help: ArgumentHelp("Frames per second per controller.", valueName: "hz"))
+    var rate: Double = 10
+
+    @Option(help: ArgumentHelp("Seconds to stream (default: until SIGINT, or the end of a CSV script).", valueName: "seconds"))
+    var duration: Double?
+
+    @Option(help: ArgumentHelp("Motion: idle, jumps (every 2–4 s), random (Poisson, 3 s mean), or a CSV file.", valueName: "script"))
+    var script = "jumps"
+
+    @Option(help: ArgumentHelp("Seed for every random choice; the same seed gives the same motion.", valueName: "n"))
+    var seed: UInt64 = 1
+
+    @Option(help: ArgumentHelp("Record the run to this trace file.", valueName: "file"), completion: .file())
+    var trace: String?
+
+    @Option(help: ArgumentHelp("Summary format: text for people, json for machines.", valueName: "format"))
+    var format: OutputFormat = .text
+
+    func validate() throws {
+        guard (1...10_000).contains(controllers) else { throw ValidationError("--controllers must be between 1 and 10000.") }
+        guard rate.isFinite, rate > 0, rate <= 10_000 else { throw ValidationError("--rate must be in (0, 10000] Hz.") }
+        if let duration { guard duration.isFinite, duration > 0 else { throw ValidationError("--duration must be a positive number of seconds.") } }
+    }
+
+    func run() throws {
+        let target: SocketAddressBox
+        do { target = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") }
+        var configuration = ControllerSimulator.Configuration(target: target)
+        configuration.controllers = controllers
+        configuration.rateHz = rate
+        configuration.durationS = duration
+        configuration.seed = seed
+        configuration.tracePath = trace
+        switch script {
+        case "idle": configuration.motion = .script(.idle)
+        case "jumps": configuration.motion = .script(.jumps)
+        case "random": configuration.motion = .script(.random)
+        default:
+            guard let data = FileManager.default.contents(atPath: script) else {
+                printError("\(script): cannot open: no such file (and not one of idle, jumps, random)")
+                throw ExitStatus.noInput
+            }
+            do {
+                configuration.motion = .samples(try MotionSamples(csv: String(decoding: data, as: UTF8.self), source: script))
+            } catch {
+                printError(error.description)
+                throw ExitStatus.dataError
+            }
+        }
+        let simulator = ControllerSimulator(configuration: configuration, logger: Logger(label: "kinetrace.simulate"))
+        let signals = onTermination { _ in simulator.stop() }
+        defer { _ = signals }
+        let report: SimulationReport
+        do {
+            report = try simulator.run()
+        } catch let error as TraceError {
+            printError(error.description)
+            throw ExitStatus.forTraceError(error)
+        } catch let error as SocketError {
+            printError(error.description)
+            throw ExitStatus.unavailable
+        }
+        let rtts = report.roundTripsNs.sorted()
+        func percentile(_ p: Double) -> Double? {
+            rtts.isEmpty ? nil : Double(rtts[min(rtts.count - 1, Int((p / 100 * Double(rtts.count)).rounded(.up)) - 1)]) / 1e6
+        }
+        switch format {
+        case .text:
+            var line = "sent \(report.framesSent) frames from \(controllers) controller(s), \(report.labels) gestures; "
+                + "received \(report.acksReceived) acks (\(report.unexpectedAcks) unexpected)"
+            if let p50 = percentile(50), let p99 = percentile(99) {
+                line += "; round trip p50 \(SummaryRendering.ms(p50, 3)) ms, p99 \(SummaryRendering.ms(p99, 3)) ms"
+            }
+            printNow(line)
+            for (reason, count) in report.sendErrors.sorted(by: { $0.key < $1.key }) {
+                printWarning("\(count) frames could not be sent: \(reason)")
+            }
+        case .json:
+            printNow(JSONValue.object([
+                "frames_sent": .integer(Int64(report.framesSent)), "gestures": .integer(Int64(report.labels)),
+                "acks_received": .integer(Int64(report.acksReceived)), "unexpected_acks": .integer(Int64(report.unexpectedAcks)),
+                "invalid_received": .integer(Int64(report.invalidReceived)),
+                "send_errors": .object(report.sendErrors.mapValues { .integer(Int64($0)) }),
+                "round_trip_ms": .object(["count": .integer(Int64(rtts.count)),
+                                          "p50": percentile(50).map { .number($0) } ?? .null,
+                                          "p99": percentile(99).map { .number($0) } ?? .null,
+                                          "max": rtts.last.map { .number(Double($0) / 1e6) } ?? .null]),
+                "seed": .integer(Int64(bitPattern: seed)),
+            ]).jsonText)
+        }
+        if report.framesSent == 0 {
+            printError("no frame could be sent to \(to)")
+            throw ExitStatus.unavailable
+        }
+    }
+}

@@ -1,0 +1,255 @@
+import CPcap
+import KinetracePcap
+import KinetraceTrace
+import KinetraceWire
+import Logging
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Live capture of MotionLink traffic through libpcap, written at once to a
+/// nanosecond pcap (libpcap's own dumper) and to a trace.
+///
+/// The handle is made with pcap_create in immediate mode with nanosecond
+/// timestamps, a 2 KiB snapshot length and a 32 MiB buffer. Both files are flushed at least every
+/// 250 ms. On stop (a signal, the duration or the count) the handle is put
+/// in non-blocking mode and drained until the kernel has nothing left, so
+/// nothing captured before the stop is lost.
+public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is behind `lock`; the rest is used on the capturing thread
+    public struct Configuration: Sendable {
+        public var interface: String
+        public var port: UInt16 = MotionLinkV1.defaultPort
+        /// Narrows the default filter, `udp port PORT`, further.
+        public var filter: String?
+        public var pcapPath: String
+        public var tracePath: String
+        public var durationS: Double?
+        /// Stop after this many packets.
+        public var count: Int?
+        /// Kernel ring size. In immediate mode libpcap on Linux uses a ring of
+        /// fixed-size slots sized from the snapshot length, so buffer ÷ snaplen
+        /// is how many packets can wait: 32 MiB ÷ 2 KiB ≈ 16,000, 1.6 s at 10,000 frames/s.
+        public var bufferBytes: Int32 = 32 << 20
+        /// Bytes kept of each packet; MotionLink datagrams need under 200.
+        public var snaplen: Int32 = 2048
+
+        public init(interface: String, pcapPath: String, tracePath: String) {
+            self.interface = interface
+            self.pcapPath = pcapPath
+            self.tracePath = tracePath
+        }
+
+        /// The BPF program actually compiled.
+        public var effectiveFilter: String {
+            let base = "udp port \(port)"
+            guard let filter, !filter.isEmpty else { return base }
+            return "(\(base)) and (\(filter))"
+        }
+    }
+
+    public let configuration: Configuration
+    private let logger: Logger
+    private let handle: OpaquePointer
+    private let dumper: OpaquePointer
+    private let writer: TraceWriter
+    private let linkType: LinkType
+    private var decoder = PacketDecoder()
+    private let lock = Lock()
+    private var stopRequested = false
+    private var report = CaptureReport()
+    private var writeFailure: TraceError?
+
+    /// Opens and activates the capture and creates both output files.
+    public init(configuration: Configuration, logger: Logger) throws(CaptureError) {
+        self.configuration = configuration
+        self.logger = logger
+        var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
+        guard let handle = pcap_create(configuration.interface, &errorBuffer) else {
+            throw CaptureError(.other, "cannot open \(configuration.interface): \(cText(errorBuffer))")
+        }
+        func fail(_ error: CaptureError) -> CaptureError { pcap_close(handle); return error }
+        pcap_set_snaplen(handle, configuration.snaplen)
+        pcap_set_immediate_mode(handle, 1)
+        pcap_set_timeout(handle, 100)
+        pcap_set_buffer_size(handle, configuration.bufferBytes)
+        if pcap_set_tstamp_precision(handle, Int32(PCAP_TSTAMP_PRECISION_NANO)) != 0 {
+            throw fail(CaptureError(.other, "\(configuration.interface): libpcap cannot give nanosecond timestamps here"))
+        }
+        let status = pcap_activate(handle)
+        if status < 0 {
+            let detail = cText(pcap_geterr(handle))
+            switch status {
+            case PCAP_ERROR_PERM_DENIED:
+                throw fail(CaptureError(.permissionDenied,
+                    "cannot capture on \(configuration.interface): permission denied (live capture needs root or CAP_NET_RAW)"))
+            case PCAP_ERROR_NO_SUCH_DEVICE:
+                throw fail(CaptureError(.noSuchInterface, "no such interface: \(configuration.interface)"))
+            default:
+                throw fail(CaptureError(.other, "cannot capture on \(configuration.interface): \(detail)"))
+            }
+        } else if status > 0 {
+            logger.warning("pcap_activate warning", metadata: ["detail": "\(cText(pcap_geterr(handle)))"])
+        }
+        var program = bpf_program()
+        guard pcap_compile(handle, &program, configuration.effectiveFilter, 1, PCAP_NETMASK_UNKNOWN) == 0 else {
+            throw fail(CaptureError(.badFilter, "bad filter \"\(configuration.filter ?? "")\": \(cText(pcap_geterr(handle)))"))
+        }
+        defer { pcap_freecode(&program) }
+        guard pcap_setfilter(handle, &program) == 0 else {
+            throw fail(CaptureError(.badFilter, "cannot apply the filter: \(cText(pcap_geterr(handle)))"))
+        }
+        linkType = LinkType(pcap_datalink(handle))
+        guard let dumper = pcap_dump_open(handle, configuration.pcapPath) else {
+            throw fail(CaptureError(.io, "\(configuration.pcapPath): cannot create: \(cText(pcap_geterr(handle)))"))
+        }
+        do {
+            writer = try TraceWriter(path: configuration.tracePath, header: TraceHeader(
+                created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace capture",
+                capturePoint: .network, clock: .pcap,
+                notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"))
+        } catch {
+            pcap_dump_close(dumper)
+            throw fail(CaptureError(.io, error.description))
+        }
+        self.handle = handle
+        self.dumper = dumper
+    }
+
+    deinit {
+        pcap_dump_close(dumper)
+        pcap_close(handle)
+    }
+
+    /// Asks `run` to stop; safe from any thread.
+    public func stop() {
+        lock.withLock { stopRequested = true }
+        pcap_breakloop(handle)
+    }
+
+    /// Captures until stopped, the duration ends or the count is reached, then drains and reports.
+    public func run() throws(CaptureError) -> CaptureReport {
+        let startNs = SystemClock.monotonicNs()
+        let deadline = configuration.durationS.map { startNs + Int64($0 * 1e9) }
+        var lastFlush = startNs
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        while true {
+            if lock.withLock({ stopRequested }) { break }
+            if let count = configuration.count, report.packets >= count { break }
+            let now = SystemClock.monotonicNs()
+            if let deadline, now >= deadline { break }
+            let budget = configuration.count.map { Int32(clamping: $0 - report.packets) } ?? -1
+            let n = pcap_dispatch(handle, budget, captureCallback, context.assumingMemoryBound(to: UInt8.self))
+            if n == PCAP_ERROR { throw CaptureError(.other, "capture failed: \(cText(pcap_geterr(handle)))") }
+            if SystemClock.monotonicNs() - lastFlush >= 250_000_000 {
+                try flush()
+                lastFlush = SystemClock.monotonicNs()
+            }
+        }
+        // Drain what the kernel already holds: without this, libpcap's
+        // buffered delivery loses the last packets before a stop.
+        var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
+        pcap_setnonblock(handle, 1, &errorBuffer)
+        while configuration.count.map({ report.packets < $0 }) ?? true {
+            let budget = configuration.count.map { Int32(clamping: $0 - report.packets) } ?? -1
+            if pcap_dispatch(handle, budget, captureCallback, context.assumingMemoryBound(to: UInt8.self)) <= 0 { break }
+        }
+        try flush()
+        var stats = pcap_stat()
+        if pcap_stats(handle, &stats) == 0 {
+            report.kernelReceived = Int(stats.ps_recv)
+            report.kernelDropped = Int(stats.ps_drop)
+            report.interfaceDropped = Int(stats.ps_ifdrop)
+        }
+        do { try writer.close() } catch { throw CaptureError(.io, error.description) }
+        if let writeFailure { throw CaptureError(.io, writeFailure.description) }
+        return report
+    }
+
+    private func flush() throws(CaptureError) {
+        pcap_dump_flush(dumper)
+        do { try writer.flush() } catch { throw CaptureError(.io, error.description) }
+    }
+
+    fileprivate func handle(header: UnsafePointer<pcap_pkthdr>, bytes: UnsafePointer<UInt8>) {
+        pcap_dump(UnsafeMutableRawPointer(dumper).assumingMemoryBound(to: UInt8.self), header, bytes)
+        report.packets += 1
+        // With nanosecond precision the field named tv_usec holds nanoseconds.
+        let timeNs = Int64(header.pointee.ts.tv_sec) * 1_000_000_000 + Int64(header.pointee.ts.tv_usec)
+        let packet = UnsafeRawBufferPointer(start: bytes, count: Int(header.pointee.caplen))
+        switch decoder.decode(packet, linkType: linkType) {
+        case .skipped(let reason):
+            report.skipped[reason.rawValue, default: 0] += 1
+        case .udp(let datagram):
+            let direction: Direction
+            if datagram.destination.port == configuration.port {
+                direction = .controllerToHost
+            } else if datagram.source.port == configuration.port {
+                direction = .hostToController
+            } else {
+                report.skipped["other_port", default: 0] += 1
+                return
+            }
+            report.messages[direction.rawValue, default: 0] += 1
+            guard writeFailure == nil else { return }
+            do throws(TraceError) {
+                try writer.write(.message(MessageRecord(timeNs: timeNs, direction: direction, source: datagram.source,
+                                                        destination: datagram.destination, payload: datagram.payload)))
+            } catch {
+                writeFailure = error
+            }
+        }
+    }
+}
+
+private func captureCallback(_ user: UnsafeMutablePointer<UInt8>?, _ header: UnsafePointer<pcap_pkthdr>?, _ bytes: UnsafePointer<UInt8>?) {
+    guard let user, let header, let bytes else { return }
+    Unmanaged<LiveCapture>.fromOpaque(UnsafeRawPointer(user)).takeUnretainedValue().handle(header: header, bytes: bytes)
+}
+
+/// What a capture saw.
+public struct CaptureReport: Sendable, Equatable {
+    /// Packets that passed the filter and were written to the pcap.
+    public var packets = 0
+    /// MotionLink messages written to the trace, by direction (`c2h`, `h2c`).
+    public var messages: [String: Int] = [:]
+    /// Packets not written to the trace, by reason.
+    public var skipped: [String: Int] = [:]
+    /// libpcap's pcap_stats: packets the kernel saw, dropped for lack of buffer, dropped by the interface.
+    public var kernelReceived = 0
+    public var kernelDropped = 0
+    public var interfaceDropped = 0
+    public init() {}
+}
+
+/// A capture could not start or continue.
+public struct CaptureError: Error, CustomStringConvertible, Sendable {
+    public struct Code: Hashable, Sendable {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public static let permissionDenied = Code("permission_denied")
+        public static let noSuchInterface = Code("no_such_interface")
+        public static let badFilter = Code("bad_filter")
+        public static let io = Code("io")
+        public static let other = Code("other")
+    }
+
+    public var code: Code
+    public var description: String
+    public init(_ code: Code, _ description: String) {
+        self.code = code
+        self.description = description
+    }
+}
+
+func cText(_ chars: [CChar]) -> String {
+    String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+func cText(_ pointer: UnsafePointer<CChar>?) -> String {
+    guard let pointer else { return "" }
+    return String(decoding: UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)), as: UTF8.self)
+}

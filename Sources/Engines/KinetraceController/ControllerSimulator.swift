@@ -1,0 +1,272 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import KinetraceSimulation
+import KinetraceTrace
+import KinetraceWire
+import Logging
+
+/// The reference controller: N phones, each on its own UDP socket,
+/// streaming MotionFrames at the nominal rate to a host, and recording what
+/// they sent, the acks they got back (with round-trip times on their own
+/// monotonic clock) and a ground-truth label per gesture performed.
+///
+/// Sending runs on the calling thread against absolute CLOCK_MONOTONIC
+/// deadlines (clock_nanosleep, TIMER_ABSTIME), so per-frame work never
+/// shifts the schedule; acks are read on a second thread.
+public final class ControllerSimulator: @unchecked Sendable {  // state shared across its two threads is behind `lock`
+    public enum Motion: Sendable {
+        /// Generated motion with scripted jumps.
+        case script(GestureScript)
+        /// Recorded IMU samples, resampled to the stream rate.
+        case samples(MotionSamples)
+    }
+
+    public struct Configuration: Sendable {
+        public var target: SocketAddressBox
+        public var controllers = 1
+        public var rateHz: Double = 10
+        /// Seconds to stream; nil streams until the samples end or `stop()`.
+        public var durationS: Double?
+        public var motion = Motion.script(.jumps)
+        public var seed: UInt64 = 1
+        public var tracePath: String?
+        /// How long to keep listening for acks after the last frame.
+        public var settleMs: Int64 = 300
+
+        public init(target: SocketAddressBox) { self.target = target }
+    }
+
+    public let configuration: Configuration
+    private let logger: Logger
+    private let lock = Lock()
+    private var stopRequested = false
+    private var sending = true
+    private var writer: TraceWriter?
+    private var writeFailure: TraceError?
+    private var report = SimulationReport()
+    /// Frames awaiting an ack, per controller: t_ms → monotonic send time.
+    private var awaiting: [[UInt64: Int64]] = []
+
+    public init(configuration: Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Asks a running simulation to stop after the current frame (any thread, signal-safe enough for a flag).
+    public func stop() { lock.withLock { stopRequested = true } }
+
+    /// Streams until the duration, the samples or `stop()` ends it.
+    public func run() throws -> SimulationReport {
+        let c = configuration
+        let sockets = try (0..<c.controllers).map { _ throws(SocketError) in try ConnectedUDPSocket(to: c.target) }
+        awaiting = Array(repeating: [:], count: c.controllers)
+        if let path = c.tracePath {
+            writer = try TraceWriter(path: path, header: TraceHeader(
+                created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace simulate",
+                capturePoint: .controller, clock: .realtime,
+                notes: "\(c.controllers) controller(s) at \(c.rateHz) Hz to \(c.target), seed \(c.seed)",
+                extra: ["seed": .integer(Int64(bitPattern: c.seed))]))
+        }
+        let root = SeededGenerator(seed: c.seed)
+        var players: [Player] = []
+        var phasesNs: [Int64] = []
+        let periodNs = Int64((1e9 / c.rateHz).rounded())
+        for index in 0..<c.controllers {
+            var rng = root.derived(UInt64(index))
+            phasesNs.append(Int64(rng.unit() * Double(periodNs)))
+            let script: GestureScript
+            if case .script(let s) = c.motion { script = s } else { script = .idle }
+            players.append(Player(rng: rng, script: script))
+        }
+        let order = (0..<c.controllers).sorted { phasesNs[$0] < phasesNs[$1] }
+
+        let receiver = ReceiverThread { [self] in receiveLoop(sockets) }
+        defer { receiver.join() }
+
+        let startMono = SystemClock.monotonicNs() + 20_000_000
+        let startWallMs = UInt64((SystemClock.realtimeNs() + 20_000_000) / 1_000_000)
+        record(.event(EventRecord(timeNs: SystemClock.realtimeNs(), event: "seed", data: [
+            "seed": .integer(Int64(bitPattern: c.seed)), "controllers": .integer(Int64(c.controllers)),
+            "rate_hz": .number(c.rateHz), "target": .string(c.target.description),
+        ])))
+        let durationNs: Int64? = {
+            if let d = c.durationS { return Int64(d * 1e9) }
+            if case .samples(let s) = c.motion { return Int64(s.durationS * 1e9) }
+            return nil
+        }()
+        var lastTMs = [UInt64](repeating: 0, count: c.controllers)
+        var step: Int64 = 0
+        var labelCursor = [Int](repeating: 0, count: c.controllers)
+        sendLoop: while true {
+            for index in order {
+                let offsetNs = step * periodNs + phasesNs[index]
+                if let durationNs, offsetNs >= durationNs { break sendLoop }
+                if lock.withLock({ stopRequested }) { break sendLoop }
+                DeadlineClock.sleep(untilMonotonicNs: startMono + offsetNs)
+                // ML-FRAME-4 and ML-RATE-1: wall clock, strictly increasing per controller.
+                let wallMs = UInt64(SystemClock.realtimeNs() / 1_000_000)
+                let tMs = max(wallMs, lastTMs[index] + 1)
+                lastTMs[index] = tMs
+                let elapsedMs = Double(offsetNs) / 1e6
+                let frame: MotionFrame
+                var labels: [LabelRecord] = []
+                switch c.motion {
+                case .script:
+                    let (sample, started) = players[index].sample(elapsedMs: elapsedMs, tMs: tMs, startMs: startWallMs)
+                    frame = sample
+                    labels = started.map {
+                        LabelRecord(timeNs: Int64($0.onsetMs) * 1_000_000, controller: sockets[index].local, gesture: "jump",
+                                    tMs: $0.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)
+                    }
+                case .samples(let samples):
+                    frame = samples.frame(atS: elapsedMs / 1000, tMs: tMs)
+                    while labelCursor[index] < samples.labels.count, samples.labels[labelCursor[index]].atS * 1000 <= elapsedMs {
+                        let label = samples.labels[labelCursor[index]]
+                        labels.append(LabelRecord(timeNs: Int64(tMs) * 1_000_000, controller: sockets[index].local,
+                                                  gesture: label.gesture, tMs: tMs))
+                        labelCursor[index] += 1
+                    }
+                }
+                let payload = frame.encoded()
+                let sentMono = SystemClock.monotonicNs()
+                let sentWall = SystemClock.realtimeNs()
+                lock.withLock { awaiting[index][tMs] = sentMono }
+                let failure = sockets[index].send(payload)
+                lock.withLock {
+                    if let failure {
+                        report.sendErrors[String(cString: strerror(failure)), default: 0] += 1
+                        awaiting[index][tMs] = nil
+                    } else {
+                        report.framesSent += 1
+                    }
+                    report.labels += labels.count
+                    for label in labels { unlockedRecord(.label(label)) }
+                    if failure == nil {
+                        unlockedRecord(.message(MessageRecord(timeNs: sentWall, direction: .controllerToHost,
+                                                              source: sockets[index].local, destination: c.target.endpoint,
+                                                              payload: payload)))
+                    }
+                }
+            }
+            step += 1
+        }
+        // Late acks still count: listen a little longer, then stop the receiver.
+        DeadlineClock.sleep(untilMonotonicNs: SystemClock.monotonicNs() + c.settleMs * 1_000_000)
+        lock.withLock { sending = false }
+        receiver.join()
+        return try lock.withLock {
+            report.acksOutstanding = awaiting.reduce(0) { $0 + $1.count }
+            try writer?.close()
+            if let writeFailure { throw writeFailure }
+            return report
+        }
+    }
+
+    private func record(_ record: TraceRecord) { lock.withLock { unlockedRecord(record) } }
+
+    private func unlockedRecord(_ record: TraceRecord) {
+        guard let writer, writeFailure == nil else { return }
+        do throws(TraceError) { try writer.write(record) } catch { writeFailure = error }
+    }
+
+    /// Reads acks from every socket until sending has finished.
+    private func receiveLoop(_ sockets: [ConnectedUDPSocket]) {
+        var fds = sockets.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        var lastFlush = SystemClock.monotonicNs()
+        while lock.withLock({ sending }) {
+            let ready = poll(&fds, nfds_t(fds.count), 50)
+            let now = SystemClock.monotonicNs()
+            if now - lastFlush > 500_000_000 {
+                lock.withLock { if writeFailure == nil { do throws(TraceError) { try writer?.flush() } catch { writeFailure = error } } }
+                lastFlush = now
+            }
+            guard ready > 0 else { continue }
+            for (index, pfd) in fds.enumerated() where pfd.revents != 0 {
+                receiving: while true {
+                    switch sockets[index].receive(into: &buffer) {
+                    case .datagram(let n):
+                        let payload = Array(buffer[0..<n])
+                        handleAck(payload, controller: index, socket: sockets[index],
+                                  mono: SystemClock.monotonicNs(), wall: SystemClock.realtimeNs())
+                    case .error(let code):
+                        lock.withLock { report.sendErrors[String(cString: strerror(code)), default: 0] += 1 }
+                    case .nothing:
+                        break receiving
+                    }
+                }
+                fds[index].revents = 0
+            }
+        }
+    }
+
+    private func handleAck(_ payload: [UInt8], controller index: Int, socket: ConnectedUDPSocket, mono: Int64, wall: Int64) {
+        lock.withLock {
+            report.datagramsReceived += 1
+            var rtt: Int64?
+            if case .success(.ack(let ack)) = MotionLinkV1.decodeResult(payload) {
+                report.acksReceived += 1
+                if let sent = awaiting[index].removeValue(forKey: ack.echoTMs) {
+                    rtt = mono - sent
+                    report.roundTripsNs.append(mono - sent)
+                } else {
+                    report.unexpectedAcks += 1
+                }
+                // Everything older than this ack's frame will not be answered (ML-ACK-RULE-5).
+                awaiting[index] = awaiting[index].filter { $0.key > ack.echoTMs }
+            } else {
+                report.invalidReceived += 1
+            }
+            unlockedRecord(.message(MessageRecord(timeNs: wall, direction: .hostToController,
+                                                  source: configuration.target.endpoint, destination: socket.local,
+                                                  payload: payload, rttNs: rtt)))
+        }
+    }
+}
+
+/// What a simulation run did.
+public struct SimulationReport: Sendable, Equatable {
+    public var framesSent = 0
+    public var labels = 0
+    public var datagramsReceived = 0
+    public var acksReceived = 0
+    public var unexpectedAcks = 0
+    public var invalidReceived = 0
+    /// Frames still waiting for an ack when the run ended (not triggers: most frames are never acked).
+    public var acksOutstanding = 0
+    /// Socket errors by reason, from sending or from the host's ICMP answers ("Connection refused").
+    public var sendErrors: [String: Int] = [:]
+    /// Round-trip time of every matched ack, on the controller's monotonic clock.
+    public var roundTripsNs: [Int64] = []
+    public init() {}
+}
+
+/// A thread for the receive loop (Foundation's Thread is avoided to keep engines Foundation-free).
+final class ReceiverThread: @unchecked Sendable {
+    private var thread: pthread_t?
+    private var joined = false
+    private let body: () -> Void
+
+    init(_ body: @escaping () -> Void) {
+        self.body = body
+        let box = Unmanaged.passRetained(self)
+        var handle = pthread_t()
+        pthread_create(&handle, nil, { context in
+            let me = Unmanaged<ReceiverThread>.fromOpaque(context!).takeRetainedValue()
+            me.body()
+            return nil
+        }, box.toOpaque())
+        thread = handle
+    }
+
+    func join() {
+        guard !joined, let thread else { return }
+        joined = true
+        pthread_join(thread, nil)
+    }
+}

@@ -1,0 +1,73 @@
+import KinetraceWire
+
+/// Recorded IMU samples (a CSV script), played back at the stream rate by
+/// linear interpolation between the two samples around each frame time.
+public struct MotionSamples: Sendable, Equatable {
+    public struct Sample: Sendable, Equatable {
+        public var tS: Double
+        public var values: [Double]  // ax ay az wx wy wz
+    }
+    public struct Label: Sendable, Equatable {
+        public var atS: Double
+        public var gesture: String
+    }
+
+    public private(set) var samples: [Sample]
+    public private(set) var labels: [Label]
+
+    public var durationS: Double { (samples.last?.tS ?? 0) - (samples.first?.tS ?? 0) }
+
+    /// Parses CSV: `t,ax,ay,az,wx,wy,wz[,gesture]`, t in seconds, strictly
+    /// increasing; a header line and `#` comments are allowed. A non-empty
+    /// gesture column labels a gesture starting at that sample.
+    public init(csv text: String, source: String) throws(MotionSamplesError) {
+        samples = []
+        labels = []
+        for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = trimmed(rawLine)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false).map(trimmed)
+            if number == 0, Double(fields[0]) == nil { continue }  // header
+            func fail(_ why: String) -> MotionSamplesError { MotionSamplesError(source: source, line: number + 1, message: why) }
+            guard fields.count == 7 || fields.count == 8 else {
+                throw fail("expected 7 or 8 comma-separated fields (t,ax,ay,az,wx,wy,wz[,gesture]), found \(fields.count)")
+            }
+            var numbers: [Double] = []
+            for (i, field) in fields.prefix(7).enumerated() {
+                guard let value = Double(field), value.isFinite else {
+                    throw fail("field \(i + 1) (\(["t", "ax", "ay", "az", "wx", "wy", "wz"][i])) is not a finite number: \"\(field)\"")
+                }
+                numbers.append(value)
+            }
+            if let last = samples.last, numbers[0] <= last.tS { throw fail("t must increase from line to line") }
+            samples.append(Sample(tS: numbers[0], values: Array(numbers[1...])))
+            if fields.count == 8, !fields[7].isEmpty { labels.append(Label(atS: numbers[0] - samples[0].tS, gesture: fields[7])) }
+        }
+        guard samples.count >= 2 else { throw MotionSamplesError(source: source, line: nil, message: "needs at least two samples") }
+    }
+
+    /// The frame at `atS` seconds after the first sample.
+    public func frame(atS offset: Double, tMs: UInt64) -> MotionFrame {
+        let t = samples[0].tS + offset
+        var upper = samples.firstIndex { $0.tS >= t } ?? samples.count - 1
+        upper = max(upper, 1)
+        let a = samples[upper - 1], b = samples[upper]
+        let w = min(max((t - a.tS) / (b.tS - a.tS), 0), 1)
+        let v = (0..<6).map { Float32(a.values[$0] + (b.values[$0] - a.values[$0]) * w) }
+        return MotionFrame(tMs: tMs, ax: v[0], ay: v[1], az: v[2], wx: v[3], wy: v[4], wz: v[5])
+    }
+}
+
+public struct MotionSamplesError: Error, CustomStringConvertible, Sendable {
+    public var source: String
+    public var line: Int?
+    public var message: String
+    public var description: String { line.map { "\(source): line \($0): \(message)" } ?? "\(source): \(message)" }
+}
+
+/// Without leading and trailing spaces, tabs and carriage returns (no Foundation here).
+private func trimmed(_ text: Substring) -> String {
+    let blank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" }
+    guard let first = text.firstIndex(where: { !blank($0) }), let last = text.lastIndex(where: { !blank($0) }) else { return "" }
+    return String(text[first...last])
+}

@@ -1,0 +1,136 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import KinetraceTrace
+
+/// A resolved IPv4 or IPv6 socket address.
+public struct SocketAddressBox: Sendable, CustomStringConvertible {
+    var storage = sockaddr_storage()
+    var length: socklen_t = 0
+
+    public var family: Int32 { Int32(storage.ss_family) }
+
+    /// Resolves `HOST:PORT` or `[V6]:PORT` (numeric or a name such as localhost).
+    public static func resolve(_ text: String) throws(SocketError) -> SocketAddressBox {
+        let host: String, portText: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") {
+            host = String(text[text.index(after: text.startIndex)..<close])
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else if let colon = text.lastIndex(of: ":"), !text[..<colon].contains(":") {
+            host = String(text[..<colon])
+            portText = text[text.index(after: colon)...]
+        } else {
+            throw SocketError("\(text): expected HOST:PORT or [IPV6]:PORT")
+        }
+        guard let port = UInt16(portText) else { throw SocketError("\(text): the port must be a number from 0 to 65535") }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &result)
+        guard status == 0, let first = result else {
+            throw SocketError("\(text): cannot resolve \(host): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(result) }
+        var box = SocketAddressBox()
+        withUnsafeMutableBytes(of: &box.storage) { dst in
+            dst.copyMemory(from: UnsafeRawBufferPointer(start: first.pointee.ai_addr, count: Int(first.pointee.ai_addrlen)))
+        }
+        box.length = first.pointee.ai_addrlen
+        return box
+    }
+
+    /// The address as a trace endpoint.
+    public var endpoint: Endpoint {
+        var copy = storage
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        return withUnsafePointer(to: &copy) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { _ in
+                if family == AF_INET6 {
+                    return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
+                        var address = sin6.pointee.sin6_addr
+                        inet_ntop(AF_INET6, &address, &text, socklen_t(text.count))
+                        return Endpoint(host: cText(text), port: UInt16(bigEndian: sin6.pointee.sin6_port))
+                    }
+                }
+                return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { sin in
+                    var address = sin.pointee.sin_addr
+                    inet_ntop(AF_INET, &address, &text, socklen_t(text.count))
+                    return Endpoint(host: cText(text), port: UInt16(bigEndian: sin.pointee.sin_port))
+                }
+            }
+        }
+    }
+
+    public var description: String { endpoint.description }
+}
+
+/// A NUL-terminated C string held in an array.
+func cText(_ chars: [CChar]) -> String {
+    String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+public struct SocketError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+
+    static func errno(_ action: String) -> SocketError {
+        SocketError("\(action): \(String(cString: strerror(Glibc.errno)))")
+    }
+}
+
+/// A UDP socket connected to one peer: the controller's side of the link.
+final class ConnectedUDPSocket {
+    let fd: Int32
+    let local: Endpoint
+
+    init(to peer: SocketAddressBox) throws(SocketError) {
+        #if canImport(Glibc) || canImport(Musl)
+        let fd = socket(peer.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        #else
+        let fd = socket(peer.family, SOCK_DGRAM, 0)
+        #endif
+        guard fd >= 0 else { throw .errno("socket") }
+        var storage = peer.storage
+        let connected = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, peer.length) }
+        }
+        guard connected == 0 else {
+            let error = SocketError.errno("connect to \(peer)")
+            close(fd)
+            throw error
+        }
+        // Non-blocking so the receive loop can drain with poll().
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var local = SocketAddressBox()
+        local.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &local.storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &local.length) }
+        }
+        self.fd = fd
+        self.local = local.endpoint
+    }
+
+    deinit { close(fd) }
+
+    /// Sends one datagram; returns errno on failure (ECONNREFUSED once the peer's port is closed).
+    func send(_ bytes: [UInt8]) -> Int32? {
+        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
+        return n == bytes.count ? nil : (n < 0 ? Glibc.errno : EMSGSIZE)
+    }
+
+    enum Received { case datagram(Int), nothing, error(Int32) }
+
+    /// One datagram if one is waiting, or the socket's pending error (an
+    /// ICMP port unreachable surfaces here as ECONNREFUSED).
+    func receive(into buffer: inout [UInt8]) -> Received {
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n >= 0 { return .datagram(n) }
+        let error = Glibc.errno
+        return error == EAGAIN || error == EWOULDBLOCK ? .nothing : .error(error)
+    }
+}
+

@@ -1,1 +1,0 @@
-// Placeholder: replaced by this module's first real file.

@@ -1,0 +1,209 @@
+import KinetraceTrace
+import KinetraceWire
+import Logging
+import NIOCore
+import NIOPosix
+
+/// The reference MotionLink v1 host (specs/motionlink-v1.md): one UDP
+/// socket, IPv4 or IPv6, any number of controllers. Valid frames go through
+/// the gesture rule per controller (source address and port); every trigger
+/// gets exactly one HapticAck back to its sender; everything invalid is
+/// dropped silently and the host keeps serving.
+public final class ReferenceHost: Sendable {
+    public struct Configuration: Sendable {
+        public var bindHost = "127.0.0.1"
+        public var port: Int = Int(MotionLinkV1.defaultPort)
+        public var rule = GestureRule.default
+        public var intensity: Float32 = 1
+        public var sharpness: Float32 = 1
+        /// Records what the host received and sent, when set.
+        public var tracePath: String?
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    public let logger: Logger
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: Channel
+    private let handler: HostHandler
+
+    /// The address actually bound (useful with port 0).
+    public var localAddress: SocketAddress { channel.localAddress! }
+
+    /// Binds and starts serving. Throws if the address cannot be bound.
+    public init(configuration: Configuration, logger: Logger) throws {
+        self.configuration = configuration
+        self.logger = logger
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        var recorder: TraceRecorder?
+        do {
+            if let path = configuration.tracePath {
+                recorder = try TraceRecorder(path: path, header: TraceHeader(
+                    created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace host",
+                    capturePoint: .host, clock: .realtime,
+                    notes: "reference host on \(configuration.bindHost):\(configuration.port), threshold \(configuration.rule.threshold), refractory \(configuration.rule.refractoryMs) ms"))
+            }
+            let handler = HostHandler(configuration: configuration, logger: logger, recorder: recorder)
+            let channel = try DatagramBootstrap(group: group)
+                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                // Room for bursts: a flood should cost the kernel drops, not the host's liveness.
+                .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
+                }
+                .bind(host: configuration.bindHost, port: configuration.port)
+                .wait()
+            self.group = group
+            self.channel = channel
+            self.handler = handler
+        } catch {
+            try? group.syncShutdownGracefully()
+            throw error
+        }
+        if let recorder {
+            // The trace writer flushes on size and age when written to; this timer covers idle spells.
+            channel.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
+                recorder.flush()
+            }
+        }
+    }
+
+    /// Counters so far (read on the host's event loop).
+    public func statistics() throws -> HostStatistics {
+        try channel.eventLoop.submit { self.handler.statistics }.wait()
+    }
+
+    /// Stops serving, flushes the trace and returns the final counters.
+    public func shutdown() throws -> HostStatistics {
+        let stats = try statistics()
+        try? channel.close().wait()
+        try channel.eventLoop.submit { try self.handler.recorder?.close() }.wait()
+        try group.syncShutdownGracefully()
+        return stats
+    }
+
+    /// Waits until the socket is closed.
+    public func waitUntilClosed() throws { try channel.closeFuture.wait() }
+}
+
+/// What the host did.
+public struct HostStatistics: Sendable, Equatable {
+    public var datagrams = 0
+    public var validFrames = 0
+    public var staleFrames = 0
+    public var invalidByReason: [String: Int] = [:]
+    public var triggers = 0
+    public var acksSent = 0
+    public var controllers = 0
+    public init() {}
+}
+
+/// Wraps the trace writer; a failure to record must not stop the host.
+final class TraceRecorder: @unchecked Sendable {  // used only on the host's event loop
+    private let writer: TraceWriter
+    private(set) var failure: TraceError?
+
+    init(path: String, header: TraceHeader) throws(TraceError) {
+        writer = try TraceWriter(path: path, header: header)
+    }
+
+    func write(_ record: TraceRecord) {
+        guard failure == nil else { return }
+        do throws(TraceError) { try writer.write(record) } catch { failure = error }
+    }
+
+    func flush() {
+        guard failure == nil else { return }
+        do throws(TraceError) { try writer.flush() } catch { failure = error }
+    }
+
+    func close() throws(TraceError) {
+        try writer.close()
+        if let failure { throw failure }
+    }
+}
+
+final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confined to one event loop
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    typealias OutboundOut = AddressedEnvelope<ByteBuffer>
+
+    let configuration: ReferenceHost.Configuration
+    let logger: Logger
+    let recorder: TraceRecorder?
+    private var tracker: GestureTracker<SocketAddress>
+    private(set) var statistics = HostStatistics()
+    private var localEndpoint = Endpoint(host: "0.0.0.0", port: 0)
+
+    init(configuration: ReferenceHost.Configuration, logger: Logger, recorder: TraceRecorder?) {
+        self.configuration = configuration
+        self.logger = logger
+        self.recorder = recorder
+        tracker = GestureTracker(rule: configuration.rule)
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if let address = context.channel.localAddress { localEndpoint = Endpoint(address) }
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        let receivedNs = SystemClock.realtimeNs()
+        statistics.datagrams += 1
+        let remote = envelope.remoteAddress
+        let result: Result<MotionLinkV1.Message, WireError> = envelope.data.withUnsafeReadableBytes { bytes in
+            do throws(WireError) { return .success(try MotionLinkV1.decode(bytes)) } catch { return .failure(error) }
+        }
+        if let recorder {
+            recorder.write(.message(MessageRecord(
+                timeNs: receivedNs, direction: .controllerToHost, source: Endpoint(remote),
+                destination: localEndpoint, payload: Array(envelope.data.readableBytesView))))
+        }
+        let frame: MotionFrame
+        switch result {
+        case .success(.frame(let f)):
+            frame = f
+        case .success(.ack):
+            statistics.invalidByReason["wrong_direction", default: 0] += 1  // ML-VALID-3
+            return
+        case .failure(let error):
+            statistics.invalidByReason[error.code.name, default: 0] += 1
+            logger.trace("dropped invalid datagram", metadata: ["from": "\(remote)", "reason": "\(error)"])
+            return
+        }
+        statistics.validFrames += 1
+        switch tracker.accept(frame, from: remote) {
+        case .stale:
+            statistics.staleFrames += 1
+        case .accepted:
+            break
+        case .trigger:
+            statistics.triggers += 1
+            statistics.controllers = tracker.controllerCount
+            let ack = HapticAck(echoTMs: frame.tMs, intensity: configuration.intensity, sharpness: configuration.sharpness)
+            let payload = ack.encoded()
+            let buffer = context.channel.allocator.buffer(bytes: payload)
+            context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: remote, data: buffer)), promise: nil)
+            statistics.acksSent += 1
+            if let recorder {
+                recorder.write(.message(MessageRecord(
+                    timeNs: SystemClock.realtimeNs(), direction: .hostToController, source: localEndpoint,
+                    destination: Endpoint(remote), payload: payload)))
+            }
+            logger.info("jump", metadata: ["controller": "\(remote)", "t_ms": "\(frame.tMs)", "ay": "\(frame.ay)"])
+        }
+        statistics.controllers = tracker.controllerCount
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // ICMP errors and the like surface here on UDP; the host keeps serving.
+        logger.debug("socket error", metadata: ["error": "\(error)"])
+    }
+}
+
+extension Endpoint {
+    /// The trace form of a NIO socket address.
+    public init(_ address: SocketAddress) {
+        self.init(host: address.ipAddress ?? "unknown", port: UInt16(clamping: address.port ?? 0))
+    }
+}

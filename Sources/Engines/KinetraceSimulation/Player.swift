@@ -1,0 +1,44 @@
+import KinetraceWire
+
+/// One simulated player: a seeded motion model driven by a gesture script.
+/// Both the offline synthesizer and the live controller simulator use it,
+/// so a seed means the same motion in either.
+public struct Player: Sendable {
+    public private(set) var rng: SeededGenerator
+    public let script: GestureScript
+    public let model: MotionSignalModel
+    /// Onset of the next scripted jump, in ms after the session start.
+    public private(set) var nextJumpMs: Double?
+    private var active: [MotionSignalModel.Jump] = []
+
+    /// `rng` should be a per-player stream (`SeededGenerator.derived`).
+    public init(rng: SeededGenerator, script: GestureScript, model: MotionSignalModel = MotionSignalModel()) {
+        var rng = rng
+        self.script = script
+        self.model = model
+        nextJumpMs = script.nextOnset(after: 500, using: &rng)
+        self.rng = rng
+    }
+
+    /// The sample at `elapsedMs` after the session start, whose sender
+    /// clock reads `tMs`, and the jumps that began since the previous sample.
+    public mutating func sample(elapsedMs: Double, tMs: UInt64, startMs: UInt64) -> (frame: MotionFrame, started: [MotionSignalModel.Jump]) {
+        var started: [MotionSignalModel.Jump] = []
+        while let onset = nextJumpMs, onset <= elapsedMs {
+            let peaks = model.jumpPeakRange
+            let jump = MotionSignalModel.Jump(
+                onsetMs: startMs + UInt64(onset),
+                peak: peaks.lowerBound + rng.unit() * (peaks.upperBound - peaks.lowerBound))
+            active.append(jump)
+            started.append(jump)
+            nextJumpMs = script.nextOnset(after: onset, using: &rng)
+        }
+        active.removeAll { tMs >= $0.onsetMs + MotionSignalModel.Jump.durationMs }
+        return (model.sample(tMs: tMs, startMs: startMs, jumps: active, using: &rng), started)
+    }
+
+    /// Draws from the player's stream for decisions outside the motion (latency, corruption).
+    public mutating func unit() -> Double { rng.unit() }
+    public mutating func normal(mean: Double, sd: Double) -> Double { rng.normal(mean: mean, sd: sd) }
+    public mutating func nextRandom() -> UInt64 { rng.next() }
+}

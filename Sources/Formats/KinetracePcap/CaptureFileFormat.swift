@@ -1,0 +1,74 @@
+import KinetraceTrace
+import KinetraceWire
+
+/// What a file's first four bytes say it is.
+public enum CaptureFileFormat: Hashable, Sendable, CustomStringConvertible {
+    /// Classic pcap; `nanosecond` for magic 0xA1B23C4D, `bigEndian` when written by a big-endian host.
+    case pcap(nanosecond: Bool, bigEndian: Bool)
+    case pcapng
+    /// Anything else: read as a kinetrace trace.
+    case trace
+
+    /// Classifies a file by its first bytes (at least 4, else it is a trace).
+    public init(magic bytes: some Collection<UInt8>) {
+        guard bytes.count >= 4 else { self = .trace; return }
+        let b = Array(bytes.prefix(4))
+        let littleEndian = UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24
+        switch littleEndian {
+        case 0xA1B2_C3D4, 0xA1B2_CD34: self = .pcap(nanosecond: false, bigEndian: false)  // CD34: Kuznetzov's modified pcap
+        case 0xD4C3_B2A1, 0x34CD_B2A1: self = .pcap(nanosecond: false, bigEndian: true)
+        case 0xA1B2_3C4D: self = .pcap(nanosecond: true, bigEndian: false)
+        case 0x4D3C_B2A1: self = .pcap(nanosecond: true, bigEndian: true)
+        case 0x0A0D_0D0A: self = .pcapng
+        default: self = .trace
+        }
+    }
+
+    /// Reads the first bytes of the file at `path`.
+    public init(fileAt path: String) throws(TraceError) {
+        let file = try POSIXFile(path: path, mode: .read)
+        let magic = UnsafeMutableRawBufferPointer.allocate(byteCount: 4, alignment: 4)
+        defer { magic.deallocate() }
+        var filled = 0
+        while filled < 4 {
+            let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: magic[filled...]))
+            if n == 0 { break }
+            filled += n
+        }
+        try file.close()
+        self.init(magic: Array(magic.prefix(filled)))
+    }
+
+    public var isCapture: Bool { self != .trace }
+
+    /// `pcap`, `pcapng` or `trace`.
+    public var name: String {
+        switch self {
+        case .pcap: return "pcap"
+        case .pcapng: return "pcapng"
+        case .trace: return "trace"
+        }
+    }
+
+    /// `pcap (microsecond timestamps, big-endian)`, `pcapng`, `trace`.
+    public var description: String {
+        switch self {
+        case .pcap(let nanosecond, let bigEndian):
+            return "pcap (\(nanosecond ? "nanosecond" : "microsecond") timestamps, \(bigEndian ? "big" : "little")-endian)"
+        case .pcapng: return "pcapng"
+        case .trace: return "trace"
+        }
+    }
+}
+
+/// Opens any input the commands accept: a kinetrace trace, a pcap or a pcapng.
+public enum TraceInput {
+    /// Sniffs the file's magic and returns a `PcapTraceReader` for captures
+    /// (telling direction by `port`) or a `TraceReader` otherwise.
+    public static func open(path: String, port: UInt16 = MotionLinkV1.defaultPort) throws(TraceError) -> any TraceRecordSource {
+        let format = try CaptureFileFormat(fileAt: path)
+        if format.isCapture { return try PcapTraceReader(path: path, port: port) }
+        return try TraceReader(path: path)
+    }
+}
+

@@ -1,0 +1,281 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import KinetraceTrace
+
+/// Why a captured packet produced no message record.
+public enum PacketSkipReason: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    /// An IPv4 fragment (MF set or a non-zero offset) or an IPv6 packet with a fragment header.
+    case fragment
+    /// IP, but the transport is not UDP (TCP, ICMP, …).
+    case notUDP = "not_udp"
+    /// The link layer carries something other than IPv4 or IPv6 (ARP, LLC, …).
+    case notIP = "not_ip"
+    /// The capture ends inside a header or the UDP payload (a short snaplen), or a length field is impossible.
+    case truncated
+    /// The capture's link type is not one `PacketDecoder` reads.
+    case unsupportedLinkType = "unsupported_link_type"
+    /// UDP whose ports are not the MotionLink port (set by `PcapTraceReader`, never by the decoder).
+    case otherPort = "other_port"
+
+    public var description: String { rawValue }
+}
+
+/// Where the UDP datagram lies inside a captured packet: offsets into the
+/// packet bytes, so finding it copies nothing.
+public struct UDPLocation: Hashable, Sendable {
+    public enum Family: Hashable, Sendable { case ipv4, ipv6 }
+    public var family: Family
+    /// Offsets of the 4-byte (IPv4) or 16-byte (IPv6) addresses.
+    public var sourceAddressOffset: Int
+    public var destinationAddressOffset: Int
+    public var sourcePort: UInt16
+    public var destinationPort: UInt16
+    public var payloadOffset: Int
+    public var payloadCount: Int
+
+    public init(family: Family, sourceAddressOffset: Int, destinationAddressOffset: Int,
+                sourcePort: UInt16, destinationPort: UInt16, payloadOffset: Int, payloadCount: Int) {
+        self.family = family
+        self.sourceAddressOffset = sourceAddressOffset
+        self.destinationAddressOffset = destinationAddressOffset
+        self.sourcePort = sourcePort
+        self.destinationPort = destinationPort
+        self.payloadOffset = payloadOffset
+        self.payloadCount = payloadCount
+    }
+}
+
+/// A UDP datagram found in a captured packet.
+public struct UDPDatagram: Hashable, Sendable {
+    public var source: Endpoint
+    public var destination: Endpoint
+    public var payload: [UInt8]
+
+    public init(source: Endpoint, destination: Endpoint, payload: [UInt8]) {
+        self.source = source
+        self.destination = destination
+        self.payload = payload
+    }
+}
+
+/// What a captured packet holds, as far as MotionLink is concerned.
+public enum DecodedPacket: Hashable, Sendable {
+    case udp(UDPDatagram)
+    case skipped(PacketSkipReason)
+}
+
+/// Finds the UDP datagram in a captured packet: link layer, IPv4 or IPv6
+/// (walking hop-by-hop, routing and destination-options headers), then UDP.
+/// Pure: bytes in, answer out; libpcap only supplies the bytes.
+///
+/// Checksums are not verified: captures taken on the sending host see
+/// packets before checksum offload fills them in.
+public struct PacketDecoder {
+    private var addresses = AddressTextCache()
+
+    public init() {}
+
+    /// Decodes a packet captured on a link of type `linkType`.
+    public mutating func decode(_ packet: UnsafeRawBufferPointer, linkType: LinkType) -> DecodedPacket {
+        switch Self.locateUDP(in: packet, linkType: linkType) {
+        case .skipped(let reason): return .skipped(reason)
+        case .found(let location):
+            let (source, destination) = endpoints(of: location, in: packet)
+            let payload = [UInt8](UnsafeRawBufferPointer(rebasing: packet[location.payloadOffset..<location.payloadOffset + location.payloadCount]))
+            return .udp(UDPDatagram(source: source, destination: destination, payload: payload))
+        }
+    }
+
+    public mutating func decode(_ packet: [UInt8], linkType: LinkType) -> DecodedPacket {
+        packet.withUnsafeBytes { decode($0, linkType: linkType) }
+    }
+
+    /// The source and destination endpoints of a located datagram, with
+    /// address text cached so a capture's few hosts are formatted once.
+    public mutating func endpoints(of location: UDPLocation, in packet: UnsafeRawBufferPointer) -> (source: Endpoint, destination: Endpoint) {
+        let sourceHost: String, destinationHost: String
+        switch location.family {
+        case .ipv4:
+            sourceHost = addresses.ipv4(packet.loadUnaligned(fromByteOffset: location.sourceAddressOffset, as: UInt32.self))
+            destinationHost = addresses.ipv4(packet.loadUnaligned(fromByteOffset: location.destinationAddressOffset, as: UInt32.self))
+        case .ipv6:
+            sourceHost = addresses.ipv6(packet, at: location.sourceAddressOffset)
+            destinationHost = addresses.ipv6(packet, at: location.destinationAddressOffset)
+        }
+        return (Endpoint(host: sourceHost, port: location.sourcePort),
+                Endpoint(host: destinationHost, port: location.destinationPort))
+    }
+
+    public enum Location: Hashable, Sendable {
+        case found(UDPLocation)
+        case skipped(PacketSkipReason)
+    }
+
+    /// Finds the UDP datagram without copying or allocating.
+    public static func locateUDP(in packet: UnsafeRawBufferPointer, linkType: LinkType) -> Location {
+        let ipOffset: Int
+        let version: Int?  // nil: read it from the IP header
+        switch linkType {
+        case .ethernet:
+            guard packet.count >= 14 else { return .skipped(.truncated) }
+            var offset = 12
+            var etherType = packet.bigEndianUInt16(at: offset)
+            // 802.1Q and 802.1ad tags, possibly stacked.
+            while etherType == 0x8100 || etherType == 0x88A8 || etherType == 0x9100 {
+                offset += 4
+                guard packet.count >= offset + 2 else { return .skipped(.truncated) }
+                etherType = packet.bigEndianUInt16(at: offset)
+            }
+            guard let v = ipVersion(etherType: etherType) else { return .skipped(.notIP) }
+            ipOffset = offset + 2
+            version = v
+        case .null, .loop:
+            guard packet.count >= 4 else { return .skipped(.truncated) }
+            var family = packet.loadUnaligned(as: UInt32.self)
+            if linkType == .loop {
+                family = UInt32(bigEndian: family)
+            } else if family & 0xFFFF == 0 {
+                family = family.byteSwapped  // written by a big-endian host
+            }
+            switch family {
+            case 2: version = 4
+            case 10, 24, 28, 30: version = 6  // AF_INET6 on Linux, NetBSD/OpenBSD, FreeBSD, Darwin
+            default: return .skipped(.notIP)
+            }
+            ipOffset = 4
+        case .raw, .linktypeRaw:
+            ipOffset = 0
+            version = nil
+        case .ipv4:
+            ipOffset = 0
+            version = 4
+        case .ipv6:
+            ipOffset = 0
+            version = 6
+        case .linuxSLL:
+            guard packet.count >= 16 else { return .skipped(.truncated) }
+            guard let v = ipVersion(etherType: packet.bigEndianUInt16(at: 14)) else { return .skipped(.notIP) }
+            ipOffset = 16
+            version = v
+        case .linuxSLL2:
+            guard packet.count >= 20 else { return .skipped(.truncated) }
+            guard let v = ipVersion(etherType: packet.bigEndianUInt16(at: 0)) else { return .skipped(.notIP) }
+            ipOffset = 20
+            version = v
+        default:
+            return .skipped(.unsupportedLinkType)
+        }
+        guard packet.count > ipOffset else { return .skipped(.truncated) }
+        let actualVersion = Int(packet[ipOffset] >> 4)
+        if let version, version != actualVersion { return .skipped(.notIP) }
+        switch actualVersion {
+        case 4: return locateInIPv4(packet, at: ipOffset)
+        case 6: return locateInIPv6(packet, at: ipOffset)
+        default: return .skipped(.notIP)
+        }
+    }
+
+    private static func ipVersion(etherType: UInt16) -> Int? {
+        switch etherType {
+        case 0x0800: return 4
+        case 0x86DD: return 6
+        default: return nil
+        }
+    }
+
+    private static func locateInIPv4(_ packet: UnsafeRawBufferPointer, at ip: Int) -> Location {
+        guard packet.count >= ip + 20 else { return .skipped(.truncated) }
+        let headerLength = Int(packet[ip] & 0x0F) * 4
+        let totalLength = Int(packet.bigEndianUInt16(at: ip + 2))
+        guard headerLength >= 20, totalLength >= headerLength else { return .skipped(.truncated) }
+        let flagsAndOffset = packet.bigEndianUInt16(at: ip + 6)
+        if flagsAndOffset & 0x3FFF != 0 { return .skipped(.fragment) }  // MF set or offset non-zero
+        guard packet[ip + 9] == 17 else { return .skipped(.notUDP) }
+        // Ethernet pads short frames: the IP length, not the capture, says where the packet ends.
+        return locateUDP(packet, at: ip + headerLength, end: min(packet.count, ip + totalLength),
+                         family: .ipv4, sourceAddress: ip + 12, destinationAddress: ip + 16)
+    }
+
+    private static func locateInIPv6(_ packet: UnsafeRawBufferPointer, at ip: Int) -> Location {
+        guard packet.count >= ip + 40 else { return .skipped(.truncated) }
+        let payloadLength = Int(packet.bigEndianUInt16(at: ip + 4))
+        // A zero payload length means a jumbogram; take the capture's end then.
+        let end = payloadLength == 0 ? packet.count : min(packet.count, ip + 40 + payloadLength)
+        var nextHeader = packet[ip + 6]
+        var offset = ip + 40
+        while true {
+            switch nextHeader {
+            case 17:
+                return locateUDP(packet, at: offset, end: end, family: .ipv6, sourceAddress: ip + 8, destinationAddress: ip + 24)
+            case 0, 43, 60:  // hop-by-hop, routing, destination options: length in 8-byte units after the first 8
+                guard end >= offset + 2 else { return .skipped(.truncated) }
+                nextHeader = packet[offset]
+                offset += (Int(packet[offset + 1]) + 1) * 8
+            case 44:
+                return .skipped(.fragment)
+            default:
+                return .skipped(.notUDP)
+            }
+        }
+    }
+
+    private static func locateUDP(_ packet: UnsafeRawBufferPointer, at udp: Int, end: Int, family: UDPLocation.Family,
+                                  sourceAddress: Int, destinationAddress: Int) -> Location {
+        guard end >= udp + 8 else { return .skipped(.truncated) }
+        let length = Int(packet.bigEndianUInt16(at: udp + 4))
+        guard length >= 8, udp + length <= end else { return .skipped(.truncated) }
+        return .found(UDPLocation(family: family, sourceAddressOffset: sourceAddress, destinationAddressOffset: destinationAddress,
+                                  sourcePort: packet.bigEndianUInt16(at: udp), destinationPort: packet.bigEndianUInt16(at: udp + 2),
+                                  payloadOffset: udp + 8, payloadCount: length - 8))
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    @inline(__always)
+    func bigEndianUInt16(at offset: Int) -> UInt16 {
+        UInt16(bigEndian: loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+    }
+}
+
+/// Formats IP addresses with inet_ntop (RFC 5952 text for IPv6) and keeps
+/// the answers in small direct-mapped caches.
+struct AddressTextCache {
+    private static let slots = 64
+    private var v4Keys = [UInt32](repeating: 0, count: slots)
+    private var v4Texts = [String?](repeating: nil, count: slots)
+    private var v6Keys = [(UInt64, UInt64)](repeating: (0, 0), count: slots)
+    private var v6Texts = [String?](repeating: nil, count: slots)
+
+    /// `address` as it lies in memory (network byte order).
+    mutating func ipv4(_ address: UInt32) -> String {
+        let slot = Int(truncatingIfNeeded: (address &* 0x9E37_79B1) >> 26)
+        if v4Keys[slot] == address, let text = v4Texts[slot] { return text }
+        let text = withUnsafeBytes(of: address) { Self.format(AF_INET, $0) }
+        v4Keys[slot] = address
+        v4Texts[slot] = text
+        return text
+    }
+
+    mutating func ipv6(_ packet: UnsafeRawBufferPointer, at offset: Int) -> String {
+        let key = (packet.loadUnaligned(fromByteOffset: offset, as: UInt64.self),
+                   packet.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
+        let slot = Int(truncatingIfNeeded: ((key.0 ^ key.1) &* 0x9E37_79B9_7F4A_7C15) >> 58)
+        if v6Keys[slot] == key, let text = v6Texts[slot] { return text }
+        let text = Self.format(AF_INET6, UnsafeRawBufferPointer(rebasing: packet[offset..<offset + 16]))
+        v6Keys[slot] = key
+        v6Texts[slot] = text
+        return text
+    }
+
+    private static func format(_ family: Int32, _ address: UnsafeRawBufferPointer) -> String {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+            guard inet_ntop(family, address.baseAddress, buffer.baseAddress, 64) != nil else { return "?" }
+            return String(cString: buffer.baseAddress!)
+        }
+    }
+}

@@ -1,0 +1,184 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CPcap
+import KinetraceTrace
+import KinetraceWire
+
+/// Per-reason counts of captured packets that became no record.
+public struct PacketSkipCounts: Hashable, Sendable, CustomStringConvertible {
+    private var counts = [Int](repeating: 0, count: PacketSkipReason.allCases.count)
+
+    public init() {}
+
+    public subscript(reason: PacketSkipReason) -> Int {
+        get { counts[Self.index(reason)] }
+        set { counts[Self.index(reason)] = newValue }
+    }
+
+    public var total: Int { counts.reduce(0, +) }
+
+    /// The non-zero counts, in `PacketSkipReason.allCases` order.
+    public var nonZero: [(reason: PacketSkipReason, count: Int)] {
+        PacketSkipReason.allCases.compactMap { self[$0] > 0 ? ($0, self[$0]) : nil }
+    }
+
+    /// `not_udp 3, other_port 1`, or `none`.
+    public var description: String {
+        let parts = nonZero.map { "\($0.reason) \($0.count)" }
+        return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+    }
+
+    private static func index(_ reason: PacketSkipReason) -> Int {
+        switch reason {
+        case .fragment: return 0
+        case .notUDP: return 1
+        case .notIP: return 2
+        case .truncated: return 3
+        case .unsupportedLinkType: return 4
+        case .otherPort: return 5
+        }
+    }
+}
+
+/// Reads a pcap or pcapng capture (through libpcap) as a stream of trace
+/// message records: the MotionLink datagrams to or from `port`.
+///
+/// - Timestamps are read at nanosecond precision; microsecond files are scaled.
+/// - A datagram to `port` is controller→host, one from `port` host→controller.
+/// - Everything else is skipped and counted by reason in `skipped`.
+/// - A capture cut short (a killed tcpdump) reads up to its last whole packet
+///   and sets `truncation`, whose `line` is the number of the cut packet.
+public final class PcapTraceReader: TraceRecordSource {
+    public let source: String
+    public let header: TraceHeader
+    /// The MotionLink host's UDP port.
+    public let port: UInt16
+    public let linkType: LinkType
+    public let fileFormat: CaptureFileFormat
+    public private(set) var truncation: TraceTruncation?
+    /// Packets read from the file so far.
+    public private(set) var packetCount = 0
+    /// Message records returned so far.
+    public private(set) var recordCount = 0
+    public private(set) var skipped = PacketSkipCounts()
+    /// Every skipped packet: captures hold no record kinds this reader does not know, only packets it cannot use.
+    public var unknownRecordCount: Int { skipped.total }
+
+    private let handle: OpaquePointer
+    private var decoder = PacketDecoder()
+    /// File offset just after the last whole packet, for truncation reports.
+    private var offsetAfterLastPacket: Int
+    private var finished = false
+
+    /// Opens the capture at `path`. `tool` goes into the header.
+    public init(path: String, port: UInt16 = MotionLinkV1.defaultPort, tool: String = "KinetracePcap") throws(TraceError) {
+        // Our own open first, so a missing or unreadable file gets the same error as for a trace.
+        let format = try CaptureFileFormat(fileAt: path)
+        var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
+        guard let handle = pcap_open_offline_with_tstamp_precision(path, UInt32(PCAP_TSTAMP_PRECISION_NANO), &errorBuffer) else {
+            let reason = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            throw TraceError(.badHeader, source: path, byteOffset: 0, message: "not a readable pcap or pcapng file: \(reason)")
+        }
+        self.handle = handle
+        self.source = path
+        self.port = port
+        self.fileFormat = format
+        self.linkType = LinkType(pcap_datalink(handle))
+        self.offsetAfterLastPacket = Self.fileOffset(handle) ?? 0
+        var info = stat()
+        let modified = stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) : 0
+        header = TraceHeader(
+            created: RFC3339.string(fromNanoseconds: modified), tool: tool, capturePoint: .network, clock: .pcap,
+            notes: "read from \(path): \(format), link type \(linkType)")
+    }
+
+    deinit { pcap_close(handle) }
+
+    public func next() throws(TraceError) -> TraceRecord? {
+        try nextMessage().map(TraceRecord.message)
+    }
+
+    /// The next MotionLink message, or nil at the end (check `truncation` then).
+    public func nextMessage() throws(TraceError) -> MessageRecord? {
+        guard !finished else { return nil }
+        var headerPointer: UnsafeMutablePointer<pcap_pkthdr>?
+        var dataPointer: UnsafePointer<UInt8>?
+        while true {
+            let status = pcap_next_ex(handle, &headerPointer, &dataPointer)
+            guard status == 1, let packetHeader = headerPointer?.pointee, let data = dataPointer else {
+                finished = true
+                if status == PCAP_ERROR_BREAK { return nil }  // end of file
+                try failOrTruncate()
+                return nil
+            }
+            packetCount += 1
+            if fileFormat == .pcapng, let offset = Self.fileOffset(handle) {
+                offsetAfterLastPacket = offset
+            } else {
+                offsetAfterLastPacket += 16 + Int(packetHeader.caplen)
+            }
+            let packet = UnsafeRawBufferPointer(start: data, count: Int(packetHeader.caplen))
+            let location: UDPLocation
+            switch PacketDecoder.locateUDP(in: packet, linkType: linkType) {
+            case .skipped(let reason):
+                skipped[reason] += 1
+                continue
+            case .found(let found):
+                location = found
+            }
+            let direction: Direction
+            if location.destinationPort == port {
+                direction = .controllerToHost
+            } else if location.sourcePort == port {
+                direction = .hostToController
+            } else {
+                skipped[.otherPort] += 1
+                continue
+            }
+            let (sourceEndpoint, destinationEndpoint) = decoder.endpoints(of: location, in: packet)
+            let payload = [UInt8](unsafeUninitializedCapacity: location.payloadCount) { buffer, count in
+                if location.payloadCount > 0 {
+                    UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: packet.baseAddress! + location.payloadOffset,
+                                                                            byteCount: location.payloadCount)
+                }
+                count = location.payloadCount
+            }
+            // With nanosecond precision requested, tv_usec holds nanoseconds.
+            let timeNs = Int64(packetHeader.ts.tv_sec) * 1_000_000_000 + Int64(packetHeader.ts.tv_usec)
+            recordCount += 1
+            return MessageRecord(timeNs: timeNs, direction: direction, source: sourceEndpoint,
+                                 destination: destinationEndpoint, payload: payload)
+        }
+    }
+
+    /// A read error: a file that simply ends inside a packet is a truncation
+    /// (what a killed capture leaves); anything else is corrupt data.
+    private func failOrTruncate() throws(TraceError) {
+        let reason = String(cString: pcap_geterr(handle))
+        let packetNumber = packetCount + 1
+        if reason.hasPrefix("truncated") {
+            let size = Self.fileSize(handle) ?? offsetAfterLastPacket
+            truncation = TraceTruncation(line: packetNumber, byteOffset: offsetAfterLastPacket,
+                                         droppedBytes: max(0, size - offsetAfterLastPacket))
+            return
+        }
+        throw TraceError(.badRecord, source: source, byteOffset: offsetAfterLastPacket, message: "packet \(packetNumber): \(reason)")
+    }
+
+    private static func fileOffset(_ handle: OpaquePointer) -> Int? {
+        guard let file = pcap_file(handle) else { return nil }
+        let offset = ftello(file)
+        return offset >= 0 ? Int(offset) : nil
+    }
+
+    private static func fileSize(_ handle: OpaquePointer) -> Int? {
+        guard let file = pcap_file(handle) else { return nil }
+        var info = stat()
+        return fstat(fileno(file), &info) == 0 ? Int(info.st_size) : nil
+    }
+}
