@@ -8,7 +8,7 @@ import Testing
 @Suite struct HelpGoldenTests {
     static let commands: [(String, ParsableCommand.Type)] = [
         ("kinetrace", Kinetrace.self), ("inspect", Inspect.self), ("synth", Synth.self),
-        ("host", Host.self), ("simulate", Simulate.self), ("capture", Capture.self),
+        ("host", Host.self), ("simulate", Simulate.self), ("capture", Capture.self), ("convert", Convert.self),
     ]
 
     @Test(arguments: commands.map(\.0))

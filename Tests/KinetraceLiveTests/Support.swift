@@ -93,7 +93,7 @@ final class Background: @unchecked Sendable {
             throw FixtureError("process did not exit within \(timeout) s of signal \(signal)")
         }
         process.waitUntilExit()
-        usleep(50_000)  // let the pipe handlers collect the last output
+        drainPipes()
         return RunResult(status: process.terminationStatus, signalled: process.terminationReason == .uncaughtSignal,
                          stdout: stdout, stderr: stderr)
     }
@@ -102,6 +102,18 @@ final class Background: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(5_000) }
         return try stop(SIGKILL, timeout: 5)
+    }
+
+    /// Stops the asynchronous readers and reads whatever is left up to end of file.
+    private func drainPipes() {
+        outPipe.fileHandleForReading.readabilityHandler = nil
+        errPipe.fileHandleForReading.readabilityHandler = nil
+        let restOut = outPipe.fileHandleForReading.readDataToEndOfFile()
+        let restErr = errPipe.fileHandleForReading.readDataToEndOfFile()
+        lock.withLock {
+            out.append(restOut)
+            err.append(restErr)
+        }
     }
 
     deinit {

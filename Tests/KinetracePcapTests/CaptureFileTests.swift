@@ -169,7 +169,7 @@ import Testing
             let (reader, records) = try readAll(cut)
             #expect(records == [Self.expected(v6: false)[0]])
             #expect(reader.packetCount == 3)
-            #expect(reader.truncation == TraceTruncation(line: 4, byteOffset: lastStart, droppedBytes: keep - lastStart))
+            #expect(reader.truncation == TraceTruncation(line: 4, byteOffset: lastStart, droppedBytes: keep - lastStart, unit: "packet"))
         }
     }
 
@@ -190,7 +190,7 @@ import Testing
         try Data(whole.prefix(whole.count - 5)).write(to: URL(fileURLWithPath: cut))
         let (reader, records) = try readAll(cut)
         #expect(records == [Self.expected(v6: true)[0]])
-        #expect(reader.truncation == TraceTruncation(line: 4, byteOffset: lastBlock, droppedBytes: whole.count - 5 - lastBlock))
+        #expect(reader.truncation == TraceTruncation(line: 4, byteOffset: lastBlock, droppedBytes: whole.count - 5 - lastBlock, unit: "packet"))
     }
 
     @Test func corruptPacketIsAnErrorNamingThePacket() throws {
@@ -268,6 +268,19 @@ import Testing
                                                         source: Self.controller, destination: Endpoint(host: "10.0.0.1", port: 53), payload: [1, 2, 3])))
         #expect(try dns.next() == nil)
         #expect(dns.unknownRecordCount == 3)
+    }
+
+    /// The bundled real capture and the trace its capture wrote at the same time hold the same records.
+    @Test func bundledLoopbackCaptureMatchesItsTrace() throws {
+        let captures = Fixture.packageRoot.appendingPathComponent("captures")
+        let pcap = try PcapTraceReader(path: captures.appendingPathComponent("loopback-session.pcap").path, port: 41448)
+        let trace = try TraceReader(path: captures.appendingPathComponent("loopback-session.jsonl").path)
+        var fromPcap: [TraceRecord] = [], fromTrace: [TraceRecord] = []
+        while let record = try pcap.next() { fromPcap.append(record) }
+        while let record = try trace.next() { fromTrace.append(record) }
+        #expect(fromPcap.count == 1860)
+        #expect(pcap.skipped.total == 0)
+        #expect(fromPcap == fromTrace)
     }
 
     @Test func magicNumbers() {

@@ -27,7 +27,7 @@ let convertIsRegistered: Bool = {
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines[0] == "Trace      \(pcap)")
         #expect(lines[1] == "Format     kinetrace-trace 1.0, profile motionlink-v1, captured at network (clock pcap)")
-        #expect(lines.contains("Records    2 messages, 0 labels, 0 events, 2 of unknown kinds skipped"))
+        #expect(lines.contains("Records    2 messages, 0 labels, 0 events, 2 skipped (unknown record kinds, or packets that are not MotionLink)"))
         #expect(lines.contains { $0.hasPrefix("  10.0.0.11:50001  1 ") })
 
         let json = try kinetrace("inspect", pcap, "--format", "json", "--port", "53")

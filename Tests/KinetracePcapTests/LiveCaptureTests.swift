@@ -199,6 +199,6 @@ final class LockedText: @unchecked Sendable {
         }
         #expect(sources == Array(repeating: controller, count: 5))
         let ackPacket = 14 + 20 + 8 + 20
-        #expect(reader.truncation == TraceTruncation(line: 6, byteOffset: whole.count - 16 - ackPacket, droppedBytes: 16 + ackPacket - 3))
+        #expect(reader.truncation == TraceTruncation(line: 6, byteOffset: whole.count - 16 - ackPacket, droppedBytes: 16 + ackPacket - 3, unit: "packet"))
     }
 }

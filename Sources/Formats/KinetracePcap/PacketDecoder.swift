@@ -118,9 +118,32 @@ public struct PacketDecoder {
 
     /// Finds the UDP datagram without copying or allocating.
     public static func locateUDP(in packet: UnsafeRawBufferPointer, linkType: LinkType) -> Location {
+        locateUDP(in: packet, link: LinkLayer(linkType))
+    }
+
+    /// A link type resolved once per capture, so the per-packet path switches on a plain enum.
+    enum LinkLayer {
+        case ethernet, bsdNull, bsdLoop, rawIP, ipv4, ipv6, linuxSLL, linuxSLL2, unsupported
+
+        init(_ linkType: LinkType) {
+            switch linkType {
+            case .ethernet: self = .ethernet
+            case .null: self = .bsdNull
+            case .loop: self = .bsdLoop
+            case .raw, .linktypeRaw: self = .rawIP
+            case .ipv4: self = .ipv4
+            case .ipv6: self = .ipv6
+            case .linuxSLL: self = .linuxSLL
+            case .linuxSLL2: self = .linuxSLL2
+            default: self = .unsupported
+            }
+        }
+    }
+
+    static func locateUDP(in packet: UnsafeRawBufferPointer, link: LinkLayer) -> Location {
         let ipOffset: Int
         let version: Int?  // nil: read it from the IP header
-        switch linkType {
+        switch link {
         case .ethernet:
             guard packet.count >= 14 else { return .skipped(.truncated) }
             var offset = 12
@@ -134,10 +157,10 @@ public struct PacketDecoder {
             guard let v = ipVersion(etherType: etherType) else { return .skipped(.notIP) }
             ipOffset = offset + 2
             version = v
-        case .null, .loop:
+        case .bsdNull, .bsdLoop:
             guard packet.count >= 4 else { return .skipped(.truncated) }
             var family = packet.loadUnaligned(as: UInt32.self)
-            if linkType == .loop {
+            if link == .bsdLoop {
                 family = UInt32(bigEndian: family)
             } else if family & 0xFFFF == 0 {
                 family = family.byteSwapped  // written by a big-endian host
@@ -148,7 +171,7 @@ public struct PacketDecoder {
             default: return .skipped(.notIP)
             }
             ipOffset = 4
-        case .raw, .linktypeRaw:
+        case .rawIP:
             ipOffset = 0
             version = nil
         case .ipv4:
@@ -167,7 +190,7 @@ public struct PacketDecoder {
             guard let v = ipVersion(etherType: packet.bigEndianUInt16(at: 0)) else { return .skipped(.notIP) }
             ipOffset = 20
             version = v
-        default:
+        case .unsupported:
             return .skipped(.unsupportedLinkType)
         }
         guard packet.count > ipOffset else { return .skipped(.truncated) }
@@ -243,32 +266,56 @@ extension UnsafeRawBufferPointer {
 }
 
 /// Formats IP addresses with inet_ntop (RFC 5952 text for IPv6) and keeps
-/// the answers in small direct-mapped caches.
+/// the answers in open-addressed tables, so a capture's few hundred hosts
+/// are formatted once each. A full table is emptied and starts over.
 struct AddressTextCache {
-    private static let slots = 64
-    private var v4Keys = [UInt32](repeating: 0, count: slots)
-    private var v4Texts = [String?](repeating: nil, count: slots)
-    private var v6Keys = [(UInt64, UInt64)](repeating: (0, 0), count: slots)
-    private var v6Texts = [String?](repeating: nil, count: slots)
+    private static let capacity = 1024  // a power of two
+    private static let maxCount = capacity * 3 / 4
+    private var v4Keys = [UInt32](repeating: 0, count: capacity)
+    private var v4Texts = [String?](repeating: nil, count: capacity)
+    private var v4Count = 0
+    private var v6High = [UInt64](repeating: 0, count: capacity)
+    private var v6Low = [UInt64](repeating: 0, count: capacity)
+    private var v6Texts = [String?](repeating: nil, count: capacity)
+    private var v6Count = 0
 
     /// `address` as it lies in memory (network byte order).
     mutating func ipv4(_ address: UInt32) -> String {
-        let slot = Int(truncatingIfNeeded: (address &* 0x9E37_79B1) >> 26)
-        if v4Keys[slot] == address, let text = v4Texts[slot] { return text }
+        var slot = Int(truncatingIfNeeded: (UInt64(address) &* 0x9E37_79B9_7F4A_7C15) >> 54)
+        while let text = v4Texts[slot] {
+            if v4Keys[slot] == address { return text }
+            slot = (slot + 1) & (Self.capacity - 1)
+        }
         let text = withUnsafeBytes(of: address) { Self.format(AF_INET, $0) }
+        if v4Count == Self.maxCount {
+            v4Texts = [String?](repeating: nil, count: Self.capacity)
+            v4Count = 0
+            return text
+        }
         v4Keys[slot] = address
         v4Texts[slot] = text
+        v4Count += 1
         return text
     }
 
     mutating func ipv6(_ packet: UnsafeRawBufferPointer, at offset: Int) -> String {
-        let key = (packet.loadUnaligned(fromByteOffset: offset, as: UInt64.self),
-                   packet.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self))
-        let slot = Int(truncatingIfNeeded: ((key.0 ^ key.1) &* 0x9E37_79B9_7F4A_7C15) >> 58)
-        if v6Keys[slot] == key, let text = v6Texts[slot] { return text }
+        let high = packet.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+        let low = packet.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self)
+        var slot = Int(truncatingIfNeeded: ((high ^ (low &* 0xC2B2_AE3D_27D4_EB4F)) &* 0x9E37_79B9_7F4A_7C15) >> 54)
+        while let text = v6Texts[slot] {
+            if v6High[slot] == high && v6Low[slot] == low { return text }
+            slot = (slot + 1) & (Self.capacity - 1)
+        }
         let text = Self.format(AF_INET6, UnsafeRawBufferPointer(rebasing: packet[offset..<offset + 16]))
-        v6Keys[slot] = key
+        if v6Count == Self.maxCount {
+            v6Texts = [String?](repeating: nil, count: Self.capacity)
+            v6Count = 0
+            return text
+        }
+        v6High[slot] = high
+        v6Low[slot] = low
         v6Texts[slot] = text
+        v6Count += 1
         return text
     }
 

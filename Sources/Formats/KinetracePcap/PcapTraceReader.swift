@@ -60,20 +60,33 @@ public final class PcapTraceReader: TraceRecordSource {
     public let port: UInt16
     public let linkType: LinkType
     public let fileFormat: CaptureFileFormat
-    public private(set) var truncation: TraceTruncation?
+    public var truncation: TraceTruncation? { state.truncation }
     /// Packets read from the file so far.
-    public private(set) var packetCount = 0
+    public var packetCount: Int { state.packetCount }
     /// Message records returned so far.
-    public private(set) var recordCount = 0
-    public private(set) var skipped = PacketSkipCounts()
+    public var recordCount: Int { state.recordCount }
+    public var skipped: PacketSkipCounts { state.skipped }
     /// Every skipped packet: captures hold no record kinds this reader does not know, only packets it cannot use.
     public var unknownRecordCount: Int { skipped.total }
 
     private let handle: OpaquePointer
-    private var decoder = PacketDecoder()
-    /// File offset just after the last whole packet, for truncation reports.
-    private var offsetAfterLastPacket: Int
-    private var finished = false
+    // All mutable state in one struct behind a pointer: a class's stored
+    // properties cost a dynamic exclusivity check on every access, which
+    // showed up in profiles of the per-packet loop.
+    private let statePointer: UnsafeMutablePointer<State>
+    private var state: State { statePointer.pointee }
+
+    private struct State {
+        var decoder = PacketDecoder()
+        let link: PacketDecoder.LinkLayer
+        var truncation: TraceTruncation?
+        var packetCount = 0
+        var recordCount = 0
+        var skipped = PacketSkipCounts()
+        /// File offset just after the last whole packet, for truncation reports.
+        var offsetAfterLastPacket: Int
+        var finished = false
+    }
 
     /// Opens the capture at `path`. `tool` goes into the header.
     public init(path: String, port: UInt16 = MotionLinkV1.defaultPort, tool: String = "KinetracePcap") throws(TraceError) {
@@ -89,7 +102,8 @@ public final class PcapTraceReader: TraceRecordSource {
         self.port = port
         self.fileFormat = format
         self.linkType = LinkType(pcap_datalink(handle))
-        self.offsetAfterLastPacket = Self.fileOffset(handle) ?? 0
+        self.statePointer = .allocate(capacity: 1)
+        statePointer.initialize(to: State(link: PacketDecoder.LinkLayer(linkType), offsetAfterLastPacket: Self.fileOffset(handle) ?? 0))
         var info = stat()
         let modified = stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) : 0
         header = TraceHeader(
@@ -97,7 +111,11 @@ public final class PcapTraceReader: TraceRecordSource {
             notes: "read from \(path): \(format), link type \(linkType)")
     }
 
-    deinit { pcap_close(handle) }
+    deinit {
+        pcap_close(handle)
+        statePointer.deinitialize(count: 1)
+        statePointer.deallocate()
+    }
 
     public func next() throws(TraceError) -> TraceRecord? {
         try nextMessage().map(TraceRecord.message)
@@ -105,28 +123,33 @@ public final class PcapTraceReader: TraceRecordSource {
 
     /// The next MotionLink message, or nil at the end (check `truncation` then).
     public func nextMessage() throws(TraceError) -> MessageRecord? {
-        guard !finished else { return nil }
+        try Self.nextMessage(&statePointer.pointee, handle: handle, port: port, fileFormat: fileFormat, source: source)
+    }
+
+    private static func nextMessage(_ state: inout State, handle: OpaquePointer, port: UInt16,
+                                    fileFormat: CaptureFileFormat, source: String) throws(TraceError) -> MessageRecord? {
+        guard !state.finished else { return nil }
         var headerPointer: UnsafeMutablePointer<pcap_pkthdr>?
         var dataPointer: UnsafePointer<UInt8>?
         while true {
             let status = pcap_next_ex(handle, &headerPointer, &dataPointer)
             guard status == 1, let packetHeader = headerPointer?.pointee, let data = dataPointer else {
-                finished = true
+                state.finished = true
                 if status == PCAP_ERROR_BREAK { return nil }  // end of file
-                try failOrTruncate()
+                try failOrTruncate(&state, handle: handle, source: source)
                 return nil
             }
-            packetCount += 1
-            if fileFormat == .pcapng, let offset = Self.fileOffset(handle) {
-                offsetAfterLastPacket = offset
+            state.packetCount += 1
+            if fileFormat == .pcapng, let offset = fileOffset(handle) {
+                state.offsetAfterLastPacket = offset
             } else {
-                offsetAfterLastPacket += 16 + Int(packetHeader.caplen)
+                state.offsetAfterLastPacket += 16 + Int(packetHeader.caplen)
             }
             let packet = UnsafeRawBufferPointer(start: data, count: Int(packetHeader.caplen))
             let location: UDPLocation
-            switch PacketDecoder.locateUDP(in: packet, linkType: linkType) {
+            switch PacketDecoder.locateUDP(in: packet, link: state.link) {
             case .skipped(let reason):
-                skipped[reason] += 1
+                state.skipped[reason] += 1
                 continue
             case .found(let found):
                 location = found
@@ -137,20 +160,17 @@ public final class PcapTraceReader: TraceRecordSource {
             } else if location.sourcePort == port {
                 direction = .hostToController
             } else {
-                skipped[.otherPort] += 1
+                state.skipped[.otherPort] += 1
                 continue
             }
-            let (sourceEndpoint, destinationEndpoint) = decoder.endpoints(of: location, in: packet)
-            let payload = [UInt8](unsafeUninitializedCapacity: location.payloadCount) { buffer, count in
-                if location.payloadCount > 0 {
-                    UnsafeMutableRawPointer(buffer.baseAddress!).copyMemory(from: packet.baseAddress! + location.payloadOffset,
-                                                                            byteCount: location.payloadCount)
-                }
-                count = location.payloadCount
-            }
+            let (sourceEndpoint, destinationEndpoint) = state.decoder.endpoints(of: location, in: packet)
+            // reserve + append is the cheapest way to a fresh [UInt8] (measured).
+            var payload: [UInt8] = []
+            payload.reserveCapacity(location.payloadCount)
+            payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: packet[location.payloadOffset..<location.payloadOffset + location.payloadCount]))
             // With nanosecond precision requested, tv_usec holds nanoseconds.
             let timeNs = Int64(packetHeader.ts.tv_sec) * 1_000_000_000 + Int64(packetHeader.ts.tv_usec)
-            recordCount += 1
+            state.recordCount += 1
             return MessageRecord(timeNs: timeNs, direction: direction, source: sourceEndpoint,
                                  destination: destinationEndpoint, payload: payload)
         }
@@ -158,16 +178,16 @@ public final class PcapTraceReader: TraceRecordSource {
 
     /// A read error: a file that simply ends inside a packet is a truncation
     /// (what a killed capture leaves); anything else is corrupt data.
-    private func failOrTruncate() throws(TraceError) {
+    private static func failOrTruncate(_ state: inout State, handle: OpaquePointer, source: String) throws(TraceError) {
         let reason = String(cString: pcap_geterr(handle))
-        let packetNumber = packetCount + 1
+        let packetNumber = state.packetCount + 1
+        let offset = state.offsetAfterLastPacket
         if reason.hasPrefix("truncated") {
-            let size = Self.fileSize(handle) ?? offsetAfterLastPacket
-            truncation = TraceTruncation(line: packetNumber, byteOffset: offsetAfterLastPacket,
-                                         droppedBytes: max(0, size - offsetAfterLastPacket))
+            let size = fileSize(handle) ?? offset
+            state.truncation = TraceTruncation(line: packetNumber, byteOffset: offset, droppedBytes: max(0, size - offset), unit: "packet")
             return
         }
-        throw TraceError(.badRecord, source: source, byteOffset: offsetAfterLastPacket, message: "packet \(packetNumber): \(reason)")
+        throw TraceError(.badRecord, source: source, byteOffset: offset, message: "packet \(packetNumber): \(reason)")
     }
 
     private static func fileOffset(_ handle: OpaquePointer) -> Int? {

@@ -36,7 +36,7 @@ struct Convert: ParsableCommand {
     @Argument(help: ArgumentHelp("The file to write: .pcap, .jsonl or .ktrace.", valueName: "out"), completion: .file())
     var output: String
 
-    @Option(help: ArgumentHelp("Output format, overriding OUT's extension: trace or pcap.", valueName: "format"))
+    @Option(help: ArgumentHelp("Output type, overriding OUT's extension: trace or pcap.", valueName: "type"))
     var to: OutputKind?
 
     @Option(help: ArgumentHelp("UDP port of the MotionLink host, used to tell direction in pcap and pcapng input.", valueName: "port"))

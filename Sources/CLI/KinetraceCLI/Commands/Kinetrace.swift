@@ -15,7 +15,7 @@ public struct Kinetrace: ParsableCommand {
             input file that is missing or unreadable, 74 for an I/O error.
             """,
         version: version,
-        subcommands: [Inspect.self, Synth.self, Host.self, Simulate.self, Capture.self])
+        subcommands: [Inspect.self, Convert.self, Host.self, Simulate.self, Capture.self, Synth.self])
 
     public init() {}
 }

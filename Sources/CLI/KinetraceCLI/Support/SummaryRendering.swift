@@ -20,7 +20,7 @@ enum SummaryRendering {
         let labels = s.labels.values.reduce(0, +), events = s.events.values.reduce(0, +)
         let messages = s.messages.values.reduce(0) { $0 + $1.total }
         line("Records    \(messages) messages, \(labels) labels, \(events) events"
-             + (s.unknownRecords > 0 ? ", \(s.unknownRecords) of unknown kinds skipped" : ""))
+             + (s.unknownRecords > 0 ? ", \(s.unknownRecords) skipped (unknown record kinds, or packets that are not MotionLink)" : ""))
         line()
 
         var table = TextTable(["Direction", "Messages", "Valid", "Invalid", "Invalid by reason"])

@@ -52,19 +52,22 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
 /// The file ended inside a record: what a crash mid-write leaves. Readers
 /// stop at the last complete record and report this instead of failing.
 public struct TraceTruncation: Hashable, Sendable, CustomStringConvertible {
-    /// The incomplete line's number and file offset.
+    /// The incomplete line's (or packet's) number and file offset.
     public var line: Int
     public var byteOffset: Int
-    /// Bytes of the incomplete line that were dropped.
+    /// Bytes of the incomplete record that were dropped.
     public var droppedBytes: Int
+    /// What `line` counts: "line" in traces, "packet" in captures.
+    public var unit: String
 
-    public init(line: Int, byteOffset: Int, droppedBytes: Int) {
+    public init(line: Int, byteOffset: Int, droppedBytes: Int, unit: String = "line") {
         self.line = line
         self.byteOffset = byteOffset
         self.droppedBytes = droppedBytes
+        self.unit = unit
     }
 
     public var description: String {
-        "truncated at line \(line) (byte \(byteOffset)): dropped an incomplete record of \(droppedBytes) bytes"
+        "truncated at \(unit) \(line) (byte \(byteOffset)): dropped an incomplete record of \(droppedBytes) bytes"
     }
 }
