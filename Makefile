@@ -3,7 +3,7 @@
 SWIFT ?= swift
 DEMO_TRACE ?= captures/synthetic-session.jsonl
 
-.PHONY: all deps build demo test bench clean
+.PHONY: all deps build demo test bench bench-live clean
 
 all: build
 
@@ -22,6 +22,10 @@ test: deps
 
 bench: deps
 	cd Benchmarks && $(SWIFT) package --disable-sandbox benchmark --format markdown
+
+# Host latency and capture drops on loopback (needs root for capture).
+bench-live: deps
+	Benchmarks/live/run.sh 30 30
 
 clean:
 	rm -rf .build Benchmarks/.build

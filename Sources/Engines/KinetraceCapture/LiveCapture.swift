@@ -184,13 +184,9 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         case .skipped(let reason):
             report.skipped[reason.rawValue, default: 0] += 1
         case .udp(let datagram):
-            let direction: Direction
-            if datagram.destination.port == configuration.port {
-                direction = .controllerToHost
-            } else if datagram.source.port == configuration.port {
-                direction = .hostToController
-            } else {
-                report.skipped["other_port", default: 0] += 1
+            guard let direction = Direction(sourcePort: datagram.source.port, destinationPort: datagram.destination.port,
+                                            hostPort: configuration.port) else {
+                report.skipped[PacketSkipReason.otherPort.rawValue, default: 0] += 1
                 return
             }
             report.messages[direction.rawValue, default: 0] += 1

@@ -154,12 +154,7 @@ public final class PcapTraceReader: TraceRecordSource {
             case .found(let found):
                 location = found
             }
-            let direction: Direction
-            if location.destinationPort == port {
-                direction = .controllerToHost
-            } else if location.sourcePort == port {
-                direction = .hostToController
-            } else {
+            guard let direction = Direction(sourcePort: location.sourcePort, destinationPort: location.destinationPort, hostPort: port) else {
                 state.skipped[.otherPort] += 1
                 continue
             }
@@ -200,5 +195,19 @@ public final class PcapTraceReader: TraceRecordSource {
         guard let file = pcap_file(handle) else { return nil }
         var info = stat()
         return fstat(fileno(file), &info) == 0 ? Int(info.st_size) : nil
+    }
+}
+
+extension Direction {
+    /// The direction of a UDP datagram relative to the MotionLink host's port:
+    /// to it is controller→host, from it host→controller, else not MotionLink.
+    public init?(sourcePort: UInt16, destinationPort: UInt16, hostPort: UInt16) {
+        if destinationPort == hostPort {
+            self = .controllerToHost
+        } else if sourcePort == hostPort {
+            self = .hostToController
+        } else {
+            return nil
+        }
     }
 }
