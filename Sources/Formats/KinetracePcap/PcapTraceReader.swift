@@ -159,10 +159,8 @@ public final class PcapTraceReader: TraceRecordSource {
                 continue
             }
             let (sourceEndpoint, destinationEndpoint) = state.decoder.endpoints(of: location, in: packet)
-            // reserve + append is the cheapest way to a fresh [UInt8] (measured).
-            var payload: [UInt8] = []
-            payload.reserveCapacity(location.payloadCount)
-            payload.append(contentsOf: UnsafeRawBufferPointer(rebasing: packet[location.payloadOffset..<location.payloadOffset + location.payloadCount]))
+            // Inline for MotionLink sizes: no allocation per record.
+            let payload = Payload(copying: UnsafeRawBufferPointer(rebasing: packet[location.payloadOffset..<location.payloadOffset + location.payloadCount]))
             // With nanosecond precision requested, tv_usec holds nanoseconds.
             let timeNs = Int64(packetHeader.ts.tv_sec) * 1_000_000_000 + Int64(packetHeader.ts.tv_usec)
             state.recordCount += 1

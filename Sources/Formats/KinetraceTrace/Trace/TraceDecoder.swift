@@ -26,7 +26,7 @@ struct TraceDecoder {
         var timeNs: Int64?
         var direction: Direction?
         var source: Endpoint?, destination: Endpoint?, controller: Endpoint?
-        var payload: [UInt8]?
+        var payload: Payload?
         var rttNs: Int64?
         var tMs: UInt64?, durationMs: UInt64?
         var gesture: String?, event: String?
@@ -186,7 +186,7 @@ struct TraceDecoder {
         return parsed
     }
 
-    func hex(_ scanner: inout JSONScanner) throws(Failure) -> [UInt8] {
+    func hex(_ scanner: inout JSONScanner) throws(Failure) -> Payload {
         scanner.skipWhitespace()
         let at = scanner.index
         let token: JSONKey
@@ -197,15 +197,14 @@ struct TraceDecoder {
             guard slice.count % 2 == 0 else {
                 throw Failure(.badRecord, at: at, "\"payload\" must be an even number of hex digits")
             }
-            return try [UInt8](unsafeUninitializedCapacity: slice.count / 2) { out, initialized throws(Failure) in
+            return try Payload(count: slice.count / 2) { (out: UnsafeMutableRawBufferPointer) throws(Failure) in
                 let table = HexTable.values
-                for i in 0..<slice.count / 2 {
+                for i in 0..<out.count {
                     let hi = table[Int(slice[2 &* i])], lo = table[Int(slice[2 &* i &+ 1])]
                     guard hi | lo < 0x10 else {
                         throw Failure(.badRecord, at: at + 1 + 2 * i, "\"payload\" holds a non-hex character")
                     }
                     out[i] = hi << 4 | lo
-                    initialized = i + 1
                 }
             }
         case true:
@@ -214,7 +213,7 @@ struct TraceDecoder {
             guard !text.contains(where: \.isWhitespace), case .success(let bytes) = Hex.decode(text) else {
                 throw Failure(.badRecord, at: at, "\"payload\" must be hex digits")
             }
-            return bytes
+            return Payload(bytes)
         }
     }
 }

@@ -79,15 +79,16 @@ public enum TraceEncoder {
         out.raw("\"")
         if let rtt = m.rttNs { out.raw(",\"rtt_ns\":"); out.integer(rtt) }
         // Informative fields, derived from the payload.
-        appendDecoded(m.payload, to: &out)
+        appendDecoded(m, to: &out)
         out.raw("}\n")
     }
 
     /// `"msg"`, `"decoded"` (whenever the length names a kind, even if the
     /// CRC fails, so a reader can see what was corrupted), `"valid"`, `"reason"`.
-    private static func appendDecoded(_ payload: [UInt8], to out: inout JSONOutput) {
+    private static func appendDecoded(_ m: MessageRecord, to out: inout JSONOutput) {
+        let payload = m.payload
         let verdict: WireError?
-        if case .failure(let error) = MotionLinkV1.decodeResult(payload) { verdict = error } else { verdict = nil }
+        if case .failure(let error) = m.decoded { verdict = error } else { verdict = nil }
         payload.withUnsafeBytes { raw in
             let reader = ByteReader(raw)
             switch MotionLinkV1.kind(forLength: raw.count) {

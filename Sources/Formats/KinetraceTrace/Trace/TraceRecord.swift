@@ -30,13 +30,19 @@ public struct MessageRecord: Hashable, Sendable {
     public var direction: Direction
     public var source: Endpoint
     public var destination: Endpoint
-    public var payload: [UInt8]
+    public var payload: Payload
     /// Round-trip time measured by the recorder's own clock, when it knows one
     /// (a controller recording the ack to its frame).
     public var rttNs: Int64?
 
     public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint,
                 payload: [UInt8], rttNs: Int64? = nil) {
+        self.init(timeNs: timeNs, direction: direction, source: source, destination: destination,
+                  payload: Payload(payload), rttNs: rttNs)
+    }
+
+    public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint,
+                payload: Payload, rttNs: Int64? = nil) {
         self.timeNs = timeNs
         self.direction = direction
         self.source = source
@@ -46,7 +52,11 @@ public struct MessageRecord: Hashable, Sendable {
     }
 
     /// The MotionLink v1 decode of the payload, or why it is invalid.
-    public var decoded: Result<MotionLinkV1.Message, WireError> { MotionLinkV1.decodeResult(payload) }
+    public var decoded: Result<MotionLinkV1.Message, WireError> {
+        payload.withUnsafeBytes { raw in
+            do throws(WireError) { return .success(try MotionLinkV1.decode(raw)) } catch { return .failure(error) }
+        }
+    }
 
     /// The controller this message belongs to: its source when sent by a
     /// controller, its destination when sent by the host.
