@@ -77,6 +77,7 @@ public enum DecodedPacket: Hashable, Sendable {
 /// packets before checksum offload fills them in.
 public struct PacketDecoder {
     private var addresses = AddressTextCache()
+    private var pairs = EndpointPairCache()
 
     public init() {}
 
@@ -101,14 +102,25 @@ public struct PacketDecoder {
         let sourceHost: String, destinationHost: String
         switch location.family {
         case .ipv4:
+            // A capture holds few distinct 4-tuples: look the whole pair up first.
+            let addresses4 = UInt64(packet.loadUnaligned(fromByteOffset: location.sourceAddressOffset, as: UInt32.self))
+                | UInt64(packet.loadUnaligned(fromByteOffset: location.destinationAddressOffset, as: UInt32.self)) << 32
+            let ports = UInt32(location.sourcePort) | UInt32(location.destinationPort) << 16
+            if let pair = pairs.lookup(addresses4, ports) { return pair }
             sourceHost = addresses.ipv4(packet.loadUnaligned(fromByteOffset: location.sourceAddressOffset, as: UInt32.self))
             destinationHost = addresses.ipv4(packet.loadUnaligned(fromByteOffset: location.destinationAddressOffset, as: UInt32.self))
         case .ipv6:
             sourceHost = addresses.ipv6(packet, at: location.sourceAddressOffset)
             destinationHost = addresses.ipv6(packet, at: location.destinationAddressOffset)
         }
-        return (Endpoint(host: sourceHost, port: location.sourcePort),
-                Endpoint(host: destinationHost, port: location.destinationPort))
+        let pair = (Endpoint(host: sourceHost, port: location.sourcePort),
+                    Endpoint(host: destinationHost, port: location.destinationPort))
+        if location.family == .ipv4 {
+            let addresses4 = UInt64(packet.loadUnaligned(fromByteOffset: location.sourceAddressOffset, as: UInt32.self))
+                | UInt64(packet.loadUnaligned(fromByteOffset: location.destinationAddressOffset, as: UInt32.self)) << 32
+            pairs.store(addresses4, UInt32(location.sourcePort) | UInt32(location.destinationPort) << 16, pair)
+        }
+        return pair
     }
 
     public enum Location: Hashable, Sendable {
@@ -324,5 +336,30 @@ struct AddressTextCache {
             guard inet_ntop(family, address.baseAddress, buffer.baseAddress, 64) != nil else { return "?" }
             return String(cString: buffer.baseAddress!)
         }
+    }
+}
+
+/// IPv4 endpoint pairs by address pair and port pair: direct-mapped, 256
+/// slots; a miss just costs the two address lookups it saves on a hit.
+struct EndpointPairCache {
+    private var addresses = [UInt64](repeating: 0, count: 256)
+    private var ports = [UInt32](repeating: 0, count: 256)
+    private var pairs = [(Endpoint, Endpoint)?](repeating: nil, count: 256)
+
+    private static func slot(_ a: UInt64, _ p: UInt32) -> Int {
+        Int(truncatingIfNeeded: ((a ^ UInt64(p) &* 0xC2B2_AE3D_27D4_EB4F) &* 0x9E37_79B9_7F4A_7C15) >> 56)
+    }
+
+    func lookup(_ a: UInt64, _ p: UInt32) -> (Endpoint, Endpoint)? {
+        let slot = Self.slot(a, p)
+        guard addresses[slot] == a, ports[slot] == p else { return nil }
+        return pairs[slot]
+    }
+
+    mutating func store(_ a: UInt64, _ p: UInt32, _ pair: (Endpoint, Endpoint)) {
+        let slot = Self.slot(a, p)
+        addresses[slot] = a
+        ports[slot] = p
+        pairs[slot] = pair
     }
 }
