@@ -97,7 +97,8 @@ let package = Package(
             name: "kinetrace", dependencies: ["KinetraceCLI"],
             path: "Sources/CLI/kinetrace", swiftSettings: strict),
 
-        // Tests, one target per layer.
+        // Tests, one target per layer, plus the process helpers they share.
+        .target(name: "KinetraceTestSupport", path: "Tests/KinetraceTestSupport", swiftSettings: strict),
         .testTarget(
             name: "KinetraceWireTests",
             dependencies: ["KinetraceWire", .product(name: "PropertyBased", package: "swift-property-based")],
@@ -111,12 +112,13 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetracePcapTests",
-            dependencies: ["KinetracePcap", "KinetraceTrace", "KinetraceWire", "CPcap"],
+            dependencies: ["KinetracePcap", "KinetraceTrace", "KinetraceWire", "CPcap", "KinetraceTestSupport"],
             exclude: ["Fixtures"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceLiveTests",
-            dependencies: ["KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire"],
+            dependencies: ["KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire",
+                           "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceDissectorTests",
@@ -128,7 +130,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceCLITests",
-            dependencies: ["KinetraceCLI", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire"],
+            dependencies: ["KinetraceCLI", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             exclude: ["Golden"],
             swiftSettings: strict),
     ]

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KinetraceTestSupport
 import Testing
 @testable import KinetraceCLI
 

@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceTestSupport
 import KinetraceAnalysis
 import KinetraceTrace
 import Testing

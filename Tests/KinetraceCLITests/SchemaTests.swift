@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceTestSupport
 import Testing
 
 /// Every line Kinetrace writes validates against specs/trace-v1.schema.json,

@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceTestSupport
 import KinetraceTrace
 import Testing
 

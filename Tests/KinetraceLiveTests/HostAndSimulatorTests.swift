@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceTestSupport
 import KinetracePcap
 import KinetraceTrace
 import KinetraceWire

@@ -1,13 +1,17 @@
 import Foundation
-import Testing
 
-/// Paths, a process runner and a background-process handle for tests that
-/// start the real `kinetrace` processes together on loopback.
-enum Fixture {
-    static let packageRoot = URL(fileURLWithPath: #filePath)
+/// Shared by the test targets that drive real processes: paths, temporary
+/// directories, a process runner, a background-process handle, and a plain
+/// UDP socket. (Test targets cannot share source files; this target can.)
+public enum Fixture {
+    public static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    static var binary: URL {
+    /// The bundled synthetic trace.
+    public static var bundledTrace: String { packageRoot.appendingPathComponent("captures/synthetic-session.jsonl").path }
+
+    /// The `kinetrace` built next to the test bundle (`swift build --build-tests` builds both).
+    public static var binary: URL {
         get throws {
             var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             for _ in 0..<4 {
@@ -19,36 +23,49 @@ enum Fixture {
         }
     }
 
-    static func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("kinetrace-live-\(UUID().uuidString)")
+    /// A fresh temporary directory; the caller removes it.
+    public static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("kinetrace-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
 
-    static var isRoot: Bool { getuid() == 0 }
+    public static func remove(_ url: URL) { try? FileManager.default.removeItem(at: url) }
+
+    /// A system tool by name, from the usual places.
+    public static func tool(_ name: String) throws -> URL {
+        for dir in ["/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"] {
+            let url = URL(fileURLWithPath: dir).appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        throw FixtureError("\(name) is not installed (scripts/bootstrap installs it)")
+    }
+
+    public static var isRoot: Bool { getuid() == 0 }
 }
 
-struct FixtureError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+public struct FixtureError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }
 
-struct RunResult {
-    var status: Int32
-    var signalled: Bool
-    var stdout: String
-    var stderr: String
+public struct RunResult: Sendable {
+    public var status: Int32
+    /// True when the process ended by a signal (a crash), not an exit.
+    public var signalled: Bool
+    public var stdout: String
+    public var stderr: String
 }
 
 /// A child process whose output is collected as it runs; killed on deinit
 /// so a failing test never leaves it behind.
-final class Background: @unchecked Sendable {
-    let process = Process()
+public final class Background: @unchecked Sendable {
+    public let process = Process()
     private let lock = NSLock()
     private var out = Data(), err = Data()
     private let outPipe = Pipe(), errPipe = Pipe()
 
-    init(_ executable: URL, _ arguments: [String]) throws {
+    public init(_ executable: URL, _ arguments: [String]) throws {
         process.executableURL = executable
         process.arguments = arguments
         process.standardOutput = outPipe
@@ -65,13 +82,13 @@ final class Background: @unchecked Sendable {
         try process.run()
     }
 
-    static func kinetrace(_ arguments: String...) throws -> Background { try Background(try Fixture.binary, arguments) }
+    public static func kinetrace(_ arguments: String...) throws -> Background { try Background(try Fixture.binary, arguments) }
 
-    var stdout: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
-    var stderr: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
+    public var stdout: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
+    public var stderr: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
 
     /// Waits until standard output has a line starting with `prefix`; returns that line.
-    func waitForLine(startingWith prefix: String, timeout: TimeInterval = 30) throws -> String {
+    public func waitForLine(startingWith prefix: String, timeout: TimeInterval = 30) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
@@ -83,7 +100,7 @@ final class Background: @unchecked Sendable {
 
     /// Sends `signal` and waits for the process to exit.
     @discardableResult
-    func stop(_ signal: Int32 = SIGINT, timeout: TimeInterval = 30) throws -> RunResult {
+    public func stop(_ signal: Int32 = SIGINT, timeout: TimeInterval = 30) throws -> RunResult {
         if process.isRunning { kill(process.processIdentifier, signal) }
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(5_000) }
@@ -98,7 +115,7 @@ final class Background: @unchecked Sendable {
                          stdout: stdout, stderr: stderr)
     }
 
-    func wait(timeout: TimeInterval = 60) throws -> RunResult {
+    public func wait(timeout: TimeInterval = 60) throws -> RunResult {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(5_000) }
         return try stop(SIGKILL, timeout: 5)
@@ -126,25 +143,28 @@ final class Background: @unchecked Sendable {
     }
 }
 
-/// Runs a program to completion (killed after `timeout`).
-func run(_ executable: URL, _ arguments: [String], timeout: TimeInterval = 60) throws -> RunResult {
+/// Runs a program to completion (killed after `timeout`, so a hang fails
+/// the test instead of the suite).
+@discardableResult
+public func run(_ executable: URL, _ arguments: [String], timeout: TimeInterval = 60) throws -> RunResult {
     let child = try Background(executable, arguments)
     return try child.wait(timeout: timeout)
 }
 
-func kinetrace(_ arguments: String...) throws -> RunResult { try run(try Fixture.binary, arguments) }
+public func kinetrace(_ arguments: String...) throws -> RunResult { try run(try Fixture.binary, arguments) }
+public func kinetrace(_ arguments: [String]) throws -> RunResult { try run(try Fixture.binary, arguments) }
 
 /// A plain UDP socket on loopback, for sending hand-made datagrams to a host.
-final class TestSocket {
-    let fd: Int32
-    init(v6: Bool = false) {
+public final class TestSocket {
+    public let fd: Int32
+    public init(v6: Bool = false) {
         fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         var timeout = timeval(tv_sec: 0, tv_usec: 500_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
     deinit { close(fd) }
 
-    func send(_ bytes: [UInt8], toPort port: UInt16) {
+    public func send(_ bytes: [UInt8], toPort port: UInt16) {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -159,7 +179,7 @@ final class TestSocket {
     }
 
     /// The next datagram, or nil after the receive timeout.
-    func receive() -> [UInt8]? {
+    public func receive() -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: 2048)
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         return n >= 0 ? Array(buffer[0..<n]) : nil
@@ -167,7 +187,7 @@ final class TestSocket {
 }
 
 /// The port in a "listening on ADDRESS:PORT" line.
-func port(in line: String) throws -> UInt16 {
+public func port(in line: String) throws -> UInt16 {
     guard let text = line.split(separator: ":").last, let port = UInt16(text) else { throw FixtureError("no port in \(line)") }
     return port
 }
