@@ -162,21 +162,16 @@ public final class PcapWriter {
     public private(set) var labelsNotWritten = 0
     public private(set) var eventsNotWritten = 0
 
-    private let file: POSIXFile
+    private let file: BufferedFile
     private var encoder: PcapEncoder
-    private var pending: [UInt8] = []
-    private var closed = false
     private static let flushBytes = 64 << 10
 
     public init(path: String) throws(TraceError) {
         self.path = path
-        file = try POSIXFile(path: path, mode: .createTruncate)
+        file = try BufferedFile(path: path, reserving: Self.flushBytes + 2048)
         encoder = PcapEncoder(source: path)
-        pending.reserveCapacity(Self.flushBytes + 2048)
-        pending += PcapEncoder.fileHeader
+        file.pending += PcapEncoder.fileHeader
     }
-
-    deinit { try? close() }
 
     /// Writes a message as a packet; returns false (and counts it) for a label or event.
     @discardableResult
@@ -195,28 +190,15 @@ public final class PcapWriter {
     }
 
     public func write(_ message: MessageRecord) throws(TraceError) {
-        precondition(!closed, "PcapWriter used after close()")
-        try encoder.append(message, to: &pending)
-        if pending.count >= Self.flushBytes { try flush() }
+        precondition(!file.isClosed, "PcapWriter used after close()")
+        try encoder.append(message, to: &file.pending)
+        if file.pending.count >= Self.flushBytes { try flush() }
     }
 
-    public func flush() throws(TraceError) {
-        guard !pending.isEmpty else { return }
-        let result: Result<Void, TraceError> = pending.withUnsafeBytes { bytes in
-            do throws(TraceError) { try file.write(bytes); return .success(()) } catch { return .failure(error) }
-        }
-        pending.removeAll(keepingCapacity: true)
-        try result.get()
-    }
+    public func flush() throws(TraceError) { try file.flush() }
 
     /// Flushes and closes; further writes are a programming error.
-    public func close() throws(TraceError) {
-        guard !closed else { return }
-        closed = true
-        defer { try? file.close() }
-        try flush()
-        try file.close()
-    }
+    public func close() throws(TraceError) { try file.close() }
 }
 
 extension [UInt8] {

@@ -19,57 +19,38 @@ public final class TraceWriter {
         public static let everyRecord = FlushPolicy(maxBufferedBytes: 0, maxDelayNs: 0)
     }
 
-    public let path: String
+    public var path: String { file.path }
     public let policy: FlushPolicy
     public private(set) var recordCount = 0
-    private let file: POSIXFile
-    private var pending: [UInt8] = []
+    private let file: BufferedFile
     private var oldestPendingNs: Int64 = 0
-    private var closed = false
 
     public init(path: String, header: TraceHeader, policy: FlushPolicy = .default) throws(TraceError) {
-        self.path = path
         self.policy = policy
-        file = try POSIXFile(path: path, mode: .createTruncate)
-        pending.reserveCapacity(policy.maxBufferedBytes + 512)
-        pending.append(contentsOf: TraceEncoder.line(for: header))
+        file = try BufferedFile(path: path, reserving: policy.maxBufferedBytes + 512)
+        file.pending.append(contentsOf: TraceEncoder.line(for: header))
         try flush()
     }
 
-    deinit { try? close() }
-
     public func write(_ record: TraceRecord) throws(TraceError) {
-        precondition(!closed, "TraceWriter used after close()")
-        if pending.isEmpty, policy.maxDelayNs > 0 { oldestPendingNs = SystemClock.monotonicNs() }
+        precondition(!file.isClosed, "TraceWriter used after close()")
+        if file.pending.isEmpty, policy.maxDelayNs > 0 { oldestPendingNs = SystemClock.monotonicNs() }
         var out = JSONOutput()
-        swap(&out.bytes, &pending)
+        swap(&out.bytes, &file.pending)
         TraceEncoder.append(record, to: &out)
-        swap(&out.bytes, &pending)
+        swap(&out.bytes, &file.pending)
         recordCount += 1
-        if pending.count >= policy.maxBufferedBytes
+        if file.pending.count >= policy.maxBufferedBytes
             || (policy.maxDelayNs > 0 && SystemClock.monotonicNs() - oldestPendingNs >= policy.maxDelayNs) {
             try flush()
         }
     }
 
     /// Hands everything buffered to the kernel.
-    public func flush() throws(TraceError) {
-        guard !pending.isEmpty else { return }
-        let result: Result<Void, TraceError> = pending.withUnsafeBytes { bytes in
-            do throws(TraceError) { try file.write(bytes); return .success(()) } catch { return .failure(error) }
-        }
-        pending.removeAll(keepingCapacity: true)
-        try result.get()
-    }
+    public func flush() throws(TraceError) { try file.flush() }
 
     /// Flushes and closes; further writes are a programming error.
-    public func close() throws(TraceError) {
-        guard !closed else { return }
-        closed = true
-        defer { try? file.close() }
-        try flush()
-        try file.close()
-    }
+    public func close() throws(TraceError) { try file.close() }
 }
 
 extension TraceEncoder {
