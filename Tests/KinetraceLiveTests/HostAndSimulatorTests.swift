@@ -128,6 +128,16 @@ import Testing
         #expect(report["acks_sent"] as? Int == probes + 1)
     }
 
+    @Test func aSecondHostOnATakenPortFailsClearly() throws {
+        let first = try Background.kinetrace("host", "--port", "0")
+        let port = try port(in: try first.waitForLine(startingWith: "listening on"))
+        let second = try kinetrace("host", "--port", "\(port)")
+        #expect(second.status == 69)
+        #expect(second.stderr.hasPrefix("kinetrace: error: cannot listen on 127.0.0.1:\(port): "))
+        #expect(second.stderr.contains("Address already in use"))
+        #expect(try first.stop().status == 0)
+    }
+
     @Test func ipv6HostAndControllers() throws {
         let host = try Background.kinetrace("host", "--bind", "::1", "--port", "0")
         let line = try host.waitForLine(startingWith: "listening on")

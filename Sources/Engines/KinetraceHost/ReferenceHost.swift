@@ -45,7 +45,7 @@ public final class ReferenceHost: Sendable {
             }
             let handler = HostHandler(configuration: configuration, logger: logger, recorder: recorder)
             let channel = try DatagramBootstrap(group: group)
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                // No SO_REUSEADDR: on UDP it would let a second host bind the same port and split the traffic.
                 // Room for bursts: a flood should cost the kernel drops, not the host's liveness.
                 .channelOption(.socketOption(.so_rcvbuf), value: 4 << 20)
                 .channelInitializer { channel in

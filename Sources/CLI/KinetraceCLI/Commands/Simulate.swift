@@ -50,6 +50,7 @@ struct Simulate: ParsableCommand {
         guard (1...10_000).contains(controllers) else { throw ValidationError("--controllers must be between 1 and 10000.") }
         guard rate.isFinite, rate > 0, rate <= 10_000 else { throw ValidationError("--rate must be in (0, 10000] Hz.") }
         if let duration { guard duration.isFinite, duration > 0 else { throw ValidationError("--duration must be a positive number of seconds.") } }
+        do { _ = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") }
     }
 
     func run() throws {
