@@ -64,6 +64,33 @@ struct CaptureTests {
         #expect(try fromPcap.next() == nil)
     }
 
+    @Test func capturesIPv6BothWays() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let trace = dir.appendingPathComponent("v6.jsonl").path
+        let host = try Background.kinetrace("host", "--bind", "::1", "--port", "0")
+        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
+        let capture = try Background.kinetrace("capture", "-i", "lo", "--port", "\(port)",
+                                               "--pcap", dir.appendingPathComponent("v6.pcap").path, "--trace", trace)
+        _ = try capture.waitForLine(startingWith: "capturing on lo")
+        let sim = try kinetrace("simulate", "--to", "[::1]:\(port)", "--controllers", "2", "--duration", "4",
+                                "--script", "jumps", "--seed", "5", "--format", "json")
+        #expect(sim.status == 0, "\(sim.stderr)")
+        #expect(try capture.stop().status == 0)
+        _ = try host.stop()
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(sim.stdout.utf8)) as? [String: Any])
+        let reader = try TraceReader(path: trace)
+        var c2h = 0, h2c = 0
+        while let record = try reader.next() {
+            guard case .message(let m) = record else { continue }
+            #expect(m.source.host == "::1" && m.destination.host == "::1")
+            if m.direction == .controllerToHost { c2h += 1 } else { h2c += 1 }
+        }
+        #expect(c2h == report["frames_sent"] as? Int)
+        #expect(h2c == report["acks_received"] as? Int)
+        #expect(h2c > 0)
+    }
+
     @Test func stopLosesNothingSentBeforeIt() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
