@@ -97,13 +97,7 @@ struct CaptureTests {
         let pcap = dir.appendingPathComponent("burst.pcap").path
         let trace = dir.appendingPathComponent("burst.jsonl").path
         let sink = TestSocket()
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(sink.fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(sink.fd, $0, &length) } }
-        let port = UInt16(bigEndian: address.sin_port)
+        let port = sink.bindLoopback()
         let capture = try Background.kinetrace("capture", "-i", "lo", "--port", "\(port)", "--pcap", pcap, "--trace", trace)
         _ = try capture.waitForLine(startingWith: "capturing on lo")
         let sender = TestSocket()

@@ -184,15 +184,7 @@ import Testing
 
     @Test func simulatorAgainstNoHostSaysSo() throws {
         // Bind then close a socket to find a port nobody listens on.
-        let probe = TestSocket()
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe.fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe.fd, $0, &length) } }
-        let closedPort = UInt16(bigEndian: address.sin_port)
-        close(probe.fd)
+        let closedPort = TestSocket().bindLoopback()  // the socket closes as this statement ends
         let sim = try kinetrace("simulate", "--to", "127.0.0.1:\(closedPort)", "--duration", "1", "--format", "json")
         #expect(!sim.signalled)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(sim.stdout.utf8)) as? [String: Any])

@@ -178,6 +178,17 @@ public final class TestSocket {
         }
     }
 
+    /// Binds to 127.0.0.1 port 0; returns the port the kernel chose.
+    public func bindLoopback() -> UInt16 {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
     /// The next datagram, or nil after the receive timeout.
     public func receive() -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: 2048)
