@@ -72,7 +72,7 @@ let package = Package(
         .target(
             name: "KinetraceController",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace", "KinetraceSimulation",
+                "KinetraceWire", "KinetraceTrace", "KinetraceSimulation", "KinetraceAnalysis",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Engines/KinetraceController", swiftSettings: strict),

@@ -47,6 +47,8 @@ rtt=$(json 'd["round_trip_ms"]' < "$work/sim.json")
 frames=$(json 'd["frames_sent"]' < "$work/sim.json")
 echo "| Host: ack after trigger frame, seen by capture on lo (100 controllers, 1,000 frames/s, ${host_seconds} s, ${frames} frames) | $(echo "$delay" | python3 -c "import ast,sys; d=ast.literal_eval(sys.stdin.read()); print(f\"p50 {d['p50']} ms, p99 {d['p99']} ms, max {d['max']} ms over {d['count']} acks\")") |"
 echo "| Same run, round trip measured by the simulator | $(echo "$rtt" | python3 -c "import ast,sys; d=ast.literal_eval(sys.stdin.read()); print(f\"p50 {d['p50']:.3f} ms, p99 {d['p99']:.3f} ms, max {d['max']:.3f} ms\")") |"
+late=$(json 'd["send_lateness_us"]' < "$work/sim.json")
+echo "| Same run, simulator send time against its deadlines (sleep, then 200 µs spin) | $(echo "$late" | python3 -c "import ast,sys; d=ast.literal_eval(sys.stdin.read()); print(f\"late by p50 {d['p50']:.0f} µs, p99 {d['p99']:.0f} µs, max {d['max']:.0f} µs over {d['count']} frames\")") |"
 echo "| Capture during that run | $(echo "$capture_summary" | json '"%d packets, kernel dropped %d" % (d["packets"], d["kernel_dropped"])') |"
 
 # 2. Capture at 10,000 frames/s: 100 controllers × 100 Hz, no host needed (the port just has to match).

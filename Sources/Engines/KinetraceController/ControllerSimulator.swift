@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KinetraceAnalysis
 import KinetraceSimulation
 import KinetraceTrace
 import KinetraceWire
@@ -37,6 +38,8 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         public var tracePath: String?
         /// How long to keep listening for acks after the last frame.
         public var settleMs: Int64 = 300
+        /// Spin this long before each deadline instead of sleeping (0: sleep only).
+        public var spinNs: Int64 = 200_000
 
         public init(target: SocketAddressBox) { self.target = target }
     }
@@ -89,7 +92,8 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         defer { receiver.join() }
 
         let startMono = SystemClock.monotonicNs() + 20_000_000
-        let startWallMs = UInt64((SystemClock.realtimeNs() + 20_000_000) / 1_000_000)
+        let startWallNs = SystemClock.realtimeNs() + 20_000_000
+        let startWallMs = UInt64(startWallNs / 1_000_000)
         record(.event(EventRecord(timeNs: SystemClock.realtimeNs(), event: "seed", data: [
             "seed": .integer(Int64(bitPattern: c.seed)), "controllers": .integer(Int64(c.controllers)),
             "rate_hz": .number(c.rateHz), "target": .string(c.target.description),
@@ -107,10 +111,10 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
                 let offsetNs = step * periodNs + phasesNs[index]
                 if let durationNs, offsetNs >= durationNs { break sendLoop }
                 if lock.withLock({ stopRequested }) { break sendLoop }
-                DeadlineClock.sleep(untilMonotonicNs: startMono + offsetNs)
-                // ML-FRAME-4 and ML-RATE-1: wall clock, strictly increasing per controller.
-                let wallMs = UInt64(SystemClock.realtimeNs() / 1_000_000)
-                let tMs = max(wallMs, lastTMs[index] + 1)
+                // ML-FRAME-4 and ML-RATE-1: the wall clock at the scheduled send time,
+                // strictly increasing per controller. The frame is built before the
+                // sleep so that nothing but the send follows the wake-up.
+                let tMs = max(UInt64((startWallNs + offsetNs) / 1_000_000), lastTMs[index] + 1)
                 lastTMs[index] = tMs
                 let elapsedMs = Double(offsetNs) / 1e6
                 let frame: MotionFrame
@@ -133,16 +137,22 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
                     }
                 }
                 let payload = frame.encoded()
+                lock.withLock { awaiting[index][tMs] = startMono + offsetNs }
+                DeadlineClock.wait(untilMonotonicNs: startMono + offsetNs, spinNs: c.spinNs)
                 let sentMono = SystemClock.monotonicNs()
-                let sentWall = SystemClock.realtimeNs()
-                lock.withLock { awaiting[index][tMs] = sentMono }
                 let failure = sockets[index].send(payload)
+                let lateness = sentMono - (startMono + offsetNs)
+                let sentWall = SystemClock.realtimeNs()
                 lock.withLock {
                     if let failure {
                         report.sendErrors[String(cString: strerror(failure)), default: 0] += 1
                         awaiting[index][tMs] = nil
                     } else {
                         report.framesSent += 1
+                        report.sendLateness.record(ns: lateness)
+                        // Round trips start at the actual send; an ack fast enough to beat
+                        // this line was timed from the deadline, at most `lateness` longer.
+                        if awaiting[index][tMs] != nil { awaiting[index][tMs] = sentMono }
                     }
                     report.labels += labels.count
                     for label in labels { unlockedRecord(.label(label)) }
@@ -230,7 +240,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
 }
 
 /// What a simulation run did.
-public struct SimulationReport: Sendable, Equatable {
+public struct SimulationReport: Sendable {
     public var framesSent = 0
     public var labels = 0
     public var datagramsReceived = 0
@@ -243,6 +253,8 @@ public struct SimulationReport: Sendable, Equatable {
     public var sendErrors: [String: Int] = [:]
     /// Round-trip time of every matched ack, on the controller's monotonic clock.
     public var roundTripsNs: [Int64] = []
+    /// How late each frame left against its absolute deadline (CLOCK_MONOTONIC).
+    public var sendLateness = DurationStatistics()
     public init() {}
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KinetraceAnalysis
 import KinetraceController
 import KinetraceSimulation
 import KinetraceTrace
@@ -43,12 +44,16 @@ struct Simulate: ParsableCommand {
     @Option(help: ArgumentHelp("Record the run to this trace file.", valueName: "file"), completion: .file())
     var trace: String?
 
+    @Option(name: .customLong("spin-us"), help: ArgumentHelp("Spin this many µs before each send deadline instead of sleeping, for precise timing; 0 only sleeps.", valueName: "µs"))
+    var spinUs: Int64 = 200
+
     @Option(help: ArgumentHelp("Summary format: text for people, json for machines.", valueName: "format"))
     var format: OutputFormat = .text
 
     func validate() throws {
         guard (1...10_000).contains(controllers) else { throw ValidationError("--controllers must be between 1 and 10000.") }
         guard rate.isFinite, rate > 0, rate <= 10_000 else { throw ValidationError("--rate must be in (0, 10000] Hz.") }
+        guard (0...100_000).contains(spinUs) else { throw ValidationError("--spin-us must be between 0 and 100000.") }
         if let duration { guard duration.isFinite, duration > 0 else { throw ValidationError("--duration must be a positive number of seconds.") } }
         do { _ = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") }
     }
@@ -62,6 +67,7 @@ struct Simulate: ParsableCommand {
         configuration.durationS = duration
         configuration.seed = seed
         configuration.tracePath = trace
+        configuration.spinNs = spinUs * 1000
         switch script {
         case "idle": configuration.motion = .script(.idle)
         case "jumps": configuration.motion = .script(.jumps)
@@ -102,6 +108,10 @@ struct Simulate: ParsableCommand {
             if let p50 = percentile(50), let p99 = percentile(99) {
                 line += "; round trip p50 \(SummaryRendering.ms(p50, 3)) ms, p99 \(SummaryRendering.ms(p99, 3)) ms"
             }
+            let late = report.sendLateness
+            if late.count > 0, let p50 = late.percentileMs(50), let p99 = late.percentileMs(99), let max = late.maxMs {
+                line += "; sent late by p50 \(SummaryRendering.ms(p50 * 1000, 0)) µs, p99 \(SummaryRendering.ms(p99 * 1000, 0)) µs, max \(SummaryRendering.ms(max * 1000, 0)) µs"
+            }
             printNow(line)
             for (reason, count) in report.sendErrors.sorted(by: { $0.key < $1.key }) {
                 printWarning("\(count) frames could not be sent: \(reason)")
@@ -116,8 +126,15 @@ struct Simulate: ParsableCommand {
                                           "p50": percentile(50).map { .number($0) } ?? .null,
                                           "p99": percentile(99).map { .number($0) } ?? .null,
                                           "max": rtts.last.map { .number(Double($0) / 1e6) } ?? .null]),
+                "send_lateness_us": lateness(report.sendLateness),
                 "seed": .integer(Int64(bitPattern: seed)),
             ]).jsonText)
+        }
+        func lateness(_ d: DurationStatistics) -> JSONValue {
+            guard d.count > 0 else { return .object(["count": .integer(0)]) }
+            // Microseconds: the deadline error is far below a millisecond.
+            return .object(["count": .integer(Int64(d.count)), "p50": .number(d.percentileMs(50)! * 1000),
+                            "p99": .number(d.percentileMs(99)! * 1000), "max": .number(Double(d.maxNs) / 1000)])
         }
         if report.framesSent == 0 {
             printError("no frame could be sent to \(to)")

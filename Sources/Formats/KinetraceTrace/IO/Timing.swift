@@ -9,6 +9,14 @@ import Darwin
 /// Sleeps until an absolute CLOCK_MONOTONIC deadline: no drift accumulates,
 /// however long each send took.
 public enum DeadlineClock {
+    /// Sleeps until `spinNs` before the deadline, then spins on the clock for
+    /// the rest: kernel wake-ups land tens to hundreds of µs late (timer slack,
+    /// a virtual CPU's scheduling), a short spin does not.
+    public static func wait(untilMonotonicNs deadline: Int64, spinNs: Int64) {
+        if spinNs > 0 { sleep(untilMonotonicNs: deadline - spinNs) } else { sleep(untilMonotonicNs: deadline) }
+        while spinNs > 0 && SystemClock.monotonicNs() < deadline {}
+    }
+
     public static func sleep(untilMonotonicNs deadline: Int64) {
         #if os(Linux)
         var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
