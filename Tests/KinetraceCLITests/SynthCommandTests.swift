@@ -25,7 +25,7 @@ import Testing
 
     @Test func unwritableOutputIsAnErrorNotACrash() throws {
         let result = try kinetrace("synth", "--out", "/nonexistent-dir/x.jsonl", "--duration", "1")
-        #expect(result.status == 66)
+        #expect(result.status == 73)
         #expect(result.stderr.hasPrefix("kinetrace: error: /nonexistent-dir/x.jsonl: cannot create"))
     }
 

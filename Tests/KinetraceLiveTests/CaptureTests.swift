@@ -158,6 +158,12 @@ struct CaptureTests {
         #expect(badFilter.status == 64)
         #expect(badFilter.stderr.hasPrefix("kinetrace: error: bad filter \"udp port port port\": "))
         #expect(badFilter.stderr.filter { $0 == "\n" }.count == 1)
+        let cannotCreate = try kinetrace("capture", "-i", "lo", "--pcap", "/nonexistent-dir/x.pcap", "--trace", out[1], "--count", "1")
+        #expect(cannotCreate.status == 73)
+        #expect(cannotCreate.stderr.hasPrefix("kinetrace: error: /nonexistent-dir/x.pcap: cannot create"))
+        let traceCannotCreate = try kinetrace("capture", "-i", "lo", "--pcap", out[0], "--trace", "/nonexistent-dir/x.jsonl", "--count", "1")
+        #expect(traceCannotCreate.status == 73)
+        #expect(!FileManager.default.fileExists(atPath: out[0]))  // no empty pcap left behind
         // Without privileges: run as nobody.
         let setpriv = URL(fileURLWithPath: "/usr/bin/setpriv")
         if FileManager.default.isExecutableFile(atPath: setpriv.path) {

@@ -201,7 +201,7 @@ import KinetraceWire
         let dir = TempDirectory()
         let path = dir.file("no/such/dir/t.jsonl")
         let error = #expect(throws: TraceError.self) { _ = try TraceWriter(path: path, header: Fixtures.header) }
-        #expect(error?.code == .notFound)
+        #expect(error?.code == .cannotCreate)
         #expect(error?.source == path)
     }
 

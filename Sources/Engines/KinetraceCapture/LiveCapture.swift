@@ -104,7 +104,7 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         }
         linkType = LinkType(pcap_datalink(handle))
         guard let dumper = pcap_dump_open(handle, configuration.pcapPath) else {
-            throw fail(CaptureError(.io, "\(configuration.pcapPath): cannot create: \(cText(pcap_geterr(handle)))"))
+            throw fail(CaptureError(.cannotCreate, "\(configuration.pcapPath): cannot create: \(cText(pcap_geterr(handle)))"))
         }
         do {
             writer = try TraceWriter(path: configuration.tracePath, header: TraceHeader(
@@ -113,7 +113,8 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
                 notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"))
         } catch {
             pcap_dump_close(dumper)
-            throw fail(CaptureError(.io, error.description))
+            unlink(configuration.pcapPath)  // don't leave an empty pcap behind
+            throw fail(CaptureError(error.code == .cannotCreate ? .cannotCreate : .io, error.description))
         }
         self.handle = handle
         self.dumper = dumper
@@ -229,6 +230,7 @@ public struct CaptureError: Error, CustomStringConvertible, Sendable {
         public static let permissionDenied = Code("permission_denied")
         public static let noSuchInterface = Code("no_such_interface")
         public static let badFilter = Code("bad_filter")
+        public static let cannotCreate = Code("cannot_create")
         public static let io = Code("io")
         public static let other = Code("other")
     }

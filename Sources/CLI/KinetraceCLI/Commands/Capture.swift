@@ -74,6 +74,7 @@ struct Capture: ParsableCommand {
             switch error.code {
             case .permissionDenied: throw ExitCode(77)
             case .noSuchInterface, .badFilter: throw ExitCode.validationFailure
+            case .cannotCreate: throw ExitStatus.cannotCreate
             case .io: throw ExitStatus.ioError
             default: throw ExitStatus.unavailable
             }

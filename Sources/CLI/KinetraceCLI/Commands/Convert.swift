@@ -87,7 +87,7 @@ struct Convert: ParsableCommand {
             case .trace:
                 var header = reader.header
                 if capture != nil { header.tool = "kinetrace \(Kinetrace.version)" }
-                let writer = try openingOutput { () throws(TraceError) in try TraceWriter(path: output, header: header) }
+                let writer = try TraceWriter(path: output, header: header)
                 while let record = try reader.next() {
                     summary.recordsRead += 1
                     try writer.write(record)
@@ -96,7 +96,7 @@ struct Convert: ParsableCommand {
                 try writer.close()
                 summary.recordsWritten = writer.recordCount
             case .pcap:
-                let writer = try openingOutput { () throws(TraceError) in try PcapWriter(path: output) }
+                let writer = try PcapWriter(path: output)
                 while let record = try reader.next() {
                     summary.recordsRead += 1
                     try writer.write(record)
@@ -125,15 +125,6 @@ struct Convert: ParsableCommand {
     }
 
     /// A missing directory or a refused create is an output problem (74), not a missing input (66).
-    private func openingOutput<W>(_ open: () throws(TraceError) -> W) throws(TraceError) -> W {
-        do throws(TraceError) {
-            return try open()
-        } catch {
-            var failure = error
-            if failure.code == .notFound || failure.code == .unreadable { failure.code = .io }
-            throw failure
-        }
-    }
 }
 
 /// What `convert` did, for its text or JSON summary.

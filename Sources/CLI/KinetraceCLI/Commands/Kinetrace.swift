@@ -12,7 +12,9 @@ public struct Kinetrace: ParsableCommand {
             MotionFrames from a phone and 20-byte HapticAcks from a game host, over UDP.
 
             Exit status: 0 on success, 64 for bad usage, 65 for bad input data, 66 for an \
-            input file that is missing or unreadable, 74 for an I/O error.
+            input file that is missing or unreadable, 69 for an unavailable network service, \
+            73 for an output file that cannot be created, 74 for an I/O error, 77 for a \
+            capture without permission.
             """,
         version: version,
         subcommands: [Inspect.self, Convert.self, Host.self, Simulate.self, Capture.self, Synth.self])

@@ -14,11 +14,14 @@ enum ExitStatus {
     static let noInput = ExitCode(66)
     /// A network service could not be had: a port in use, a host that refuses.
     static let unavailable = ExitCode(69)
+    /// An output file cannot be created.
+    static let cannotCreate = ExitCode(73)
     static let ioError = ExitCode(74)
 
     static func forTraceError(_ error: TraceError) -> ExitCode {
         switch error.code {
         case .notFound, .unreadable: return noInput
+        case .cannotCreate: return cannotCreate
         case .io: return ioError
         default: return dataError
         }

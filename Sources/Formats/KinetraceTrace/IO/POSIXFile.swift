@@ -41,6 +41,7 @@ public final class POSIXFile {
         let reason = String(cString: strerror(code))
         let kind: TraceError.Code
         switch (code, action) {
+        case (_, "create"): kind = .cannotCreate
         case (ENOENT, _): kind = .notFound
         case (EACCES, "open"), (EISDIR, "open"), (ELOOP, "open"): kind = .unreadable
         default: kind = .io

@@ -10,6 +10,8 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let notFound = Code("not_found")
         /// The file exists but cannot be opened for reading (permissions, a directory).
         public static let unreadable = Code("unreadable")
+        /// An output file cannot be created (no such directory, no permission).
+        public static let cannotCreate = Code("cannot_create")
         /// The operating system refused a read or write.
         public static let io = Code("io")
         /// A line is not valid JSON.
