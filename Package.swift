@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "KinetraceHost", targets: ["KinetraceHost"]),
         .library(name: "KinetraceController", targets: ["KinetraceController"]),
         .library(name: "KinetraceCapture", targets: ["KinetraceCapture"]),
+        .library(name: "KinetraceReplay", targets: ["KinetraceReplay"]),
         .library(name: "KinetraceAnalysis", targets: ["KinetraceAnalysis"]),
         .library(name: "KinetraceSimulation", targets: ["KinetraceSimulation"]),
     ],
@@ -77,6 +78,10 @@ let package = Package(
             ],
             path: "Sources/Engines/KinetraceController", swiftSettings: strict),
         .target(
+            name: "KinetraceReplay",
+            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceSimulation"],
+            path: "Sources/Engines/KinetraceReplay", swiftSettings: strict),
+        .target(
             name: "KinetraceCapture",
             dependencies: [
                 "KinetraceWire", "KinetraceTrace", "KinetracePcap", "CPcap",
@@ -119,6 +124,10 @@ let package = Package(
             name: "KinetraceLiveTests",
             dependencies: ["KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire",
                            "KinetraceTestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "KinetraceReplayTests",
+            dependencies: ["KinetraceReplay", "KinetraceSimulation", "KinetraceTrace"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceDissectorTests",

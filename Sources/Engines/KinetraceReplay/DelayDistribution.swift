@@ -1,0 +1,84 @@
+import KinetraceSimulation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Extra one-way delay added to each message, in milliseconds.
+public enum DelayDistribution: Hashable, Sendable {
+    case none
+    case constant(ms: Double)
+    /// Uniform on [minMs, maxMs].
+    case uniform(minMs: Double, maxMs: Double)
+    /// Normal, clamped to [minMs, maxMs] (the paper reports min and max with its mean and sd).
+    case normal(meanMs: Double, sdMs: Double, minMs: Double = 0, maxMs: Double = .infinity)
+    /// Pareto with scale `scaleMs` (the minimum) and shape `shape`: a long tail, as on crowded Wi-Fi.
+    case pareto(scaleMs: Double, shape: Double)
+    /// Resampled from measured delays (e.g. a trace's one-way latencies), with
+    /// linear interpolation between order statistics.
+    case empirical(sortedMs: [Double])
+
+    /// An empirical distribution from unsorted samples; nil when empty or not finite.
+    public static func empirical(samplesMs: [Double]) -> DelayDistribution? {
+        guard !samplesMs.isEmpty, samplesMs.allSatisfy(\.isFinite) else { return nil }
+        return .empirical(sortedMs: samplesMs.sorted())
+    }
+
+    /// Draws one delay. Uses exactly one uniform draw per call (two for
+    /// `normal`), so schedules stay aligned when parameters change.
+    public func sample(using rng: inout SeededGenerator) -> Double {
+        switch self {
+        case .none:
+            return 0
+        case .constant(let ms):
+            return ms
+        case .uniform(let lo, let hi):
+            return lo + rng.unit() * (hi - lo)
+        case .normal(let mean, let sd, let lo, let hi):
+            return min(max(rng.normal(mean: mean, sd: sd), lo), hi)
+        case .pareto(let scale, let shape):
+            // Inverse CDF: x = xm / U^(1/α), U in (0, 1].
+            let u = 1 - rng.unit()
+            return scale / pow(u, 1 / shape)
+        case .empirical(let sorted):
+            let position = rng.unit() * Double(sorted.count - 1)
+            let lower = Int(position.rounded(.down))
+            let upper = min(lower + 1, sorted.count - 1)
+            let weight = position - Double(lower)
+            return sorted[lower] + (sorted[upper] - sorted[lower]) * weight
+        }
+    }
+
+    /// The distribution's mean, where it has one (Pareto needs shape > 1).
+    public var meanMs: Double? {
+        switch self {
+        case .none: return 0
+        case .constant(let ms): return ms
+        case .uniform(let lo, let hi): return (lo + hi) / 2
+        case .normal(let mean, _, let lo, let hi): return lo <= mean && mean <= hi ? mean : nil
+        case .pareto(let scale, let shape): return shape > 1 ? shape * scale / (shape - 1) : nil
+        case .empirical(let sorted): return sorted.reduce(0, +) / Double(sorted.count)
+        }
+    }
+
+    /// Why the parameters are unusable, if they are.
+    public var problem: String? {
+        func bad(_ values: Double...) -> Bool { values.contains { !$0.isFinite || $0 < 0 } }
+        switch self {
+        case .none: return nil
+        case .constant(let ms): return bad(ms) ? "a constant delay must be a finite number of ms, at least 0" : nil
+        case .uniform(let lo, let hi):
+            return bad(lo, hi) || lo > hi ? "a uniform delay needs 0 ≤ min ≤ max" : nil
+        case .normal(let mean, let sd, let lo, let hi):
+            return bad(mean, sd, lo) || hi.isNaN || lo > hi ? "a normal delay needs a finite mean and sd ≥ 0, and 0 ≤ min ≤ max" : nil
+        case .pareto(let scale, let shape):
+            return bad(scale, shape) || scale == 0 || shape == 0 ? "a Pareto delay needs scale > 0 and shape > 0" : nil
+        case .empirical(let sorted):
+            return sorted.isEmpty || bad(sorted.first!, sorted.last!) ? "an empirical delay needs finite samples ≥ 0" : nil
+        }
+    }
+}
