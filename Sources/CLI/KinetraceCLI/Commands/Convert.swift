@@ -83,25 +83,25 @@ struct Convert: ParsableCommand {
                                             output: output, outputKind: kind)
             if let capture { summary.linkType = capture.linkType.description }
             var progress = Progress(label: "records converted")
+            // One copy loop for both outputs; only the writer differs.
+            func copyRecords(_ write: (TraceRecord) throws(TraceError) -> Void) throws(TraceError) {
+                while let record = try reader.next() {
+                    summary.recordsRead += 1
+                    try write(record)
+                    progress.update(summary.recordsRead)
+                }
+            }
             switch kind {
             case .trace:
                 var header = reader.header
                 if capture != nil { header.tool = "kinetrace \(Kinetrace.version)" }
                 let writer = try TraceWriter(path: output, header: header)
-                while let record = try reader.next() {
-                    summary.recordsRead += 1
-                    try writer.write(record)
-                    progress.update(summary.recordsRead)
-                }
+                try copyRecords { (record) throws(TraceError) in try writer.write(record) }
                 try writer.close()
                 summary.recordsWritten = writer.recordCount
             case .pcap:
                 let writer = try PcapWriter(path: output)
-                while let record = try reader.next() {
-                    summary.recordsRead += 1
-                    try writer.write(record)
-                    progress.update(summary.recordsRead)
-                }
+                try copyRecords { (record) throws(TraceError) in try writer.write(record) }
                 try writer.close()
                 summary.recordsWritten = writer.packetCount
                 summary.labelsNotWritten = writer.labelsNotWritten
