@@ -4,7 +4,8 @@ import PackageDescription
 // Layering, bottom to top; a target may only depend on targets below it.
 //   1. Wire     – KinetraceWire: pure codecs, one folder per wire profile (no I/O).
 //   2. Formats  – KinetraceTrace (trace v1, JSON Lines), KinetracePcap (pcap/pcapng via libpcap).
-//   3. Engines  – KinetraceAnalysis, KinetraceSimulation, KinetraceHost, KinetraceController, KinetraceCapture.
+//   3. Engines  – KinetraceAnalysis, KinetraceSimulation, KinetraceTransport (sockets, threads, child processes),
+//                 KinetraceHost, KinetraceController, KinetraceCapture, KinetraceReplay.
 //   4. CLI      – KinetraceCLI (commands) and the `kinetrace` executable.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
@@ -20,6 +21,7 @@ let package = Package(
         .library(name: "KinetraceController", targets: ["KinetraceController"]),
         .library(name: "KinetraceCapture", targets: ["KinetraceCapture"]),
         .library(name: "KinetraceReplay", targets: ["KinetraceReplay"]),
+        .library(name: "KinetraceTransport", targets: ["KinetraceTransport"]),
         .library(name: "KinetraceAnalysis", targets: ["KinetraceAnalysis"]),
         .library(name: "KinetraceSimulation", targets: ["KinetraceSimulation"]),
     ],
@@ -71,15 +73,24 @@ let package = Package(
             ],
             path: "Sources/Engines/KinetraceHost", swiftSettings: strict),
         .target(
+            name: "KinetraceTransport",
+            dependencies: ["KinetraceTrace"],
+            path: "Sources/Engines/KinetraceTransport", swiftSettings: strict),
+        .target(
             name: "KinetraceController",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace", "KinetraceSimulation", "KinetraceAnalysis",
+                "KinetraceWire", "KinetraceTrace", "KinetraceSimulation", "KinetraceAnalysis", "KinetraceTransport",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Engines/KinetraceController", swiftSettings: strict),
         .target(
             name: "KinetraceReplay",
-            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceSimulation"],
+            dependencies: [
+                "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceSimulation", "KinetraceAnalysis",
+                "KinetraceTransport",
+                .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Sources/Engines/KinetraceReplay", swiftSettings: strict),
         .target(
             name: "KinetraceCapture",
@@ -93,7 +104,7 @@ let package = Package(
             name: "KinetraceCLI",
             dependencies: [
                 "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
-                "KinetraceHost", "KinetraceController", "KinetraceCapture",
+                "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetraceReplay", "KinetraceTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -127,7 +138,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceReplayTests",
-            dependencies: ["KinetraceReplay", "KinetraceSimulation", "KinetraceTrace"],
+            dependencies: ["KinetraceReplay", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceDissectorTests",

@@ -8,6 +8,7 @@ import Darwin
 import KinetraceAnalysis
 import KinetraceSimulation
 import KinetraceTrace
+import KinetraceTransport
 import KinetraceWire
 import Logging
 
@@ -88,7 +89,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         }
         let order = (0..<c.controllers).sorted { phasesNs[$0] < phasesNs[$1] }
 
-        let receiver = ReceiverThread { [self] in receiveLoop(sockets) }
+        let receiver = WorkerThread { [self] in receiveLoop(sockets) }
         defer { receiver.join() }
 
         let startMono = SystemClock.monotonicNs() + 20_000_000
@@ -256,29 +257,4 @@ public struct SimulationReport: Sendable {
     /// How late each frame left against its absolute deadline (CLOCK_MONOTONIC).
     public var sendLateness = DurationStatistics()
     public init() {}
-}
-
-/// A thread for the receive loop (Foundation's Thread is avoided to keep engines Foundation-free).
-final class ReceiverThread: @unchecked Sendable {
-    private var thread: pthread_t?
-    private var joined = false
-    private let body: () -> Void
-
-    init(_ body: @escaping () -> Void) {
-        self.body = body
-        let box = Unmanaged.passRetained(self)
-        var handle = pthread_t()
-        pthread_create(&handle, nil, { context in
-            let me = Unmanaged<ReceiverThread>.fromOpaque(context!).takeRetainedValue()
-            me.body()
-            return nil
-        }, box.toOpaque())
-        thread = handle
-    }
-
-    func join() {
-        guard !joined, let thread else { return }
-        joined = true
-        pthread_join(thread, nil)
-    }
 }

@@ -130,15 +130,15 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
     let configuration: ReferenceHost.Configuration
     let logger: Logger
     let recorder: TraceRecorder?
-    private var tracker: GestureTracker<SocketAddress>
-    private(set) var statistics = HostStatistics()
+    private var core: HostCore<SocketAddress>
+    var statistics: HostStatistics { core.statistics }
     private var localEndpoint = Endpoint(host: "0.0.0.0", port: 0)
 
     init(configuration: ReferenceHost.Configuration, logger: Logger, recorder: TraceRecorder?) {
         self.configuration = configuration
         self.logger = logger
         self.recorder = recorder
-        tracker = GestureTracker(rule: configuration.rule)
+        core = HostCore(rule: configuration.rule, intensity: configuration.intensity, sharpness: configuration.sharpness)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -149,7 +149,6 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
         let receivedNs = SystemClock.realtimeNs()
-        statistics.datagrams += 1
         let remote = envelope.remoteAddress
         let result: Result<MotionLinkV1.Message, WireError> = envelope.data.withUnsafeReadableBytes { bytes in
             do throws(WireError) { return .success(try MotionLinkV1.decode(bytes)) } catch { return .failure(error) }
@@ -159,40 +158,21 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
                 timeNs: receivedNs, direction: .controllerToHost, source: Endpoint(remote),
                 destination: localEndpoint, payload: Array(envelope.data.readableBytesView))))
         }
-        let frame: MotionFrame
-        switch result {
-        case .success(.frame(let f)):
-            frame = f
-        case .success(.ack):
-            statistics.invalidByReason["wrong_direction", default: 0] += 1  // ML-VALID-3
-            return
-        case .failure(let error):
-            statistics.invalidByReason[error.code.name, default: 0] += 1
-            logger.trace("dropped invalid datagram", metadata: ["from": "\(remote)", "reason": "\(error)"])
-            return
-        }
-        statistics.validFrames += 1
-        switch tracker.accept(frame, from: remote) {
-        case .stale:
-            statistics.staleFrames += 1
-        case .accepted:
-            break
-        case .trigger:
-            statistics.triggers += 1
-            statistics.controllers = tracker.controllerCount
-            let ack = HapticAck(echoTMs: frame.tMs, intensity: configuration.intensity, sharpness: configuration.sharpness)
-            let payload = ack.encoded()
-            let buffer = context.channel.allocator.buffer(bytes: payload)
-            context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: remote, data: buffer)), promise: nil)
-            statistics.acksSent += 1
-            if let recorder {
-                recorder.write(.message(MessageRecord(
-                    timeNs: SystemClock.realtimeNs(), direction: .hostToController, source: localEndpoint,
-                    destination: Endpoint(remote), payload: payload)))
+        guard let ack = core.handle(result, from: remote) else {
+            if case .failure(let error) = result {
+                logger.trace("dropped invalid datagram", metadata: ["from": "\(remote)", "reason": "\(error)"])
             }
-            logger.info("jump", metadata: ["controller": "\(remote)", "t_ms": "\(frame.tMs)", "ay": "\(frame.ay)"])
+            return
         }
-        statistics.controllers = tracker.controllerCount
+        let payload = ack.encoded()
+        let buffer = context.channel.allocator.buffer(bytes: payload)
+        context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: remote, data: buffer)), promise: nil)
+        if let recorder {
+            recorder.write(.message(MessageRecord(
+                timeNs: SystemClock.realtimeNs(), direction: .hostToController, source: localEndpoint,
+                destination: Endpoint(remote), payload: payload)))
+        }
+        logger.info("jump", metadata: ["controller": "\(remote)", "t_ms": "\(ack.echoTMs)"])
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

@@ -21,6 +21,10 @@ public enum DelayDistribution: Hashable, Sendable {
     /// Resampled from measured delays (e.g. a trace's one-way latencies), with
     /// linear interpolation between order statistics.
     case empirical(sortedMs: [Double])
+    /// A piecewise-linear inverse CDF through `(p, ms)` points, p rising from
+    /// 0 to 1: fits published summary statistics (mean, sd, percentiles,
+    /// extremes) that no textbook distribution matches at once.
+    case quantiles([QuantilePoint])
 
     /// An empirical distribution from unsorted samples; nil when empty or not finite.
     public static func empirical(samplesMs: [Double]) -> DelayDistribution? {
@@ -50,7 +54,21 @@ public enum DelayDistribution: Hashable, Sendable {
             let upper = min(lower + 1, sorted.count - 1)
             let weight = position - Double(lower)
             return sorted[lower] + (sorted[upper] - sorted[lower]) * weight
+        case .quantiles(let points):
+            return Self.quantile(rng.unit(), in: points)
         }
+    }
+
+    /// The value at probability `u` of a quantile table (binary search, then linear).
+    static func quantile(_ u: Double, in points: [QuantilePoint]) -> Double {
+        var lo = 0, hi = points.count - 1
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2
+            if points[mid].p <= u { lo = mid } else { hi = mid }
+        }
+        let a = points[lo], b = points[hi]
+        guard b.p > a.p else { return a.ms }
+        return a.ms + (b.ms - a.ms) * (u - a.p) / (b.p - a.p)
     }
 
     /// The distribution's mean, where it has one (Pareto needs shape > 1).
@@ -62,6 +80,9 @@ public enum DelayDistribution: Hashable, Sendable {
         case .normal(let mean, _, let lo, let hi): return lo <= mean && mean <= hi ? mean : nil
         case .pareto(let scale, let shape): return shape > 1 ? shape * scale / (shape - 1) : nil
         case .empirical(let sorted): return sorted.reduce(0, +) / Double(sorted.count)
+        case .quantiles(let points):
+            // Uniform between neighbouring points: each segment contributes Δp × its midpoint.
+            return zip(points, points.dropFirst()).reduce(0) { $0 + ($1.1.p - $1.0.p) * ($1.0.ms + $1.1.ms) / 2 }
         }
     }
 
@@ -79,6 +100,24 @@ public enum DelayDistribution: Hashable, Sendable {
             return bad(scale, shape) || scale == 0 || shape == 0 ? "a Pareto delay needs scale > 0 and shape > 0" : nil
         case .empirical(let sorted):
             return sorted.isEmpty || bad(sorted.first!, sorted.last!) ? "an empirical delay needs finite samples ≥ 0" : nil
+        case .quantiles(let points):
+            guard points.count >= 2, points.first!.p == 0, points.last!.p == 1 else {
+                return "a quantile table needs at least two points, from p = 0 to p = 1"
+            }
+            for (a, b) in zip(points, points.dropFirst()) where !(b.p > a.p) || !(b.ms >= a.ms) {
+                return "quantile points need p strictly rising and ms never falling (at p = \(b.p))"
+            }
+            return points.contains { bad($0.ms) } ? "quantile values must be finite and at least 0 ms" : nil
         }
+    }
+}
+
+/// One point of a quantile table: `ms` is the delay at cumulative probability `p`.
+public struct QuantilePoint: Hashable, Sendable {
+    public var p: Double
+    public var ms: Double
+    public init(p: Double, ms: Double) {
+        self.p = p
+        self.ms = ms
     }
 }

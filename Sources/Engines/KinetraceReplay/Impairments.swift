@@ -17,8 +17,13 @@ public struct Impairments: Hashable, Sendable {
     /// Whether delays may change the order of messages (false: a message never
     /// overtakes the one sent before it, as on a FIFO link).
     public var allowReordering = true
+    /// Link-rate limits over time (netem `rate`); empty for an unlimited link.
+    public var rate: [RateStep] = []
 
     public init() {}
+
+    /// True when nothing is impaired.
+    public var isNone: Bool { self == Impairments() }
 
     /// The first unusable parameter, described.
     public var problem: String? {
@@ -29,7 +34,7 @@ public struct Impairments: Hashable, Sendable {
             return "the \(name) probability must be in [0, 1]"
         }
         if corruptBits < 1 { return "corruption flips at least one bit" }
-        return nil
+        return RateStep.problem(rate)
     }
 }
 
@@ -79,20 +84,21 @@ public struct Impairer: Sendable {
     public let impairments: Impairments
     public let seed: UInt64
     private var rng: SeededGenerator
-    private var loss: LossProcess
+    /// Loss state per link: each controller's bursts are its own.
+    private var loss: [Int: LossProcess] = [:]
 
     public init(_ impairments: Impairments, seed: UInt64) {
         self.impairments = impairments
         self.seed = seed
         rng = SeededGenerator(seed: seed)
-        loss = LossProcess(impairments.loss)
     }
 
-    /// The decision for the next message, whose payload is `length` bytes.
-    public mutating func decide(length: Int) -> ImpairmentDecision {
+    /// The decision for the next message, whose payload is `length` bytes,
+    /// on controller `link`'s path.
+    public mutating func decide(length: Int, link: Int = 0) -> ImpairmentDecision {
         let i = impairments
         var decision = ImpairmentDecision()
-        decision.lost = loss.isLost(using: &rng)
+        decision.lost = loss[link, default: LossProcess(i.loss)].isLost(using: &rng)
         decision.delayNs = Int64((i.delay.sample(using: &rng) * 1e6).rounded())
         decision.duplicates = rng.unit() < i.duplicate ? 1 : 0
         decision.reordered = rng.unit() < i.reorder

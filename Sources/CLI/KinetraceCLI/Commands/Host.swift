@@ -16,6 +16,11 @@ struct Host: ParsableCommand {
             exactly one HapticAck. Invalid datagrams are dropped silently and the host keeps \
             serving. Prints "listening on ADDRESS:PORT" once bound (use --port 0 for any free \
             port) and a summary on SIGINT or SIGTERM.
+
+            With --stdio the host has no socket: it reads controller messages as stdio adapter \
+            records on standard input and writes its acks as records on standard output \
+            (specs/stdio-adapter-v1.md), as `kinetrace replay --exec` expects, and exits with \
+            a summary on standard error at the end of its input.
             """)
 
     @Option(help: ArgumentHelp("The address to bind: 127.0.0.1, ::1, 0.0.0.0 or ::.", valueName: "address"))
@@ -39,12 +44,17 @@ struct Host: ParsableCommand {
     @Flag(name: .shortAndLong, help: "Log every trigger to standard error.")
     var verbose = false
 
+    @Flag(help: "Serve the stdio adapter framing on standard input and output instead of a UDP socket.")
+    var stdio = false
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
         guard threshold.isFinite else { throw ValidationError("--threshold must be a finite number.") }
+        if stdio && trace != nil { throw ValidationError("--trace records a UDP host; with --stdio, record on the replay side (kinetrace replay --record).") }
     }
 
     func run() throws {
+        if stdio { return try runStdio() }
         var logger = Logger(label: "kinetrace.host") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = verbose ? .info : .warning
         var configuration = ReferenceHost.Configuration()
@@ -74,14 +84,33 @@ struct Host: ParsableCommand {
             printError(error.description)
             throw ExitStatus.forTraceError(error)
         }
+        printSummary(stats, toStandardError: false)
+    }
+
+    private func runStdio() throws {
+        var host = StdioHost()
+        host.rule = GestureRule(threshold: threshold, refractoryMs: refractoryMs)
+        let stats: HostStatistics
+        do throws(StdioHostError) {
+            stats = try host.run()
+        } catch {
+            printError(error.description)
+            throw ExitStatus.dataError
+        }
+        // Standard output carries the framing, so the summary goes to standard error.
+        printSummary(stats, toStandardError: true)
+    }
+
+    private func printSummary(_ stats: HostStatistics, toStandardError: Bool) {
+        let emit: (String) -> Void = toStandardError ? { writeStandardError($0 + "\n") } : { printNow($0) }
         switch format {
         case .text:
             let invalid = stats.invalidByReason.keys.sorted().map { "\($0) \(stats.invalidByReason[$0]!)" }.joined(separator: ", ")
-            printNow("received \(stats.datagrams) datagrams from \(stats.controllers) controller(s): \(stats.validFrames) valid frames"
+            emit("received \(stats.datagrams) datagrams from \(stats.controllers) controller(s): \(stats.validFrames) valid frames"
                      + " (\(stats.staleFrames) stale), invalid: \(invalid.isEmpty ? "none" : invalid); "
                      + "\(stats.triggers) triggers, \(stats.acksSent) acks sent")
         case .json:
-            printNow(JSONValue.object([
+            emit(JSONValue.object([
                 "datagrams": .integer(Int64(stats.datagrams)), "valid_frames": .integer(Int64(stats.validFrames)),
                 "stale_frames": .integer(Int64(stats.staleFrames)), "controllers": .integer(Int64(stats.controllers)),
                 "invalid_by_reason": .object(stats.invalidByReason.mapValues { .integer(Int64($0)) }),

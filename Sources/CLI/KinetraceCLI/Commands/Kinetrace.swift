@@ -17,7 +17,7 @@ public struct Kinetrace: ParsableCommand {
             capture without permission.
             """,
         version: version,
-        subcommands: [Inspect.self, Convert.self, Host.self, Simulate.self, Capture.self, Synth.self])
+        subcommands: [Inspect.self, Convert.self, Host.self, Simulate.self, Capture.self, Replay.self, Synth.self])
 
     public init() {}
 }

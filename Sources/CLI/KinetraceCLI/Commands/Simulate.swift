@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KinetraceAnalysis
 import KinetraceController
+import KinetraceTransport
 import KinetraceSimulation
 import KinetraceTrace
 import KinetraceWire

@@ -17,6 +17,12 @@ enum ExitStatus {
     /// An output file cannot be created.
     static let cannotCreate = ExitCode(73)
     static let ioError = ExitCode(74)
+    /// A run that ran out of time (EX_TEMPFAIL).
+    static let timedOut = ExitCode(75)
+    /// The peer broke the protocol or never answered (EX_PROTOCOL).
+    static let protocolFailure = ExitCode(76)
+    /// Stopped by SIGINT or SIGTERM, as shells report it.
+    static let interrupted = ExitCode(130)
 
     static func forTraceError(_ error: TraceError) -> ExitCode {
         switch error.code {

@@ -117,3 +117,31 @@ struct JSONOutput {
         }
     }
 }
+
+/// Why a standalone JSON document (a profile, a config) did not parse.
+public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Byte offset of the problem in the document.
+    public var offset: Int
+    /// 1-based line of `offset`.
+    public var line: Int
+    public var message: String
+
+    public var description: String { "line \(line) (byte \(offset)): \(message)" }
+}
+
+extension JSONValue {
+    /// Parses one complete JSON document (RFC 8259), rejecting trailing content.
+    public static func parse(_ bytes: [UInt8]) -> Result<JSONValue, JSONParseError> {
+        bytes.withUnsafeBytes { raw in
+            var scanner = JSONScanner(raw)
+            do throws(JSONScanner.SyntaxError) {
+                let value = try scanner.readValue()
+                try scanner.expectEnd()
+                return .success(value)
+            } catch {
+                let line = 1 + raw.prefix(min(error.offset, raw.count)).reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+                return .failure(JSONParseError(offset: error.offset, line: line, message: error.message))
+            }
+        }
+    }
+}

@@ -7,10 +7,18 @@ import Darwin
 #endif
 import KinetraceTrace
 
+#if canImport(Glibc)
+private let systemSend = Glibc.send
+#elseif canImport(Musl)
+private let systemSend = Musl.send
+#elseif canImport(Darwin)
+private let systemSend = Darwin.send
+#endif
+
 /// A resolved IPv4 or IPv6 socket address.
 public struct SocketAddressBox: Sendable, CustomStringConvertible {
-    var storage = sockaddr_storage()
-    var length: socklen_t = 0
+    public internal(set) var storage = sockaddr_storage()
+    public internal(set) var length: socklen_t = 0
 
     public var family: Int32 { Int32(storage.ss_family) }
 
@@ -77,29 +85,29 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
     public var description: String
     public init(_ description: String) { self.description = description }
 
-    static func errno(_ action: String) -> SocketError {
-        SocketError("\(action): \(String(cString: strerror(Glibc.errno)))")
+    public static func fromErrno(_ action: String) -> SocketError {
+        SocketError("\(action): \(String(cString: strerror(errno)))")
     }
 }
 
 /// A UDP socket connected to one peer: the controller's side of the link.
-final class ConnectedUDPSocket {
-    let fd: Int32
-    let local: Endpoint
+public final class ConnectedUDPSocket {
+    public let fd: Int32
+    public let local: Endpoint
 
-    init(to peer: SocketAddressBox) throws(SocketError) {
+    public init(to peer: SocketAddressBox) throws(SocketError) {
         #if canImport(Glibc) || canImport(Musl)
         let fd = socket(peer.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
         let fd = socket(peer.family, SOCK_DGRAM, 0)
         #endif
-        guard fd >= 0 else { throw .errno("socket") }
+        guard fd >= 0 else { throw .fromErrno("socket") }
         var storage = peer.storage
         let connected = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, peer.length) }
         }
         guard connected == 0 else {
-            let error = SocketError.errno("connect to \(peer)")
+            let error = SocketError.fromErrno("connect to \(peer)")
             close(fd)
             throw error
         }
@@ -117,19 +125,19 @@ final class ConnectedUDPSocket {
     deinit { close(fd) }
 
     /// Sends one datagram; returns errno on failure (ECONNREFUSED once the peer's port is closed).
-    func send(_ bytes: [UInt8]) -> Int32? {
-        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) }
-        return n == bytes.count ? nil : (n < 0 ? Glibc.errno : EMSGSIZE)
+    public func send(_ bytes: [UInt8]) -> Int32? {
+        let n = bytes.withUnsafeBytes { systemSend(fd, $0.baseAddress, $0.count, 0) }
+        return n == bytes.count ? nil : (n < 0 ? errno : EMSGSIZE)
     }
 
-    enum Received { case datagram(Int), nothing, error(Int32) }
+    public enum Received { case datagram(Int), nothing, error(Int32) }
 
     /// One datagram if one is waiting, or the socket's pending error (an
     /// ICMP port unreachable surfaces here as ECONNREFUSED).
-    func receive(into buffer: inout [UInt8]) -> Received {
+    public func receive(into buffer: inout [UInt8]) -> Received {
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         if n >= 0 { return .datagram(n) }
-        let error = Glibc.errno
+        let error = errno
         return error == EAGAIN || error == EWOULDBLOCK ? .nothing : .error(error)
     }
 }

@@ -1,0 +1,422 @@
+import ArgumentParser
+import Foundation
+import KinetraceAnalysis
+import KinetraceReplay
+import KinetraceTrace
+import KinetraceTransport
+import KinetraceWire
+import Logging
+
+/// `kinetrace replay`: sends a recorded session to a host again, with its
+/// original timing or faster, fanned out and impaired on purpose.
+struct Replay: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Replay recorded controller traffic to a host, with its original timing, seeded impairments and fan-out.",
+        discussion: """
+            Sends the controller→host messages of each INPUT (a trace, a pcap or a pcapng) to a \
+            host: over UDP with --to, one socket per controller, or to a command run with --exec \
+            behind the stdio adapter (specs/stdio-adapter-v1.md). Message i leaves at \
+            anchor + (t_i − t_0) / speed on the monotonic clock, against absolute deadlines; \
+            every send time is logged and the lateness reported.
+
+            Impairments come from --profile (a bundled name: lab-5ghz, crowded-event, perfect, \
+            harsh; or a JSON file, see specs/profiles/README.md) and from flags, which override \
+            the profile. Every random choice is drawn from --seed: the same seed, input and \
+            options give the same schedule, byte for byte, and --record writes every decision as \
+            an event, so a failing run can be reproduced exactly.
+
+            Acks are matched to frames by their echoed timestamp and compared with the acks the \
+            gesture rule predicts for what was actually sent. A replay never hangs: --timeout \
+            bounds it. Exit status: 0 done; 1 acks differ from the prediction (--strict only); \
+            64 usage; 65 bad input or profile; 66 an input is missing; 69 the host is unreachable \
+            or died; 73 the record cannot be created; 75 timed out; 76 the host never answered \
+            or broke the stdio framing; 130 interrupted.
+            """)
+
+    @Argument(help: ArgumentHelp("The recordings to replay: traces, pcaps or pcapngs.", valueName: "input"), completion: .file())
+    var inputs: [String]
+
+    @Option(help: ArgumentHelp("Send to the host at HOST:PORT over UDP.", valueName: "host:port"))
+    var to: String?
+
+    @Option(help: ArgumentHelp("Run this command (with /bin/sh -c) as the host and feed it through the stdio adapter.", valueName: "command"))
+    var exec: String?
+
+    @Option(help: ArgumentHelp("The MotionLink host's UDP port in pcap and pcapng inputs, to tell which way a packet went.", valueName: "port"))
+    var port: UInt16 = MotionLinkV1.defaultPort
+
+    // Timing
+    @Option(help: ArgumentHelp("original: keep the recorded spacing (divided by --speed); fast: back to back, in order.", valueName: "mode"))
+    var timing: ReplayOptions.Timing = .original
+
+    @Option(help: ArgumentHelp("Play this many times faster than recorded (0.5 is half speed).", valueName: "x"))
+    var speed: Double = 1
+
+    @Option(name: .customLong("loop"), help: ArgumentHelp("Play the input this many times, each pass starting where the last ended.", valueName: "n"))
+    var loops = 1
+
+    @Option(help: ArgumentHelp("Skip messages before this many seconds into the input.", valueName: "seconds"))
+    var start: Double = 0
+
+    @Option(help: ArgumentHelp("Stop at this many seconds into the input.", valueName: "seconds"))
+    var end: Double?
+
+    // Controllers
+    @Option(help: ArgumentHelp("Replay as this many controllers; more than the input has fans it out (default: as recorded, or the profile's).", valueName: "n"))
+    var controllers: Int?
+
+    @Option(name: .customLong("stagger-ms"), help: ArgumentHelp("Fanned-out copies start at a seeded offset below this many ms (default: 100, or the profile's).", valueName: "ms"))
+    var staggerMs: Double?
+
+    @Option(help: ArgumentHelp("Frame timestamps: shift (keep them rising across passes and copies), original, or wallclock.", valueName: "mode"))
+    var timestamps: ReplayOptions.Timestamps = .shift
+
+    // Impairments
+    @Option(help: ArgumentHelp("Network conditions: a bundled profile name or a profile JSON file.", valueName: "name|file"), completion: .file())
+    var profile: String?
+
+    @Option(help: ArgumentHelp("Seed for every random choice (impairments, fan-out offsets).", valueName: "n"))
+    var seed: UInt64 = 1
+
+    @Option(help: ArgumentHelp("Extra one-way delay: MS, uniform:MIN:MAX, normal:MEAN:SD[:MIN:MAX], pareto:SCALE:SHAPE, or empirical:TRACE (half of each round trip in TRACE).", valueName: "spec"))
+    var delay: String?
+
+    @Option(help: ArgumentHelp("keep: a message never overtakes the one before it; jitter: delays may reorder, as netem's do (default: keep, or the profile's).", valueName: "policy"))
+    var order: OrderPolicy?
+
+    @Option(help: ArgumentHelp("Loss: P or P% (independent), or gemodel:p:r:1-h:1-k (Gilbert–Elliott, netem's meaning).", valueName: "spec"))
+    var loss: String?
+
+    @Option(help: ArgumentHelp("Probability that a message is sent twice.", valueName: "p"))
+    var duplicate: String?
+
+    @Option(help: ArgumentHelp("Probability that a message is held back behind its controller's next one.", valueName: "p"))
+    var reorder: String?
+
+    @Option(help: ArgumentHelp("Probability that a message has bits flipped (its checksum then fails).", valueName: "p"))
+    var corrupt: String?
+
+    @Option(name: .customLong("corrupt-bits"), help: ArgumentHelp("Bits flipped in a corrupted message.", valueName: "n"))
+    var corruptBits: Int?
+
+    @Option(help: ArgumentHelp("Probability that a message is cut to a random shorter length.", valueName: "p"))
+    var truncate: String?
+
+    @Option(help: ArgumentHelp("Link-rate limit, RATE[@SECONDS] (e.g. 1mbit, then 64kbit@20); repeat for changes over time.", valueName: "rate"))
+    var rate: [String] = []
+
+    // The rule acks are predicted with
+    @Option(help: ArgumentHelp("Jump threshold τ in g the acks are predicted with.", valueName: "g"))
+    var threshold: Double = GestureRule.default.threshold
+
+    @Option(name: .customLong("refractory-ms"), help: ArgumentHelp("Refractory period R in ms the acks are predicted with.", valueName: "ms"))
+    var refractoryMs: UInt64 = GestureRule.default.refractoryMs
+
+    // Running
+    @Option(help: ArgumentHelp("Record everything sent, impaired and received to this trace.", valueName: "file"), completion: .file())
+    var record: String?
+
+    @Option(help: ArgumentHelp("Give up after this many seconds (default: the planned duration plus 10 s and 10 %).", valueName: "seconds"))
+    var timeout: Double?
+
+    @Option(name: .customLong("settle-ms"), help: ArgumentHelp("Wait up to this long for outstanding acks after the last message.", valueName: "ms"))
+    var settleMs: Int64 = 500
+
+    @Option(name: .customLong("spin-us"), help: ArgumentHelp("Spin this many µs before each deadline instead of sleeping; 0 only sleeps.", valueName: "µs"))
+    var spinUs: Int64 = 200
+
+    @Flag(help: "Ask for real-time (SCHED_FIFO) priority for the sending thread; needs privilege, and is skipped without it.")
+    var realtime = false
+
+    @Flag(name: .customLong("dry-run"), help: "Plan the replay and report it without sending anything.")
+    var dryRun = false
+
+    @Flag(help: "Exit 1 when the acks differ from the gesture rule's prediction.")
+    var strict = false
+
+    @Option(help: ArgumentHelp("Report format: text for people, json for machines.", valueName: "format"))
+    var format: OutputFormat = .text
+
+    enum OrderPolicy: String, ExpressibleByArgument, CaseIterable { case keep, jitter }
+
+    func validate() throws {
+        guard !inputs.isEmpty else { throw ValidationError("Give at least one input to replay.") }
+        if !dryRun {
+            guard (to == nil) != (exec == nil) else { throw ValidationError("Give exactly one of --to HOST:PORT and --exec COMMAND.") }
+        }
+        if let to { do { _ = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") } }
+        guard speed.isFinite, speed > 0 else { throw ValidationError("--speed must be a positive number.") }
+        guard loops >= 1 else { throw ValidationError("--loop must be at least 1.") }
+        guard start.isFinite, start >= 0 else { throw ValidationError("--start must be a number of seconds, at least 0.") }
+        if let end { guard end.isFinite, end > start else { throw ValidationError("--end must come after --start.") } }
+        if let controllers { guard (1...65_536).contains(controllers) else { throw ValidationError("--controllers must be from 1 to 65536.") } }
+        if let staggerMs { guard staggerMs.isFinite, staggerMs >= 0 else { throw ValidationError("--stagger-ms must be at least 0.") } }
+        if let timeout { guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds.") } }
+        guard settleMs >= 0 else { throw ValidationError("--settle-ms must be at least 0.") }
+        guard (0...100_000).contains(spinUs) else { throw ValidationError("--spin-us must be between 0 and 100000.") }
+        guard threshold.isFinite else { throw ValidationError("--threshold must be a number.") }
+        if let corruptBits { guard (1...64).contains(corruptBits) else { throw ValidationError("--corrupt-bits must be from 1 to 64.") } }
+    }
+
+    func run() throws {
+        var options = ReplayOptions()
+        options.timing = timing
+        options.speed = speed
+        options.loops = loops
+        options.startNs = Int64(start * 1e9)
+        options.endNs = end.map { Int64($0 * 1e9) }
+        options.timestamps = timestamps
+        options.seed = seed
+        options.rule = GestureRule(threshold: threshold, refractoryMs: refractoryMs)
+        options.impairments.allowReordering = false
+        var recordExtra: [String: JSONValue] = ["command": .string(CommandLine.arguments.dropFirst().joined(separator: " "))]
+        if let profile {
+            let loaded = try loadProfile(profile)
+            options.impairments = loaded.impairments
+            options.controllers = loaded.controllers
+            if let stagger = loaded.staggerNs { options.staggerNs = stagger }
+            recordExtra["profile"] = .string(loaded.name)
+        }
+        try applyFlags(to: &options)
+        if let problem = options.problem { throw ValidationError(problem) }
+
+        let input: ReplayInput = try reportingFailures { () throws(TraceError) in try ReplayInput.load(paths: inputs, port: port) }
+        for (path, truncation) in input.truncations.sorted(by: { $0.key < $1.key }) {
+            printWarning("\(path): \(truncation.description); replaying what precedes it")
+        }
+        if dryRun { return try plan(input: input, options: options) }
+
+        let target: ReplayTarget
+        if let to {
+            do { target = .udp(try SocketAddressBox.resolve(to)) } catch { throw ValidationError("--to \(error.description)") }
+        } else {
+            target = .exec(exec!)
+        }
+        var configuration = Replayer.Configuration(target: target, input: input)
+        configuration.options = options
+        configuration.recordPath = record
+        configuration.recordExtra = recordExtra
+        configuration.settleMs = settleMs
+        configuration.timeoutNs = timeout.map { Int64($0 * 1e9) }
+        configuration.spinNs = spinUs * 1000
+        configuration.realtime = realtime
+        if stdoutIsTerminal {
+            configuration.progress = { p in
+                let total = p.plannedNs > 0 ? String(format: " of %.1f s", Double(p.plannedNs) / 1e9) : ""
+                writeStandardError(String(format: "\rreplay: %.1f s%@, %d sent, %d of %d acks…", Double(p.elapsedNs) / 1e9, total, p.sent, p.acks, p.predicted))
+            }
+        }
+        // The report says what went wrong; the library's log is for embedders.
+        let replayer = Replayer(configuration: configuration, logger: Logger(label: "kinetrace.replay") { _ in SwiftLogNoOpLogHandler() })
+        let signals = onTermination { _ in replayer.stop() }
+        defer { _ = signals }
+        let report: ReplayReport
+        do throws(ReplayError) {
+            report = try replayer.run()
+        } catch {
+            if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+            printError(error.description)
+            if let trace = error.trace { throw ExitStatus.forTraceError(trace) }
+            throw error.code == .badOptions ? ExitCode.validationFailure : ExitStatus.dataError
+        }
+        if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+        render(report, input: input, options: options)
+        if let detail = report.detail, report.outcome != .completed { printError(detail) }
+        switch report.outcome {
+        case .completed:
+            if strict && !report.acksAsPredicted {
+                printError("the acks differ from the gesture rule's prediction: \(report.acksMissing) missing, \(report.acksUnexpected) unexpected")
+                throw ExitCode.failure
+            }
+        case .unreachable, .hostDied: throw ExitStatus.unavailable
+        case .silent, .protocolError: throw ExitStatus.protocolFailure
+        case .timedOut: throw ExitStatus.timedOut
+        case .interrupted: throw ExitStatus.interrupted
+        }
+    }
+
+    // MARK: Options
+
+    private func loadProfile(_ nameOrPath: String) throws -> ReplayProfile {
+        let bytes: [UInt8]
+        let source: String
+        if let bundled = BundledProfiles.json[nameOrPath] {
+            bytes = Array(bundled.utf8)
+            source = "profile \(nameOrPath)"
+        } else if let data = FileManager.default.contents(atPath: nameOrPath) {
+            bytes = Array(data)
+            source = nameOrPath
+        } else {
+            printError("\(nameOrPath): no such profile file, and not a bundled profile (\(BundledProfiles.json.keys.sorted().joined(separator: ", ")))")
+            throw ExitStatus.noInput
+        }
+        do throws(ProfileError) {
+            return try ReplayProfile.parse(bytes, source: source)
+        } catch {
+            printError(error.description)
+            throw ExitStatus.dataError
+        }
+    }
+
+    private func applyFlags(to options: inout ReplayOptions) throws {
+        if let controllers { options.controllers = controllers }
+        if let staggerMs { options.staggerNs = Int64(staggerMs * 1e6) }
+        if let order { options.impairments.allowReordering = order == .jitter }
+        if let delay {
+            if delay.hasPrefix("empirical:") {
+                let path = String(delay.dropFirst("empirical:".count))
+                let samples = try reportingFailures { () throws(TraceError) in try MeasuredDelays.oneWayMs(path: path, port: port) }
+                guard let distribution = DelayDistribution.empirical(samplesMs: samples) else {
+                    throw ValidationError("--delay \(delay): \(path) holds no measured round trips (rtt_ns) to draw delays from.")
+                }
+                options.impairments.delay = distribution
+            } else {
+                options.impairments.delay = try parsed(ImpairmentSpec.delay(delay), "--delay")
+            }
+        }
+        if let loss { options.impairments.loss = try parsed(ImpairmentSpec.loss(loss), "--loss") }
+        func probability(_ text: String?, _ flag: String) throws -> Double? {
+            guard let text else { return nil }
+            guard let p = ImpairmentSpec.probability(text) else { throw ValidationError("\(flag) \(text): expected a probability from 0 to 1, or a percentage such as 5%.") }
+            return p
+        }
+        if let p = try probability(duplicate, "--duplicate") { options.impairments.duplicate = p }
+        if let p = try probability(reorder, "--reorder") { options.impairments.reorder = p }
+        if let p = try probability(corrupt, "--corrupt") { options.impairments.corrupt = p }
+        if let p = try probability(truncate, "--truncate") { options.impairments.truncate = p }
+        if let corruptBits { options.impairments.corruptBits = corruptBits }
+        if !rate.isEmpty {
+            options.impairments.rate = try rate.map { try parsed(ImpairmentSpec.rate($0), "--rate") }.sorted { $0.fromNs < $1.fromNs }
+        }
+    }
+
+    private func parsed<T>(_ result: Result<T, SpecError>, _ flag: String) throws -> T {
+        switch result {
+        case .success(let value): return value
+        case .failure(let error): throw ValidationError("\(flag) \(error.description)")
+        }
+    }
+
+    // MARK: Dry run
+
+    private func plan(input: ReplayInput, options: ReplayOptions) throws {
+        var schedule = ReplaySchedule(input: input, options: options, anchorWallNs: SystemClock.realtimeNs())
+        var digest = ScheduleDigest()
+        var sends = 0, predicted = 0, lastDeadline: Int64 = 0
+        var impaired: [String: Int] = [:]
+        while let step = schedule.next() {
+            digest.add(step)
+            switch step {
+            case .send(let send):
+                sends += 1
+                if send.predictedTrigger { predicted += 1 }
+                lastDeadline = send.deadlineNs
+            case .impairment(let record):
+                let d = record.decision
+                for (name, applies) in [("lost", d.lost), ("delayed", d.delayNs != 0), ("duplicated", d.duplicates > 0),
+                                        ("reordered", d.reordered), ("corrupted", !d.flippedBits.isEmpty), ("truncated", d.truncatedTo != nil)]
+                where applies { impaired[name, default: 0] += 1 }
+            }
+        }
+        switch format {
+        case .text:
+            printNow("plan: \(sends) message(s) from \(schedule.messages.count) input message(s) as \(schedule.controllerCount) controller(s) over \(SummaryRendering.ms(Double(lastDeadline) / 1e6, 1)) ms, seed \(options.seed)")
+            if !impaired.isEmpty {
+                printNow("impaired: " + impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            }
+            printNow("acks predicted by the gesture rule: \(predicted)")
+            printNow("schedule digest: \(digest)")
+        case .json:
+            printNow(JSONValue.object([
+                "dry_run": .bool(true), "sends": .integer(Int64(sends)), "input_messages": .integer(Int64(schedule.messages.count)),
+                "controllers": .integer(Int64(schedule.controllerCount)), "last_deadline_ns": .integer(lastDeadline),
+                "impaired": .object(impaired.mapValues { .integer(Int64($0)) }), "acks_predicted": .integer(Int64(predicted)),
+                "seed": .integer(Int64(bitPattern: options.seed)), "schedule_digest": .string(digest.description),
+            ]).jsonText)
+        }
+    }
+
+    // MARK: Report
+
+    private func render(_ report: ReplayReport, input: ReplayInput, options: ReplayOptions) {
+        func statsJSON(_ d: DurationStatistics, scale: Double) -> JSONValue {
+            guard d.count > 0 else { return .object(["count": .integer(0)]) }
+            return .object(["count": .integer(Int64(d.count)), "p50": .number(d.percentileMs(50)! * scale),
+                            "p99": .number(d.percentileMs(99)! * scale), "max": .number(d.maxMs! * scale),
+                            "mean": .number(d.meanMs! * scale)])
+        }
+        switch format {
+        case .json:
+            printNow(JSONValue.object([
+                "outcome": .string(report.outcome.rawValue), "detail": report.detail.map { .string($0) } ?? .null,
+                "target": .string(report.target), "seed": .integer(Int64(bitPattern: report.seed)),
+                "inputs": .array(inputs.map { .string($0) }), "elapsed_s": .number(Double(report.elapsedNs) / 1e9),
+                "scheduled": .integer(Int64(report.scheduled)), "sent": .integer(Int64(report.sent)),
+                "send_errors": .object(report.sendErrors.mapValues { .integer(Int64($0)) }),
+                "impaired": .object(report.impaired.mapValues { .integer(Int64($0)) }),
+                "datagrams_received": .integer(Int64(report.datagramsReceived)),
+                "acks": .object(["predicted": .integer(Int64(report.acksPredicted)), "matched": .integer(Int64(report.acksMatched)),
+                                 "missing": .integer(Int64(report.acksMissing)), "unexpected": .integer(Int64(report.acksUnexpected)),
+                                 "invalid_received": .integer(Int64(report.invalidReceived))]),
+                "lateness_us": statsJSON(report.lateness, scale: 1000),
+                "round_trip_ms": statsJSON(report.roundTrips, scale: 1),
+                "realtime": .bool(report.realtime), "host_exit": report.hostExit.map { .string($0) } ?? .null,
+                "controllers": .array(report.controllers.map { c in
+                    .object(["endpoint": .string(c.endpoint.description), "source": .string(c.source.description),
+                             "offset_ms": .number(Double(c.offsetNs) / 1e6), "scheduled": .integer(Int64(c.scheduled)),
+                             "sent": .integer(Int64(c.sent)), "lost": .integer(Int64(c.lost)), "send_errors": .integer(Int64(c.sendErrors)),
+                             "acks_predicted": .integer(Int64(c.acksPredicted)), "acks_matched": .integer(Int64(c.acksMatched)),
+                             "acks_unexpected": .integer(Int64(c.acksUnexpected)),
+                             "loss_rate": .number(c.scheduled + c.lost == 0 ? 0 : Double(c.lost) / Double(c.scheduled + c.lost)),
+                             "round_trip_ms": statsJSON(c.roundTrips, scale: 1)])
+                }),
+                "triggers": .array(report.triggers.map { t in
+                    .object(["controller": .integer(Int64(t.controller)), "t_ms": .integer(Int64(t.tMs)),
+                             "predicted": .bool(t.predicted),
+                             "round_trip_ms": t.roundTripNs.map { .number(Double($0) / 1e6) } ?? .null])
+                }),
+            ]).jsonText)
+        case .text:
+            let count = report.controllers.count
+            printNow("replayed \(inputs.joined(separator: ", ")) to \(report.target) as \(count) controller(s), seed \(report.seed): \(report.outcome.rawValue)")
+            var sentLine = "sent \(report.sent) message(s) in \(SummaryRendering.ms(Double(report.elapsedNs) / 1e9, 2)) s"
+            if !report.sendErrors.isEmpty {
+                sentLine += " (" + report.sendErrors.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ") + ")"
+            }
+            printNow(sentLine)
+            if !report.impaired.isEmpty {
+                printNow("impaired: " + report.impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            }
+            printNow("acks: \(report.acksPredicted) predicted by the gesture rule, \(report.acksMatched) matched, \(report.acksMissing) missing, \(report.acksUnexpected) unexpected"
+                     + (report.invalidReceived > 0 ? ", \(report.invalidReceived) invalid datagram(s)" : ""))
+            let rt = report.roundTrips
+            if rt.count > 0 {
+                printNow("round trip: p50 \(SummaryRendering.ms(rt.percentileMs(50)!, 3)) ms, p99 \(SummaryRendering.ms(rt.percentileMs(99)!, 3)) ms, max \(SummaryRendering.ms(rt.maxMs!, 3)) ms")
+            }
+            let late = report.lateness
+            if late.count > 0 {
+                printNow("send lateness: p50 \(SummaryRendering.ms(late.percentileMs(50)! * 1000, 0)) µs, p99 \(SummaryRendering.ms(late.percentileMs(99)! * 1000, 0)) µs, max \(SummaryRendering.ms(late.maxMs! * 1000, 0)) µs"
+                         + (report.realtime ? " (real-time priority)" : ""))
+            }
+            if let hostExit = report.hostExit { printNow("host process \(hostExit)") }
+            if count > 1 && count <= 32 {
+                printNow("per controller:")
+                printNow("  controller              source                  sent   lost   acks  missing  unexpected  rtt p50 ms")
+                for c in report.controllers {
+                    let p50 = c.roundTrips.count > 0 ? SummaryRendering.ms(c.roundTrips.percentileMs(50)!, 3) : "–"
+                    printNow("  " + [pad(c.endpoint.description, 22), pad(c.source.description, 22), lpad(c.sent, 6), lpad(c.lost, 6),
+                                     lpad(c.acksMatched, 6), lpad(c.acksPredicted - c.acksMatched, 8), lpad(c.acksUnexpected, 11),
+                                     String(repeating: " ", count: max(0, 11 - p50.count)) + p50].joined(separator: " "))
+                }
+            } else if count > 32 {
+                printNow("(per-controller figures for all \(count) controllers: --format json)")
+            }
+        }
+    }
+
+    private func pad(_ s: String, _ width: Int) -> String { s + String(repeating: " ", count: max(0, width - s.count)) }
+    private func lpad(_ n: Int, _ width: Int) -> String { let s = String(n); return String(repeating: " ", count: max(0, width - s.count)) + s }
+}
+
+extension ReplayOptions.Timing: ExpressibleByArgument {}
+extension ReplayOptions.Timestamps: ExpressibleByArgument {}

@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import KinetraceWire
+
+#if canImport(Glibc)
+private let systemWrite = Glibc.write
+#elseif canImport(Musl)
+private let systemWrite = Musl.write
+#elseif canImport(Darwin)
+private let systemWrite = Darwin.write
+#endif
+
+/// The reference host behind the stdio adapter (specs/stdio-adapter-v1.md):
+/// reads controller→host records on one descriptor, writes an ack record per
+/// trigger on another, until end of input.
+public struct StdioHost {
+    public var input: Int32 = STDIN_FILENO
+    public var output: Int32 = STDOUT_FILENO
+    public var rule = GestureRule.default
+
+    public init() {}
+
+    /// Serves until end of input. Throws on broken framing or a failed write.
+    public func run() throws(StdioHostError) -> HostStatistics {
+        var core = HostCore<UInt16>(rule: rule)
+        var decoder = StdioRecordDecoder()
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StdioHostError("cannot read the input: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 {
+                if decoder.pendingBytes > 0 {
+                    throw StdioHostError("the input ended \(decoder.pendingBytes) byte(s) into a record at byte \(decoder.offset)")
+                }
+                return core.statistics
+            }
+            decoder.append(buffer[0..<n])
+            while let record = try nextRecord(&decoder) {
+                guard record.kind == .controllerToHost else { continue }  // nothing else is addressed to a host
+                let decoded = MotionLinkV1.decodeResult(record.payload)
+                guard let ack = core.handle(decoded, from: record.controller) else { continue }
+                if let failure = write(StdioRecord(kind: .hostToController, controller: record.controller, payload: ack.encoded()).encoded()) {
+                    throw StdioHostError("cannot write the output: \(String(cString: strerror(failure)))")
+                }
+            }
+        }
+    }
+
+    private func nextRecord(_ decoder: inout StdioRecordDecoder) throws(StdioHostError) -> StdioRecord? {
+        do throws(WireError) { return try decoder.next() } catch {
+            throw StdioHostError("the input is not stdio records: byte \(error.offset): expected \(error.expected)")
+        }
+    }
+
+    /// Writes all of `bytes`; errno on failure.
+    private func write(_ bytes: [UInt8]) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { systemWrite(output, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return n < 0 ? errno : EPIPE }
+            offset += n
+        }
+        return nil
+    }
+}
+
+public struct StdioHostError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,105 @@
+import KinetracePcap
+import KinetraceTrace
+import KinetraceWire
+
+/// What a replay sends: the controller→host messages of one or more inputs
+/// (traces, pcaps, pcapngs), each tagged with its source controller. Host
+/// messages, labels and events are left out (the host under test answers
+/// for itself) but counted.
+public struct ReplayInput: Sendable {
+    public struct Message: Hashable, Sendable {
+        /// Offset from its input's first controller→host message, ns.
+        public var offsetNs: Int64
+        /// Index into `controllers`.
+        public var controller: Int
+        public var payload: [UInt8]
+        /// Which input file, and the message's position among its messages.
+        public var file: Int
+        public var index: Int
+    }
+
+    /// Controller→host messages, by offset (stable: ties keep file order).
+    public var messages: [Message]
+    /// Source controllers in first-seen order; one socket each on replay.
+    public var controllers: [Endpoint]
+    public var paths: [String]
+    /// Records not replayed: host→controller messages, labels, events.
+    public var skippedRecords = 0
+    /// Inputs that ended inside a record (read up to it).
+    public var truncations: [String: TraceTruncation] = [:]
+
+    public init(messages: [Message], controllers: [Endpoint], paths: [String] = []) {
+        self.messages = messages
+        self.controllers = controllers
+        self.paths = paths
+    }
+
+    /// Reads every input. Each input's clock starts at its own first
+    /// controller→host message, so sessions recorded at different times
+    /// play together; controllers stay distinct per input.
+    public static func load(paths: [String], port: UInt16 = MotionLinkV1.defaultPort) throws(TraceError) -> ReplayInput {
+        var input = ReplayInput(messages: [], controllers: [], paths: paths)
+        for (file, path) in paths.enumerated() {
+            let source = try TraceInput.open(path: path, port: port)
+            var controllerIndex: [Endpoint: Int] = [:]
+            var firstNs: Int64?
+            var index = 0
+            while let record = try source.next() {
+                guard case .message(let message) = record, message.direction == .controllerToHost else {
+                    input.skippedRecords += 1
+                    continue
+                }
+                let controller: Int
+                if let known = controllerIndex[message.source] {
+                    controller = known
+                } else {
+                    controller = input.controllers.count
+                    controllerIndex[message.source] = controller
+                    input.controllers.append(message.source)
+                }
+                let first = firstNs ?? message.timeNs
+                firstNs = first
+                input.messages.append(Message(offsetNs: message.timeNs - first, controller: controller,
+                                              payload: Array(message.payload), file: file, index: index))
+                index += 1
+            }
+            if let truncation = source.truncation { input.truncations[path] = truncation }
+        }
+        // Captures can hold packets slightly out of order (per-CPU queues); sending order is time order.
+        input.messages.sort { ($0.offsetNs, $0.file, $0.index) < ($1.offsetNs, $1.file, $1.index) }
+        return input
+    }
+
+    /// The offset of the last message, ns.
+    public var spanNs: Int64 { messages.last.map { $0.offsetNs - (messages.first?.offsetNs ?? 0) } ?? 0 }
+
+    /// The median gap between one controller's consecutive messages (the
+    /// frame period: 100 ms for 10 Hz), or nil with fewer than two per controller.
+    public var medianPeriodNs: Int64? {
+        var last: [Int: Int64] = [:]
+        var gaps: [Int64] = []
+        for message in messages {
+            if let previous = last[message.controller], message.offsetNs > previous { gaps.append(message.offsetNs - previous) }
+            last[message.controller] = message.offsetNs
+        }
+        guard !gaps.isEmpty else { return nil }
+        gaps.sort()
+        return gaps[gaps.count / 2]
+    }
+}
+
+/// One-way delays measured in a trace, for an empirical delay distribution.
+public enum MeasuredDelays {
+    /// Half of each round trip a controller recorded (`rtt_ns` on the acks it
+    /// received), in ms: the one-way latency, assuming a symmetric path.
+    public static func oneWayMs(path: String, port: UInt16 = MotionLinkV1.defaultPort) throws(TraceError) -> [Double] {
+        let source = try TraceInput.open(path: path, port: port)
+        var delays: [Double] = []
+        while let record = try source.next() {
+            if case .message(let message) = record, let rtt = message.rttNs, rtt >= 0 {
+                delays.append(Double(rtt) / 2e6)
+            }
+        }
+        return delays
+    }
+}

@@ -1,0 +1,82 @@
+import KinetraceAnalysis
+import KinetraceTrace
+
+/// What a replay did, and what the host did in return.
+public struct ReplayReport: Sendable {
+    public enum Outcome: String, Sendable {
+        /// Every message was sent (acks may still be missing: see the counts).
+        case completed
+        /// The host refused from the start (ICMP port unreachable) or could not be started.
+        case unreachable
+        /// The host answered, then went away (refused, exited or closed its output).
+        case hostDied = "host_died"
+        /// The rule predicted acks and none came.
+        case silent
+        /// The global timeout cut the replay short.
+        case timedOut = "timed_out"
+        /// Stopped on request (a signal).
+        case interrupted
+        /// The host process wrote something that is not stdio adapter records.
+        case protocolError = "protocol_error"
+    }
+
+    public struct Controller: Sendable {
+        /// The controller's own address (its socket) in this replay.
+        public var endpoint: Endpoint
+        /// The input controller it replays.
+        public var source: Endpoint
+        public var offsetNs: Int64 = 0
+        public var scheduled = 0
+        public var sent = 0
+        public var lost = 0
+        public var sendErrors = 0
+        public var acksPredicted = 0
+        public var acksMatched = 0
+        public var acksUnexpected = 0
+        public var invalidReceived = 0
+        public var roundTrips = DurationStatistics()
+    }
+
+    /// One trigger the rule predicted, or one ack the host sent unasked.
+    public struct Trigger: Sendable, Hashable {
+        public var controller: Int
+        public var tMs: UInt64
+        public var predicted: Bool
+        /// Round trip from the frame's send to its ack, when the ack came.
+        public var roundTripNs: Int64?
+    }
+
+    public var outcome = Outcome.completed
+    /// One line on why, for any outcome but `completed`.
+    public var detail: String?
+    public var target = ""
+    public var seed: UInt64 = 0
+    public var elapsedNs: Int64 = 0
+    /// Messages the schedule held (after loss, counting duplicates).
+    public var scheduled = 0
+    public var sent = 0
+    public var sendErrors: [String: Int] = [:]
+    /// Impairment decisions, by kind.
+    public var impaired: [String: Int] = [:]
+    public var datagramsReceived = 0
+    public var acksPredicted = 0
+    public var acksMatched = 0
+    public var acksUnexpected = 0
+    public var invalidReceived = 0
+    /// |actual send − deadline| on CLOCK_MONOTONIC; empty for fast timing.
+    public var lateness = DurationStatistics()
+    public var roundTrips = DurationStatistics()
+    public var controllers: [Controller] = []
+    /// Predicted triggers in send order, then unexpected acks.
+    public var triggers: [Trigger] = []
+    /// How the host process ended (exec only).
+    public var hostExit: String?
+    /// Whether the sending thread ran at real-time priority.
+    public var realtime = false
+
+    public init() {}
+
+    public var acksMissing: Int { acksPredicted - acksMatched }
+    /// Acks exactly as the gesture rule predicts.
+    public var acksAsPredicted: Bool { acksMissing == 0 && acksUnexpected == 0 }
+}

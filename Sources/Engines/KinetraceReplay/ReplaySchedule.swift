@@ -1,0 +1,346 @@
+import HeapModule
+import KinetraceSimulation
+import KinetraceTrace
+import KinetraceWire
+
+/// How to replay: timing, fan-out, timestamps and impairments.
+public struct ReplayOptions: Hashable, Sendable {
+    public enum Timing: String, Hashable, Sendable, CaseIterable {
+        /// Message i at anchor + (t_i − t_0) / speed.
+        case original
+        /// Back to back, order kept.
+        case fast
+    }
+
+    /// What happens to the `t_ms` of valid frames (other payloads are sent as recorded).
+    public enum Timestamps: String, Hashable, Sendable, CaseIterable {
+        /// Shifted by each loop pass's span and each fanned-out copy's offset,
+        /// so every controller's timestamps keep rising (ML-RATE-1) and a host
+        /// does not drop later passes as stale; unchanged otherwise.
+        case shift
+        /// Exactly as recorded, even when that repeats them.
+        case original
+        /// The wall clock at the scheduled send time, as a live phone would stamp them.
+        case wallclock
+    }
+
+    public var timing = Timing.original
+    public var speed: Double = 1
+    /// Passes over the input, each re-anchored where the last one ended.
+    public var loops = 1
+    /// Only messages at or after this offset from the input's start.
+    public var startNs: Int64 = 0
+    /// Only messages before this offset, when set.
+    public var endNs: Int64?
+    /// Controllers to replay as; more than the input has fans it out
+    /// (virtual controller v replays input controller v mod K). nil: one per input controller.
+    public var controllers: Int?
+    /// Fanned-out copies start at a seeded offset in [0, stagger).
+    public var staggerNs: Int64 = 100_000_000
+    public var timestamps = Timestamps.shift
+    public var impairments = Impairments()
+    /// Seeds every random choice: impairments and fan-out offsets.
+    public var seed: UInt64 = 1
+    /// The rule the acks are predicted with.
+    public var rule = GestureRule.default
+
+    public init() {}
+
+    /// The first unusable option, described.
+    public var problem: String? {
+        if !(speed.isFinite && speed > 0) { return "the speed must be a positive number" }
+        if loops < 1 { return "the loop count must be at least 1" }
+        if startNs < 0 { return "the start offset must be at least 0" }
+        if let endNs, endNs <= startNs { return "the end offset must be after the start offset" }
+        if let controllers, !(1...65_536).contains(controllers) { return "the controller count must be from 1 to 65536" }
+        if staggerNs < 0 { return "the stagger must be at least 0" }
+        if timing == .fast && impairments.delay != .none {
+            return "--timing fast sends as soon as it can, so a delay has nothing to delay; use --timing original"
+        }
+        return impairments.problem
+    }
+}
+
+/// A message as it will leave: when, on which controller's socket, which bytes.
+public struct ScheduledSend: Hashable, Sendable {
+    /// From the replay's anchor, ns.
+    public var deadlineNs: Int64
+    /// Virtual controller (socket) index.
+    public var controller: Int
+    public var payload: [UInt8]
+    /// The message's number in decision order (shared by its duplicate).
+    public var sequence: Int
+    public var pass: Int
+    /// Index into the input's messages.
+    public var sourceIndex: Int
+    public var isDuplicate: Bool
+    /// The frame timestamp the host sees, when the payload is a valid frame.
+    public var tMs: UInt64?
+    /// Whether the gesture rule says this frame, arriving in this order, triggers an ack.
+    public var predictedTrigger: Bool
+}
+
+/// An impairment decision that changed something, for the record.
+public struct ImpairmentRecord: Hashable, Sendable {
+    public var sequence: Int
+    public var controller: Int
+    public var pass: Int
+    public var sourceIndex: Int
+    /// When the message was due before impairment, ns from the anchor.
+    public var baseNs: Int64
+    public var decision: ImpairmentDecision
+}
+
+/// The replay plan, produced lazily in deadline order: pure and
+/// deterministic, so the same input, options, seed and anchor give the
+/// same steps, byte for byte.
+public struct ReplaySchedule: Sequence, IteratorProtocol {
+    public enum Step: Hashable, Sendable {
+        case send(ScheduledSend)
+        case impairment(ImpairmentRecord)
+    }
+
+    public let options: ReplayOptions
+    /// Input controller replayed by each virtual controller.
+    public let sourceController: [Int]
+    /// Each virtual controller's start offset (frame time, before speed), ns.
+    public let offsetsNs: [Int64]
+    /// One pass in frame time: the selected span plus one frame period, ns.
+    public let passSpanNs: Int64
+    /// The selected input messages.
+    public let messages: [ReplayInput.Message]
+
+    private let anchorWallNs: Int64
+    private let virtuals: [[Int]]
+    private var pass = 0
+    private var order: [(baseNs: Int64, controller: Int, message: Int)] = []
+    private var cursor = 0
+    private var sequence = 0
+    private var pushes = 0
+    private var finished = false
+    private var outbox: [Step] = []
+    private var outboxCursor = 0
+    private var impairer: Impairer
+    private var inFlight = Heap<Pending>()
+    private var held: [Int: [Pending]] = [:]
+    private var fifoDeadline: [Int64]
+    private var link: LinkQueue
+    private var lastEmittedNs: Int64 = .min
+    private var tracker: GestureTracker<Int>
+    private var lastWallTMs: [UInt64]
+
+    public var controllerCount: Int { sourceController.count }
+
+    /// - Parameter anchorWallNs: the wall clock at the anchor, for `Timestamps.wallclock`.
+    public init(input: ReplayInput, options: ReplayOptions, anchorWallNs: Int64 = 0) {
+        self.options = options
+        self.anchorWallNs = anchorWallNs
+        let selected = input.messages.filter { message in
+            message.offsetNs >= options.startNs && (options.endNs.map { message.offsetNs < $0 } ?? true)
+        }
+        let first = selected.first?.offsetNs ?? 0
+        messages = selected.map { var m = $0; m.offsetNs -= first; return m }
+        let inputControllers = Swift.max(input.controllers.count, 1)
+        let count = options.controllers ?? input.controllers.count
+        sourceController = (0..<count).map { $0 % inputControllers }
+        var stagger = SeededGenerator(seed: options.seed).derived(0x5354_4147)  // "STAG": apart from the impairment stream
+        offsetsNs = (0..<count).map { v in
+            let draw = stagger.unit()
+            return v < inputControllers ? 0 : Int64(draw * Double(options.staggerNs))
+        }
+        var virtuals = [[Int]](repeating: [], count: inputControllers)
+        for (v, source) in sourceController.enumerated() { virtuals[source].append(v) }
+        self.virtuals = virtuals
+        let span = (messages.last?.offsetNs ?? 0) + (input.medianPeriodNs ?? 100_000_000)
+        passSpanNs = span
+        impairer = Impairer(options.impairments, seed: options.seed)
+        fifoDeadline = Array(repeating: .min, count: count)
+        link = LinkQueue(options.impairments.rate)
+        tracker = GestureTracker(rule: options.rule)
+        lastWallTMs = Array(repeating: 0, count: count)
+        buildPass()
+    }
+
+    /// Every step at once (tests, dry runs).
+    public static func steps(input: ReplayInput, options: ReplayOptions, anchorWallNs: Int64 = 0) -> [Step] {
+        Array(ReplaySchedule(input: input, options: options, anchorWallNs: anchorWallNs))
+    }
+
+    /// When the last pass's last message is due before impairment, ns from the anchor.
+    public var plannedDurationNs: Int64 {
+        guard options.timing == .original else { return 0 }
+        return Int64(Double(passSpanNs * Int64(options.loops)) / options.speed)
+    }
+
+    public mutating func next() -> Step? {
+        while true {
+            if outboxCursor < outbox.count {
+                defer {
+                    outboxCursor += 1
+                    if outboxCursor == outbox.count { outbox.removeAll(keepingCapacity: true); outboxCursor = 0 }
+                }
+                return outbox[outboxCursor]
+            }
+            if cursor < order.count {
+                let item = order[cursor]
+                cursor += 1
+                // Nothing decided later can be due before this message's base time.
+                release(upTo: item.baseNs)
+                decide(item)
+            } else if pass + 1 < options.loops {
+                pass += 1
+                buildPass()
+            } else if !finished {
+                finished = true
+                for key in held.keys.sorted() { held[key]!.forEach { push($0) } }
+                held.removeAll()
+                release(upTo: .max)
+            } else {
+                return nil
+            }
+        }
+    }
+
+    private mutating func buildPass() {
+        order.removeAll(keepingCapacity: true)
+        cursor = 0
+        let passStart = Int64(pass) * passSpanNs
+        for (index, message) in messages.enumerated() {
+            for v in virtuals[message.controller] {
+                let frameTime = passStart + message.offsetNs + offsetsNs[v]
+                order.append((Int64(Double(frameTime) / options.speed), v, index))
+            }
+        }
+        order.sort { ($0.baseNs, $0.controller, $0.message) < ($1.baseNs, $1.controller, $1.message) }
+        if options.timing == .fast {
+            // 1 ns apart, in order: sent as fast as the socket takes them.
+            let offset = Int64(pass) * Int64(order.count)
+            for i in order.indices { order[i].baseNs = offset + Int64(i) }
+        }
+    }
+
+    private mutating func decide(_ item: (baseNs: Int64, controller: Int, message: Int)) {
+        let message = messages[item.message]
+        let v = item.controller
+        let payload = retimed(message.payload, controller: v, baseNs: item.baseNs)
+        let decision = impairer.decide(length: payload.count, link: v)
+        let number = sequence
+        sequence += 1
+        if !decision.isClean {
+            outbox.append(.impairment(ImpairmentRecord(sequence: number, controller: v, pass: pass, sourceIndex: item.message,
+                                                       baseNs: item.baseNs, decision: decision)))
+        }
+        guard !decision.lost else { return }
+        var deadline = item.baseNs + decision.delayNs
+        if !options.impairments.allowReordering {
+            deadline = Swift.max(deadline, fifoDeadline[v])
+            fifoDeadline[v] = deadline
+        }
+        let bytes = decision.apply(to: payload)
+        let send = ScheduledSend(deadlineNs: deadline, controller: v, payload: bytes, sequence: number, pass: pass,
+                                 sourceIndex: item.message, isDuplicate: false, tMs: nil, predictedTrigger: false)
+        var copies = [pending(send)]
+        for _ in 0..<decision.duplicates {
+            var copy = send
+            copy.isDuplicate = true
+            copies.append(pending(copy))
+        }
+        if decision.reordered {
+            // Held back: it leaves right behind the controller's next message that is not held.
+            held[v, default: []].append(copies[0])
+            copies.dropFirst().forEach { push($0) }
+            return
+        }
+        copies.forEach { push($0) }
+        for var previous in held.removeValue(forKey: v) ?? [] {
+            previous.send.deadlineNs = Swift.max(previous.send.deadlineNs, deadline)
+            previous.order = nextOrder()
+            push(previous)
+        }
+    }
+
+    /// Applies the timestamp policy to a valid frame; other payloads pass as they are.
+    private mutating func retimed(_ payload: [UInt8], controller v: Int, baseNs: Int64) -> [UInt8] {
+        guard options.timestamps != .original,
+              case .success(.frame(var frame)) = MotionLinkV1.decodeResult(payload) else { return payload }
+        switch options.timestamps {
+        case .original:
+            return payload
+        case .shift:
+            let shiftNs = Int64(pass) * passSpanNs + offsetsNs[v]
+            guard shiftNs > 0 else { return payload }
+            frame.tMs &+= UInt64((shiftNs + 999_999) / 1_000_000)
+        case .wallclock:
+            let wallMs = UInt64(Swift.max(0, anchorWallNs + baseNs) / 1_000_000)
+            frame.tMs = Swift.max(wallMs, lastWallTMs[v] + 1)
+            lastWallTMs[v] = frame.tMs
+        }
+        return frame.encoded()
+    }
+
+    private mutating func release(upTo limitNs: Int64) {
+        while let top = inFlight.min, top.send.deadlineNs <= limitNs {
+            var send = inFlight.removeMin().send
+            let ready = Swift.max(send.deadlineNs, lastEmittedNs)
+            send.deadlineNs = options.impairments.rate.isEmpty ? ready : link.departure(readyNs: ready, length: send.payload.count)
+            lastEmittedNs = send.deadlineNs
+            if case .success(.frame(let frame)) = MotionLinkV1.decodeResult(send.payload) {
+                send.tMs = frame.tMs
+                send.predictedTrigger = tracker.accept(frame, from: send.controller) == .trigger
+            }
+            outbox.append(.send(send))
+        }
+    }
+
+    private mutating func nextOrder() -> Int {
+        pushes += 1
+        return pushes
+    }
+
+    private mutating func pending(_ send: ScheduledSend) -> Pending { Pending(send: send, order: nextOrder()) }
+
+    private mutating func push(_ item: Pending) { inFlight.insert(item) }
+
+    private struct Pending: Comparable {
+        var send: ScheduledSend
+        var order: Int
+        static func < (a: Pending, b: Pending) -> Bool { (a.send.deadlineNs, a.order) < (b.send.deadlineNs, b.order) }
+        static func == (a: Pending, b: Pending) -> Bool { a.send.deadlineNs == b.send.deadlineNs && a.order == b.order }
+    }
+}
+
+/// A 64-bit FNV-1a fingerprint of a schedule's steps: equal fingerprints
+/// mean the same sends, at the same deadlines, with the same bytes and the
+/// same impairment decisions.
+public struct ScheduleDigest: Hashable, Sendable, CustomStringConvertible {
+    public private(set) var value: UInt64 = 0xCBF2_9CE4_8422_2325
+
+    public init() {}
+
+    public mutating func add(_ step: ReplaySchedule.Step) {
+        switch step {
+        case .send(let s):
+            add(1); add(s.deadlineNs); add(Int64(s.controller)); add(Int64(s.sequence)); add(Int64(s.pass))
+            add(Int64(s.sourceIndex)); add(s.isDuplicate ? 1 : 0); add(s.predictedTrigger ? 1 : 0)
+            add(Int64(s.payload.count)); s.payload.forEach { byte($0) }
+        case .impairment(let r):
+            let d = r.decision
+            add(2); add(Int64(r.sequence)); add(Int64(r.controller)); add(r.baseNs); add(d.lost ? 1 : 0); add(d.delayNs)
+            add(Int64(d.duplicates)); add(d.reordered ? 1 : 0); d.flippedBits.forEach { add(Int64($0)) }
+            add(Int64(d.truncatedTo ?? -1))
+        }
+    }
+
+    private mutating func add(_ word: Int64) {
+        withUnsafeBytes(of: word.littleEndian) { $0.forEach { byte($0) } }
+    }
+
+    private mutating func byte(_ b: UInt8) {
+        value = (value ^ UInt64(b)) &* 0x0000_0100_0000_01B3
+    }
+
+    public var description: String {
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}

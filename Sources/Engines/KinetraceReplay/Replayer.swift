@@ -1,0 +1,390 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import KinetraceAnalysis
+import KinetraceTrace
+import KinetraceTransport
+import KinetraceWire
+import Logging
+
+/// Sends a replay schedule to a host and matches its acks.
+///
+/// The calling thread sends, against absolute CLOCK_MONOTONIC deadlines
+/// (sleep, then a short spin), with each message built before its deadline;
+/// a second thread receives. Acks are matched to frames by their echoed
+/// timestamp, per controller.
+public final class Replayer: @unchecked Sendable {  // mutable state is behind `lock`
+    public struct Configuration: Sendable {
+        public var target: ReplayTarget
+        public var input: ReplayInput
+        public var options = ReplayOptions()
+        /// Writes everything sent, impaired and received as a trace.
+        public var recordPath: String?
+        /// Header notes for the record (e.g. the profile used).
+        public var recordExtra: [String: JSONValue] = [:]
+        /// How long to wait for acks after the last message.
+        public var settleMs: Int64 = 500
+        /// Bounds the whole replay; nil: the planned duration + settle + 10 s (+10 %).
+        public var timeoutNs: Int64?
+        /// Spin this long before each deadline instead of sleeping.
+        public var spinNs: Int64 = 200_000
+        /// Try SCHED_FIFO for the sending thread (needs privilege; falls back quietly).
+        public var realtime = false
+        /// Called on the sending thread about four times a second.
+        public var progress: (@Sendable (ReplayProgress) -> Void)?
+
+        public init(target: ReplayTarget, input: ReplayInput) {
+            self.target = target
+            self.input = input
+        }
+    }
+
+    public let configuration: Configuration
+    private let logger: Logger
+    private let lock = Lock()
+    private var report = ReplayReport()
+    private var stopRequested = false
+    private var receiving = true
+    private var fatal: (ReplayReport.Outcome, String)?
+    private var writer: TraceWriter?
+    private var writeFailure: TraceError?
+    /// Per controller: frame t_ms → monotonic time of its first send.
+    private var sentAt: [[UInt64: Int64]] = []
+    /// Per controller: predicted trigger t_ms → index into report.triggers.
+    private var predicted: [[UInt64: Int]] = []
+    private var heardFromHost = false
+    private var anchorWallNs: Int64 = 0
+
+    public init(configuration: Configuration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Asks a running replay to stop (any thread).
+    public func stop() { lock.withLock { stopRequested = true } }
+
+    /// Runs the replay. Throws only when the record cannot be written or the
+    /// options are unusable; a host that fails is reported in the outcome.
+    public func run() throws(ReplayError) -> ReplayReport {
+        let c = configuration
+        if let problem = c.options.problem { throw ReplayError(.badOptions, problem) }
+        var schedule = ReplaySchedule(input: c.input, options: c.options, anchorWallNs: 0)
+        let count = schedule.controllerCount
+        guard count > 0, !schedule.messages.isEmpty else {
+            throw ReplayError(.emptyInput, "nothing to replay: the input has no controller→host messages in the selected range")
+        }
+        report.target = c.target.description
+        report.seed = c.options.seed
+        sentAt = Array(repeating: [:], count: count)
+        predicted = Array(repeating: [:], count: count)
+
+        DescriptorLimit.raiseToHardLimit()
+        let link: any ReplayLink
+        do throws(SocketError) {
+            switch c.target {
+            case .udp(let address): link = try UDPLink(target: address, controllers: count)
+            case .exec(let command): link = try StdioLink(command: command, controllers: count)
+            }
+        } catch {
+            report.outcome = .unreachable
+            report.detail = error.description
+            return report
+        }
+        report.controllers = (0..<count).map {
+            ReplayReport.Controller(endpoint: link.controllerEndpoints[$0],
+                                    source: c.input.controllers[schedule.sourceController[$0]],
+                                    offsetNs: schedule.offsetsNs[$0])
+        }
+
+        // The anchor leaves time to open the record and start the receiver.
+        let anchorMono = SystemClock.monotonicNs() + 20_000_000
+        anchorWallNs = SystemClock.realtimeNs() + 20_000_000
+        schedule = ReplaySchedule(input: c.input, options: c.options, anchorWallNs: anchorWallNs)
+        if let path = c.recordPath {
+            do throws(TraceError) { writer = try TraceWriter(path: path, header: header(link: link, schedule: schedule)) }
+            catch { throw ReplayError(.record, error.description, trace: error) }
+        }
+        record(.event(EventRecord(timeNs: anchorWallNs, event: "replay_start", data: [
+            "target": .string(c.target.description), "controllers": .integer(Int64(count)),
+            "seed": .integer(Int64(bitPattern: c.options.seed)),
+            "offsets_ns": .array(schedule.offsetsNs.map { .integer($0) }),
+        ])))
+
+        let receiver = WorkerThread { [self] in receiveLoop(link) }
+        report.realtime = c.realtime && Self.enterRealtime()
+        let planned = schedule.plannedDurationNs
+        let timeoutNs = c.timeoutNs ?? (planned + c.settleMs * 1_000_000 + 10_000_000_000 + planned / 10)
+        let giveUpAt = anchorMono + timeoutNs
+        var lastProgress: Int64 = 0
+        var timedOut = false
+
+        sending: while let step = schedule.next() {
+            switch step {
+            case .impairment(let impairment):
+                lock.withLock {
+                    tally(impairment.decision)
+                    if impairment.decision.lost { report.controllers[impairment.controller].lost += 1 }
+                    var event = impairment.decision.event(timeNs: anchorWallNs + impairment.baseNs, index: impairment.sequence,
+                                                          controller: link.controllerEndpoints[impairment.controller])
+                    event.data["pass"] = .integer(Int64(impairment.pass))
+                    event.data["source_index"] = .integer(Int64(impairment.sourceIndex))
+                    unlockedRecord(.event(event))
+                }
+            case .send(let send):
+                let deadline = anchorMono + send.deadlineNs
+                let stop: Bool = lock.withLock {
+                    report.scheduled += 1
+                    report.controllers[send.controller].scheduled += 1
+                    if let tMs = send.tMs, sentAt[send.controller][tMs] == nil { sentAt[send.controller][tMs] = deadline }
+                    if send.predictedTrigger, let tMs = send.tMs {
+                        report.acksPredicted += 1
+                        report.controllers[send.controller].acksPredicted += 1
+                        predicted[send.controller][tMs] = report.triggers.count
+                        report.triggers.append(.init(controller: send.controller, tMs: tMs, predicted: true))
+                    }
+                    return stopRequested || fatal != nil
+                }
+                if stop { break sending }
+                if deadline > giveUpAt {
+                    DeadlineClock.sleep(untilMonotonicNs: giveUpAt)
+                    timedOut = true
+                    break sending
+                }
+                if c.options.timing == .original { DeadlineClock.wait(untilMonotonicNs: deadline, spinNs: c.spinNs) }
+                let sentMono = SystemClock.monotonicNs()
+                let failure = link.send(controller: send.controller, send.payload, deadlineMonotonicNs: giveUpAt)
+                let sentWall = SystemClock.realtimeNs()
+                lock.withLock {
+                    if let failure {
+                        noteSendFailure(failure, controller: send.controller)
+                        return
+                    }
+                    report.sent += 1
+                    report.controllers[send.controller].sent += 1
+                    if c.options.timing == .original { report.lateness.record(ns: Swift.max(0, sentMono - deadline)) }
+                    if let tMs = send.tMs, sentAt[send.controller][tMs] == deadline { sentAt[send.controller][tMs] = sentMono }
+                    unlockedRecord(.message(MessageRecord(
+                        timeNs: sentWall, direction: .controllerToHost, source: link.controllerEndpoints[send.controller],
+                        destination: link.hostEndpoint, payload: send.payload)))
+                }
+                if let progress = c.progress, sentMono - lastProgress > 250_000_000 {
+                    lastProgress = sentMono
+                    let snapshot = lock.withLock {
+                        ReplayProgress(elapsedNs: sentMono - anchorMono, plannedNs: planned, sent: report.sent,
+                                       acks: report.acksMatched, predicted: report.acksPredicted)
+                    }
+                    progress(snapshot)
+                }
+            }
+        }
+
+        // Late acks still count: wait for the outstanding ones, within the settle time and the timeout.
+        let settleEnd = Swift.min(SystemClock.monotonicNs() + c.settleMs * 1_000_000, giveUpAt)
+        while SystemClock.monotonicNs() < settleEnd {
+            let done = lock.withLock { fatal != nil || stopRequested || report.acksMatched == report.acksPredicted }
+            if done { break }
+            usleep(2_000)
+        }
+        if !timedOut && SystemClock.monotonicNs() >= giveUpAt && lock.withLock({ report.acksMatched < report.acksPredicted }) {
+            timedOut = true
+        }
+        // A host that sends extra acks gets a moment to show it.
+        usleep(UInt32(Swift.min(c.settleMs, 50)) * 1000)
+        lock.withLock { receiving = false }
+        receiver.join()
+        let hostExit = link.finish(graceMs: 1_000)
+
+        let failure: TraceError? = lock.withLock {
+            report.hostExit = hostExit
+            report.elapsedNs = SystemClock.monotonicNs() - anchorMono
+            if let (outcome, detail) = fatal {
+                report.outcome = outcome
+                report.detail = detail
+            } else if stopRequested {
+                report.outcome = .interrupted
+                report.detail = "stopped on request after \(report.sent) message(s)"
+            } else if timedOut {
+                report.outcome = .timedOut
+                report.detail = "the \(Double(timeoutNs) / 1e9) s timeout ended the replay after \(report.sent) message(s)"
+            } else if report.acksPredicted > 0 && report.datagramsReceived == 0 {
+                report.outcome = .silent
+                report.detail = "the host never answered: \(report.acksPredicted) ack(s) predicted for \(report.sent) message(s) sent, none received"
+            }
+            unlockedRecord(.event(EventRecord(timeNs: SystemClock.realtimeNs(), event: "replay_end", data: [
+                "outcome": .string(report.outcome.rawValue), "sent": .integer(Int64(report.sent)),
+                "acks_predicted": .integer(Int64(report.acksPredicted)), "acks_matched": .integer(Int64(report.acksMatched)),
+                "acks_unexpected": .integer(Int64(report.acksUnexpected)),
+            ])))
+            do throws(TraceError) { try writer?.close() } catch { return writeFailure ?? error }
+            return writeFailure
+        }
+        if let failure { throw ReplayError(.record, failure.description, trace: failure) }
+        return lock.withLock { report }
+    }
+
+    // MARK: Receiving
+
+    private func receiveLoop(_ link: any ReplayLink) {
+        var lastFlush = SystemClock.monotonicNs()
+        while lock.withLock({ receiving }) {
+            link.receive(timeoutMs: 20) { event in
+                let mono = SystemClock.monotonicNs()
+                let wall = SystemClock.realtimeNs()
+                lock.withLock { handle(event, link: link, mono: mono, wall: wall) }
+            }
+            let now = SystemClock.monotonicNs()
+            if now - lastFlush > 250_000_000 {
+                lastFlush = now
+                lock.withLock {
+                    guard writeFailure == nil else { return }
+                    do throws(TraceError) { try writer?.flush() } catch { writeFailure = error }
+                }
+            }
+        }
+    }
+
+    private func handle(_ event: LinkEvent, link: any ReplayLink, mono: Int64, wall: Int64) {
+        switch event {
+        case .datagram(let v, let payload):
+            heardFromHost = true
+            report.datagramsReceived += 1
+            var rtt: Int64?
+            if case .success(.ack(let ack)) = MotionLinkV1.decodeResult(payload) {
+                if let index = predicted[v].removeValue(forKey: ack.echoTMs) {
+                    if let sent = sentAt[v][ack.echoTMs] { rtt = mono - sent }
+                    report.triggers[index].roundTripNs = rtt
+                    report.acksMatched += 1
+                    report.controllers[v].acksMatched += 1
+                    if let rtt {
+                        report.roundTrips.record(ns: rtt)
+                        report.controllers[v].roundTrips.record(ns: rtt)
+                    }
+                } else {
+                    if let sent = sentAt[v][ack.echoTMs] { rtt = mono - sent }
+                    report.acksUnexpected += 1
+                    report.controllers[v].acksUnexpected += 1
+                    report.triggers.append(.init(controller: v, tMs: ack.echoTMs, predicted: false, roundTripNs: rtt))
+                }
+            } else {
+                report.invalidReceived += 1
+                report.controllers[v].invalidReceived += 1
+            }
+            unlockedRecord(.message(MessageRecord(timeNs: wall, direction: .hostToController, source: link.hostEndpoint,
+                                                  destination: link.controllerEndpoints[v], payload: payload, rttNs: rtt)))
+        case .error(let v, let code):
+            noteSendFailure(code, controller: v)
+        case .hostEnded(let why):
+            if receivingOrSending { setFatal(.hostDied, why) }
+        case .protocolError(let why):
+            setFatal(.protocolError, why)
+        }
+    }
+
+    /// True until the replay has finished sending and settling (exec hosts exit after that, which is no failure).
+    private var receivingOrSending: Bool { receiving }
+
+    private func noteSendFailure(_ code: Int32, controller v: Int) {
+        let reason = String(cString: strerror(code))
+        report.sendErrors[reason, default: 0] += 1
+        report.controllers[v].sendErrors += 1
+        switch code {
+        case ECONNREFUSED:
+            setFatal(heardFromHost ? .hostDied : .unreachable,
+                     heardFromHost ? "the host stopped listening: ICMP port unreachable after \(report.datagramsReceived) datagram(s) from it"
+                                   : "the host refused: ICMP port unreachable (nothing listens on \(report.target))")
+        case EPIPE, ECONNRESET:
+            setFatal(.hostDied, "the host process stopped reading its input (it exited or closed standard input)")
+        case ETIMEDOUT:
+            setFatal(.timedOut, "the host process stopped reading its input, and the timeout ran out waiting for it")
+        default:
+            break
+        }
+    }
+
+    private func setFatal(_ outcome: ReplayReport.Outcome, _ detail: String) {
+        guard fatal == nil else { return }
+        fatal = (outcome, detail)
+        logger.warning("replay failed", metadata: ["outcome": "\(outcome.rawValue)", "detail": "\(detail)"])
+        unlockedRecord(.event(EventRecord(timeNs: SystemClock.realtimeNs(), event: "replay_error",
+                                          data: ["outcome": .string(outcome.rawValue), "detail": .string(detail)])))
+    }
+
+    private func tally(_ decision: ImpairmentDecision) {
+        if decision.lost { report.impaired["lost", default: 0] += 1; return }
+        if decision.delayNs != 0 { report.impaired["delayed", default: 0] += 1 }
+        if decision.duplicates > 0 { report.impaired["duplicated", default: 0] += 1 }
+        if decision.reordered { report.impaired["reordered", default: 0] += 1 }
+        if !decision.flippedBits.isEmpty { report.impaired["corrupted", default: 0] += 1 }
+        if decision.truncatedTo != nil { report.impaired["truncated", default: 0] += 1 }
+    }
+
+    // MARK: Recording
+
+    private func header(link: any ReplayLink, schedule: ReplaySchedule) -> TraceHeader {
+        let c = configuration
+        var extra = c.recordExtra
+        extra["seed"] = .integer(Int64(bitPattern: c.options.seed))
+        extra["replay_of"] = .array(c.input.paths.map { .string($0) })
+        return TraceHeader(
+            created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace replay",
+            capturePoint: .controller, clock: .realtime,
+            notes: "replay of \(c.input.paths.joined(separator: ", ")) to \(c.target) as \(schedule.controllerCount) controller(s), seed \(c.options.seed)",
+            extra: extra)
+    }
+
+    private func record(_ record: TraceRecord) { lock.withLock { unlockedRecord(record) } }
+
+    private func unlockedRecord(_ record: TraceRecord) {
+        guard let writer, writeFailure == nil else { return }
+        do throws(TraceError) { try writer.write(record) } catch { writeFailure = error }
+    }
+
+    /// SCHED_FIFO for the calling thread, if the process may have it.
+    private static func enterRealtime() -> Bool {
+        #if os(Linux)
+        var parameters = sched_param()
+        parameters.sched_priority = 10
+        return pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO), &parameters) == 0
+        #else
+        return false
+        #endif
+    }
+}
+
+/// A snapshot for progress displays.
+public struct ReplayProgress: Sendable {
+    public var elapsedNs: Int64
+    /// 0 for fast timing.
+    public var plannedNs: Int64
+    public var sent: Int
+    public var acks: Int
+    public var predicted: Int
+}
+
+/// Why a replay could not run at all.
+public struct ReplayError: Error, CustomStringConvertible, Sendable {
+    public struct Code: Hashable, Sendable {
+        public let name: String
+        public init(_ name: String) { self.name = name }
+        public static let badOptions = Code("bad_options")
+        public static let emptyInput = Code("empty_input")
+        /// The record file could not be written.
+        public static let record = Code("record")
+    }
+
+    public var code: Code
+    public var message: String
+    public var trace: TraceError?
+
+    public init(_ code: Code, _ message: String, trace: TraceError? = nil) {
+        self.code = code
+        self.message = message
+        self.trace = trace
+    }
+
+    public var description: String { message }
+}
