@@ -42,6 +42,13 @@ public enum Fixture {
     }
 
     public static var isRoot: Bool { getuid() == 0 }
+
+    /// Whether `python3` is on PATH (the stdio example hosts are Python).
+    public static var hasPython: Bool {
+        (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").contains {
+            FileManager.default.isExecutableFile(atPath: "\($0)/python3")
+        }
+    }
 }
 
 public struct FixtureError: Error, CustomStringConvertible {
@@ -152,7 +159,9 @@ public func run(_ executable: URL, _ arguments: [String], timeout: TimeInterval 
 }
 
 public func kinetrace(_ arguments: String...) throws -> RunResult { try run(try Fixture.binary, arguments) }
-public func kinetrace(_ arguments: [String]) throws -> RunResult { try run(try Fixture.binary, arguments) }
+public func kinetrace(_ arguments: [String], timeout: TimeInterval = 60) throws -> RunResult {
+    try run(try Fixture.binary, arguments, timeout: timeout)
+}
 
 /// A plain UDP socket on loopback, for sending hand-made datagrams to a host.
 public final class TestSocket {

@@ -29,8 +29,10 @@ enum LinkEvent {
     case datagram(controller: Int, payload: [UInt8])
     /// A socket error (ECONNREFUSED: the host's port answered with ICMP port unreachable).
     case error(controller: Int, code: Int32)
-    /// The host process closed its output or exited.
+    /// The host process closed its output or exited before the replay ended.
     case hostEnded(String)
+    /// The host process closed its output after reading end of input, as it should (SA-END-2).
+    case hostFinished
     /// The host process wrote something that is not a stdio record.
     case protocolError(String)
 }
@@ -44,6 +46,10 @@ protocol ReplayLink: AnyObject, Sendable {
     func send(controller: Int, _ payload: [UInt8], deadlineMonotonicNs: Int64) -> Int32?
     /// Waits up to `timeoutMs` for traffic from the host and hands each event to `handle`.
     func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void)
+    /// No more messages: an exec host reads end of file (SA-END-1).
+    func endInput()
+    /// True once the host can send nothing more (an exec host closed its output).
+    var isDrained: Bool { get }
     /// The replay is over: let the host finish. Returns how it ended, for exec.
     func finish(graceMs: Int) -> String?
 }
@@ -91,6 +97,8 @@ final class UDPLink: ReplayLink, @unchecked Sendable {  // sockets are immutable
         }
     }
 
+    func endInput() {}
+    var isDrained: Bool { true }
     func finish(graceMs: Int) -> String? { nil }
 }
 
@@ -101,6 +109,9 @@ final class StdioLink: ReplayLink, @unchecked Sendable {  // the decoder is used
     private var decoder = StdioRecordDecoder()
     private var ended = false
     private var buffer = [UInt8](repeating: 0, count: 65_536)
+    private let state = Lock()
+    private var inputEnded = false
+    private var outputEnded = false
     let controllerEndpoints: [Endpoint]
     let hostEndpoint = Endpoint(host: "127.0.0.1", port: 0)
 
@@ -154,6 +165,14 @@ final class StdioLink: ReplayLink, @unchecked Sendable {  // the decoder is used
         }
         if ended {
             let pending = decoder.pendingBytes
+            let normal = state.withLock {
+                outputEnded = true
+                return inputEnded
+            }
+            if normal && pending == 0 {
+                handle(.hostFinished)
+                return
+            }
             let status = waitBriefly()
             handle(.hostEnded("the host process closed its output" + (status.map { " and \($0)" } ?? "")
                               + (pending > 0 ? ", \(pending) byte(s) into a record" : "")))
@@ -168,8 +187,15 @@ final class StdioLink: ReplayLink, @unchecked Sendable {  // the decoder is used
         return nil
     }
 
-    func finish(graceMs: Int) -> String? {
+    func endInput() {
+        state.withLock { inputEnded = true }
         child.closeInput()
+    }
+
+    var isDrained: Bool { state.withLock { outputEnded } }
+
+    func finish(graceMs: Int) -> String? {
+        endInput()
         return ChildProcess.describe(status: child.terminate(graceMs: graceMs))
     }
 }

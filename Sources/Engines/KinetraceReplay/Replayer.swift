@@ -182,11 +182,13 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
             }
         }
 
-        // Late acks still count: wait for the outstanding ones, within the settle time and the timeout.
+        // Late acks still count: wait for the outstanding ones (and for an exec
+        // host to finish its output), within the settle time and the timeout.
+        link.endInput()
         let settleEnd = Swift.min(SystemClock.monotonicNs() + c.settleMs * 1_000_000, giveUpAt)
         while SystemClock.monotonicNs() < settleEnd {
             let done = lock.withLock { fatal != nil || stopRequested || report.acksMatched == report.acksPredicted }
-            if done { break }
+            if done && link.isDrained { break }
             usleep(2_000)
         }
         if !timedOut && SystemClock.monotonicNs() >= giveUpAt && lock.withLock({ report.acksMatched < report.acksPredicted }) {
@@ -279,6 +281,8 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
             noteSendFailure(code, controller: v)
         case .hostEnded(let why):
             if receivingOrSending { setFatal(.hostDied, why) }
+        case .hostFinished:
+            break
         case .protocolError(let why):
             setFatal(.protocolError, why)
         }

@@ -1,0 +1,171 @@
+import Foundation
+import KinetraceTestSupport
+import KinetraceTrace
+import KinetraceWire
+import Testing
+
+/// `kinetrace replay` as a real process against real hosts: the reference
+/// host over UDP on loopback, the same host and the Python example behind
+/// the stdio adapter, and hosts that fail in each way a host can.
+@Suite(.serialized) struct ReplayTests {
+    static let session = Fixture.bundledTrace
+    /// 12 s of the bundled session at 20× speed: 360 frames, well under a second.
+    static let fast = ["--end", "12", "--speed", "20"]
+
+    func json(_ text: String) throws -> [String: Any] {
+        let line = try #require(text.split(separator: "\n").last)
+        return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+    }
+
+    /// Acks as (controller index, echoed t_ms), from a JSON report.
+    func triggers(_ report: [String: Any]) throws -> [String] {
+        let list = try #require(report["triggers"] as? [[String: Any]])
+        return list.map { "\($0["controller"]!) \($0["t_ms"]!) \($0["predicted"]!) \($0["round_trip_ms"] is NSNull ? "missing" : "acked")" }.sorted()
+    }
+
+    func acks(_ report: [String: Any]) throws -> [String: Int] {
+        try #require(report["acks"] as? [String: Int])
+    }
+
+    func withHost<T>(_ body: (UInt16) throws -> T) throws -> T {
+        let host = try Background.kinetrace("host", "--port", "0")
+        defer { _ = try? host.stop() }
+        return try body(try port(in: try host.waitForLine(startingWith: "listening on")))
+    }
+
+    @Test func theReferenceHostAcksExactlyWhatTheRulePredicts() throws {
+        try withHost { port in
+            let result = try kinetrace(["replay", Self.session, "--to", "127.0.0.1:\(port)", "--format", "json", "--strict"] + Self.fast)
+            #expect(result.status == 0, "\(result.stderr)")
+            let report = try json(result.stdout)
+            let a = try acks(report)
+            #expect(report["outcome"] as? String == "completed")
+            #expect(report["sent"] as? Int == 360)
+            #expect(a["predicted"]! > 0)
+            #expect(a["matched"] == a["predicted"])
+            #expect(a["unexpected"] == 0)
+        }
+    }
+
+    @Test func impairedFannedOutReplayStillGetsExactlyThePredictedAcks() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let record = dir.appendingPathComponent("replay.jsonl").path
+        try withHost { port in
+            let result = try kinetrace(["replay", Self.session, "--to", "127.0.0.1:\(port)", "--format", "json", "--strict",
+                                        "--controllers", "8", "--seed", "5", "--loss", "gemodel:0.05:0.3:0.7:0.01",
+                                        "--corrupt", "0.03", "--duplicate", "0.03", "--reorder", "0.03", "--truncate", "0.02",
+                                        "--record", record] + Self.fast)
+            #expect(result.status == 0, "\(result.stderr)")
+            let report = try json(result.stdout)
+            let a = try acks(report)
+            let impaired = try #require(report["impaired"] as? [String: Int])
+            #expect(impaired["lost"]! > 0 && impaired["corrupted"]! > 0 && impaired["duplicated"]! > 0)
+            #expect(a["matched"] == a["predicted"] && a["unexpected"] == 0)
+            #expect((report["controllers"] as? [Any])?.count == 8)
+
+            // The record holds every send, every ack and every decision, and says how to reproduce it.
+            let reader = try TraceReader(path: record)
+            #expect(reader.header.extra["seed"] == .integer(5))
+            var c2h = 0, h2c = 0
+            var rtts = 0
+            var decisions: [String: Int] = [:]
+            while let r = try reader.next() {
+                switch r {
+                case .message(let m) where m.direction == .controllerToHost: c2h += 1
+                case .message(let m):
+                    h2c += 1
+                    if m.rttNs != nil { rtts += 1 }
+                case .event(let e) where e.event == "impair":
+                    for (member, kind) in [("lost", "lost"), ("duplicates", "duplicated"), ("reordered", "reordered"),
+                                           ("flipped_bits", "corrupted"), ("truncated_to", "truncated")] where e.data[member] != nil {
+                        decisions[kind, default: 0] += 1
+                    }
+                default: break
+                }
+            }
+            #expect(c2h == report["sent"] as? Int)
+            #expect(h2c == a["matched"])
+            #expect(rtts == h2c)
+            #expect(decisions == impaired)
+        }
+    }
+
+    @Test func execAndUDPGiveTheSameResult() throws {
+        let options = ["--format", "json", "--controllers", "4", "--seed", "3", "--loss", "10%", "--corrupt", "0.05"] + Self.fast
+        let udp = try withHost { port in try kinetrace(["replay", Self.session, "--to", "127.0.0.1:\(port)"] + options) }
+        let binary = try Fixture.binary.path
+        let exec = try kinetrace(["replay", Self.session, "--exec", "exec '\(binary)' host --stdio"] + options)
+        #expect(udp.status == 0, "\(udp.stderr)")
+        #expect(exec.status == 0, "\(exec.stderr)")
+        let u = try json(udp.stdout), e = try json(exec.stdout)
+        #expect(try triggers(u) == triggers(e))
+        #expect(!(try triggers(u)).isEmpty)
+        #expect(u["sent"] as? Int == e["sent"] as? Int)
+        #expect(try acks(u) == acks(e))
+        #expect((e["host_exit"] as? String) == "exited with status 0")
+    }
+
+    @Test(.enabled(if: Fixture.hasPython, "needs python3"))
+    func thePythonExampleHostAgreesWithTheReferenceHost() throws {
+        let example = Fixture.packageRoot.appendingPathComponent("examples/stdio-host/jump_host.py").path
+        let options = ["--format", "json", "--controllers", "3", "--seed", "4"] + Self.fast
+        let binary = try Fixture.binary.path
+        let reference = try kinetrace(["replay", Self.session, "--exec", "exec '\(binary)' host --stdio"] + options)
+        let python = try kinetrace(["replay", Self.session, "--exec", "exec python3 '\(example)'", "--strict"] + options)
+        #expect(python.status == 0, "\(python.stderr)")
+        #expect(try triggers(json(python.stdout)) == triggers(json(reference.stdout)))
+    }
+
+    // MARK: Failing hosts
+
+    @Test func aClosedPortIsReportedAsUnreachable() throws {
+        // A port that was free a moment ago: its socket is closed when the closure returns.
+        let closed = { TestSocket().bindLoopback() }()
+        let result = try kinetrace(["replay", Self.session, "--to", "127.0.0.1:\(closed)"] + Self.fast)
+        #expect(result.status == 69)
+        #expect(result.stderr.contains("kinetrace: error: the host refused: ICMP port unreachable"))
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test func aHostThatDiesMidRunIsReported() throws {
+        let result = try kinetrace(["replay", Self.session, "--exec", "head -c 3000 >/dev/null"] + Self.fast)
+        #expect(result.status == 69)
+        #expect(result.stderr.contains("the host process stopped reading its input"))
+    }
+
+    @Test func aUDPHostThatDiesMidRunIsReported() throws {
+        let host = try Background.kinetrace("host", "--port", "0")
+        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
+        let replay = try Background.kinetrace("replay", Self.session, "--to", "127.0.0.1:\(port)", "--end", "30", "--speed", "10")
+        // Let it get answers first, then kill the host.
+        usleep(1_500_000)
+        _ = try host.stop(SIGKILL)
+        let result = try replay.wait(timeout: 30)
+        #expect(result.status == 69, "\(result.stdout) \(result.stderr)")
+        #expect(result.stderr.contains("the host stopped listening"))
+    }
+
+    @Test func aHostThatNeverAnswersEndsTheReplayWithoutHanging() throws {
+        let silent = TestSocket()
+        let port = silent.bindLoopback()
+        let result = try kinetrace(["replay", Self.session, "--to", "127.0.0.1:\(port)", "--settle-ms", "200"] + Self.fast)
+        #expect(result.status == 76)
+        #expect(result.stderr.contains("the host never answered"))
+        withExtendedLifetime(silent) {}
+    }
+
+    @Test func theTimeoutBoundsAReplay() throws {
+        let started = Date()
+        let result = try kinetrace(["replay", Self.session, "--exec", "exec sleep 60", "--timeout", "1.5"], timeout: 30)
+        #expect(result.status == 75)
+        #expect(result.stderr.contains("timeout"))
+        #expect(Date().timeIntervalSince(started) < 20)
+    }
+
+    @Test func aHostThatBreaksTheFramingIsAProtocolError() throws {
+        let result = try kinetrace(["replay", Self.session, "--exec", "printf 'not records'; exec cat >/dev/null"] + Self.fast)
+        #expect(result.status == 76)
+        #expect(result.stderr.contains("not stdio records: byte 0"))
+    }
+}
