@@ -140,11 +140,12 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
                 let payload = frame.encoded()
                 lock.withLock { awaiting[index][tMs] = startMono + offsetNs }
                 DeadlineClock.wait(untilMonotonicNs: startMono + offsetNs, spinNs: c.spinNs)
-                let sentMono = SystemClock.monotonicNs()
-                let failure = sockets[index].send(payload)
-                let lateness = sentMono - (startMono + offsetNs)
-                let sentWall = SystemClock.realtimeNs()
+                // Send and record under one lock, so the trace never shows an ack before its frame.
                 lock.withLock {
+                    let sentMono = SystemClock.monotonicNs()
+                    let sentWall = SystemClock.realtimeNs()  // before the send: an ack can never predate its frame
+                    let failure = sockets[index].send(payload)
+                    let lateness = sentMono - (startMono + offsetNs)
                     if let failure {
                         report.sendErrors[String(cString: strerror(failure)), default: 0] += 1
                         awaiting[index][tMs] = nil

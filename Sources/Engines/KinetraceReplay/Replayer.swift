@@ -155,13 +155,14 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     break sending
                 }
                 if c.options.timing == .original { DeadlineClock.wait(untilMonotonicNs: deadline, spinNs: c.spinNs) }
-                let sentMono = SystemClock.monotonicNs()
-                let failure = link.send(controller: send.controller, send.payload, deadlineMonotonicNs: giveUpAt)
-                let sentWall = SystemClock.realtimeNs()
-                lock.withLock {
+                // Send and record under one lock, so the record never shows an ack before its frame.
+                let sentMono: Int64 = lock.withLock {
+                    let sentMono = SystemClock.monotonicNs()
+                    let sentWall = SystemClock.realtimeNs()  // before the send: an ack can never predate its frame
+                    let failure = link.send(controller: send.controller, send.payload, deadlineMonotonicNs: giveUpAt)
                     if let failure {
                         noteSendFailure(failure, controller: send.controller)
-                        return
+                        return sentMono
                     }
                     report.sent += 1
                     report.controllers[send.controller].sent += 1
@@ -170,6 +171,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     unlockedRecord(.message(MessageRecord(
                         timeNs: sentWall, direction: .controllerToHost, source: link.controllerEndpoints[send.controller],
                         destination: link.hostEndpoint, payload: send.payload)))
+                    return sentMono
                 }
                 if let progress = c.progress, sentMono - lastProgress > 250_000_000 {
                     lastProgress = sentMono

@@ -95,7 +95,7 @@ struct Host: ParsableCommand {
             stats = try host.run()
         } catch {
             printError(error.description)
-            throw ExitStatus.dataError
+            throw ExitStatus.protocolFailure  // SA-ERROR-3
         }
         // Standard output carries the framing, so the summary goes to standard error.
         printSummary(stats, toStandardError: true)
