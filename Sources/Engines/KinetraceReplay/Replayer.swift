@@ -154,7 +154,14 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     timedOut = true
                     break sending
                 }
-                if c.options.timing == .original { DeadlineClock.wait(untilMonotonicNs: deadline, spinNs: c.spinNs) }
+                if c.options.timing == .original {
+                    // Long gaps are slept in slices, so a stop or a dead host is noticed within 100 ms.
+                    while deadline - SystemClock.monotonicNs() > 150_000_000 {
+                        DeadlineClock.sleep(untilMonotonicNs: SystemClock.monotonicNs() + 100_000_000)
+                        if lock.withLock({ stopRequested || fatal != nil }) { break sending }
+                    }
+                    DeadlineClock.wait(untilMonotonicNs: deadline, spinNs: c.spinNs)
+                }
                 // Send and record under one lock, so the record never shows an ack before its frame.
                 let sentMono: Int64 = lock.withLock {
                     let sentMono = SystemClock.monotonicNs()
