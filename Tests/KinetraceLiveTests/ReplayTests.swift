@@ -1,4 +1,5 @@
 import Foundation
+import KinetracePcap
 import KinetraceTestSupport
 import KinetraceTrace
 import KinetraceWire
@@ -167,5 +168,53 @@ import Testing
         let result = try kinetrace(["replay", Self.session, "--exec", "printf 'not records'; exec cat >/dev/null"] + Self.fast)
         #expect(result.status == 76)
         #expect(result.stderr.contains("not stdio records: byte 0"))
+    }
+}
+
+/// What the replayer says it sent, checked against what an independent
+/// libpcap capture (tcpdump) saw on the wire.
+@Suite(.serialized, .enabled(if: Fixture.isRoot, "live capture needs root or CAP_NET_RAW"))
+struct ReplayOnTheWireTests {
+    @Test func theWireCarriesExactlyTheRecordedSendsInOrder() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let pcap = dir.appendingPathComponent("wire.pcap").path
+        let record = dir.appendingPathComponent("replay.jsonl").path
+        let host = try Background.kinetrace("host", "--port", "0")
+        defer { _ = try? host.stop() }
+        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
+        let tcpdump = try Background(try Fixture.tool("tcpdump"),
+                                     ["-i", "lo", "-U", "--immediate-mode", "-n", "--time-stamp-precision=nano", "-w", pcap, "udp port \(port)"])
+        let ready = Date().addingTimeInterval(20)
+        while !tcpdump.stderr.contains("listening on") {
+            guard Date() < ready, tcpdump.process.isRunning else { throw FixtureError("tcpdump did not start: \(tcpdump.stderr)") }
+            usleep(10_000)
+        }
+        let replay = try kinetrace(["replay", Fixture.bundledTrace, "--to", "127.0.0.1:\(port)", "--end", "10", "--speed", "5",
+                                    "--controllers", "4", "--seed", "12", "--profile", "harsh", "--record", record])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        usleep(300_000)  // let tcpdump write the last packets
+        // -U writes each packet as it comes, so SIGKILL loses nothing; the test runner's
+        // blocked signal mask, inherited by its children, keeps SIGINT from reaching tcpdump.
+        _ = try tcpdump.stop(SIGKILL)
+
+        func messages(_ source: any TraceRecordSource) throws -> [String] {
+            var out: [String] = []
+            while let r = try source.next() {
+                if case .message(let m) = r { out.append("\(m.direction.rawValue) \(m.controller) \(Hex.encode(m.payload))") }
+            }
+            return out
+        }
+        let recorded = try messages(try TraceReader(path: record))
+        let captured = try messages(try TraceInput.open(path: pcap, port: port))
+        #expect(recorded.count > 100)
+        // Per controller and direction, the same datagrams in the same order.
+        for key in Set(recorded.map { $0.split(separator: " ").prefix(2).joined(separator: " ") }) {
+            let mine = recorded.filter { $0.hasPrefix(key + " ") }, wire = captured.filter { $0.hasPrefix(key + " ") }
+            let firstDifference = zip(mine, wire).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            #expect(mine.count == wire.count && firstDifference == nil,
+                    "\(key): recorded \(mine.count), captured \(wire.count), first difference at \(firstDifference.map(String.init) ?? "–")")
+        }
+        #expect(recorded.count == captured.count)
     }
 }
