@@ -53,4 +53,37 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stdout.contains("line 1:"))
     }
+
+    /// A replay's record (sends, impairment events, acks) is a valid trace too.
+    @Test func replayRecordValidates() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let record = dir.appendingPathComponent("r.jsonl").path
+        let binary = try Fixture.binary.path
+        let replay = try kinetrace(["replay", Fixture.bundledTrace, "--exec", "exec '\(binary)' host --stdio", "--end", "6",
+                                    "--speed", "20", "--profile", "harsh", "--record", record])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let result = try validate(record)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("kinds event header msg"))
+    }
+
+    /// Every bundled profile validates against specs/profile-v1.schema.json.
+    @Test func bundledProfilesValidate() throws {
+        let check = """
+            import json, sys, glob, jsonschema
+            schema = json.load(open(sys.argv[1]))
+            jsonschema.Draft202012Validator.check_schema(schema)
+            files = sorted(glob.glob(sys.argv[2] + "/*.json"))
+            for f in files:
+                jsonschema.validate(json.load(open(f)), schema, cls=jsonschema.Draft202012Validator)
+            print(len(files), "valid")
+            """
+        let root = Fixture.packageRoot
+        let result = try run(URL(fileURLWithPath: "/usr/bin/env"),
+                             ["python3", "-c", check, root.appendingPathComponent("specs/profile-v1.schema.json").path,
+                              root.appendingPathComponent("specs/profiles").path])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout.contains("4 valid"))
+    }
 }
