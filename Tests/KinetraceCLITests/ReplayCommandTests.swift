@@ -66,4 +66,34 @@ import Testing
             #expect(BundledProfiles.json[String(file.dropLast(5))] == text, "\(file) changed: run scripts/embed-profiles")
         }
     }
+
+    /// The bundled loopback capture was written as a pcap and a trace at once: both plan the same replay.
+    @Test func aPcapAndItsTraceTwinPlanTheSameReplay() throws {
+        let root = Fixture.packageRoot.appendingPathComponent("captures")
+        func digest(_ file: String) throws -> [String: Any] {
+            let result = try kinetrace("replay", root.appendingPathComponent(file).path, "--port", "41448", "--dry-run",
+                                       "--format", "json", "--profile", "harsh")
+            #expect(result.status == 0, "\(result.stderr)")
+            return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        }
+        let pcap = try digest("loopback-session.pcap"), trace = try digest("loopback-session.jsonl")
+        #expect(pcap["sends"] as? Int ?? 0 > 1000)
+        #expect(pcap["schedule_digest"] as? String == trace["schedule_digest"] as? String)
+    }
+
+    /// `--delay empirical:TRACE` draws from the round trips a trace recorded (halved).
+    @Test func empiricalDelaysComeFromARecordedTrace() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let record = dir.appendingPathComponent("r.jsonl").path
+        let binary = try Fixture.binary.path
+        let replay = try kinetrace(["replay", Self.session, "--exec", "exec '\(binary)' host --stdio", "--end", "20",
+                                    "--speed", "20", "--record", record])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let planned = try plan(["--delay", "empirical:\(record)"])
+        #expect((planned["impaired"] as? [String: Int])?["delayed"] ?? 0 > 1000)
+        let none = try kinetrace("replay", Self.session, "--dry-run", "--delay", "empirical:\(Self.session)")
+        #expect(none.status == 64)
+        #expect(none.stderr.contains("holds no measured round trips"))
+    }
 }

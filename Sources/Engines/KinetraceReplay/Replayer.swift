@@ -111,6 +111,8 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         record(.event(EventRecord(timeNs: anchorWallNs, event: "replay_start", data: [
             "target": .string(c.target.description), "controllers": .integer(Int64(count)),
             "seed": .integer(Int64(bitPattern: c.options.seed)),
+            // Deadlines are anchor + the schedule's offsets: with the seed, every message's lateness can be recomputed.
+            "anchor_wall_ns": .integer(anchorWallNs),
             "offsets_ns": .array(schedule.offsetsNs.map { .integer($0) }),
         ])))
 
