@@ -37,5 +37,15 @@ let package = Package(
             ],
             path: "Benchmarks/PcapBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
+        .executableTarget(
+            name: "ReplayBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "KinetraceReplay", package: root),
+                .product(name: "KinetraceTrace", package: root),
+                .product(name: "KinetraceWire", package: root),
+            ],
+            path: "Benchmarks/ReplayBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
     ]
 )

@@ -16,6 +16,14 @@ public struct ReplayInput: Sendable {
         /// Which input file, and the message's position among its messages.
         public var file: Int
         public var index: Int
+
+        public init(offsetNs: Int64, controller: Int, payload: [UInt8], file: Int = 0, index: Int) {
+            self.offsetNs = offsetNs
+            self.controller = controller
+            self.payload = payload
+            self.file = file
+            self.index = index
+        }
     }
 
     /// Controller→host messages, by offset (stable: ties keep file order).
