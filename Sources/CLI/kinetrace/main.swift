@@ -1,3 +1,4 @@
 import KinetraceCLI
 
+TerminationSignals.install()
 Kinetrace.main()

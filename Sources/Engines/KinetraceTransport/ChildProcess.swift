@@ -47,7 +47,11 @@ public final class ChildProcess: @unchecked Sendable {  // fd and pid are immuta
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         // Its own process group: `sh -c` may fork rather than exec, so signals go to the whole group.
         posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+        // …and no blocked signals, whatever this process blocks (its signal thread blocks SIGINT and SIGTERM).
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK))
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(command), nil]
         defer { argv.forEach { free($0) } }
         var child = pid_t()

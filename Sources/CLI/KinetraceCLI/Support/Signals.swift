@@ -1,4 +1,3 @@
-import Dispatch
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -6,17 +5,78 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KinetraceTrace
+import KinetraceTransport
 
-/// Runs `handler` once on the first SIGINT or SIGTERM, on a dispatch queue
-/// (not in signal context). Keep the returned sources alive.
-func onTermination(_ handler: @escaping @Sendable (Int32) -> Void) -> [DispatchSourceSignal] {
-    [SIGINT, SIGTERM].map { number in
-        signal(number, SIG_IGN)  // let the dispatch source see it instead of the default action
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler { handler(number) }
-        source.resume()
-        return source
+/// SIGINT and SIGTERM, taken with sigwait(2) on a thread of their own.
+///
+/// Dispatch signal sources proved unreliable on Linux: a signal the kernel
+/// handed to one of NIO's or libdispatch's threads could stay pending there
+/// and never reach the source, leaving a host that ignored SIGTERM. Blocking
+/// both signals before any thread exists, so every thread inherits the
+/// block, and waiting for them on one thread works whichever thread the
+/// kernel picks.
+public enum TerminationSignals {
+    private static let lock = Lock()
+    nonisolated(unsafe) private static var handler: (@Sendable (Int32) -> Void)?
+    nonisolated(unsafe) private static var handled = false
+    nonisolated(unsafe) private static var waiter: WorkerThread?
+
+    /// Call first in `main`, before anything starts a thread.
+    public static func install() {
+        var set = terminationSet()
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+        lock.withLock {
+            guard waiter == nil else { return }
+            waiter = WorkerThread { waitForever() }
+        }
     }
+
+    static func register(_ body: @escaping @Sendable (Int32) -> Void) {
+        lock.withLock {
+            handler = body
+            handled = false
+        }
+    }
+
+    static func unregister() { lock.withLock { handler = nil } }
+
+    private static func waitForever() {
+        var set = terminationSet()
+        while true {
+            var number: Int32 = 0
+            guard sigwait(&set, &number) == 0 else { continue }
+            let body: (@Sendable (Int32) -> Void)? = lock.withLock {
+                guard let handler, !handled else { return nil }
+                handled = true
+                return handler
+            }
+            // A command that handles the signal gets the first one; without one,
+            // or on a second signal, the process ends as the signal would end it.
+            guard let body else { _exit(128 + number) }
+            body(number)
+        }
+    }
+
+    private static func terminationSet() -> sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        return set
+    }
+}
+
+/// Runs `handler` on the first SIGINT or SIGTERM while the returned token
+/// lives (on the signal thread, not in signal context); a second signal ends
+/// the process. Without `TerminationSignals.install()` (embedding), it does nothing.
+func onTermination(_ handler: @escaping @Sendable (Int32) -> Void) -> TerminationHandlerToken {
+    TerminationSignals.register(handler)
+    return TerminationHandlerToken()
+}
+
+final class TerminationHandlerToken {
+    deinit { TerminationSignals.unregister() }
 }
 
 /// Prints a line and flushes, so a parent reading our stdout through a pipe sees it at once.
