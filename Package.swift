@@ -72,9 +72,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Engines/KinetraceHost", swiftSettings: strict),
+        // One C function Swift cannot call itself (variadic prctl).
+        .target(name: "CKinetraceSystem", path: "Sources/Engines/CKinetraceSystem"),
         .target(
             name: "KinetraceTransport",
-            dependencies: ["KinetraceTrace"],
+            dependencies: ["KinetraceTrace", "CKinetraceSystem"],
             path: "Sources/Engines/KinetraceTransport", swiftSettings: strict),
         .target(
             name: "KinetraceController",

@@ -107,6 +107,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         var lastTMs = [UInt64](repeating: 0, count: c.controllers)
         var step: Int64 = 0
         var labelCursor = [Int](repeating: 0, count: c.controllers)
+        DeadlineClock.tightenTimerSlack()
         sendLoop: while true {
             for index in order {
                 let offsetNs = step * periodNs + phasesNs[index]

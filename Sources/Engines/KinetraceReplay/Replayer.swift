@@ -100,14 +100,18 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                                     offsetNs: schedule.offsetsNs[$0])
         }
 
-        // The anchor leaves time to open the record and start the receiver.
-        let anchorMono = SystemClock.monotonicNs() + 20_000_000
-        anchorWallNs = SystemClock.realtimeNs() + 20_000_000
-        schedule = ReplaySchedule(input: c.input, options: c.options, anchorWallNs: anchorWallNs)
+        // Everything slow happens before the anchor: opening the record, starting
+        // the receiver, locking memory. The anchor then leaves 50 ms of margin.
         if let path = c.recordPath {
             do throws(TraceError) { writer = try TraceWriter(path: path, header: header(link: link, schedule: schedule)) }
             catch { throw ReplayError(.record, error.description, trace: error) }
         }
+        let receiver = WorkerThread { [self] in receiveLoop(link) }
+        report.realtime = c.realtime && Self.enterRealtime()
+        Self.tightenTimerSlack()
+        let anchorMono = SystemClock.monotonicNs() + 50_000_000
+        anchorWallNs = SystemClock.realtimeNs() + 50_000_000
+        schedule = ReplaySchedule(input: c.input, options: c.options, anchorWallNs: anchorWallNs)
         record(.event(EventRecord(timeNs: anchorWallNs, event: "replay_start", data: [
             "target": .string(c.target.description), "controllers": .integer(Int64(count)),
             "seed": .integer(Int64(bitPattern: c.options.seed)),
@@ -115,9 +119,8 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
             "anchor_wall_ns": .integer(anchorWallNs),
             "offsets_ns": .array(schedule.offsetsNs.map { .integer($0) }),
         ])))
+        lock.withLock { writeFailure == nil ? (try? writer?.flush()) : nil }
 
-        let receiver = WorkerThread { [self] in receiveLoop(link) }
-        report.realtime = c.realtime && Self.enterRealtime()
         let planned = schedule.plannedDurationNs
         let timeoutNs = c.timeoutNs ?? (planned + c.settleMs * 1_000_000 + 10_000_000_000 + planned / 10)
         let giveUpAt = anchorMono + timeoutNs
@@ -358,16 +361,22 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         do throws(TraceError) { try writer.write(record) } catch { writeFailure = error }
     }
 
-    /// SCHED_FIFO for the calling thread, if the process may have it.
+    /// SCHED_FIFO for the calling thread and all memory locked, if the
+    /// process may have them: no other process preempts the sender, and no
+    /// page fault stalls it.
     private static func enterRealtime() -> Bool {
         #if os(Linux)
         var parameters = sched_param()
         parameters.sched_priority = 10
-        return pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO), &parameters) == 0
+        guard pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO), &parameters) == 0 else { return false }
+        _ = mlockall(Int32(MCL_CURRENT | MCL_FUTURE))
+        return true
         #else
         return false
         #endif
     }
+
+    private static func tightenTimerSlack() { DeadlineClock.tightenTimerSlack() }
 }
 
 /// A snapshot for progress displays.

@@ -5,6 +5,8 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CKinetraceSystem
+import KinetraceTrace
 
 /// A plain pthread for an engine's loop (a receive loop, a sender with
 /// absolute deadlines). Foundation's Thread is avoided to keep engines
@@ -60,4 +62,12 @@ public enum DescriptorLimit {
     #else
     private static let RLIMIT_NOFILE_VALUE = RLIMIT_NOFILE
     #endif
+}
+
+extension DeadlineClock {
+    /// Linux lets a normal thread's timed sleeps end up to 50 µs late (timer
+    /// slack) to batch wake-ups; a sender wants its deadline, not a batch.
+    /// Applies to the calling thread; false where unsupported.
+    @discardableResult
+    public static func tightenTimerSlack() -> Bool { kinetrace_set_timer_slack(1) == 0 }
 }

@@ -1,0 +1,9 @@
+#ifndef KINETRACE_SYSTEM_H
+#define KINETRACE_SYSTEM_H
+
+/// Sets the calling thread's timer slack in nanoseconds (Linux prctl
+/// PR_SET_TIMERSLACK, which Swift cannot call: prctl is variadic).
+/// Returns 0 on success, -1 where unsupported or refused.
+int kinetrace_set_timer_slack(unsigned long nanoseconds);
+
+#endif
