@@ -73,6 +73,8 @@ public struct ReplayReport: Sendable {
     public var hostExit: String?
     /// Whether the sending thread ran at real-time priority.
     public var realtime = false
+    /// CLOCK_REALTIME at the anchor: message i was due at this + its deadline offset.
+    public var anchorWallNs: Int64 = 0
 
     public init() {}
 

@@ -111,6 +111,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         Self.tightenTimerSlack()
         let anchorMono = SystemClock.monotonicNs() + 50_000_000
         anchorWallNs = SystemClock.realtimeNs() + 50_000_000
+        report.anchorWallNs = anchorWallNs
         schedule = ReplaySchedule(input: c.input, options: c.options, anchorWallNs: anchorWallNs)
         record(.event(EventRecord(timeNs: anchorWallNs, event: "replay_start", data: [
             "target": .string(c.target.description), "controllers": .integer(Int64(count)),
@@ -126,6 +127,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         let giveUpAt = anchorMono + timeoutNs
         var lastProgress: Int64 = 0
         var timedOut = false
+        var previousDeadline = anchorMono
 
         sending: while let step = schedule.next() {
             switch step {
@@ -165,7 +167,10 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                         DeadlineClock.sleep(untilMonotonicNs: SystemClock.monotonicNs() + 100_000_000)
                         if lock.withLock({ stopRequested || fatal != nil }) { break sending }
                     }
-                    DeadlineClock.wait(untilMonotonicNs: deadline, spinNs: c.spinNs)
+                    // After a long idle gap an idle vCPU wakes slowly: spin longer, up to 2 % of the gap (2 ms at most).
+                    let spin = c.spinNs == 0 ? 0 : Swift.max(c.spinNs, Swift.min(2_000_000, (deadline - previousDeadline) / 50))
+                    DeadlineClock.wait(untilMonotonicNs: deadline, spinNs: spin)
+                    previousDeadline = deadline
                 }
                 // Send and record under one lock, so the record never shows an ack before its frame.
                 let sentMono: Int64 = lock.withLock {

@@ -122,7 +122,7 @@ struct Replay: ParsableCommand {
     @Option(name: .customLong("settle-ms"), help: ArgumentHelp("Wait up to this long for outstanding acks after the last message.", valueName: "ms"))
     var settleMs: Int64 = 500
 
-    @Option(name: .customLong("spin-us"), help: ArgumentHelp("Spin this many µs before each deadline instead of sleeping; 0 only sleeps.", valueName: "µs"))
+    @Option(name: .customLong("spin-us"), help: ArgumentHelp("Spin at least this many µs before each deadline instead of sleeping (after long gaps, up to 2 % of the gap, at most 2 ms); 0 only sleeps.", valueName: "µs"))
     var spinUs: Int64 = 200
 
     @Flag(help: "Ask for real-time (SCHED_FIFO) priority for the sending thread; needs privilege, and is skipped without it.")
@@ -361,6 +361,7 @@ struct Replay: ParsableCommand {
                 "lateness_us": statsJSON(report.lateness, scale: 1000),
                 "round_trip_ms": statsJSON(report.roundTrips, scale: 1),
                 "realtime": .bool(report.realtime), "host_exit": report.hostExit.map { .string($0) } ?? .null,
+                "anchor_wall_ns": .integer(report.anchorWallNs),
                 "controllers": .array(report.controllers.map { c in
                     .object(["endpoint": .string(c.endpoint.description), "source": .string(c.source.description),
                              "offset_ms": .number(Double(c.offsetNs) / 1e6), "scheduled": .integer(Int64(c.scheduled)),
