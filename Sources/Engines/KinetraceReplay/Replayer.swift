@@ -54,6 +54,8 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
     private var writeFailure: TraceError?
     /// Per controller: frame t_ms → monotonic time of its first send.
     private var sentAt: [[UInt64: Int64]] = []
+    /// Per controller: the `sentAt` size that triggers the next pruning.
+    private var pruneAt: [Int] = []
     /// Per controller: predicted trigger t_ms → index into report.triggers.
     private var predicted: [[UInt64: Int]] = []
     private var heardFromHost = false
@@ -75,11 +77,13 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         var schedule = ReplaySchedule(input: c.input, options: c.options, anchorWallNs: 0)
         let count = schedule.controllerCount
         guard count > 0, !schedule.messages.isEmpty else {
-            throw ReplayError(.emptyInput, "nothing to replay: the input has no controller→host messages in the selected range")
+            throw ReplayError(.emptyInput, "nothing to replay: the input has no controller→host messages in the selected range"
+                              + " (for a pcap, --port must name the host's UDP port)")
         }
         report.target = c.target.description
         report.seed = c.options.seed
         sentAt = Array(repeating: [:], count: count)
+        pruneAt = Array(repeating: 4096, count: count)
         predicted = Array(repeating: [:], count: count)
 
         DescriptorLimit.raiseToHardLimit()
@@ -146,7 +150,10 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                 let stop: Bool = lock.withLock {
                     report.scheduled += 1
                     report.controllers[send.controller].scheduled += 1
-                    if let tMs = send.tMs, sentAt[send.controller][tMs] == nil { sentAt[send.controller][tMs] = deadline }
+                    if let tMs = send.tMs, sentAt[send.controller][tMs] == nil {
+                        sentAt[send.controller][tMs] = deadline
+                        forgetOldSends(of: send.controller, now: deadline)
+                    }
                     if send.predictedTrigger, let tMs = send.tMs {
                         report.acksPredicted += 1
                         report.controllers[send.controller].acksPredicted += 1
@@ -245,6 +252,16 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         }
         if let failure { throw ReplayError(.record, failure.description, trace: failure) }
         return lock.withLock { report }
+    }
+
+    /// Keeps the per-frame send times of long replays bounded: an ack more
+    /// than 30 s after its frame is unexpected anyway. Pruning only when a
+    /// controller's table has doubled keeps the cost constant per send.
+    private func forgetOldSends(of v: Int, now: Int64) {
+        guard sentAt[v].count > pruneAt[v] else { return }
+        let cutoff = now - 30_000_000_000
+        sentAt[v] = sentAt[v].filter { $0.value >= cutoff }
+        pruneAt[v] = Swift.max(4096, 2 * sentAt[v].count)
     }
 
     // MARK: Receiving
