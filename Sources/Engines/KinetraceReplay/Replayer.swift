@@ -124,10 +124,16 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
             "anchor_wall_ns": .integer(anchorWallNs),
             "offsets_ns": .array(schedule.offsetsNs.map { .integer($0) }),
         ])))
-        lock.withLock { writeFailure == nil ? (try? writer?.flush()) : nil }
+        lock.withLock {
+            do throws(TraceError) { try writer?.flush() } catch { writeFailure = writeFailure ?? error }
+        }
 
         let planned = schedule.plannedDurationNs
-        let timeoutNs = c.timeoutNs ?? (planned + c.settleMs * 1_000_000 + 10_000_000_000 + planned / 10)
+        // Fast timing has no planned duration: allow 50 µs a message on top.
+        let approximateSends = Int64(schedule.messages.count) * Int64(c.options.loops)
+            * Int64(Swift.max(1, count / Swift.max(1, c.input.controllers.count)))
+        let fastAllowance = c.options.timing == .fast ? approximateSends * 50_000 : 0
+        let timeoutNs = c.timeoutNs ?? (planned + fastAllowance + c.settleMs * 1_000_000 + 10_000_000_000 + planned / 10)
         let giveUpAt = anchorMono + timeoutNs
         var lastProgress: Int64 = 0
         var timedOut = false
