@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "KinetraceCapture", targets: ["KinetraceCapture"]),
         .library(name: "KinetraceReplay", targets: ["KinetraceReplay"]),
         .library(name: "KinetraceTransport", targets: ["KinetraceTransport"]),
+        .library(name: "KinetraceConformance", targets: ["KinetraceConformance"]),
         .library(name: "KinetraceAnalysis", targets: ["KinetraceAnalysis"]),
         .library(name: "KinetraceSimulation", targets: ["KinetraceSimulation"]),
     ],
@@ -95,6 +96,10 @@ let package = Package(
             ],
             path: "Sources/Engines/KinetraceReplay", swiftSettings: strict),
         .target(
+            name: "KinetraceConformance",
+            dependencies: ["KinetraceWire", "KinetraceTrace"],
+            path: "Sources/Engines/KinetraceConformance", swiftSettings: strict),
+        .target(
             name: "KinetraceCapture",
             dependencies: [
                 "KinetraceWire", "KinetraceTrace", "KinetracePcap", "CPcap",
@@ -107,6 +112,7 @@ let package = Package(
             dependencies: [
                 "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
                 "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetraceReplay", "KinetraceTransport",
+                "KinetraceConformance",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -141,6 +147,10 @@ let package = Package(
         .testTarget(
             name: "KinetraceReplayTests",
             dependencies: ["KinetraceReplay", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "KinetraceConformanceTests",
+            dependencies: ["KinetraceConformance", "KinetraceTrace", "KinetraceWire"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceDissectorTests",

@@ -1,0 +1,100 @@
+import KinetraceConformance
+import KinetraceTrace
+
+/// Conformance reports for people (text), machines (JSON) and CI (JUnit XML).
+enum ConformanceRendering {
+    static func text(_ report: SuiteReport, strict: Bool) -> String {
+        var lines = ["kinetrace conform \(ConformanceSuite.version) (\(ConformanceSuite.specVersion)), \(report.mode), \(report.target)",
+                     "rule τ = \(report.parameters.rule.threshold) g, R = \(report.parameters.rule.refractoryMs) ms; ack deadline \(report.parameters.ackDeadlineMs) ms"
+                        + (strict ? "; strict" : ""),
+                     ""]
+        for r in report.results {
+            let verdict = r.verdict.name.padding(13)
+            lines.append("\(verdict) \(r.info.id) [\(r.info.level.rawValue): \(r.info.requirements.joined(separator: ", "))]")
+            lines.append("              \(r.info.summary)")
+            if let reason = r.verdict.reason { lines.append("              \(reason)") }
+            if !r.measurements.isEmpty {
+                lines.append("              " + r.measurements.map { "\($0.name) \(number($0.value))\($0.unit.isEmpty ? "" : " " + $0.unit)" }.joined(separator: ", "))
+            }
+            for line in r.evidence { lines.append("                • \(line)") }
+        }
+        let counts = report.counts
+        lines.append("")
+        lines.append(["PASS", "FAIL", "NON-STRICT", "INFORMATIONAL", "INCONCLUSIVE", "ERROR"]
+            .map { "\(counts[$0] ?? 0) \($0.lowercased())" }.joined(separator: ", ")
+            + ": " + (report.failed(strict: strict) ? "NOT CONFORMANT" : "conformant in what was checked"))
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func json(_ report: SuiteReport, strict: Bool) -> String {
+        JSONValue.object([
+            "suite_version": .string(ConformanceSuite.version), "spec_version": .string(ConformanceSuite.specVersion),
+            "mode": .string(report.mode), "target": .string(report.target), "strict": .bool(strict),
+            "parameters": .object(["threshold": .number(report.parameters.rule.threshold),
+                                   "refractory_ms": .integer(Int64(report.parameters.rule.refractoryMs)),
+                                   "ack_deadline_ms": .number(report.parameters.ackDeadlineMs),
+                                   "min_samples": .integer(Int64(report.parameters.minimumTimingSamples))]),
+            "cases": .array(report.results.map { r in
+                .object(["id": .string(r.info.id), "requirements": .array(r.info.requirements.map { .string($0) }),
+                         "level": .string(r.info.level.rawValue), "summary": .string(r.info.summary),
+                         "verdict": .string(r.verdict.name), "detail": r.verdict.reason.map { .string($0) } ?? .null,
+                         "measurements": .object(Dictionary(uniqueKeysWithValues: r.measurements.map { ($0.name, .number($0.value)) })),
+                         "evidence": .array(r.evidence.map { .string($0) })])
+            }),
+            "summary": .object(report.counts.mapValues { .integer(Int64($0)) }),
+            "failed": .bool(report.failed(strict: strict)),
+        ]).jsonText + "\n"
+    }
+
+    static func junit(_ report: SuiteReport, strict: Bool) -> String {
+        let failures = report.results.filter { $0.fails(strict: strict) }.count
+        let skipped = report.results.filter { if case .inconclusive = $0.verdict { return true } else { return false } }.count
+        let errors = report.results.filter { if case .error = $0.verdict { return true } else { return false } }.count
+        var xml = [#"<?xml version="1.0" encoding="UTF-8"?>"#,
+                   #"<testsuites name="kinetrace conform" tests="\#(report.results.count)" failures="\#(failures)" errors="\#(errors)" skipped="\#(skipped)">"#,
+                   #"  <testsuite name="\#(escape(report.target))" tests="\#(report.results.count)" failures="\#(failures)" errors="\#(errors)" skipped="\#(skipped)" time="\#(Double(report.elapsedNs) / 1e9)">"#]
+        for r in report.results {
+            xml.append(#"    <testcase classname="\#(escape(r.info.requirements.joined(separator: " ")))" name="\#(escape(r.info.id))">"#)
+            let detail = escape(([r.verdict.reason ?? ""] + r.evidence).joined(separator: "\n"))
+            switch r.verdict {
+            case .fail(let why),
+                 .nonStrict(let why) where strict:
+                xml.append(#"      <failure message="\#(escape(why))" type="\#(r.verdict.name)">\#(detail)</failure>"#)
+            case .inconclusive(let why):
+                xml.append(#"      <skipped message="\#(escape(why))"/>"#)
+            case .error(let why):
+                xml.append(#"      <error message="\#(escape(why))">\#(detail)</error>"#)
+            default:
+                break
+            }
+            let out = r.measurements.map { "\($0.name)=\(number($0.value))\($0.unit)" }.joined(separator: " ")
+            xml.append("      <system-out>\(escape(r.verdict.name + (out.isEmpty ? "" : " " + out)))</system-out>")
+            xml.append("    </testcase>")
+        }
+        xml += ["  </testsuite>", "</testsuites>"]
+        return xml.joined(separator: "\n") + "\n"
+    }
+
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for ch in text {
+            switch ch {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&apos;"
+            default: out.append(ch)
+            }
+        }
+        return out
+    }
+
+    static func number(_ value: Double) -> String {
+        value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : SummaryRendering.ms(value, 3)
+    }
+}
+
+private extension String {
+    func padding(_ width: Int) -> String { self + String(repeating: " ", count: Swift.max(0, width - count)) }
+}

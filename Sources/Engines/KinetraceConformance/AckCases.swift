@@ -1,0 +1,157 @@
+import KinetraceTrace
+import KinetraceWire
+
+/// Passive cases that need the host→controller direction.
+func needsReplies(_ info: CaseInfo, _ context: PassiveContext) -> CaseResult? {
+    context.observation.replies.isEmpty
+        ? CaseResult(info, .inconclusive("the capture holds no host→controller traffic"))
+        : nil
+}
+
+/// Every host→controller datagram is a valid HapticAck.
+public struct AckLayoutCase: PassiveCase {
+    public let info = CaseInfo(
+        id: "PC-ACK-LAYOUT", requirements: ["ML-TRANSPORT-4", "ML-ACK-1", "ML-ACK-2", "ML-ACK-3"], level: .must,
+        summary: "Every host→controller datagram is a 20-byte HapticAck with a matching CRC, intensity and sharpness in [0, 1].")
+    public init() {}
+
+    public func evaluate(_ context: PassiveContext) -> CaseResult {
+        if let inconclusive = needsReplies(info, context) { return inconclusive }
+        let replies = context.observation.replies
+        var invalid: [(CaptureObservation.Datagram, String)] = []
+        for d in replies {
+            switch d.decoded {
+            case .success(.ack): continue
+            case .success(.frame): invalid.append((d, "a MotionFrame sent to a controller"))
+            case .failure(let error): invalid.append((d, error.description))
+            }
+        }
+        let measurements = [Measurement("replies", Double(replies.count)), Measurement("invalid", Double(invalid.count))]
+        guard !invalid.isEmpty else { return CaseResult(info, .pass, measurements: measurements) }
+        return CaseResult(info, .fail("\(invalid.count) of \(replies.count) replies are not valid HapticAcks"), measurements: measurements,
+                          evidence: evidence(invalid) { "\(context.describe($0.0)): expected a valid HapticAck, found \($0.1)" })
+    }
+}
+
+/// Acks carry intensity and sharpness 1.0.
+public struct AckValuesCase: PassiveCase {
+    public let info = CaseInfo(
+        id: "PC-ACK-VALUES", requirements: ["ML-ACK-4"], level: .should,
+        summary: "Acks carry intensity and sharpness 1.0 (the paper's values) unless the host is configured otherwise.")
+    public init() {}
+
+    public func evaluate(_ context: PassiveContext) -> CaseResult {
+        if let inconclusive = needsReplies(info, context) { return inconclusive }
+        var other: [(CaptureObservation.Datagram, HapticAck)] = []
+        var valid = 0
+        for d in context.observation.replies {
+            guard case .success(.ack(let ack)) = d.decoded else { continue }
+            valid += 1
+            if ack.intensity != 1 || ack.sharpness != 1 { other.append((d, ack)) }
+        }
+        guard valid > 0 else { return CaseResult(info, .inconclusive("no valid acks")) }
+        guard !other.isEmpty else { return CaseResult(info, .pass, measurements: [Measurement("acks", Double(valid))]) }
+        return CaseResult(info, .nonStrict("\(other.count) of \(valid) acks use other values"),
+                          measurements: [Measurement("acks", Double(valid)), Measurement("other_values", Double(other.count))],
+                          evidence: evidence(other) { "\(context.describe($0.0)): expected 1.0 / 1.0, found \($0.1.intensity) / \($0.1.sharpness)" })
+    }
+}
+
+/// Exactly one ack per trigger, none for anything else.
+public struct AckRuleCase: PassiveCase {
+    public let info = CaseInfo(
+        id: "PC-ACK-RULE", requirements: ["ML-ACK-RULE-1", "ML-ACK-RULE-5", "ML-GESTURE-1", "ML-GESTURE-2", "ML-GESTURE-3"],
+        level: .must, summary: "The host acks every trigger the gesture rule finds exactly once, and nothing else.")
+    public init() {}
+
+    public func evaluate(_ context: PassiveContext) -> CaseResult {
+        if let inconclusive = needsReplies(info, context) { return inconclusive }
+        let m = context.acks
+        let missing = m.triggers.filter { $0.acks.isEmpty }
+        let repeated = m.triggers.filter { $0.acks.count > 1 }
+        let rule = context.parameters.rule
+        let measurements = [Measurement("triggers", Double(m.triggers.count)), Measurement("acks", Double(m.validAcks)),
+                            Measurement("missing", Double(missing.count)), Measurement("repeated", Double(repeated.count)),
+                            Measurement("unexpected", Double(m.unexpected.count))]
+        guard !missing.isEmpty || !repeated.isEmpty || !m.unexpected.isEmpty else {
+            return CaseResult(info, m.triggers.isEmpty ? .inconclusive("no frame in the capture triggers (τ = \(rule.threshold) g)") : .pass,
+                              measurements: measurements)
+        }
+        var lines = evidence(missing) { "\(context.describe($0.frame)): expected an ack echoing t_ms \($0.tMs), found none" }
+        lines += evidence(repeated) { "\(context.describe($0.frame)): expected one ack, found \($0.acks.count)" }
+        lines += evidence(m.unexpected) { "\(context.describe($0.ack)): expected no ack, found one that \($0.reason)" }
+        var why = "\(missing.count) trigger(s) unacked, \(repeated.count) acked more than once, \(m.unexpected.count) unexpected ack(s)"
+        if context.observation.capturePoint != .host && !missing.isEmpty {
+            why += " (captured at \(context.observation.capturePoint): frames lost after the capture point also show as unacked)"
+        }
+        return CaseResult(info, .fail(why), measurements: measurements, evidence: lines)
+    }
+}
+
+/// Each ack goes to the address and port its trigger came from.
+public struct AckDestinationCase: PassiveCase {
+    public let info = CaseInfo(
+        id: "PC-ACK-DESTINATION", requirements: ["ML-ACK-RULE-2"], level: .must,
+        summary: "Each ack goes to the source address and port of the frame it answers.")
+    public init() {}
+
+    public func evaluate(_ context: PassiveContext) -> CaseResult {
+        if let inconclusive = needsReplies(info, context) { return inconclusive }
+        let m = context.acks
+        let answered = m.triggers.filter { !$0.acks.isEmpty }.count
+        let measurements = [Measurement("acks_to_their_trigger", Double(answered)), Measurement("misdirected", Double(m.misdirected.count))]
+        guard m.misdirected.isEmpty else {
+            return CaseResult(info, .fail("\(m.misdirected.count) ack(s) went to another controller than their trigger's"),
+                              measurements: measurements,
+                              evidence: evidence(m.misdirected) { "\(context.describe($0.ack)): expected it to go to \($0.owner)" })
+        }
+        return CaseResult(info, answered == 0 ? .inconclusive("no ack answers a trigger") : .pass, measurements: measurements)
+    }
+}
+
+/// Acks leave within the deadline of their frame's arrival, on the capture clock.
+public struct AckDeadlineCase: PassiveCase {
+    public let info: CaseInfo
+
+    /// ML-ACK-RULE-3 (MUST, `ackDeadlineMs`).
+    public static let must = AckDeadlineCase(info: CaseInfo(
+        id: "PC-ACK-DEADLINE", requirements: ["ML-ACK-RULE-3"], level: .must,
+        summary: "Acks leave within 50 ms (--ack-deadline-ms) of their frame's arrival."))
+    /// ML-ACK-RULE-4 (SHOULD, 10 ms).
+    public static let should = AckDeadlineCase(info: CaseInfo(
+        id: "PC-ACK-PROMPT", requirements: ["ML-ACK-RULE-4"], level: .should,
+        summary: "Acks leave within 10 ms of their frame's arrival."))
+
+    public func evaluate(_ context: PassiveContext) -> CaseResult {
+        if let inconclusive = needsReplies(info, context) { return inconclusive }
+        let point = context.observation.capturePoint
+        guard point == .host || point == .network || point == .synthetic else {
+            return CaseResult(info, .inconclusive("captured at \(point): ack delays need a capture at the host or on its link"))
+        }
+        let limit = info.level == .must ? context.parameters.ackDeadlineMs : context.parameters.ackShouldMs
+        let delays = context.acks.delaysMs.sorted()
+        let p50 = percentile(delays, 50), p99 = percentile(delays, 99)
+        var measurements = [Measurement("samples", Double(delays.count))]
+        if !delays.isEmpty {
+            measurements += [Measurement("p50", p50, "ms"), Measurement("p99", p99, "ms"), Measurement("max", delays.last!, "ms"),
+                             Measurement("limit", limit, "ms")]
+        }
+        guard delays.count >= context.parameters.minimumTimingSamples else {
+            return CaseResult(info, .inconclusive("\(delays.count) answered trigger(s); at least \(context.parameters.minimumTimingSamples) are needed"),
+                              measurements: measurements)
+        }
+        let late = delays.filter { $0 > limit }.count
+        let numbers = "p50 \(fixed(p50, 3)) ms, p99 \(fixed(p99, 3)) ms, max \(fixed(delays.last!, 3)) ms"
+        if p99 > limit {
+            let why = "p99 ack delay over \(limit) ms: \(numbers); \(late) of \(delays.count) late"
+            return CaseResult(info, info.level == .must ? .fail(why) : .nonStrict(why), measurements: measurements,
+                              evidence: ["expected p99 ≤ \(limit) ms, found \(fixed(p99, 3)) ms"])
+        }
+        if late > 0 {
+            // Inside the grace band: the bulk is on time, a few stragglers are not.
+            return CaseResult(info, .nonStrict("\(late) of \(delays.count) acks over \(limit) ms, p99 within it: \(numbers)"),
+                              measurements: measurements)
+        }
+        return CaseResult(info, .pass, measurements: measurements)
+    }
+}
