@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import KinetraceTrace
+import KinetraceTransport
 import KinetraceWire
 
 /// The conformance suite: its cases, selection, and a run's report.
@@ -19,11 +20,44 @@ public enum ConformanceSuite {
         AckLayoutCase(), AckValuesCase(), AckRuleCase(), AckDestinationCase(), AckDeadlineCase.must, AckDeadlineCase.should,
     ]
 
+    /// Every active case, in report order.
+    public static let activeCases: [any ActiveCase] = [
+        ThresholdCase(), RefractoryCase(), StaleCase(), DuplicateCase(), InvalidInputCase(), AckFormatCase(), IsolationCase(),
+        NoUnsolicitedCase(), AckTimingCase.must, AckTimingCase.should, AckTimingCase.load,
+    ]
+
     /// Cases whose ID matches one of `include` (all when empty) and none of `exclude` (shell globs).
-    public static func select(_ cases: [any PassiveCase], include: [String], exclude: [String]) -> [any PassiveCase] {
+    public static func select<Case>(_ cases: [Case], include: [String], exclude: [String], id: (Case) -> String) -> [Case] {
         cases.filter { c in
-            (include.isEmpty || include.contains { matches(c.info.id, $0) }) && !exclude.contains { matches(c.info.id, $0) }
+            (include.isEmpty || include.contains { matches(id(c), $0) }) && !exclude.contains { matches(id(c), $0) }
         }
+    }
+
+    public static func select(_ cases: [any PassiveCase], include: [String], exclude: [String]) -> [any PassiveCase] {
+        select(cases, include: include, exclude: exclude) { $0.info.id }
+    }
+
+    public static func select(_ cases: [any ActiveCase], include: [String], exclude: [String]) -> [any ActiveCase] {
+        select(cases, include: include, exclude: exclude) { $0.info.id }
+    }
+
+    /// Runs the active cases against a live host, each from fresh controllers.
+    public static func run(_ cases: [any ActiveCase], against target: SocketAddressBox, parameters: SuiteParameters,
+                           progress: (CaseResult) -> Void = { _ in }) -> SuiteReport {
+        let started = SystemClock.monotonicNs()
+        var results: [CaseResult] = []
+        for c in cases {
+            let result: CaseResult
+            do throws(SocketError) {
+                result = try c.run(LiveProbe(target: target), parameters)
+            } catch {
+                result = CaseResult(c.info, .error(error.description))
+            }
+            progress(result)
+            results.append(result)
+        }
+        return SuiteReport(target: "host \(target)", mode: "active", parameters: parameters, results: results,
+                           elapsedNs: SystemClock.monotonicNs() - started)
     }
 
     static func matches(_ id: String, _ pattern: String) -> Bool { fnmatch(pattern, id, 0) == 0 }

@@ -1,6 +1,9 @@
 import ArgumentParser
 import Foundation
 import KinetraceConformance
+import KinetraceHost
+import KinetraceTransport
+import Logging
 import KinetracePcap
 import KinetraceTrace
 import KinetraceWire
@@ -8,22 +11,30 @@ import KinetraceWire
 /// `kinetrace conform`: the MotionLink v1 conformance suite.
 struct Conform: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check MotionLink v1 conformance: of the traffic in a capture (passive cases).",
+        abstract: "Check MotionLink v1 conformance of a live host (active cases) or of a capture (passive cases).",
         discussion: """
             Each case names the requirements of specs/motionlink-v1.md it checks and returns PASS, \
             FAIL, NON-STRICT (a SHOULD missed, or timing inside a grace band), INFORMATIONAL, \
             INCONCLUSIVE (not enough evidence) or ERROR (a fault of the harness). Timing cases \
             print their measurements whatever the verdict.
 
+            --host runs the active cases against a host on UDP: each case opens fresh controllers, \
+            sends crafted frames (the threshold boundary, the refractory window, stale, \
+            duplicate and invalid datagrams, two controllers at once, 100 timed triggers, 1,000 \
+            frames/s from 50 controllers) and judges the replies. Ack delays are round trips on \
+            this machine's clock, so they include the path both ways. With no target, the suite \
+            runs against the built-in reference host on loopback.
+
             --capture reads a trace, a pcap or a pcapng and checks the controllers' frames and \
-            rate and, when the capture holds both directions, the host's acks. The active suite \
-            (--host, --exec, and the reference host when no target is given) is not in this \
-            version yet.
+            rate and, when the capture holds both directions, the host's acks.
 
             Exit status: 0 when no MUST case fails (and, with --strict, no SHOULD case is \
             missed); 1 when one does; 2 on a harness error such as an unreadable capture; 64 \
             for bad usage.
             """)
+
+    @Option(help: ArgumentHelp("The live host to check, as HOST:PORT or [IPV6]:PORT.", valueName: "host:port"))
+    var host: String?
 
     @Option(help: ArgumentHelp("The capture to check: a kinetrace trace, a pcap or a pcapng.", valueName: "file"), completion: .file())
     var capture: String?
@@ -67,24 +78,71 @@ struct Conform: ParsableCommand {
         guard ackDeadlineMs.isFinite, ackDeadlineMs > 0 else { throw ValidationError("--ack-deadline-ms must be a positive number.") }
         guard minSamples >= 1 else { throw ValidationError("--min-samples must be at least 1.") }
         guard threshold.isFinite else { throw ValidationError("--threshold must be a number.") }
-        if !list && capture == nil {
-            throw ValidationError("Give --capture FILE: this version checks captures only (the active suite against a live host comes next).")
-        }
+        if host != nil && capture != nil { throw ValidationError("Give --host or --capture, not both.") }
+        if let host { do { _ = try SocketAddressBox.resolve(host) } catch { throw ValidationError("--host \(error.description)") } }
     }
 
     func run() throws {
-        let cases = ConformanceSuite.select(ConformanceSuite.passiveCases, include: include, exclude: exclude)
+        let active = ConformanceSuite.select(ConformanceSuite.activeCases, include: include, exclude: exclude)
+        let passive = ConformanceSuite.select(ConformanceSuite.passiveCases, include: include, exclude: exclude)
         if list {
-            for c in cases {
-                printNow("\(c.info.id)  \(c.info.level.rawValue)  \(c.info.requirements.joined(separator: ", "))\n    \(c.info.summary)")
+            for info in active.map(\.info) + passive.map(\.info) {
+                printNow("\(info.id)  \(info.level.rawValue)  \(info.requirements.joined(separator: ", "))\n    \(info.summary)")
             }
             return
         }
-        guard !cases.isEmpty else { throw ValidationError("No case matches --cases \(include.joined(separator: " ")) without --exclude \(exclude.joined(separator: " ")).") }
         var parameters = SuiteParameters()
         parameters.rule = GestureRule(threshold: threshold, refractoryMs: refractoryMs)
         parameters.ackDeadlineMs = ackDeadlineMs
         parameters.minimumTimingSamples = minSamples
+        let report: SuiteReport
+        if capture == nil {
+            guard !active.isEmpty else { throw ValidationError("No active case matches the --cases and --exclude given.") }
+            report = try runActive(active, parameters)
+        } else {
+            guard !passive.isEmpty else { throw ValidationError("No passive case matches the --cases and --exclude given.") }
+            report = try runPassive(passive, parameters)
+        }
+        try emit(report)
+    }
+
+    private func runActive(_ cases: [any ActiveCase], _ parameters: SuiteParameters) throws -> SuiteReport {
+        var reference: ReferenceHost?
+        let target: SocketAddressBox
+        if let host {
+            do { target = try SocketAddressBox.resolve(host) } catch { throw ValidationError("--host \(error.description)") }
+        } else {
+            // The README's main job: the whole suite against the reference host on loopback.
+            var configuration = ReferenceHost.Configuration()
+            configuration.port = 0
+            configuration.rule = parameters.rule
+            do {
+                let started = try ReferenceHost(configuration: configuration, logger: Logger(label: "kinetrace.conform.host") { _ in SwiftLogNoOpLogHandler() })
+                reference = started
+                target = try SocketAddressBox.resolve("127.0.0.1:\(started.localAddress.port ?? 0)")
+            } catch {
+                printError("cannot start the reference host: \(error)")
+                throw ExitCode(2)
+            }
+        }
+        defer { _ = try? reference?.shutdown() }
+        var progress = Progress(label: "conform")
+        var done = 0
+        let report = ConformanceSuite.run(cases, against: target, parameters: parameters) { _ in
+            done += 1
+            progress.update(done << 14, of: nil)
+        }
+        progress.finish()
+        if report.results.allSatisfy({ if case .error = $0.verdict { return true } else { return false } }) {
+            printError("every case failed to run against \(target): \(report.results.first?.verdict.reason ?? "")")
+            throw ExitCode(2)
+        }
+        var named = report
+        if reference != nil { named.target = "the reference host on \(target)" }
+        return named
+    }
+
+    private func runPassive(_ cases: [any PassiveCase], _ parameters: SuiteParameters) throws -> SuiteReport {
         let observation: CaptureObservation
         do throws(TraceError) {
             observation = try CaptureObservation.read(try TraceInput.open(path: capture!, port: port))
@@ -95,7 +153,10 @@ struct Conform: ParsableCommand {
         if let truncation = observation.truncation {
             printWarning("\(capture!): \(truncation.description); checking what precedes it")
         }
-        let report = ConformanceSuite.run(cases, on: observation, parameters: parameters)
+        return ConformanceSuite.run(cases, on: observation, parameters: parameters)
+    }
+
+    private func emit(_ report: SuiteReport) throws {
         let text: String
         switch format {
         case .text: text = ConformanceRendering.text(report, strict: strict)
