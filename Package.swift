@@ -97,7 +97,7 @@ let package = Package(
             path: "Sources/Engines/KinetraceReplay", swiftSettings: strict),
         .target(
             name: "KinetraceConformance",
-            dependencies: ["KinetraceWire", "KinetraceTrace"],
+            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceTransport"],
             path: "Sources/Engines/KinetraceConformance", swiftSettings: strict),
         .target(
             name: "KinetraceCapture",
