@@ -56,6 +56,11 @@ import Testing
         let missing = try kinetrace("conform", "--capture", "/nonexistent/capture.pcap")
         #expect(missing.status == 2)
         #expect(missing.stderr.hasPrefix("kinetrace: error: /nonexistent/capture.pcap"))
+        // Nothing listening: a harness error, not a verdict.
+        let closed = { TestSocket().bindLoopback() }()
+        let refused = try kinetrace("conform", "--host", "127.0.0.1:\(closed)", "--cases", "AC-ACK-FORMAT")
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("the host refused"))
         let both = try kinetrace("conform", "--host", "127.0.0.1:9", "--capture", Fixture.bundledTrace)
         #expect(both.status == 64)
         // No target: the active suite against the built-in reference host, which conforms.

@@ -24,6 +24,8 @@ public final class LiveProbe {
     /// When each frame left, per controller and t_ms, for ack delays.
     private var sentAt: [Int: [UInt64: Int64]] = [:]
     public private(set) var replies: [Reply] = []
+    /// Set when the host's port answered with ICMP port unreachable: nothing listens there.
+    public private(set) var refused = false
 
     public init(target: SocketAddressBox) { self.target = target }
 
@@ -39,7 +41,7 @@ public final class LiveProbe {
         if bytes.count == MotionFrame.size, case .success(.frame(let f)) = MotionLinkV1.decodeResult(bytes) {
             sentAt[controller, default: [:]][f.tMs] = SystemClock.monotonicNs()
         }
-        _ = sockets[controller].send(bytes)
+        if sockets[controller].send(bytes) == ECONNREFUSED { refused = true }
     }
 
     public func send(_ frame: MotionFrame, from controller: Int) { send(frame.encoded(), from: controller) }
@@ -61,8 +63,15 @@ public final class LiveProbe {
             guard poll(&fds, nfds_t(fds.count), Int32(min((remainingNs + 999_999) / 1_000_000, 100))) >= 0 else { return }
             for i in fds.indices where fds[i].revents != 0 {
                 fds[i].revents = 0
-                while case .datagram(let n) = sockets[i].receive(into: &buffer) {
-                    replies.append(Reply(controller: i, payload: Array(buffer[0..<n]), monoNs: SystemClock.monotonicNs()))
+                receiving: while true {
+                    switch sockets[i].receive(into: &buffer) {
+                    case .datagram(let n):
+                        replies.append(Reply(controller: i, payload: Array(buffer[0..<n]), monoNs: SystemClock.monotonicNs()))
+                    case .error(let code):
+                        if code == ECONNREFUSED { refused = true }
+                    case .nothing:
+                        break receiving
+                    }
                 }
             }
         }

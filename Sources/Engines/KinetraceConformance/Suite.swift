@@ -49,7 +49,11 @@ public enum ConformanceSuite {
         for c in cases {
             let result: CaseResult
             do throws(SocketError) {
-                result = try c.run(LiveProbe(target: target), parameters)
+                let probe = LiveProbe(target: target)
+                let judged = try c.run(probe, parameters)
+                // A refused port is the harness's problem to report, not a verdict on a host.
+                result = probe.refused ? CaseResult(c.info, .error("the host refused: ICMP port unreachable (nothing listens on \(target))"))
+                                       : judged
             } catch {
                 result = CaseResult(c.info, .error(error.description))
             }
