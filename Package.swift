@@ -97,7 +97,7 @@ let package = Package(
             path: "Sources/Engines/KinetraceReplay", swiftSettings: strict),
         .target(
             name: "KinetraceConformance",
-            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceTransport"],
+            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceTransport", "KinetraceReplay", "KinetraceSimulation"],
             path: "Sources/Engines/KinetraceConformance", swiftSettings: strict),
         .target(
             name: "KinetraceCapture",
@@ -150,7 +150,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceConformanceTests",
-            dependencies: ["KinetraceConformance", "KinetraceTrace", "KinetraceWire"],
+            dependencies: ["KinetraceConformance", "KinetraceTrace", "KinetraceWire", "KinetraceReplay", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceDissectorTests",

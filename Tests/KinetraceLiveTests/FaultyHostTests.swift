@@ -35,6 +35,6 @@ struct FaultyHostTests {
         // Timing cases are left out: on a shared, noisy machine they belong to the stability run.
         let (status, verdicts) = try conform("none", ["--exclude", "AC-ACK-DEADLINE", "--exclude", "AC-ACK-PROMPT", "--exclude", "AC-LOAD"])
         #expect(status == 0)
-        #expect(verdicts.count == 8 && verdicts.values.allSatisfy { $0 == "PASS" }, "\(verdicts)")
+        #expect(verdicts.count == 11 && verdicts.values.allSatisfy { $0 == "PASS" }, "\(verdicts)")
     }
 }

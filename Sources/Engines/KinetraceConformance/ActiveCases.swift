@@ -9,9 +9,6 @@ public protocol ActiveCase: Sendable {
     func run(_ probe: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult
 }
 
-/// Frame timestamps for the active cases: a realistic wall-clock origin, the same for every run.
-let t0: UInt64 = 1_767_225_600_000
-
 /// A frame that triggers and one that does not, under the rule.
 func high(_ tMs: UInt64) -> MotionFrame { MotionFrame(tMs: tMs, ay: 0.9) }
 func low(_ tMs: UInt64) -> MotionFrame { MotionFrame(tMs: tMs, ay: 0.05) }
@@ -50,6 +47,7 @@ public struct ThresholdCase: ActiveCase {
                                summary: "ay exactly at τ (or the largest float below it) does not trigger; the next float above it does.", timeoutMs: 2_000)
     public init() {}
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        let t0 = p.t0
         let c = try p.controllers(1).lowerBound
         let tau = parameters.rule.threshold
         var atTau = Float32(tau)
@@ -67,6 +65,7 @@ public struct RefractoryCase: ActiveCase {
                                summary: "A second trigger-level frame inside R of frame time is not acked; one at R is.", timeoutMs: 2_000)
     public init() {}
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        let t0 = p.t0
         let c = try p.controllers(1).lowerBound
         let r = parameters.rule.refractoryMs
         // The first trigger's ack is expected; count it out of the negatives.
@@ -83,10 +82,11 @@ public struct StaleCase: ActiveCase {
                                summary: "Frames not newer than the newest accepted (duplicates, reordered) are ignored entirely.", timeoutMs: 2_000)
     public init() {}
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        let t0 = p.t0
         let c = try p.controllers(1).lowerBound
-        let newest = t0 + 1_000
+        let newest = t0 + 200
         let outcome = probe(p, controller: c,
-                            negatives: [low(newest).encoded(), high(newest).encoded(), high(newest - 500).encoded()],
+                            negatives: [low(newest).encoded(), high(newest).encoded(), high(newest - 100).encoded()],
                             positive: high(newest + 100), timeoutMs: info.timeoutMs)
         return judge(info, outcome, negatives: "a repeated or older t_ms", positive: "the next newer frame")
     }
@@ -97,6 +97,7 @@ public struct DuplicateCase: ActiveCase {
                                summary: "A duplicated triggering datagram is acked once.", timeoutMs: 2_000)
     public init() {}
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        let t0 = p.t0
         let c = try p.controllers(1).lowerBound
         let frame = high(t0)
         p.send(frame, from: c)
@@ -115,6 +116,7 @@ public struct InvalidInputCase: ActiveCase {
                                timeoutMs: 3_000)
     public init() {}
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        let t0 = p.t0
         let c = try p.controllers(1).lowerBound
         var t = t0
         func next() -> UInt64 { t += 10; return t }
@@ -146,6 +148,7 @@ public struct AckFormatCase: ActiveCase {
                                timeoutMs: 2_000)
     public init() {}
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        let t0 = p.t0
         let c = try p.controllers(1).lowerBound
         p.send(high(t0), from: c)
         p.collect(forMs: info.timeoutMs) { !$0.isEmpty }
@@ -168,6 +171,7 @@ public struct IsolationCase: ActiveCase {
                                summary: "Controllers keep separate state, and each ack goes to the address and port its frame came from.", timeoutMs: 2_000)
     public init() {}
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        let t0 = p.t0
         let pair = try p.controllers(2)
         let a = pair.lowerBound, b = a + 1
         p.send(high(t0), from: a)
@@ -193,6 +197,7 @@ public struct NoUnsolicitedCase: ActiveCase {
                                summary: "A stream of frames that never trigger gets no ack.", timeoutMs: 2_000)
     public init() {}
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        let t0 = p.t0
         let c = try p.controllers(1).lowerBound
         for i in 0..<30 { p.send(low(t0 + UInt64(i) * 100), from: c) }
         p.collect(forMs: 300)
@@ -203,46 +208,54 @@ public struct NoUnsolicitedCase: ActiveCase {
     }
 }
 
-/// Ack delay over many triggers (ML-ACK-RULE-3 MUST, -4 SHOULD), as round trips on loopback.
+/// Ack delay over many triggers (ML-ACK-RULE-3 MUST, -4 SHOULD), as round trips.
+/// Frame time never runs ahead of the wall clock, as a phone's would not.
 public struct AckTimingCase: ActiveCase {
     public let info: CaseInfo
     let controllers: Int
-    let triggersEach: Int
-    let paceNs: Int64
+    /// Rounds, one frame from every controller each; `roundNs` apart in both frame and wall time.
+    let rounds: Int
+    let roundNs: Int64
+    /// Every controller sends only triggers (timing cases) or a trigger every R (load).
+    let everyFrameTriggers: Bool
 
     public static let must = AckTimingCase(info: CaseInfo(
         id: "AC-ACK-DEADLINE", requirements: ["ML-ACK-RULE-3", "ML-ACK-RULE-1"], level: .must,
-        summary: "Over 100 triggers from 10 controllers, acks come within 50 ms (--ack-deadline-ms).", timeoutMs: 5_000),
-        controllers: 10, triggersEach: 10, paceNs: 5_000_000)
+        summary: "Over 100 triggers from 100 controllers, 20 every 10 ms, acks come within 50 ms (--ack-deadline-ms).", timeoutMs: 5_000),
+        controllers: 100, rounds: 1, roundNs: 0, everyFrameTriggers: true)
     public static let should = AckTimingCase(info: CaseInfo(
         id: "AC-ACK-PROMPT", requirements: ["ML-ACK-RULE-4"], level: .should,
-        summary: "Over 100 triggers from 10 controllers, acks come within 10 ms.", timeoutMs: 5_000),
-        controllers: 10, triggersEach: 10, paceNs: 5_000_000)
-    /// 1,000 frames/s from 50 controllers for 3 s, every fifth frame a trigger.
+        summary: "Over 100 triggers from 100 controllers, 20 every 10 ms, acks come within 10 ms.", timeoutMs: 5_000),
+        controllers: 100, rounds: 1, roundNs: 0, everyFrameTriggers: true)
+    /// 1,000 frames/s from 50 controllers for 5 s (20 Hz each), a trigger every R of frame time.
     public static let load = AckTimingCase(info: CaseInfo(
         id: "AC-LOAD", requirements: ["ML-ACK-RULE-1", "ML-ACK-RULE-3"], level: .must,
-        summary: "At 1,000 frames/s from 50 controllers for 3 s, every trigger is acked within the deadline.", timeoutMs: 10_000),
-        controllers: 50, triggersEach: 0, paceNs: 50_000_000)
+        summary: "At 1,000 frames/s from 50 controllers for 5 s, every trigger is acked within the deadline.", timeoutMs: 15_000),
+        controllers: 50, rounds: 100, roundNs: 50_000_000, everyFrameTriggers: false)
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        let t0 = p.t0
         let range = try p.controllers(controllers)
         let r = parameters.rule.refractoryMs
         var expected = 0
         var next = SystemClock.monotonicNs()
-        if triggersEach > 0 {
-            for k in 0..<triggersEach {
-                for c in range { p.send(high(t0 + UInt64(k) * r), from: c); expected += 1 }
-                next += paceNs
+        if everyFrameTriggers {
+            // One trigger per controller, in batches of 20 every 10 ms.
+            for batch in stride(from: range.lowerBound, to: range.upperBound, by: 20) {
+                let offset = UInt64(batch - range.lowerBound) / 2
+                for c in batch..<min(batch + 20, range.upperBound) { p.send(high(t0 + offset), from: c); expected += 1 }
+                next += 10_000_000
                 p.collect(untilMonotonicNs: next)
             }
         } else {
-            // 20 frames/s per controller (frame time 100 ms apart), a trigger every 5th: 60 rounds, 3 s.
-            for round in 0..<60 {
+            let roundMs = UInt64(roundNs / 1_000_000)
+            let triggerEvery = max(1, Int((r + roundMs - 1) / roundMs))
+            for round in 0..<rounds {
+                let tMs = t0 + UInt64(round) * roundMs
                 for c in range {
-                    let tMs = t0 + UInt64(round) * 100
-                    if round % 5 == 0 { p.send(high(tMs), from: c); expected += 1 } else { p.send(low(tMs), from: c) }
+                    if round % triggerEvery == 0 { p.send(high(tMs), from: c); expected += 1 } else { p.send(low(tMs), from: c) }
                 }
-                next += paceNs
+                next += roundNs
                 p.collect(untilMonotonicNs: next)
             }
         }

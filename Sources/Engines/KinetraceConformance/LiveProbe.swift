@@ -9,9 +9,9 @@ import KinetraceTrace
 import KinetraceTransport
 import KinetraceWire
 
-/// Stand-in phones for the active cases: each has its own UDP socket (so
-/// the host sees a new controller), sends exactly the bytes a case crafts,
-/// and collects what the host sends back, timed on CLOCK_MONOTONIC.
+/// Stand-in phones for one active case: each controller is new to the host
+/// (a new socket, or a new stdio controller id), sends exactly the bytes the
+/// case crafts, and collects what the host sends back, timed on CLOCK_MONOTONIC.
 public final class LiveProbe {
     public struct Reply: Sendable {
         public var controller: Int
@@ -19,29 +19,50 @@ public final class LiveProbe {
         public var monoNs: Int64
     }
 
-    public let target: SocketAddressBox
-    private var sockets: [ConnectedUDPSocket] = []
+    let transport: any ProbeTransport
+    /// The case's frame-time origin: the controllers' wall clock (ML-FRAME-4) when the case began.
+    public let t0: UInt64
+    /// Transport indices of this case's controllers; the case sees them as 0, 1, …
+    private var mine: [Int] = []
+    private var local: [Int: Int] = [:]
     /// When each frame left, per controller and t_ms, for ack delays.
     private var sentAt: [Int: [UInt64: Int64]] = [:]
     public private(set) var replies: [Reply] = []
     /// Set when the host's port answered with ICMP port unreachable: nothing listens there.
     public private(set) var refused = false
+    /// Set when an exec host exited or broke the framing.
+    public private(set) var hostFailure: String?
+    /// The newest frame time this case sent.
+    public private(set) var newestTMs: UInt64 = 0
 
-    public init(target: SocketAddressBox) { self.target = target }
+    init(transport: any ProbeTransport, t0: UInt64) {
+        self.transport = transport
+        self.t0 = t0
+    }
 
     /// Opens `count` new controllers; returns their indices.
     public func controllers(_ count: Int) throws(SocketError) -> Range<Int> {
-        let first = sockets.count
-        for _ in 0..<count { sockets.append(try ConnectedUDPSocket(to: target)) }
-        return first..<sockets.count
+        let first = mine.count
+        for _ in 0..<count {
+            let index = try transport.openController()
+            local[index] = mine.count
+            mine.append(index)
+        }
+        return first..<mine.count
     }
 
     /// Sends raw bytes from a controller.
     public func send(_ bytes: [UInt8], from controller: Int) {
         if bytes.count == MotionFrame.size, case .success(.frame(let f)) = MotionLinkV1.decodeResult(bytes) {
             sentAt[controller, default: [:]][f.tMs] = SystemClock.monotonicNs()
+            newestTMs = max(newestTMs, f.tMs)
         }
-        if sockets[controller].send(bytes) == ECONNREFUSED { refused = true }
+        if let code = transport.send(bytes, from: mine[controller]) {
+            // EPIPE: an exec host has gone; the next collect says how it ended.
+            if code == ECONNREFUSED { refused = true } else if code != EPIPE, hostFailure == nil {
+                hostFailure = "cannot send to the host: \(String(cString: strerror(code)))"
+            }
+        }
     }
 
     public func send(_ frame: MotionFrame, from controller: Int) { send(frame.encoded(), from: controller) }
@@ -53,25 +74,18 @@ public final class LiveProbe {
 
     /// Collects replies, each timed as it arrives, until a monotonic deadline:
     /// the way to wait between sends, so ack delays are not inflated by them.
+    /// Replies to earlier cases' controllers are dropped.
     public func collect(untilMonotonicNs deadline: Int64, until: ([Reply]) -> Bool = { _ in false }) {
-        var fds = sockets.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-        var buffer = [UInt8](repeating: 0, count: 2048)
         while !until(replies) {
             let remainingNs = deadline - SystemClock.monotonicNs()
             guard remainingNs > 0 else { return }
             // poll counts whole milliseconds: round up, so the wait never ends early.
-            guard poll(&fds, nfds_t(fds.count), Int32(min((remainingNs + 999_999) / 1_000_000, 100))) >= 0 else { return }
-            for i in fds.indices where fds[i].revents != 0 {
-                fds[i].revents = 0
-                receiving: while true {
-                    switch sockets[i].receive(into: &buffer) {
-                    case .datagram(let n):
-                        replies.append(Reply(controller: i, payload: Array(buffer[0..<n]), monoNs: SystemClock.monotonicNs()))
-                    case .error(let code):
-                        if code == ECONNREFUSED { refused = true }
-                    case .nothing:
-                        break receiving
-                    }
+            transport.poll(timeoutMs: Int32(min((remainingNs + 999_999) / 1_000_000, 100))) { event in
+                switch event {
+                case .reply(let controller, let payload, let monoNs):
+                    if let c = local[controller] { replies.append(Reply(controller: c, payload: payload, monoNs: monoNs)) }
+                case .refused: refused = true
+                case .hostEnded(let why), .protocolError(let why): hostFailure = hostFailure ?? why
                 }
             }
         }

@@ -41,27 +41,63 @@ public enum ConformanceSuite {
         select(cases, include: include, exclude: exclude) { $0.info.id }
     }
 
-    /// Runs the active cases against a live host, each from fresh controllers.
-    public static func run(_ cases: [any ActiveCase], against target: SocketAddressBox, parameters: SuiteParameters,
-                           progress: (CaseResult) -> Void = { _ in }) -> SuiteReport {
+    /// Runs the active cases against a live host over one transport, each
+    /// case from controllers the host has never seen, its frames stamped
+    /// with the wall clock (ML-FRAME-4) and newer than any earlier case's.
+    ///
+    /// A preflight trigger first tells "nothing is there" (a harness error for
+    /// every case) from a host that is there; a host that stops listening or
+    /// exits later did so on a case's traffic, which that case then fails.
+    public static func run(_ cases: [any ActiveCase], over transport: any ProbeTransport, target: String,
+                           parameters: SuiteParameters, progress: (CaseResult) -> Void = { _ in }) -> SuiteReport {
         let started = SystemClock.monotonicNs()
         var results: [CaseResult] = []
+        var newest = UInt64(SystemClock.realtimeNs() / 1_000_000)
+        var hostGone = preflight(transport, target: target, newest: &newest)
+        let absent = hostGone != nil
         for c in cases {
-            let result: CaseResult
-            do throws(SocketError) {
-                let probe = LiveProbe(target: target)
-                let judged = try c.run(probe, parameters)
-                // A refused port is the harness's problem to report, not a verdict on a host.
-                result = probe.refused ? CaseResult(c.info, .error("the host refused: ICMP port unreachable (nothing listens on \(target))"))
-                                       : judged
-            } catch {
-                result = CaseResult(c.info, .error(error.description))
+            let caseStarted = SystemClock.monotonicNs()
+            var result: CaseResult
+            if let hostGone {
+                result = CaseResult(c.info, .error(absent ? hostGone : "not run: \(hostGone)"))
+            } else {
+                let probe = LiveProbe(transport: transport, t0: max(UInt64(SystemClock.realtimeNs() / 1_000_000), newest + 1))
+                do throws(SocketError) {
+                    result = try c.run(probe, parameters)
+                    newest = max(newest, probe.newestTMs)
+                    let stopped = probe.refused ? "the host stopped listening (ICMP port unreachable)" : probe.hostFailure
+                    if let stopped {
+                        if case .fail = result.verdict {} else { result.verdict = .fail("\(stopped) during this case's traffic") }
+                        result.evidence.append("expected the host to keep serving, found: \(stopped)")
+                        hostGone = "\(stopped) during \(c.info.id)"
+                    }
+                } catch {
+                    result = CaseResult(c.info, .error(error.description))
+                }
             }
+            result.durationNs = SystemClock.monotonicNs() - caseStarted
             progress(result)
             results.append(result)
         }
-        return SuiteReport(target: "host \(target)", mode: "active", parameters: parameters, results: results,
+        return SuiteReport(target: target, mode: "active", parameters: parameters, results: results,
                            elapsedNs: SystemClock.monotonicNs() - started)
+    }
+
+    /// One trigger from a fresh controller, waiting up to 500 ms for any reply:
+    /// why the host is not there (refused, or an exec host that ended), or nil.
+    /// Silence is not absence: a host that never acks is for the cases to fail.
+    static func preflight(_ transport: any ProbeTransport, target: String, newest: inout UInt64) -> String? {
+        let probe = LiveProbe(transport: transport, t0: newest + 1)
+        do throws(SocketError) {
+            let c = try probe.controllers(1).lowerBound
+            probe.send(MotionFrame(tMs: probe.t0, ay: 1), from: c)
+            probe.collect(forMs: 500) { _ in !probe.replies.isEmpty || probe.refused || probe.hostFailure != nil }
+        } catch {
+            return error.description
+        }
+        newest = probe.newestTMs
+        if probe.refused { return "the host refused: ICMP port unreachable (nothing listens on \(target))" }
+        return probe.hostFailure
     }
 
     static func matches(_ id: String, _ pattern: String) -> Bool { fnmatch(pattern, id, 0) == 0 }
@@ -70,7 +106,12 @@ public enum ConformanceSuite {
     public static func run(_ cases: [any PassiveCase], on observation: CaptureObservation, parameters: SuiteParameters) -> SuiteReport {
         let context = PassiveContext(observation, parameters)
         let started = SystemClock.monotonicNs()
-        let results = cases.map { $0.evaluate(context) }
+        let results = cases.map { c in
+            let caseStarted = SystemClock.monotonicNs()
+            var result = c.evaluate(context)
+            result.durationNs = SystemClock.monotonicNs() - caseStarted
+            return result
+        }
         return SuiteReport(target: "capture \(observation.source)", mode: "passive", parameters: parameters, results: results,
                            elapsedNs: SystemClock.monotonicNs() - started)
     }

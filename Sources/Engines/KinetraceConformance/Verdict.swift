@@ -79,6 +79,8 @@ public struct CaseResult: Hashable, Sendable {
     public var verdict: Verdict
     public var measurements: [Measurement]
     public var evidence: [String]
+    /// How long the case took, set by the suite.
+    public var durationNs: Int64 = 0
 
     public init(_ info: CaseInfo, _ verdict: Verdict, measurements: [Measurement] = [], evidence: [String] = []) {
         self.info = info

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import KinetraceConformance
 import KinetraceHost
+import KinetraceReplay
 import KinetraceTransport
 import Logging
 import KinetracePcap
@@ -21,9 +22,17 @@ struct Conform: ParsableCommand {
             --host runs the active cases against a host on UDP: each case opens fresh controllers, \
             sends crafted frames (the threshold boundary, the refractory window, stale, \
             duplicate and invalid datagrams, two controllers at once, 100 timed triggers, 1,000 \
-            frames/s from 50 controllers) and judges the replies. Ack delays are round trips on \
+            frames/s from 50 controllers, and 3 s from 8 controllers through each of the lab-5ghz, \
+            crowded-event and harsh replay profiles' loss, jitter, duplication and reordering) \
+            and judges the replies. Ack delays are round trips on \
             this machine's clock, so they include the path both ways. With no target, the suite \
-            runs against the built-in reference host on loopback.
+            runs against the built-in reference host on loopback. --exec runs the active cases \
+            against a host started as a command that speaks the stdio adapter on its standard \
+            input and output; its ack delays include the pipe both ways.
+
+            Every case's controllers are new to the host (no source port or stdio id is reused \
+            in a run) and stamp frames with this machine's wall clock, so one host can be \
+            checked run after run.
 
             --capture reads a trace, a pcap or a pcapng and checks the controllers' frames and \
             rate and, when the capture holds both directions, the host's acks.
@@ -35,6 +44,10 @@ struct Conform: ParsableCommand {
 
     @Option(help: ArgumentHelp("The live host to check, as HOST:PORT or [IPV6]:PORT.", valueName: "host:port"))
     var host: String?
+
+    @Option(help: ArgumentHelp("A host to run and check through the stdio adapter (specs/stdio-adapter-v1.md), as a /bin/sh command.",
+                               valueName: "command"))
+    var exec: String?
 
     @Option(help: ArgumentHelp("The capture to check: a kinetrace trace, a pcap or a pcapng.", valueName: "file"), completion: .file())
     var capture: String?
@@ -66,24 +79,25 @@ struct Conform: ParsableCommand {
     @Flag(help: "List the cases, their requirements and levels, and exit.")
     var list = false
 
-    @Option(help: ArgumentHelp("Report format: text for people, json for machines, junit for CI.", valueName: "format"))
+    @Option(help: ArgumentHelp("Report format: text for people, json for machines, junit for CI, html for one self-contained page.",
+                               valueName: "format"))
     var format: ConformFormat = .text
 
     @Option(help: ArgumentHelp("Write the report to this file instead of standard output.", valueName: "file"), completion: .file())
     var out: String?
 
-    enum ConformFormat: String, ExpressibleByArgument, CaseIterable { case text, json, junit }
+    enum ConformFormat: String, ExpressibleByArgument, CaseIterable { case text, json, junit, html }
 
     func validate() throws {
         guard ackDeadlineMs.isFinite, ackDeadlineMs > 0 else { throw ValidationError("--ack-deadline-ms must be a positive number.") }
         guard minSamples >= 1 else { throw ValidationError("--min-samples must be at least 1.") }
         guard threshold.isFinite else { throw ValidationError("--threshold must be a number.") }
-        if host != nil && capture != nil { throw ValidationError("Give --host or --capture, not both.") }
+        if [host, exec, capture].compactMap({ $0 }).count > 1 { throw ValidationError("Give one of --host, --exec and --capture.") }
         if let host { do { _ = try SocketAddressBox.resolve(host) } catch { throw ValidationError("--host \(error.description)") } }
     }
 
     func run() throws {
-        let active = ConformanceSuite.select(ConformanceSuite.activeCases, include: include, exclude: exclude)
+        let active = ConformanceSuite.select(ConformanceSuite.activeCases + Self.impairedCases(), include: include, exclude: exclude)
         let passive = ConformanceSuite.select(ConformanceSuite.passiveCases, include: include, exclude: exclude)
         if list {
             for info in active.map(\.info) + passive.map(\.info) {
@@ -106,11 +120,31 @@ struct Conform: ParsableCommand {
         try emit(report)
     }
 
+    /// The impaired-path cases: the bundled replay profiles that impair the
+    /// controller→host path, each over 8 controllers for 3 s.
+    static func impairedCases() -> [any ActiveCase] {
+        ["lab-5ghz", "crowded-event", "harsh"].compactMap { name in
+            guard let json = BundledProfiles.json[name],
+                  let profile = try? ReplayProfile.parse(Array(json.utf8), source: "profile \(name)") else { return nil }
+            return ImpairedPathCase(profile: name, impairments: profile.impairments)
+        }
+    }
+
     private func runActive(_ cases: [any ActiveCase], _ parameters: SuiteParameters) throws -> SuiteReport {
         var reference: ReferenceHost?
-        let target: SocketAddressBox
-        if let host {
-            do { target = try SocketAddressBox.resolve(host) } catch { throw ValidationError("--host \(error.description)") }
+        let transport: any ProbeTransport
+        let target: String
+        if let exec {
+            do { transport = try StdioProbeTransport(command: exec) } catch {
+                printError("cannot run the host: \(error.description)")
+                throw ExitCode(2)
+            }
+            target = "exec: \(exec)"
+        } else if let host {
+            let address: SocketAddressBox
+            do { address = try SocketAddressBox.resolve(host) } catch { throw ValidationError("--host \(error.description)") }
+            transport = UDPProbeTransport(target: address)
+            target = "host \(address)"
         } else {
             // The README's main job: the whole suite against the reference host on loopback.
             var configuration = ReferenceHost.Configuration()
@@ -119,7 +153,9 @@ struct Conform: ParsableCommand {
             do {
                 let started = try ReferenceHost(configuration: configuration, logger: Logger(label: "kinetrace.conform.host") { _ in SwiftLogNoOpLogHandler() })
                 reference = started
-                target = try SocketAddressBox.resolve("127.0.0.1:\(started.localAddress.port ?? 0)")
+                let address = try SocketAddressBox.resolve("127.0.0.1:\(started.localAddress.port ?? 0)")
+                transport = UDPProbeTransport(target: address)
+                target = "the reference host on \(address)"
             } catch {
                 printError("cannot start the reference host: \(error)")
                 throw ExitCode(2)
@@ -128,18 +164,17 @@ struct Conform: ParsableCommand {
         defer { _ = try? reference?.shutdown() }
         var progress = Progress(label: "conform")
         var done = 0
-        let report = ConformanceSuite.run(cases, against: target, parameters: parameters) { _ in
+        let report = ConformanceSuite.run(cases, over: transport, target: target, parameters: parameters) { _ in
             done += 1
             progress.update(done << 14, of: nil)
         }
         progress.finish()
+        _ = transport.close()
         if report.results.allSatisfy({ if case .error = $0.verdict { return true } else { return false } }) {
             printError("every case failed to run against \(target): \(report.results.first?.verdict.reason ?? "")")
             throw ExitCode(2)
         }
-        var named = report
-        if reference != nil { named.target = "the reference host on \(target)" }
-        return named
+        return report
     }
 
     private func runPassive(_ cases: [any PassiveCase], _ parameters: SuiteParameters) throws -> SuiteReport {
@@ -162,6 +197,7 @@ struct Conform: ParsableCommand {
         case .text: text = ConformanceRendering.text(report, strict: strict)
         case .json: text = ConformanceRendering.json(report, strict: strict)
         case .junit: text = ConformanceRendering.junit(report, strict: strict)
+        case .html: text = ConformanceHTML.render(report, strict: strict)
         }
         if let out {
             guard FileManager.default.createFile(atPath: out, contents: Data(text.utf8)) else {

@@ -10,7 +10,7 @@ enum ConformanceRendering {
                      ""]
         for r in report.results {
             let verdict = r.verdict.name.padding(13)
-            lines.append("\(verdict) \(r.info.id) [\(r.info.level.rawValue): \(r.info.requirements.joined(separator: ", "))]")
+            lines.append("\(verdict) \(r.info.id) [\(r.info.level.rawValue): \(r.info.requirements.joined(separator: ", "))] \(durationMs(r)) ms")
             lines.append("              \(r.info.summary)")
             if let reason = r.verdict.reason { lines.append("              \(reason)") }
             if !r.measurements.isEmpty {
@@ -22,7 +22,8 @@ enum ConformanceRendering {
         lines.append("")
         lines.append(["PASS", "FAIL", "NON-STRICT", "INFORMATIONAL", "INCONCLUSIVE", "ERROR"]
             .map { "\(counts[$0] ?? 0) \($0.lowercased())" }.joined(separator: ", ")
-            + ": " + (report.failed(strict: strict) ? "NOT CONFORMANT" : "conformant in what was checked"))
+            + ": " + (report.failed(strict: strict) ? "NOT CONFORMANT" : "conformant in what was checked")
+            + " (\(SummaryRendering.ms(Double(report.elapsedNs) / 1e6, 0)) ms)")
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -39,10 +40,12 @@ enum ConformanceRendering {
                          "level": .string(r.info.level.rawValue), "summary": .string(r.info.summary),
                          "verdict": .string(r.verdict.name), "detail": r.verdict.reason.map { .string($0) } ?? .null,
                          "measurements": .object(Dictionary(uniqueKeysWithValues: r.measurements.map { ($0.name, .number($0.value)) })),
-                         "evidence": .array(r.evidence.map { .string($0) })])
+                         "evidence": .array(r.evidence.map { .string($0) }),
+                         "duration_ms": .number(Double(r.durationNs) / 1e6)])
             }),
             "summary": .object(report.counts.mapValues { .integer(Int64($0)) }),
             "failed": .bool(report.failed(strict: strict)),
+            "elapsed_ms": .number(Double(report.elapsedNs) / 1e6),
         ]).jsonText + "\n"
     }
 
@@ -54,7 +57,7 @@ enum ConformanceRendering {
                    #"<testsuites name="kinetrace conform" tests="\#(report.results.count)" failures="\#(failures)" errors="\#(errors)" skipped="\#(skipped)">"#,
                    #"  <testsuite name="\#(escape(report.target))" tests="\#(report.results.count)" failures="\#(failures)" errors="\#(errors)" skipped="\#(skipped)" time="\#(Double(report.elapsedNs) / 1e9)">"#]
         for r in report.results {
-            xml.append(#"    <testcase classname="\#(escape(r.info.requirements.joined(separator: " ")))" name="\#(escape(r.info.id))">"#)
+            xml.append(#"    <testcase classname="\#(escape(r.info.requirements.joined(separator: " ")))" name="\#(escape(r.info.id))" time="\#(Double(r.durationNs) / 1e9)">"#)
             let detail = escape(([r.verdict.reason ?? ""] + r.evidence).joined(separator: "\n"))
             switch r.verdict {
             case .fail(let why),
@@ -74,6 +77,8 @@ enum ConformanceRendering {
         xml += ["  </testsuite>", "</testsuites>"]
         return xml.joined(separator: "\n") + "\n"
     }
+
+    static func durationMs(_ r: CaseResult) -> String { SummaryRendering.ms(Double(r.durationNs) / 1e6, 1) }
 
     static func escape(_ text: String) -> String {
         var out = ""

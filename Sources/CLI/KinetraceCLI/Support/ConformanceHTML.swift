@@ -1,0 +1,182 @@
+import KinetraceConformance
+
+/// A conformance report as one self-contained HTML5 page: inline CSS, no
+/// scripts and no external resources, so the file can be archived with a CI
+/// run, opened offline or printed. It carries what the text report does.
+enum ConformanceHTML {
+    static func render(_ report: SuiteReport, strict: Bool) -> String {
+        let title = "kinetrace conform — \(report.target)"
+        var html = ["<!DOCTYPE html>", #"<html lang="en">"#, "<head>", #"<meta charset="utf-8">"#,
+                    #"<meta name="viewport" content="width=device-width, initial-scale=1">"#,
+                    "<title>\(esc(title))</title>", "<style>", style, "</style>", "</head>", "<body>"]
+        html += header(report, title: title, strict: strict)
+        html += banner(report, strict: strict)
+        html += table(report, strict: strict)
+        html += ["</body>", "</html>"]
+        return html.joined(separator: "\n") + "\n"
+    }
+
+    /// The verdict names in the order every report counts them.
+    static let verdictNames = ["PASS", "FAIL", "NON-STRICT", "INFORMATIONAL", "INCONCLUSIVE", "ERROR"]
+
+    // MARK: Sections
+
+    static func header(_ report: SuiteReport, title: String, strict: Bool) -> [String] {
+        let p = report.parameters
+        let facts = [
+            ("Suite", "kinetrace conform \(ConformanceSuite.version)"),
+            ("Spec", ConformanceSuite.specVersion),
+            ("Mode", report.mode),
+            ("Target", report.target),
+            ("Gesture rule", "τ = \(number(p.rule.threshold)) g, R = \(p.rule.refractoryMs) ms"),
+            ("Ack deadline", "MUST \(number(p.ackDeadlineMs)) ms, SHOULD \(number(p.ackShouldMs)) ms"),
+            ("Timing samples", "at least \(p.minimumTimingSamples)"),
+            ("Strict", strict ? "yes: a NON-STRICT fails the run" : "no: a NON-STRICT is reported, not failed"),
+            ("Elapsed", "\(elapsedMs(report)) ms"),
+        ]
+        return ["<header>", "<h1>\(esc(title))</h1>", #"<dl class="facts">"#]
+            + facts.map { "<div><dt>\(esc($0.0))</dt><dd>\(esc($0.1))</dd></div>" }
+            + ["</dl>", "</header>"]
+    }
+
+    /// The overall outcome, with the same summary line as the text report.
+    static func banner(_ report: SuiteReport, strict: Bool) -> [String] {
+        let failed = report.failed(strict: strict)
+        let status = failed ? "NOT CONFORMANT" : "conformant in what was checked"
+        let counts = report.counts
+        let line = verdictNames.map { "\(counts[$0] ?? 0) \($0.lowercased())" }.joined(separator: ", ")
+            + ": \(status) (\(elapsedMs(report)) ms)"
+        let chips = verdictNames.map { name in
+            let n = counts[name] ?? 0
+            return #"<li class="badge \#(badgeClass(name))\#(n == 0 ? " zero" : "")">\#(esc(name)) <b>\#(n)</b></li>"#
+        }
+        return [#"<section class="banner \#(failed ? "bad" : "good")">"#, #"<p class="status">\#(esc(status))</p>"#,
+                #"<ul class="counts">"#] + chips + ["</ul>", #"<p class="line">\#(esc(line))</p>"#, "</section>"]
+    }
+
+    static func table(_ report: SuiteReport, strict: Bool) -> [String] {
+        var html = ["<table>",
+                    "<thead><tr><th>Verdict</th><th>Case</th><th>Level</th><th>Requirements</th>"
+                        + #"<th class="num">ms</th><th>Summary</th></tr></thead>"#]
+        if report.results.isEmpty {
+            html.append(#"<tbody class="case"><tr><td colspan="6">No case was selected.</td></tr></tbody>"#)
+        }
+        for r in report.results { html += rows(r, strict: strict) }
+        html.append("</table>")
+        return html
+    }
+
+    /// One case as its own <tbody>, so its summary and detail rows stay together on a printed page.
+    static func rows(_ r: CaseResult, strict: Bool) -> [String] {
+        let fails = r.fails(strict: strict)
+        let name = r.verdict.name
+        // The flag spells out a failure in words too: colour is lost on a grey printout.
+        let flag = fails ? #"<span class="flag">fails the run</span>"# : ""
+        var html = [#"<tbody class="case\#(fails ? " fails" : "")">"#,
+                    "<tr>"
+                        + #"<td><span class="badge \#(badgeClass(name))">\#(esc(name))</span>\#(flag)</td>"#
+                        + #"<td class="id">\#(esc(r.info.id))</td>"#
+                        + "<td>\(esc(r.info.level.rawValue))</td>"
+                        + "<td>\(esc(r.info.requirements.joined(separator: ", ")))</td>"
+                        + #"<td class="num">\#(esc(ConformanceRendering.durationMs(r)))</td>"#
+                        + "<td>\(esc(r.info.summary))</td>"
+                        + "</tr>"]
+        let detail = details(r)
+        if !detail.isEmpty {
+            html += [#"<tr class="detail"><td></td><td colspan="5">"#] + detail + ["</td></tr>"]
+        }
+        html.append("</tbody>")
+        return html
+    }
+
+    /// The reason, measurements and evidence under a case; empty when it has none.
+    static func details(_ r: CaseResult) -> [String] {
+        var html: [String] = []
+        if let reason = r.verdict.reason { html.append(#"<p class="reason">\#(esc(reason))</p>"#) }
+        if !r.measurements.isEmpty {
+            let text = r.measurements.map(measurement).joined(separator: ", ")
+            html.append(#"<p class="measurements"><span class="label">Measured</span> \#(esc(text))</p>"#)
+        }
+        if !r.evidence.isEmpty {
+            html += [#"<p class="label">Evidence</p>"#, #"<ul class="evidence">"#]
+                + r.evidence.map { "<li>\(esc($0))</li>" } + ["</ul>"]
+        }
+        return html
+    }
+
+    // MARK: Formatting
+
+    /// "name value unit", as the text report writes a measurement.
+    static func measurement(_ m: Measurement) -> String {
+        "\(m.name) \(number(m.value))" + (m.unit.isEmpty ? "" : " \(m.unit)")
+    }
+
+    /// A verdict name as a CSS class ("NON-STRICT" → "v-non-strict"); the prefix keeps it off other classes.
+    static func badgeClass(_ name: String) -> String { "v-" + esc(name.lowercased()) }
+
+    static func elapsedMs(_ report: SuiteReport) -> String { SummaryRendering.ms(Double(report.elapsedNs) / 1e6, 0) }
+
+    static func number(_ value: Double) -> String { ConformanceRendering.number(value) }
+
+    static func esc(_ text: String) -> String { ConformanceRendering.escape(text) }
+
+    // MARK: Style
+
+    /// Print keeps the colours (print-color-adjust) and never splits a case across pages.
+    static let style = """
+    :root { color-scheme: light; --pass: #1a7f37; --fail: #c62828; --non-strict: #a15c00; --info: #50697a;
+      --inconclusive: #6e6e6e; --error: #6a1b9a; --muted: #57606a; --rule: #d0d7de;
+      --sans: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+      --mono: ui-monospace, SFMono-Regular, Menlo, Consolas, "Liberation Mono", monospace; }
+    * { box-sizing: border-box; -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+    body { max-width: 78rem; margin: 2rem auto; padding: 0 1rem; color: #1b1f24; background: #fff;
+      font: 15px/1.45 var(--sans); }
+    h1 { font-size: 1.5rem; margin: 0 0 .75rem; overflow-wrap: anywhere; }
+    .facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(20rem, 1fr)); gap: .2rem 1.5rem; margin: 0 0 1.25rem; }
+    .facts div { display: flex; gap: .75rem; }
+    .facts dt { flex: 0 0 8rem; color: var(--muted); font-weight: 600; }
+    .facts dd { margin: 0; overflow-wrap: anywhere; }
+    .banner { border: 2px solid; border-left-width: .75rem; border-radius: 6px; padding: .75rem 1rem; margin: 0 0 1.5rem;
+      break-inside: avoid; page-break-inside: avoid; }
+    .banner.bad { border-color: var(--fail); background: #fdecea; }
+    .banner.good { border-color: var(--pass); background: #e8f5e9; }
+    .status { margin: 0 0 .5rem; font-size: 1.6rem; font-weight: 700; }
+    .bad .status { color: var(--fail); }
+    .good .status { color: var(--pass); }
+    .counts { display: flex; flex-wrap: wrap; gap: .4rem; margin: 0 0 .5rem; padding: 0; list-style: none; }
+    .counts .zero { opacity: .4; }
+    .line { margin: 0; font: .85rem/1.4 var(--mono); overflow-wrap: anywhere; }
+    .badge { display: inline-block; padding: .1rem .45rem; border-radius: 4px; color: #fff; font-size: .75rem;
+      font-weight: 700; letter-spacing: .02em; white-space: nowrap; }
+    .v-pass { background: var(--pass); }
+    .v-fail { background: var(--fail); }
+    .v-non-strict { background: var(--non-strict); }
+    .v-informational { background: var(--info); }
+    .v-inconclusive { background: var(--inconclusive); }
+    .v-error { background: var(--error); }
+    table { width: 100%; border-collapse: collapse; }
+    th, td { padding: .4rem .5rem; text-align: left; vertical-align: top; }
+    thead th { border-bottom: 2px solid #444; color: var(--muted); font-size: .8rem; text-transform: uppercase; }
+    tbody.case { border-bottom: 1px solid var(--rule); break-inside: avoid; page-break-inside: avoid; }
+    tbody.case td:first-child { border-left: .35rem solid transparent; white-space: nowrap; }
+    tbody.fails { background: #fdecea; }
+    tbody.fails td:first-child { border-left-color: var(--fail); }
+    .flag { display: block; margin-top: .25rem; color: var(--fail); font-size: .75rem; font-weight: 700; }
+    .id { font-family: var(--mono); font-weight: 600; }
+    .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+    .detail td { padding-top: 0; }
+    .detail p, .detail ul { margin: .1rem 0 .35rem; }
+    .reason { font-weight: 600; white-space: pre-wrap; overflow-wrap: anywhere; }
+    .fails .reason { color: var(--fail); }
+    .measurements { font: .85rem/1.4 var(--mono); overflow-wrap: anywhere; }
+    .label { color: var(--muted); font-family: var(--sans); font-size: .75rem; font-weight: 700; text-transform: uppercase; }
+    p.label { margin-bottom: 0; }
+    .evidence { padding-left: 1.25rem; font: .8rem/1.4 var(--mono); }
+    .evidence li { white-space: pre-wrap; overflow-wrap: anywhere; }
+    @page { margin: 1.5cm; }
+    @media print {
+      body { max-width: none; margin: 0; padding: 0; font-size: 10pt; }
+      thead { display: table-header-group; }
+    }
+    """
+}

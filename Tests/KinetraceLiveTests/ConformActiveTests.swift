@@ -1,0 +1,115 @@
+import Foundation
+import KinetraceTestSupport
+import Testing
+
+/// `kinetrace conform` against live hosts: over UDP run after run, through
+/// the stdio adapter, on impaired paths, and in the HTML report.
+@Suite struct ConformActiveTests {
+    /// Timing cases belong to the stability run (Benchmarks/conform/stability.sh): this machine is shared and noisy.
+    static let noTiming = ["--exclude", "AC-ACK-DEADLINE", "--exclude", "AC-ACK-PROMPT", "--exclude", "AC-LOAD"]
+
+    func verdicts(_ stdout: String) throws -> [String: String] {
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any], "\(stdout)")
+        let cases = try #require(report["cases"] as? [[String: Any]])
+        return Dictionary(uniqueKeysWithValues: cases.map { ($0["id"] as! String, $0["verdict"] as! String) })
+    }
+
+    @Test func oneHostPassesRunAfterRun() throws {
+        // A host keeps per-controller state for ever: a second run (new ports that may
+        // reuse the first run's, earlier wall clock) must not inherit the first run's state.
+        let host = try Background.kinetrace("host", "--port", "0")
+        defer { _ = try? host.stop(SIGTERM) }
+        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
+        for run in 1...3 {
+            let result = try kinetrace(["conform", "--host", "127.0.0.1:\(port)", "--format", "json", "--exclude", "AC-IMPAIRED-*"]
+                                       + Self.noTiming, timeout: 120)
+            let verdicts = try verdicts(result.stdout)
+            #expect(result.status == 0, "run \(run): \(verdicts)")
+            #expect(verdicts.count == 8 && verdicts.values.allSatisfy { $0 == "PASS" }, "run \(run): \(verdicts)")
+        }
+    }
+
+    @Test func theStdioReferenceHostPassesThroughExec() throws {
+        let binary = try Fixture.binary.path
+        let result = try kinetrace(["conform", "--exec", "'\(binary)' host --stdio", "--format", "json"] + Self.noTiming, timeout: 120)
+        let verdicts = try verdicts(result.stdout)
+        #expect(result.status == 0, "\(result.stderr) \(verdicts)")
+        #expect(verdicts.count == 11 && verdicts.values.allSatisfy { $0 == "PASS" }, "\(verdicts)")
+        #expect(verdicts["AC-IMPAIRED-HARSH"] == "PASS")
+    }
+
+    @Test(.enabled(if: Fixture.hasPython, "needs python3"))
+    func aFaultyUDPHostBehindTheStdioBridgeIsCaught() throws {
+        // The example bridge puts any UDP host behind --exec; the fault must still be found.
+        let faulty = Fixture.packageRoot.appendingPathComponent("Tests/FaultyHosts/faulty_host.py").path
+        let bridge = Fixture.packageRoot.appendingPathComponent("examples/stdio-host/udp_bridge.py").path
+        let host = try Background(URL(fileURLWithPath: "/usr/bin/env"), ["python3", faulty, "--fault", "no-refractory"])
+        defer { _ = try? host.stop(SIGKILL) }
+        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
+        let result = try kinetrace(["conform", "--exec", "python3 '\(bridge)' --to 127.0.0.1:\(port)", "--format", "json",
+                                    "--cases", "AC-TRIGGER-*", "--cases", "AC-IMPAIRED-LAB-5GHZ"], timeout: 120)
+        let verdicts = try verdicts(result.stdout)
+        #expect(result.status == 1)
+        #expect(verdicts["AC-TRIGGER-REFRACTORY"] == "FAIL", "\(verdicts)")
+        #expect(verdicts["AC-IMPAIRED-LAB-5GHZ"] == "FAIL", "\(verdicts)")
+        #expect(verdicts["AC-TRIGGER-THRESHOLD"] == "PASS", "\(verdicts)")
+    }
+
+    @Test func anExecHostThatExitsIsAHarnessErrorForWhatRemains() throws {
+        let result = try kinetrace(["conform", "--exec", "exit 3", "--cases", "AC-ACK-FORMAT", "--cases", "AC-TRIGGER-STALE"], timeout: 60)
+        #expect(result.status == 2, "\(result.stdout)")
+        #expect(result.stderr.contains("the host process closed its output and exited with status 3"), "\(result.stderr)")
+    }
+
+    @Test func impairedCasesReportWhatTheyDidAndAreSeeded() throws {
+        var reports: [[String: Double]] = []
+        for _ in 0..<2 {
+            let result = try kinetrace(["conform", "--format", "json", "--cases", "AC-IMPAIRED-CROWDED-EVENT"], timeout: 60)
+            #expect(result.status == 0, "\(result.stdout)")
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            let only = try #require((report["cases"] as? [[String: Any]])?.first)
+            #expect(only["verdict"] as? String == "PASS")
+            #expect((only["duration_ms"] as? Double ?? 0) > 2_000)
+            reports.append(try #require(only["measurements"] as? [String: Double]))
+        }
+        // The same seed drops, duplicates and reorders the same frames, so the same acks are owed.
+        for key in ["sent", "lost", "duplicated", "reordered", "acks_predicted"] { #expect(reports[0][key] == reports[1][key], "\(key)") }
+        #expect(reports[0]["lost"]! > 0 && reports[0]["acks_predicted"]! > 0)
+        #expect(reports[0]["acks_matched"] == reports[0]["acks_predicted"])
+    }
+
+    @Test func htmlIsOneSelfContainedPage() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let out = dir.appendingPathComponent("conform.html").path
+        let result = try kinetrace(["conform", "--capture", Fixture.bundledTrace, "--format", "html", "--out", out])
+        #expect(result.status == 1)
+        let page = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(page.hasPrefix("<!DOCTYPE html>"))
+        #expect(page.contains("PC-FRAME-LAYOUT") && page.contains("NOT CONFORMANT"))
+        #expect(!page.contains("<script src") && !page.contains("<link "))
+        // Every element closed in order (void elements aside), by an independent parser.
+        let check = """
+            import sys
+            from html.parser import HTMLParser
+            VOID = {"meta", "br", "hr", "img", "input", "link"}
+            class Balance(HTMLParser):
+                def __init__(self):
+                    super().__init__()
+                    self.stack = []
+                def handle_starttag(self, tag, attrs):
+                    if tag not in VOID:
+                        self.stack.append(tag)
+                def handle_endtag(self, tag):
+                    assert self.stack and self.stack.pop() == tag, tag
+            parser = Balance()
+            parser.feed(open(sys.argv[1]).read())
+            assert not parser.stack, parser.stack
+            print("ok")
+            """
+        if Fixture.hasPython {
+            let parsed = try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", check, out])
+            #expect(parsed.stdout.hasPrefix("ok"), "\(parsed.stderr)")
+        }
+    }
+}
