@@ -158,7 +158,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceEngineTests",
-            dependencies: ["KinetraceAnalysis", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire"],
+            dependencies: ["KinetraceAnalysis", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceCLITests",

@@ -13,6 +13,8 @@ Faults (each must be failed by the case meant to catch it, see ConformanceSuiteT
   wrong-echo         echoes t_ms + 1
   wrong-destination  sends each ack to the controller heard from before this one
   crash-on-short     dies on a datagram shorter than a frame
+  no-stale           processes repeated and older (reordered) frames as if new
+  arrival-clock      times the refractory window by arrival, not by t_ms
 Python 3 standard library only.
 """
 
@@ -22,6 +24,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 import zlib
 
 FRAME = struct.Struct("<Q6fI")
@@ -57,15 +60,16 @@ def main():
             continue
         duplicate = args.fault == "duplicate" and last_trigger.get(sender) == t_ms and ay > args.threshold
         if not duplicate:
-            if sender in newest and t_ms <= newest[sender]:
+            if sender in newest and t_ms <= newest[sender] and args.fault != "no-stale":
                 continue
-            newest[sender] = t_ms
+            newest[sender] = max(t_ms, newest.get(sender, 0))
+            clock = int(time.monotonic() * 1000) if args.fault == "arrival-clock" else t_ms
             last = last_trigger.get(sender)
-            ready = last is None or t_ms - last >= args.refractory_ms or args.fault == "no-refractory"
+            ready = last is None or clock - last >= args.refractory_ms or args.fault == "no-refractory"
             if not (ay > args.threshold and ready):
                 previous_sender = sender
                 continue
-            last_trigger[sender] = t_ms
+            last_trigger[sender] = clock
         echo = t_ms + 1 if args.fault == "wrong-echo" else t_ms
         payload = ack_bytes(echo, big_endian=args.fault == "endianness")
         destination = sender

@@ -10,6 +10,7 @@ struct FaultyHostTests {
         ("endianness", "AC-ACK-FORMAT"), ("no-crc", "AC-INVALID-DROPPED"), ("no-refractory", "AC-TRIGGER-REFRACTORY"),
         ("duplicate", "AC-TRIGGER-DUPLICATE"), ("late-acks", "AC-ACK-DEADLINE"), ("wrong-echo", "AC-ACK-FORMAT"),
         ("wrong-destination", "AC-CONTROLLER-ISOLATION"), ("crash-on-short", "AC-INVALID-DROPPED"),
+        ("no-stale", "AC-TRIGGER-STALE"), ("arrival-clock", "AC-TRIGGER-REFRACTORY"),
     ]
 
     func conform(_ fault: String, _ extra: [String]) throws -> (status: Int32, verdicts: [String: String]) {
@@ -26,6 +27,15 @@ struct FaultyHostTests {
     @Test(arguments: faults.map(\.fault))
     func eachFaultIsFailedByItsCase(_ fault: String) throws {
         let caughtBy = Self.faults.first { $0.fault == fault }!.caughtBy
+        let (status, verdicts) = try conform(fault, ["--cases", caughtBy])
+        #expect(status == 1)
+        #expect(verdicts[caughtBy] == "FAIL", "\(fault): \(verdicts)")
+    }
+
+    /// The impaired paths catch rule faults on their own: reordered frames
+    /// (no stale check) and jitter (a refractory window timed by arrival).
+    @Test(arguments: [("no-stale", "AC-IMPAIRED-CROWDED-EVENT"), ("arrival-clock", "AC-IMPAIRED-LAB-5GHZ")])
+    func impairedPathsCatchRuleFaults(_ fault: String, _ caughtBy: String) throws {
         let (status, verdicts) = try conform(fault, ["--cases", caughtBy])
         #expect(status == 1)
         #expect(verdicts[caughtBy] == "FAIL", "\(fault): \(verdicts)")

@@ -112,7 +112,7 @@ public struct DuplicateCase: ActiveCase {
 public struct InvalidInputCase: ActiveCase {
     public let info = CaseInfo(id: "AC-INVALID-DROPPED", requirements: ["ML-VALID-1", "ML-VALID-2", "ML-VALID-3", "ML-TRANSPORT-4"],
                                level: .must,
-                               summary: "Every invalid datagram (each wrong length, bad CRC, NaN, ±inf, an ack) is dropped without an ack or a state change.",
+                               summary: "Every invalid datagram (every length 0–72 but 36, 548 and 1472 bytes, a bad CRC, NaN, ±inf, an ack) is dropped without an ack or a state change.",
                                timeoutMs: 3_000)
     public init() {}
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
@@ -121,7 +121,11 @@ public struct InvalidInputCase: ActiveCase {
         var t = t0
         func next() -> UInt64 { t += 10; return t }
         let base = high(next()).encoded()
-        var bad: [[UInt8]] = [[], [0x01], Array(base.prefix(20)), Array(base.prefix(35)), base + [0], base + Array(repeating: 0, count: 64)]
+        // Every length from 0 to 72 but 36 (each a prefix of a trigger, or a trigger with bytes after it),
+        // an ack-sized 20 among them, and the largest unfragmented datagrams.
+        var bad: [[UInt8]] = (0..<MotionFrame.size).map { Array(base.prefix($0)) }
+        bad += (MotionFrame.size + 1...2 * MotionFrame.size).map { base + Array(repeating: 0, count: $0 - MotionFrame.size) }
+        bad += [548, 1472].map { base + Array(repeating: 0xA5, count: $0 - MotionFrame.size) }
         var crc = high(next()).encoded()
         crc[32] ^= 0xFF
         bad.append(crc)

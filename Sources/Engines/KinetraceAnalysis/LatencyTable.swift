@@ -1,0 +1,68 @@
+/// The source paper's Table I for one latency series: mean, p95, max, min
+/// and standard deviation in ms, after removing samples more than 3σ from
+/// the mean, with the sample count before and after.
+///
+/// Conventions, fixed so other tools can reproduce the numbers:
+/// - σ is the sample standard deviation (n − 1), as numpy's `std(ddof=1)`;
+/// - outlier removal is one pass: keep x with |x − mean| ≤ k·σ of the full series;
+/// - percentiles interpolate linearly between closest ranks, as numpy's default
+///   (`percentile(…, method="linear")`).
+public struct LatencyTable: Hashable, Sendable {
+    public var countBefore: Int
+    public var countAfter: Int
+    public var meanMs: Double
+    public var p95Ms: Double
+    public var maxMs: Double
+    public var minMs: Double
+    public var sdMs: Double
+
+    /// nil for an empty series; a single sample has σ 0.
+    public init?(samplesMs: [Double], sigmas: Double = 3) {
+        let kept = LatencyTable.removingOutliers(samplesMs, sigmas: sigmas)
+        guard !kept.isEmpty else { return nil }
+        let sorted = kept.sorted()
+        countBefore = samplesMs.count
+        countAfter = kept.count
+        meanMs = LatencyTable.mean(kept)
+        sdMs = LatencyTable.sampleStandardDeviation(kept)
+        p95Ms = LatencyTable.percentile(sorted: sorted, 95)
+        minMs = sorted.first!
+        maxMs = sorted.last!
+    }
+
+    /// The samples within `sigmas` sample standard deviations of the mean (all of them when σ is 0).
+    public static func removingOutliers(_ samples: [Double], sigmas: Double) -> [Double] {
+        let finite = samples.filter(\.isFinite)
+        guard finite.count > 1 else { return finite }
+        let m = mean(finite), limit = sigmas * sampleStandardDeviation(finite)
+        return finite.filter { abs($0 - m) <= limit }
+    }
+
+    public static func mean(_ xs: [Double]) -> Double {
+        // Kahan summation: long captures sum hundreds of thousands of similar values.
+        var sum = 0.0, compensation = 0.0
+        for x in xs {
+            let y = x - compensation
+            let t = sum + y
+            compensation = (t - sum) - y
+            sum = t
+        }
+        return sum / Double(xs.count)
+    }
+
+    public static func sampleStandardDeviation(_ xs: [Double]) -> Double {
+        guard xs.count > 1 else { return 0 }
+        let m = mean(xs)
+        var squares = 0.0
+        for x in xs { squares += (x - m) * (x - m) }
+        return (squares / Double(xs.count - 1)).squareRoot()
+    }
+
+    /// The p-th percentile (0…100) of ascending `sorted`, linear between closest ranks.
+    public static func percentile(sorted: [Double], _ p: Double) -> Double {
+        precondition(!sorted.isEmpty, "a percentile of nothing")
+        let rank = p / 100 * Double(sorted.count - 1)
+        let below = Int(rank.rounded(.down)), above = min(below + 1, sorted.count - 1)
+        return sorted[below] + (sorted[above] - sorted[below]) * (rank - Double(below))
+    }
+}
