@@ -38,8 +38,8 @@ struct Conform: ParsableCommand {
             rate and, when the capture holds both directions, the host's acks.
 
             Exit status: 0 when no MUST case fails (and, with --strict, no SHOULD case is \
-            missed); 1 when one does; 2 on a harness error such as an unreadable capture; 64 \
-            for bad usage.
+            missed); 1 when one does; 2 on a harness error: an unreadable capture, or no host there \
+            (nothing listens, or the exec host ends before answering); 64 for bad usage.
             """)
 
     @Option(help: ArgumentHelp("The live host to check, as HOST:PORT or [IPV6]:PORT.", valueName: "host:port"))
