@@ -77,7 +77,7 @@ let package = Package(
         .target(name: "CKinetraceSystem", path: "Sources/Engines/CKinetraceSystem"),
         .target(
             name: "KinetraceTransport",
-            dependencies: ["KinetraceTrace", "CKinetraceSystem"],
+            dependencies: ["KinetraceWire", "KinetraceTrace", "CKinetraceSystem"],
             path: "Sources/Engines/KinetraceTransport", swiftSettings: strict),
         .target(
             name: "KinetraceController",

@@ -77,13 +77,10 @@ public final class UDPProbeTransport: ProbeTransport {
 /// A host run as `/bin/sh -c COMMAND` behind the stdio adapter
 /// (specs/stdio-adapter-v1.md); controller ids count up from 0 for the run.
 public final class StdioProbeTransport: ProbeTransport {
-    private let child: ChildProcess
-    private var decoder = StdioRecordDecoder()
+    private let host: StdioHostConnection
     private var opened = 0
-    private var ended = false
-    private var buffer = [UInt8](repeating: 0, count: 65_536)
 
-    public init(command: String) throws(SocketError) { child = try ChildProcess(command: command) }
+    public init(command: String) throws(SocketError) { host = try StdioHostConnection(command: command) }
 
     public func openController() throws(SocketError) -> Int {
         guard opened <= Int(UInt16.max) else { throw SocketError("the stdio adapter has 65,536 controller ids; a run used them all") }
@@ -92,58 +89,26 @@ public final class StdioProbeTransport: ProbeTransport {
     }
 
     public func send(_ bytes: [UInt8], from controller: Int) -> Int32? {
-        let record = StdioRecord(kind: .controllerToHost, controller: UInt16(controller), payload: bytes)
-        return child.write(record.encoded(), deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000)
+        host.send(controller: controller, bytes, deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000)
     }
 
     public func poll(timeoutMs: Int32, _ handle: (ProbeEvent) -> Void) {
-        guard !ended else {
-            usleep(UInt32(max(timeoutMs, 0)) * 1000)
-            return
-        }
-        var pfd = [pollfd(fd: child.fd, events: Int16(POLLIN), revents: 0)]
-        guard pollAll(&pfd, timeoutMs) > 0 else { return }
-        let now = SystemClock.monotonicNs()
-        var closed = false
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(child.fd, $0.baseAddress, $0.count, 0) }
-            if n > 0 { decoder.append(buffer[0..<n]); continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
-            if n < 0 && errno == EINTR { continue }
-            closed = true
-            break
-        }
-        do throws(WireError) {
-            var at = decoder.offset
-            while let record = try decoder.next() {
-                defer { at = decoder.offset }
-                guard record.kind == .hostToController else {
-                    throw WireError(.outOfRange, offset: at + 4, expected: "record kind 0x02 (host to controller), found \(record.kind)")
-                }
-                guard Int(record.controller) < opened else {
-                    throw WireError(.outOfRange, offset: at + 6, expected: "a controller id below \(opened), found \(record.controller)")
-                }
-                handle(.reply(controller: Int(record.controller), payload: record.payload, monoNs: now))
+        host.receive(timeoutMs: timeoutMs, controllers: opened) { event in
+            switch event {
+            case .datagram(let controller, let payload):
+                handle(.reply(controller: controller, payload: payload, monoNs: SystemClock.monotonicNs()))
+            case .protocolError(let why):
+                handle(.protocolError(why))
+            case .closed:
+                let status = host.exitStatus(waitingMs: 500)
+                handle(.hostEnded("the host process closed its output" + (status.map { " and \($0)" } ?? "")))
             }
-        } catch {
-            ended = true
-            handle(.protocolError("the host process's output is not stdio records: byte \(error.offset): expected \(error.expected)"))
-            return
-        }
-        if closed {
-            ended = true
-            var status: String?
-            for _ in 0..<50 where status == nil {
-                status = child.exitStatus().map(ChildProcess.describe(status:))
-                if status == nil { usleep(10_000) }
-            }
-            handle(.hostEnded("the host process closed its output" + (status.map { " and \($0)" } ?? "")))
         }
     }
 
     public func close() -> String? {
-        child.closeInput()
-        return ChildProcess.describe(status: child.terminate(graceMs: 1_000))
+        host.child.closeInput()
+        return ChildProcess.describe(status: host.child.terminate(graceMs: 1_000))
     }
 }
 

@@ -103,12 +103,9 @@ final class UDPLink: ReplayLink, @unchecked Sendable {  // sockets are immutable
 }
 
 /// A child process speaking the stdio adapter framing.
-final class StdioLink: ReplayLink, @unchecked Sendable {  // the decoder is used only by the receiving thread
-    private let child: ChildProcess
+final class StdioLink: ReplayLink, @unchecked Sendable {  // the connection is read only by the receiving thread
+    private let host: StdioHostConnection
     private let controllers: Int
-    private var decoder = StdioRecordDecoder()
-    private var ended = false
-    private var buffer = [UInt8](repeating: 0, count: 65_536)
     private let state = Lock()
     private var inputEnded = false
     private var outputEnded = false
@@ -116,86 +113,48 @@ final class StdioLink: ReplayLink, @unchecked Sendable {  // the decoder is used
     let hostEndpoint = Endpoint(host: "127.0.0.1", port: 0)
 
     init(command: String, controllers: Int) throws(SocketError) {
-        child = try ChildProcess(command: command)
+        host = try StdioHostConnection(command: command)
         self.controllers = controllers
         // Stand-in addresses, so records still say which controller: 127.0.0.2:1, :2, …
         controllerEndpoints = (0..<controllers).map { Endpoint(host: "127.0.0.2", port: UInt16(truncatingIfNeeded: $0 + 1)) }
     }
 
     func send(controller: Int, _ payload: [UInt8], deadlineMonotonicNs: Int64) -> Int32? {
-        let record = StdioRecord(kind: .controllerToHost, controller: UInt16(controller), payload: payload)
-        return child.write(record.encoded(), deadlineMonotonicNs: deadlineMonotonicNs)
+        host.send(controller: controller, payload, deadlineMonotonicNs: deadlineMonotonicNs)
     }
 
     func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
-        guard !ended else {
-            usleep(UInt32(timeoutMs) * 1000)
-            return
-        }
-        var pfd = pollfd(fd: child.fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&pfd, 1, timeoutMs) > 0 else { return }
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(child.fd, $0.baseAddress, $0.count, 0) }
-            if n > 0 {
-                decoder.append(buffer[0..<n])
-                continue
-            }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }
-            if n < 0 && errno == EINTR { continue }
-            ended = true
-            break
-        }
-        do throws(WireError) {
-            var at = decoder.offset
-            while let record = try decoder.next() {
-                defer { at = decoder.offset }
-                guard record.kind == .hostToController else {
-                    throw WireError(.outOfRange, offset: at + 4, expected: "record kind 0x02 (host to controller), found \(record.kind)")
+        host.receive(timeoutMs: timeoutMs, controllers: controllers) { event in
+            switch event {
+            case .datagram(let controller, let payload):
+                handle(.datagram(controller: controller, payload: payload))
+            case .protocolError(let why):
+                handle(.protocolError(why))
+            case .closed(let pending):
+                let normal = state.withLock {
+                    outputEnded = true
+                    return inputEnded
                 }
-                guard Int(record.controller) < controllers else {
-                    throw WireError(.outOfRange, offset: at + 6,
-                                    expected: "a controller id below \(controllers), found \(record.controller)")
+                if normal && pending == 0 {
+                    handle(.hostFinished)
+                    return
                 }
-                handle(.datagram(controller: Int(record.controller), payload: record.payload))
+                let status = host.exitStatus(waitingMs: 1_000)
+                handle(.hostEnded("the host process closed its output" + (status.map { " and \($0)" } ?? "")
+                                  + (pending > 0 ? ", \(pending) byte(s) into a record" : "")))
             }
-        } catch {
-            ended = true
-            handle(.protocolError("the host process's output is not stdio records: byte \(error.offset): expected \(error.expected)"))
-            return
         }
-        if ended {
-            let pending = decoder.pendingBytes
-            let normal = state.withLock {
-                outputEnded = true
-                return inputEnded
-            }
-            if normal && pending == 0 {
-                handle(.hostFinished)
-                return
-            }
-            let status = waitBriefly()
-            handle(.hostEnded("the host process closed its output" + (status.map { " and \($0)" } ?? "")
-                              + (pending > 0 ? ", \(pending) byte(s) into a record" : "")))
-        }
-    }
-
-    private func waitBriefly() -> String? {
-        for _ in 0..<100 {
-            if let status = child.exitStatus() { return ChildProcess.describe(status: status) }
-            usleep(10_000)
-        }
-        return nil
     }
 
     func endInput() {
         state.withLock { inputEnded = true }
-        child.closeInput()
+        host.child.closeInput()
     }
 
     var isDrained: Bool { state.withLock { outputEnded } }
 
     func finish(graceMs: Int) -> String? {
         endInput()
-        return ChildProcess.describe(status: child.terminate(graceMs: graceMs))
+        return ChildProcess.describe(status: host.child.terminate(graceMs: graceMs))
     }
 }
