@@ -25,7 +25,7 @@ public struct LatencyTable: Hashable, Sendable {
         countAfter = kept.count
         meanMs = LatencyTable.mean(kept)
         sdMs = LatencyTable.sampleStandardDeviation(kept)
-        p95Ms = LatencyTable.percentile(sorted: sorted, 95)
+        p95Ms = LatencyTable.percentile(sorted: sorted, 95)!
         minMs = sorted.first!
         maxMs = sorted.last!
     }
@@ -58,10 +58,10 @@ public struct LatencyTable: Hashable, Sendable {
         return (squares / Double(xs.count - 1)).squareRoot()
     }
 
-    /// The p-th percentile (0…100) of ascending `sorted`, linear between closest ranks.
-    public static func percentile(sorted: [Double], _ p: Double) -> Double {
-        precondition(!sorted.isEmpty, "a percentile of nothing")
-        let rank = p / 100 * Double(sorted.count - 1)
+    /// The p-th percentile (0…100, clamped) of ascending `sorted`, linear between closest ranks; nil for none.
+    public static func percentile(sorted: [Double], _ p: Double) -> Double? {
+        guard !sorted.isEmpty, !p.isNaN else { return nil }
+        let rank = min(max(p, 0), 100) / 100 * Double(sorted.count - 1)
         let below = Int(rank.rounded(.down)), above = min(below + 1, sorted.count - 1)
         return sorted[below] + (sorted[above] - sorted[below]) * (rank - Double(below))
     }

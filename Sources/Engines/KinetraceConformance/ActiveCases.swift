@@ -215,58 +215,67 @@ public struct NoUnsolicitedCase: ActiveCase {
 /// Ack delay over many triggers (ML-ACK-RULE-3 MUST, -4 SHOULD), as round trips.
 /// Frame time never runs ahead of the wall clock, as a phone's would not.
 public struct AckTimingCase: ActiveCase {
+    public enum Traffic: Sendable {
+        /// One trigger from each of `controllers`, in batches of 20 every 10 ms.
+        case oneTriggerEach(controllers: Int)
+        /// `rounds` frames from each of `controllers`, `roundMs` apart in frame and wall time, a trigger every R.
+        case stream(controllers: Int, rounds: Int, roundMs: UInt64)
+    }
+
     public let info: CaseInfo
-    let controllers: Int
-    /// Rounds, one frame from every controller each; `roundNs` apart in both frame and wall time.
-    let rounds: Int
-    let roundNs: Int64
-    /// Every controller sends only triggers (timing cases) or a trigger every R (load).
-    let everyFrameTriggers: Bool
+    let traffic: Traffic
 
     public static let must = AckTimingCase(info: CaseInfo(
         id: "AC-ACK-DEADLINE", requirements: ["ML-ACK-RULE-3", "ML-ACK-RULE-1"], level: .must,
         summary: "Over 100 triggers from 100 controllers, 20 every 10 ms, acks come within 50 ms (--ack-deadline-ms).", timeoutMs: 5_000),
-        controllers: 100, rounds: 1, roundNs: 0, everyFrameTriggers: true)
+        traffic: .oneTriggerEach(controllers: 100))
     public static let should = AckTimingCase(info: CaseInfo(
         id: "AC-ACK-PROMPT", requirements: ["ML-ACK-RULE-4"], level: .should,
         summary: "Over 100 triggers from 100 controllers, 20 every 10 ms, acks come within 10 ms.", timeoutMs: 5_000),
-        controllers: 100, rounds: 1, roundNs: 0, everyFrameTriggers: true)
+        traffic: .oneTriggerEach(controllers: 100))
     /// 1,000 frames/s from 50 controllers for 5 s (20 Hz each), a trigger every R of frame time.
     public static let load = AckTimingCase(info: CaseInfo(
         id: "AC-LOAD", requirements: ["ML-ACK-RULE-1", "ML-ACK-RULE-3"], level: .must,
         summary: "At 1,000 frames/s from 50 controllers for 5 s, every trigger is acked within the deadline.", timeoutMs: 15_000),
-        controllers: 50, rounds: 100, roundNs: 50_000_000, everyFrameTriggers: false)
+        traffic: .stream(controllers: 50, rounds: 100, roundMs: 50))
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let t0 = p.t0
-        let range = try p.controllers(controllers)
-        let r = parameters.rule.refractoryMs
         var expected = 0
         var next = SystemClock.monotonicNs()
-        if everyFrameTriggers {
-            // One trigger per controller, in batches of 20 every 10 ms.
-            for batch in stride(from: range.lowerBound, to: range.upperBound, by: 20) {
-                let offset = UInt64(batch - range.lowerBound) / 2
-                for c in batch..<min(batch + 20, range.upperBound) { p.send(high(t0 + offset), from: c); expected += 1 }
+        switch traffic {
+        case .oneTriggerEach(let controllers):
+            let range = try p.controllers(controllers)
+            for (batch, first) in stride(from: range.lowerBound, to: range.upperBound, by: 20).enumerated() {
+                // Frame time advances with the wall clock: 10 ms a batch.
+                let tMs = t0 + UInt64(batch) * 10
+                for c in first..<min(first + 20, range.upperBound) { p.send(high(tMs), from: c); expected += 1 }
                 next += 10_000_000
                 p.collect(untilMonotonicNs: next)
             }
-        } else {
-            let roundMs = UInt64(roundNs / 1_000_000)
+        case .stream(let controllers, let rounds, let roundMs):
+            let range = try p.controllers(controllers)
+            let r = parameters.rule.refractoryMs
             let triggerEvery = max(1, Int((r + roundMs - 1) / roundMs))
             for round in 0..<rounds {
                 let tMs = t0 + UInt64(round) * roundMs
                 for c in range {
                     if round % triggerEvery == 0 { p.send(high(tMs), from: c); expected += 1 } else { p.send(low(tMs), from: c) }
                 }
-                next += roundNs
+                next += Int64(roundMs) * 1_000_000
                 p.collect(untilMonotonicNs: next)
             }
         }
         p.collect(forMs: info.timeoutMs) { $0.count >= expected }
-        let delays = p.acks.compactMap(\.delayNs).map { Double($0) / 1e6 }.sorted()
+        // Only the first ack to each sent trigger counts; repeats and echoes of nothing sent are faults (ML-ACK-RULE-1).
+        var seen = Set<[UInt64]>(), delays: [Double] = [], extra = 0
+        for ack in p.acks {
+            if let delay = ack.delayNs, seen.insert([UInt64(ack.controller), ack.echo]).inserted { delays.append(Double(delay) / 1e6) } else { extra += 1 }
+        }
+        delays.sort()
         let limit = info.level == .must ? parameters.ackDeadlineMs : parameters.ackShouldMs
-        var measurements = [Measurement("triggers", Double(expected)), Measurement("acks", Double(p.acks.count))]
+        var measurements = [Measurement("triggers", Double(expected)), Measurement("acks", Double(p.acks.count)),
+                            Measurement("extra_acks", Double(extra))]
         guard !delays.isEmpty else {
             return CaseResult(info, .fail("no ack to \(expected) triggers"), measurements: measurements)
         }
@@ -274,8 +283,9 @@ public struct AckTimingCase: ActiveCase {
         measurements += [Measurement("p50", p50, "ms"), Measurement("p99", p99, "ms"), Measurement("max", delays.last!, "ms"),
                          Measurement("limit", limit, "ms")]
         let numbers = "p50 \(fixed(p50, 3)) ms, p99 \(fixed(p99, 3)) ms, max \(fixed(delays.last!, 3)) ms over \(delays.count) acks"
-        if p.acks.count < expected {
-            return CaseResult(info, .fail("\(expected - p.acks.count) of \(expected) triggers unacked; \(numbers)"), measurements: measurements)
+        if delays.count < expected || extra > 0 {
+            let why = "\(expected - delays.count) of \(expected) triggers unacked, \(extra) ack(s) repeated or echoing no trigger; \(numbers)"
+            return CaseResult(info, .fail(why), measurements: measurements)
         }
         if p99 > limit {
             let why = "p99 ack delay over \(fixed(limit, 0)) ms: \(numbers)"

@@ -83,7 +83,7 @@ public struct ImpairedPathCase: ActiveCase {
             }
         }
         let settle = lastDeadline + Int64(info.timeoutMs) * 1_000_000
-        p.collect(untilMonotonicNs: settle) { _ in p.acks.count >= predicted.count }
+        p.collect(untilMonotonicNs: settle) { _ in predicted.isSubset(of: p.acks.map { Pair(controller: $0.controller, tMs: $0.echo) }) }
         p.collect(forMs: 50)  // stragglers and extra acks
         var acked: [Pair: Int] = [:]
         for ack in p.acks { acked[Pair(controller: ack.controller, tMs: ack.echo), default: 0] += 1 }

@@ -40,7 +40,7 @@ public final class UDPProbeTransport: ProbeTransport {
     public let target: SocketAddressBox
     private var sockets: [ConnectedUDPSocket] = []
     private var fds: [pollfd] = []
-    private var buffer = [UInt8](repeating: 0, count: 2048)
+    private var buffer = [UInt8](repeating: 0, count: 65_536)  // any UDP reply whole, so a wrong one is judged as sent
 
     public init(target: SocketAddressBox) { self.target = target }
 
@@ -112,6 +112,11 @@ public final class StdioProbeTransport: ProbeTransport {
     }
 }
 
+/// poll(2) over `fds`; with none, it still waits, so callers never spin.
 private func pollAll(_ fds: inout [pollfd], _ timeoutMs: Int32) -> Int32 {
-    fds.isEmpty ? 0 : poll(&fds, nfds_t(fds.count), timeoutMs)
+    guard !fds.isEmpty else {
+        usleep(UInt32(max(timeoutMs, 0)) * 1000)
+        return 0
+    }
+    return poll(&fds, nfds_t(fds.count), timeoutMs)
 }
