@@ -4,7 +4,7 @@ import PackageDescription
 // Layering, bottom to top; a target may only depend on targets below it.
 //   1. Wire     – KinetraceWire: pure codecs, one folder per wire profile (no I/O).
 //   2. Formats  – KinetraceTrace (trace v1, JSON Lines), KinetracePcap (pcap/pcapng via libpcap).
-//   3. Engines  – KinetraceAnalysis, KinetraceSimulation, KinetraceTransport (sockets, threads, child processes),
+//   3. Engines  – KinetraceAnalysis, KinetracePlot (SVG charts), KinetraceSimulation, KinetraceTransport (sockets, threads, child processes),
 //                 KinetraceHost, KinetraceController, KinetraceCapture, KinetraceReplay.
 //   4. CLI      – KinetraceCLI (commands) and the `kinetrace` executable.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "KinetraceConformance", targets: ["KinetraceConformance"]),
         .library(name: "KinetraceAnalysis", targets: ["KinetraceAnalysis"]),
         .library(name: "KinetraceSimulation", targets: ["KinetraceSimulation"]),
+        .library(name: "KinetracePlot", targets: ["KinetracePlot"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -57,6 +58,8 @@ let package = Package(
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Sources/Engines/KinetraceAnalysis", swiftSettings: strict),
+        // Pure SVG charts (no I/O), shared by `kinetrace latency` and the conformance report.
+        .target(name: "KinetracePlot", path: "Sources/Engines/KinetracePlot", swiftSettings: strict),
         .target(
             name: "KinetraceSimulation",
             dependencies: [
@@ -112,7 +115,7 @@ let package = Package(
             dependencies: [
                 "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
                 "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetraceReplay", "KinetraceTransport",
-                "KinetraceConformance",
+                "KinetraceConformance", "KinetracePlot",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -159,6 +162,10 @@ let package = Package(
         .testTarget(
             name: "KinetraceEngineTests",
             dependencies: ["KinetraceAnalysis", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "KinetracePlotTests",
+            dependencies: ["KinetracePlot", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceCLITests",

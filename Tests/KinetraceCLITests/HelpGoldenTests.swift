@@ -10,7 +10,7 @@ import Testing
     static let commands: [(String, ParsableCommand.Type)] = [
         ("kinetrace", Kinetrace.self), ("inspect", Inspect.self), ("synth", Synth.self),
         ("host", Host.self), ("simulate", Simulate.self), ("capture", Capture.self), ("convert", Convert.self),
-        ("replay", Replay.self), ("conform", Conform.self),
+        ("replay", Replay.self), ("conform", Conform.self), ("latency", Latency.self),
     ]
 
     @Test(arguments: commands.map(\.0))

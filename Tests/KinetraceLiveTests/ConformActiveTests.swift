@@ -111,5 +111,33 @@ import Testing
             let parsed = try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", check, out])
             #expect(parsed.stdout.hasPrefix("ok"), "\(parsed.stderr)")
         }
+        // A capture's page carries its latency table and figures (issue 6), the same ones `kinetrace latency --plot` draws.
+        #expect(page.contains("Latency in the capture") && page.contains("One-way latency, relative"))
+        try expectRenderablePlots(in: page, atLeast: 2, dir: dir)
+    }
+
+    /// A live run's page plots each timing case's ack delays against its deadline.
+    @Test func htmlPlotsTheAckDelaysOfALiveRun() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let out = dir.appendingPathComponent("conform.html").path
+        let result = try kinetrace(["conform", "--cases", "AC-ACK-DEADLINE", "--format", "html", "--out", out])
+        #expect(result.status == 0, "\(result.stderr)")
+        let page = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(page.contains("AC-ACK-DEADLINE ack delay: delay per trigger") && page.contains("deadline 50.000 ms"))
+        try expectRenderablePlots(in: page, atLeast: 1, dir: dir)
+    }
+
+    /// Each inline SVG is a document librsvg renders on its own.
+    func expectRenderablePlots(in page: String, atLeast count: Int, dir: URL) throws {
+        let svgs = page.matches(of: /<svg[\s\S]*?<\/svg>/).map { String($0.output) }
+        #expect(svgs.count >= count)
+        for (n, svg) in svgs.enumerated() {
+            let file = dir.appendingPathComponent("plot\(n).svg"), png = dir.appendingPathComponent("plot\(n).png")
+            try svg.write(to: file, atomically: true, encoding: .utf8)
+            let render = try run(try Fixture.tool("rsvg-convert"), ["-o", png.path, file.path])
+            #expect(render.status == 0, "plot \(n): \(render.stderr)")
+            #expect(((try? Data(contentsOf: png))?.count ?? 0) > 1000)
+        }
     }
 }

@@ -30,10 +30,11 @@ public struct LatencyTable: Hashable, Sendable {
         maxMs = sorted.last!
     }
 
-    /// The samples within `sigmas` sample standard deviations of the mean (all of them when σ is 0).
+    /// The finite samples within `sigmas` sample standard deviations of the
+    /// mean; all finite samples when `sigmas` is 0 or less (no removal) or σ is 0.
     public static func removingOutliers(_ samples: [Double], sigmas: Double) -> [Double] {
         let finite = samples.filter(\.isFinite)
-        guard finite.count > 1 else { return finite }
+        guard finite.count > 1, sigmas > 0 else { return finite }
         let m = mean(finite), limit = sigmas * sampleStandardDeviation(finite)
         return finite.filter { abs($0 - m) <= limit }
     }

@@ -123,6 +123,16 @@ public struct AckDeadlineCase: PassiveCase {
         summary: "Acks leave within 10 ms of their frame's arrival."))
 
     public func evaluate(_ context: PassiveContext) -> CaseResult {
+        var result = judge(context)
+        let point = context.observation.capturePoint
+        if !context.acks.delaysMs.isEmpty, point == .host || point == .network || point == .synthetic {
+            let limit = info.level == .must ? context.parameters.ackDeadlineMs : context.parameters.ackShouldMs
+            result.samples = [SampleSeries(name: "ack delay", unit: "ms", values: context.acks.delaysMs, limit: limit)]
+        }
+        return result
+    }
+
+    private func judge(_ context: PassiveContext) -> CaseResult {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
         let point = context.observation.capturePoint
         guard point == .host || point == .network || point == .synthetic else {

@@ -272,13 +272,21 @@ public struct AckTimingCase: ActiveCase {
         for ack in p.acks {
             if let delay = ack.delayNs, seen.insert([UInt64(ack.controller), ack.echo]).inserted { delays.append(Double(delay) / 1e6) } else { extra += 1 }
         }
-        delays.sort()
         let limit = info.level == .must ? parameters.ackDeadlineMs : parameters.ackShouldMs
-        var measurements = [Measurement("triggers", Double(expected)), Measurement("acks", Double(p.acks.count)),
+        let series = SampleSeries(name: "ack delay", unit: "ms", values: delays, limit: limit)
+        delays.sort()
+        let measurements = [Measurement("triggers", Double(expected)), Measurement("acks", Double(p.acks.count)),
                             Measurement("extra_acks", Double(extra))]
         guard !delays.isEmpty else {
             return CaseResult(info, .fail("no ack to \(expected) triggers"), measurements: measurements)
         }
+        var result = evaluate(delays: delays, expected: expected, extra: extra, limit: limit, measurements: measurements)
+        result.samples = [series]
+        return result
+    }
+
+    private func evaluate(delays: [Double], expected: Int, extra: Int, limit: Double, measurements: [Measurement]) -> CaseResult {
+        var measurements = measurements
         let p50 = percentile(delays, 50), p99 = percentile(delays, 99)
         measurements += [Measurement("p50", p50, "ms"), Measurement("p99", p99, "ms"), Measurement("max", delays.last!, "ms"),
                          Measurement("limit", limit, "ms")]

@@ -72,6 +72,22 @@ public struct Measurement: Hashable, Sendable {
     }
 }
 
+/// Every value of one quantity a case measured, in the order measured (for plots).
+public struct SampleSeries: Hashable, Sendable {
+    public var name: String
+    public var unit: String
+    public var values: [Double]
+    /// The bound the case held the values to, if any (an ack deadline).
+    public var limit: Double?
+
+    public init(name: String, unit: String, values: [Double], limit: Double? = nil) {
+        self.name = name
+        self.unit = unit
+        self.values = values
+        self.limit = limit
+    }
+}
+
 /// One case's result: its verdict, what it measured and the evidence (the
 /// frames involved, expected against actual).
 public struct CaseResult: Hashable, Sendable {
@@ -79,6 +95,8 @@ public struct CaseResult: Hashable, Sendable {
     public var verdict: Verdict
     public var measurements: [Measurement]
     public var evidence: [String]
+    /// Per-sample values behind the measurements, for reports that plot them.
+    public var samples: [SampleSeries] = []
     /// How long the case took, set by the suite.
     public var durationNs: Int64 = 0
 

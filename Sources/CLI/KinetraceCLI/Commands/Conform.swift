@@ -197,7 +197,12 @@ struct Conform: ParsableCommand {
         case .text: text = ConformanceRendering.text(report, strict: strict)
         case .json: text = ConformanceRendering.json(report, strict: strict)
         case .junit: text = ConformanceRendering.junit(report, strict: strict)
-        case .html: text = ConformanceHTML.render(report, strict: strict)
+        case .html:
+            // A capture's report also shows its latencies, read again with the latency command's analysis.
+            let latency = capture.flatMap { path in
+                (try? Latency.analyse(path: path, port: port, options: .init())).map { LatencyReport(source: path, analysis: $0) }
+            }
+            text = ConformanceHTML.render(report, strict: strict, latency: latency?.analysis.measures.isEmpty == false ? latency : nil)
         }
         if let out {
             guard FileManager.default.createFile(atPath: out, contents: Data(text.utf8)) else {

@@ -1,10 +1,12 @@
+import KinetraceAnalysis
 import KinetraceConformance
 
 /// A conformance report as one self-contained HTML5 page: inline CSS, no
 /// scripts and no external resources, so the file can be archived with a CI
 /// run, opened offline or printed. It carries what the text report does.
 enum ConformanceHTML {
-    static func render(_ report: SuiteReport, strict: Bool) -> String {
+    /// `latency`: the capture's latency analysis, drawn below the cases (capture mode).
+    static func render(_ report: SuiteReport, strict: Bool, latency: LatencyReport? = nil) -> String {
         let title = "kinetrace conform — \(report.target)"
         var html = ["<!DOCTYPE html>", #"<html lang="en">"#, "<head>", #"<meta charset="utf-8">"#,
                     #"<meta name="viewport" content="width=device-width, initial-scale=1">"#,
@@ -12,6 +14,7 @@ enum ConformanceHTML {
         html += header(report, title: title, strict: strict)
         html += banner(report, strict: strict)
         html += table(report, strict: strict)
+        if let latency { html += latencySection(latency) }
         html += ["</body>", "</html>"]
         return html.joined(separator: "\n") + "\n"
     }
@@ -101,6 +104,38 @@ enum ConformanceHTML {
             html += [#"<p class="label">Evidence</p>"#, #"<ul class="evidence">"#]
                 + r.evidence.map { "<li>\(esc($0))</li>" } + ["</ul>"]
         }
+        for series in r.samples where !series.values.isEmpty {
+            // The SVG is generated here and escapes its own text, so it goes in as markup.
+            html += [#"<figure class="plot">"#,
+                     LatencyFigures.delayFigure(title: "\(r.info.id) \(series.name)", delaysMs: series.values, deadlineMs: series.limit),
+                     "<figcaption>\(esc(series.name.prefix(1).uppercased() + series.name.dropFirst())) of each of \(series.values.count) answered triggers, in \(esc(series.unit)), in the order measured\(series.limit.map { "; the line marks the \(number($0)) \(esc(series.unit)) limit" } ?? "").</figcaption>",
+                     "</figure>"]
+        }
+        return html
+    }
+
+    /// The capture's latencies: Table I per measure and the paper's Figure 2.
+    static func latencySection(_ latency: LatencyReport) -> [String] {
+        let a = latency.analysis
+        var html = [#"<section class="latency">"#, "<h2>Latency in the capture</h2>",
+                    "<p>\(esc("Recorded at \(a.header.capturePoint) (clock \(a.header.clock)); \(SummaryRendering.ms(a.options.sigmas, 1))σ outlier removal; the same analysis as kinetrace latency."))</p>",
+                    "<table>", "<thead><tr><th>Latency</th><th class=\"num\">N</th><th class=\"num\">kept</th>"
+                        + ["mean", "p95", "max", "min", "sd", "p50", "p90", "p99", "p99.9"].map { #"<th class="num">\#($0)</th>"# }.joined()
+                        + "</tr></thead>", "<tbody>"]
+        for result in a.measures {
+            let s = result.all
+            var cells = ["<td>\(esc(result.measure.title))</td>", #"<td class="num">\#(s.histogram.count)</td>"#,
+                         #"<td class="num">\#(s.table?.countAfter ?? 0)</td>"#]
+            let table = s.table.map { [$0.meanMs, $0.p95Ms, $0.maxMs, $0.minMs, $0.sdMs] } ?? []
+            cells += (table + s.percentiles.map(\.ms)).map { #"<td class="num">\#(LatencyRendering.number($0))</td>"# }
+            html.append("<tr>" + cells.joined() + "</tr>")
+        }
+        html += ["</tbody>", "</table>"]
+        for measure in [LatencyMeasure.oneWayRelative, .ackTurnaround] where a.result(for: measure) != nil {
+            html += [#"<figure class="plot">"#, LatencyFigures.figure([latency], measure: measure),
+                     "<figcaption>\(esc(measure.title)), ms. \(esc(measure.meaning(at: a.header.capturePoint)))</figcaption>", "</figure>"]
+        }
+        html.append("</section>")
         return html
     }
 
@@ -131,6 +166,10 @@ enum ConformanceHTML {
     * { box-sizing: border-box; -webkit-print-color-adjust: exact; print-color-adjust: exact; }
     body { max-width: 78rem; margin: 2rem auto; padding: 0 1rem; color: #1b1f24; background: #fff;
       font: 15px/1.45 var(--sans); }
+    .plot { margin: .75rem 0; break-inside: avoid; page-break-inside: avoid; }
+    .plot svg { max-width: 100%; height: auto; }
+    .plot figcaption { color: var(--muted); font-size: .85rem; }
+    .latency { margin-top: 2rem; }
     h1 { font-size: 1.5rem; margin: 0 0 .75rem; overflow-wrap: anywhere; }
     .facts { display: grid; grid-template-columns: repeat(auto-fill, minmax(20rem, 1fr)); gap: .2rem 1.5rem; margin: 0 0 1.25rem; }
     .facts div { display: flex; gap: .75rem; }

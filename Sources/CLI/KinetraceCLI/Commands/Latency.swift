@@ -1,0 +1,146 @@
+import ArgumentParser
+import Foundation
+import KinetraceAnalysis
+import KinetracePcap
+import KinetraceTrace
+import KinetraceWire
+
+/// `kinetrace latency TRACE...`: the source paper's latency analysis of a trace.
+struct Latency: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure latency in traces the way the source paper does: its Table I, percentiles and Figure 2.",
+        discussion: """
+            Each latency the trace's capture point allows, labelled in the output:
+              one-way-raw        valid frames: capture time − t_ms
+              one-way-relative   raw − its median (+ --base-ms), the paper's method
+              ack-echo-raw       valid acks: capture time − the t_ms they echo
+              ack-echo-relative  raw − its median (+ --base-ms)
+              ack-rtt            frame sent → its ack received, controller's clock
+              ack-turnaround     frame seen → its ack seen, host's or capture's clock
+            Raw one-way latency is true one-way latency only when the controller's clock \
+            is the recorder's or synchronised to it (loopback); the relative latency needs \
+            no common clock but keeps only the variation.
+
+            Each series goes through one pass of 3σ outlier removal (--sigmas) and gives \
+            the paper's Table I (mean, p95, max, min and sample sd, in ms, with N before \
+            and after removal), and the percentiles p50, p90, p99 and p99.9 of every \
+            sample from an HDR histogram (three significant digits), for all controllers \
+            together and for each one.
+
+            Reads traces from capture, simulate, replay --record, host --trace and synth, \
+            and pcap or pcapng files (capture point "network"). Samples are held in \
+            memory: about 100 bytes a frame (126 MB at peak for a million frames).
+            """)
+
+    @Argument(help: ArgumentHelp("The traces to analyse: kinetrace trace v1 (JSON Lines), pcap or pcapng; each is reported on its own.", valueName: "trace"),
+              completion: .file())
+    var traces: [String]
+
+    @Option(help: ArgumentHelp("Output format: text for people, json or csv for machines.", valueName: "format"))
+    var format: LatencyFormat = .text
+
+    @Option(name: .customLong("out"), help: ArgumentHelp("Write the report to this file instead of standard output.", valueName: "file"))
+    var out: String?
+
+    @Option(help: ArgumentHelp("Outlier removal keeps samples within this many sample standard deviations of the mean; 0 keeps every sample.", valueName: "k"))
+    var sigmas: Double = 3
+
+    @Option(name: .customLong("base-ms"), help: ArgumentHelp("A known base latency in ms, added to the relative latencies to compare them with a published table.", valueName: "ms"))
+    var baseMs: Double = 0
+
+    @Option(name: .customLong("median-scope"), help: ArgumentHelp("The median the relative latencies subtract: each controller's own (each phone has its own clock) or one over the dataset.", valueName: "scope"))
+    var medianScope: MedianScope = .controller
+
+    @Option(help: ArgumentHelp("Draw Figure 2 (latency per frame) with a histogram and a CDF to this SVG file.", valueName: "file.svg"))
+    var plot: String?
+
+    @Option(name: .customLong("plot-measure"), help: ArgumentHelp("The latency to plot, named as in the list above.", valueName: "measure"))
+    var plotMeasureName: PlotMeasure = .oneWayRelative
+    var plotMeasure: LatencyMeasure { plotMeasureName.measure }
+
+    @Option(help: ArgumentHelp("UDP port of the MotionLink host, used to tell direction in pcap and pcapng input.", valueName: "port"))
+    var port: UInt16 = MotionLinkV1.defaultPort
+
+    func validate() throws {
+        guard !traces.isEmpty else { throw ValidationError("Name at least one trace.") }
+        guard sigmas.isFinite, sigmas >= 0 else { throw ValidationError("--sigmas must be a number ≥ 0.") }
+        guard baseMs.isFinite else { throw ValidationError("--base-ms must be a finite number.") }
+    }
+
+    func run() throws {
+        let options = LatencyOptions(sigmas: sigmas, medianScope: medianScope, baseMs: baseMs)
+        var reports: [LatencyReport] = []
+        for path in traces {
+            let analysis = try reportingFailures { () throws(TraceError) -> LatencyAnalysis in
+                try Self.analyse(path: path, port: port, options: options)
+            }
+            guard !analysis.measures.isEmpty else {
+                printError("\(path): no latency to measure: no valid frames or acks")
+                throw ExitStatus.dataError
+            }
+            reports.append(LatencyReport(source: path, analysis: analysis))
+        }
+        if let plot {
+            guard reports.allSatisfy({ $0.analysis.result(for: plotMeasure) != nil }) else {
+                let missing = reports.first { $0.analysis.result(for: plotMeasure) == nil }!
+                let why = missing.analysis.unavailable.first { $0.measure == plotMeasure }?.reason ?? "none"
+                printError("\(missing.source): no \(plotMeasure.rawValue) samples to plot: \(why)")
+                throw ExitStatus.dataError
+            }
+            let svg = LatencyFigures.figure(reports, measure: plotMeasure)
+            guard FileManager.default.createFile(atPath: plot, contents: Data(svg.utf8)) else {
+                printError("\(plot): cannot write the plot")
+                throw ExitStatus.cannotCreate
+            }
+        }
+        let text: String
+        switch format {
+        case .text: text = LatencyRendering.text(reports)
+        case .json: text = LatencyRendering.json(reports)
+        case .csv: text = LatencyRendering.csv(reports)
+        }
+        if let out {
+            guard FileManager.default.createFile(atPath: out, contents: Data(text.utf8)) else {
+                printError("\(out): cannot write the report")
+                throw ExitStatus.cannotCreate
+            }
+        } else {
+            print(text, terminator: "")
+        }
+    }
+
+    static func analyse(path: String, port: UInt16, options: LatencyOptions) throws(TraceError) -> LatencyAnalysis {
+        let reader = try TraceInput.open(path: path, port: port)
+        var collector = LatencyCollector(header: reader.header)
+        var progress = Progress(label: "\(path): records read")
+        var count = 0
+        while let record = try reader.next() {
+            collector.add(record)
+            count += 1
+            progress.update(count)
+        }
+        progress.finish()
+        if let truncation = reader.truncation { printWarning("\(path): \(truncation)") }
+        return collector.analysis(options: options)
+    }
+}
+
+enum LatencyFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, json, csv
+}
+
+extension MedianScope: ExpressibleByArgument {}
+
+/// The measures by their command-line names.
+enum PlotMeasure: String, ExpressibleByArgument, CaseIterable {
+    case oneWayRaw = "one-way-raw", oneWayRelative = "one-way-relative", ackEchoRaw = "ack-echo-raw"
+    case ackEchoRelative = "ack-echo-relative", ackRTT = "ack-rtt", ackTurnaround = "ack-turnaround"
+
+    var measure: LatencyMeasure { LatencyMeasure(rawValue: rawValue.replacingOccurrences(of: "-", with: "_"))! }
+}
+
+/// One trace's analysis, under the name the user gave it.
+struct LatencyReport {
+    var source: String
+    var analysis: LatencyAnalysis
+}

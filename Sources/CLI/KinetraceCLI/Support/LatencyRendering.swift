@@ -1,0 +1,166 @@
+import Foundation
+import KinetraceAnalysis
+import KinetraceTrace
+
+/// `kinetrace latency` reports: a table per measure for people, JSON
+/// (specs/latency-report-v1.schema.json) and CSV for machines.
+enum LatencyRendering {
+    static let percentileNames = ["p50", "p90", "p99", "p99.9"]
+
+    // MARK: Text
+
+    static func text(_ reports: [LatencyReport]) -> String {
+        var lines: [String] = []
+        for (n, report) in reports.enumerated() {
+            if n > 0 { lines.append("") }
+            let a = report.analysis
+            lines.append(report.source)
+            lines.append("  recorded at \(a.header.capturePoint) (clock \(a.header.clock)), \(a.controllers.count) controller(s); "
+                         + "outliers beyond \(SummaryRendering.ms(a.options.sigmas, 1))σ removed; median per \(a.options.medianScope.rawValue)"
+                         + (a.options.baseMs != 0 ? "; base \(SummaryRendering.ms(a.options.baseMs, 3)) ms" : ""))
+            lines.append("  mean…sd: the paper's Table I over the samples kept; p50…p99.9: every sample, from an HDR histogram. t_ms counts whole ms.")
+            if a.invalidMessages > 0 || a.unpairedAcks > 0 {
+                lines.append("  \(a.invalidMessages) invalid message(s) left out; \(a.unpairedAcks) ack(s) echo no frame in the trace")
+            }
+            for result in a.measures {
+                lines.append("")
+                lines.append(result.measure.title + ", ms")
+                lines.append("  " + result.measure.meaning(at: a.header.capturePoint))
+                lines += table(result, controllers: a.controllers).map { "  " + $0 }
+            }
+            for missing in a.unavailable {
+                lines.append("")
+                lines.append("\(missing.measure.title): not available: \(missing.reason)")
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func table(_ result: LatencyAnalysis.MeasureResult, controllers: [Endpoint]) -> [String] {
+        var rows: [(String, SeriesStatistics, Double?)] = [("all", result.all, nil)]
+        if controllers.count > 1 || result.medians != nil {
+            for (c, stats) in result.perController.enumerated() {
+                if let stats { rows.append((controllers[c].description, stats, result.medians?[c])) }
+            }
+        }
+        if controllers.count == 1 && result.medians == nil { rows[0].0 = controllers[0].description }
+        let nameWidth = max(10, rows.map(\.0.count).max() ?? 0)
+        var header = ["controller".rightPadding(nameWidth), "N".leftPadding(7), "kept".leftPadding(7)]
+        header += ["mean", "p95", "max", "min", "sd"].map { $0.leftPadding(9) }
+        header.append(" |")
+        header += percentileNames.map { $0.leftPadding(9) }
+        if result.medians != nil { header.append("median".leftPadding(10)) }
+        var lines = [header.joined(separator: " ")]
+        for (name, stats, median) in rows {
+            var cells = [name.rightPadding(nameWidth), String(stats.histogram.count).leftPadding(7),
+                         String(stats.table?.countAfter ?? 0).leftPadding(7)]
+            if let t = stats.table {
+                cells += [t.meanMs, t.p95Ms, t.maxMs, t.minMs, t.sdMs].map { number($0).leftPadding(9) }
+            } else {
+                cells += Array(repeating: "-".leftPadding(9), count: 5)
+            }
+            cells.append(" |")
+            cells += stats.percentiles.map { number($0.ms).leftPadding(9) }
+            if let median { cells.append(number(median).leftPadding(10)) }
+            lines.append(cells.joined(separator: " "))
+        }
+        return lines
+    }
+
+    /// Three decimals: microseconds, the resolution of a capture's clock.
+    static func number(_ ms: Double) -> String { SummaryRendering.ms(ms, 3) }
+
+    // MARK: JSON
+
+    static func json(_ reports: [LatencyReport]) -> String {
+        let options = reports.first?.analysis.options ?? .init()
+        return JSONValue.object([
+            "format": .string("kinetrace-latency"), "version": .integer(1), "tool": .string("kinetrace \(Kinetrace.version)"),
+            "options": .object(["sigmas": .number(options.sigmas), "median_scope": .string(options.medianScope.rawValue),
+                                "base_ms": .number(options.baseMs)]),
+            "traces": .array(reports.map(traceJSON)),
+        ]).jsonText + "\n"
+    }
+
+    private static func traceJSON(_ report: LatencyReport) -> JSONValue {
+        let a = report.analysis
+        return .object([
+            "source": .string(report.source),
+            "capture_point": .string(a.header.capturePoint.name), "clock": .string(a.header.clock.name),
+            "controllers": .array(a.controllers.map { .string($0.description) }),
+            "invalid_messages": .integer(Int64(a.invalidMessages)), "unpaired_acks": .integer(Int64(a.unpairedAcks)),
+            "measures": .array(a.measures.map { result in
+                var member: [String: JSONValue] = [
+                    "measure": .string(result.measure.rawValue), "title": .string(result.measure.title),
+                    "meaning": .string(result.measure.meaning(at: a.header.capturePoint)),
+                    "all": statisticsJSON(result.all),
+                    "per_controller": .array(result.perController.enumerated().compactMap { c, stats in
+                        guard let stats else { return nil }
+                        var object = statisticsJSON(stats).objectValue!
+                        object["controller"] = .string(a.controllers[c].description)
+                        if let medians = result.medians { object["median_ms"] = .number(medians[c]) }
+                        return .object(object)
+                    }),
+                ]
+                if result.measure.isRelative { member["base_ms"] = .number(result.baseMs) }
+                return .object(member)
+            }),
+            "unavailable": .array(a.unavailable.map { .object(["measure": .string($0.measure.rawValue), "reason": .string($0.reason)]) }),
+        ])
+    }
+
+    private static func statisticsJSON(_ stats: SeriesStatistics) -> JSONValue {
+        var object: [String: JSONValue] = [
+            "n": .integer(Int64(stats.histogram.count)),
+            "n_kept": .integer(Int64(stats.table?.countAfter ?? 0)),
+            "percentiles_ms": .object(Dictionary(uniqueKeysWithValues: zip(percentileNames, stats.percentiles).map { ($0, .number($1.ms)) })),
+        ]
+        if let t = stats.table {
+            object["table_ms"] = .object(["mean": .number(t.meanMs), "p95": .number(t.p95Ms), "max": .number(t.maxMs),
+                                          "min": .number(t.minMs), "sd": .number(t.sdMs)])
+        }
+        if let removal = stats.removal {
+            object["outlier_bounds_ms"] = .array([.number(removal.lowerMs), .number(removal.upperMs)])
+        }
+        return .object(object)
+    }
+
+    // MARK: CSV
+
+    static let csvHeader = "trace,measure,controller,n,n_kept,mean_ms,p95_ms,max_ms,min_ms,sd_ms,p50_ms,p90_ms,p99_ms,p99_9_ms"
+
+    /// One row per trace, measure and controller ("all" for the aggregate); full-precision numbers.
+    static func csv(_ reports: [LatencyReport]) -> String {
+        var lines = [csvHeader]
+        for report in reports {
+            let a = report.analysis
+            for result in a.measures {
+                var rows: [(String, SeriesStatistics)] = [("all", result.all)]
+                for (c, stats) in result.perController.enumerated() { if let stats { rows.append((a.controllers[c].description, stats)) } }
+                for (name, stats) in rows {
+                    var cells = [csvField(report.source), result.measure.rawValue, csvField(name),
+                                 String(stats.histogram.count), String(stats.table?.countAfter ?? 0)]
+                    if let t = stats.table {
+                        cells += [t.meanMs, t.p95Ms, t.maxMs, t.minMs, t.sdMs].map { $0.description }
+                    } else {
+                        cells += Array(repeating: "", count: 5)
+                    }
+                    cells += stats.percentiles.map { $0.ms.description }
+                    lines.append(cells.joined(separator: ","))
+                }
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// RFC 4180 quoting, only when needed.
+    static func csvField(_ text: String) -> String {
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+}
+
+extension String {
+    func rightPadding(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
+    func leftPadding(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+}

@@ -1,0 +1,308 @@
+import KinetraceTrace
+import KinetraceWire
+
+/// A latency `kinetrace latency` measures. Which ones a trace can give
+/// depends on where it was recorded (its header's `capture_point`).
+public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
+    /// Every valid frame: capture time − `t_ms`. One-way only when the two clocks agree.
+    case oneWayRaw = "one_way_raw"
+    /// The paper's clock-free method: raw minus the median, plus `baseMs`.
+    case oneWayRelative = "one_way_relative"
+    /// Every valid ack: capture time − the `t_ms` it echoes (the h2c direction).
+    case ackEchoRaw = "ack_echo_raw"
+    case ackEchoRelative = "ack_echo_relative"
+    /// Frame sent → its ack received, on the controller's clock only.
+    case ackRoundTrip = "ack_rtt"
+    /// Frame seen → its ack seen, on a host's or a capture's clock.
+    case ackTurnaround = "ack_turnaround"
+
+    public var title: String {
+        switch self {
+        case .oneWayRaw: return "One-way latency, raw (c2h frames: t_receive − t_ms)"
+        case .oneWayRelative: return "One-way latency, relative (raw − median)"
+        case .ackEchoRaw: return "Ack latency, raw (h2c acks: t_receive − echoed t_ms)"
+        case .ackEchoRelative: return "Ack latency, relative (raw − median)"
+        case .ackRoundTrip: return "Ack round trip on the controller's clock"
+        case .ackTurnaround: return "Ack turnaround on the capture clock (frame seen → its ack seen)"
+        }
+    }
+
+    /// A few words, for plot titles.
+    public var shortTitle: String {
+        switch self {
+        case .oneWayRaw: return "one-way latency (raw)"
+        case .oneWayRelative: return "one-way latency (relative)"
+        case .ackEchoRaw: return "ack latency (raw)"
+        case .ackEchoRelative: return "ack latency (relative)"
+        case .ackRoundTrip: return "ack round trip"
+        case .ackTurnaround: return "ack turnaround"
+        }
+    }
+
+    /// What a sample is: a frame (c2h measures) or an ack.
+    public var sampleNoun: String { self == .oneWayRaw || self == .oneWayRelative ? "frame" : "ack" }
+
+    public var isRelative: Bool { self == .oneWayRelative || self == .ackEchoRelative }
+
+    /// What the numbers mean at a capture point, in one sentence.
+    public func meaning(at point: CapturePoint) -> String {
+        switch (self, point) {
+        case (.oneWayRaw, .host):
+            return "Controller stamp to host receive: the true one-way latency when the controller's clock is the host's (loopback) or synchronised to it."
+        case (.oneWayRaw, .network):
+            return "Controller stamp to the packet capture: one-way to the capture point when the controller's clock is the capture machine's or synchronised to it."
+        case (.oneWayRaw, .controller):
+            return "Controller stamp to send, on the controller's own clock: the sender's delay, not the network's (a replay's stamps may be the original session's)."
+        case (.oneWayRaw, .synthetic):
+            return "Model send stamp to model arrival: the latency the model drew."
+        case (.oneWayRaw, _):
+            return "Capture time minus the frame's stamp; meaningful only when the clocks agree."
+        case (.oneWayRelative, _), (.ackEchoRelative, _):
+            return "Raw minus its median, so clock offsets and the constant part of the latency cancel; what remains is the variation (plus --base-ms)."
+        case (.ackEchoRaw, .controller):
+            return "Frame stamp to ack receive on the controller's clock: the round trip plus the sender's delay, at t_ms's 1 ms resolution."
+        case (.ackEchoRaw, .host):
+            return "Frame stamp to ack send at the host: one-way latency plus host processing, when the clocks agree."
+        case (.ackEchoRaw, _):
+            return "Capture time of the ack minus the stamp of the frame it echoes; meaningful only when the clocks agree."
+        case (.ackRoundTrip, _):
+            return "The controller's send of a frame to its receipt of the ack, both on the controller's clock."
+        case (.ackTurnaround, .host):
+            return "Host receive of a frame to host send of its ack: the host's processing time."
+        case (.ackTurnaround, .network):
+            return "Frame to ack at the capture point: the round trip seen from there (the host's response time when captured beside the host)."
+        case (.ackTurnaround, _):
+            return "Frame seen to its ack seen, on the capture clock."
+        }
+    }
+}
+
+/// One latency sample: which controller (index into `LatencyAnalysis.controllers`),
+/// which of that controller's frames or acks it is, when it was seen, and the value.
+public struct LatencySample: Hashable, Sendable {
+    public var controller: Int
+    public var ordinal: Int
+    public var timeNs: Int64
+    public var ms: Double
+}
+
+/// How the relative measures take their median.
+public enum MedianScope: String, CaseIterable, Sendable {
+    /// Each controller's own median: each phone has its own clock offset.
+    case controller
+    /// One median over all controllers, as the paper did with one device.
+    case dataset
+}
+
+public struct LatencyOptions: Hashable, Sendable {
+    /// Outlier removal keeps samples within this many σ of the mean (the paper's 3); 0 keeps all.
+    public var sigmas: Double = 3
+    public var medianScope: MedianScope = .controller
+    /// Added to relative latencies, to compare with a published table.
+    public var baseMs: Double = 0
+    public init(sigmas: Double = 3, medianScope: MedianScope = .controller, baseMs: Double = 0) {
+        self.sigmas = sigmas
+        self.medianScope = medianScope
+        self.baseMs = baseMs
+    }
+}
+
+/// Gathers latency samples from a trace one record at a time.
+public struct LatencyCollector {
+    public let header: TraceHeader
+    public private(set) var controllers: [Endpoint] = []
+    private var controllerIndex: [Endpoint: Int] = [:]
+    private var frameCount: [Int] = []
+    private var ackCount: [Int] = []
+    /// When each controller's recent frames were seen, by `t_ms`, to pair acks with them.
+    private var seenFrames: [[UInt64: Int64]] = []
+    private var oneWay: [LatencySample] = []
+    private var ackEcho: [LatencySample] = []
+    private var roundTrips: [LatencySample] = []
+    private var turnarounds: [LatencySample] = []
+    public private(set) var invalidMessages = 0
+    public private(set) var unpairedAcks = 0
+
+    /// Frames older than this on the capture clock are forgotten: no ack is that late.
+    static let pairingWindowNs: Int64 = 60_000_000_000
+
+    public init(header: TraceHeader) { self.header = header }
+
+    public mutating func add(_ record: TraceRecord) {
+        guard case .message(let message) = record else { return }
+        switch message.decoded {
+        case .success(.frame(let frame)) where message.direction == .controllerToHost:
+            let c = index(of: message.controller)
+            frameCount[c] += 1
+            if let raw = Self.sinceStamp(message.timeNs, frame.tMs) {
+                oneWay.append(LatencySample(controller: c, ordinal: frameCount[c], timeNs: message.timeNs, ms: raw))
+            }
+            // The first sighting counts: a duplicate is not the frame the host answered.
+            if seenFrames[c][frame.tMs] == nil { seenFrames[c][frame.tMs] = message.timeNs }
+            if seenFrames[c].count > 4096 { forgetOldFrames(of: c, now: message.timeNs) }
+        case .success(.ack(let ack)) where message.direction == .hostToController:
+            let c = index(of: message.controller)
+            ackCount[c] += 1
+            if let raw = Self.sinceStamp(message.timeNs, ack.echoTMs) {
+                ackEcho.append(LatencySample(controller: c, ordinal: ackCount[c], timeNs: message.timeNs, ms: raw))
+            }
+            let frameSeenNs = seenFrames[c][ack.echoTMs]
+            if frameSeenNs == nil { unpairedAcks += 1 }
+            if let rtt = message.rttNs {
+                roundTrips.append(LatencySample(controller: c, ordinal: ackCount[c], timeNs: message.timeNs, ms: Double(rtt) / 1e6))
+            } else if let frameSeenNs {
+                let sample = LatencySample(controller: c, ordinal: ackCount[c], timeNs: message.timeNs,
+                                           ms: Double(message.timeNs - frameSeenNs) / 1e6)
+                if header.capturePoint == .controller { roundTrips.append(sample) } else { turnarounds.append(sample) }
+            }
+        default:
+            invalidMessages += 1
+        }
+    }
+
+    /// Capture time minus a millisecond stamp, in ms; exact in integers until the final division.
+    static func sinceStamp(_ timeNs: Int64, _ tMs: UInt64) -> Double? {
+        guard tMs <= UInt64(Int64.max / 1_000_000) else { return nil }
+        let (difference, overflow) = timeNs.subtractingReportingOverflow(Int64(tMs) * 1_000_000)
+        return overflow ? nil : Double(difference) / 1e6
+    }
+
+    private mutating func index(of endpoint: Endpoint) -> Int {
+        if let c = controllerIndex[endpoint] { return c }
+        controllerIndex[endpoint] = controllers.count
+        controllers.append(endpoint)
+        frameCount.append(0)
+        ackCount.append(0)
+        seenFrames.append([:])
+        return controllers.count - 1
+    }
+
+    private mutating func forgetOldFrames(of c: Int, now: Int64) {
+        seenFrames[c] = seenFrames[c].filter { now - $0.value <= Self.pairingWindowNs }
+    }
+
+    /// The measures and their statistics.
+    public func analysis(options: LatencyOptions = .init()) -> LatencyAnalysis {
+        var measures: [LatencyAnalysis.MeasureResult] = []
+        var unavailable: [LatencyAnalysis.Unavailable] = []
+        func add(_ measure: LatencyMeasure, _ samples: [LatencySample], missing: String) {
+            if samples.isEmpty {
+                unavailable.append(.init(measure: measure, reason: missing))
+            } else {
+                measures.append(.init(measure: measure, samples: samples, controllers: controllers.count,
+                                      sigmas: options.sigmas, medians: nil, baseMs: 0))
+            }
+        }
+        func addRelative(_ measure: LatencyMeasure, from raw: [LatencySample], missing: String) {
+            guard !raw.isEmpty else { return unavailable.append(.init(measure: measure, reason: missing)) }
+            let medians = Self.medians(of: raw, controllers: controllers.count, scope: options.medianScope)
+            let relative = raw.map { sample in
+                var shifted = sample
+                shifted.ms = sample.ms - medians[sample.controller] + options.baseMs
+                return shifted
+            }
+            measures.append(.init(measure: measure, samples: relative, controllers: controllers.count,
+                                  sigmas: options.sigmas, medians: medians, baseMs: options.baseMs))
+        }
+        add(.oneWayRaw, oneWay, missing: "no valid frames")
+        addRelative(.oneWayRelative, from: oneWay, missing: "no valid frames")
+        add(.ackEchoRaw, ackEcho, missing: "no valid acks")
+        addRelative(.ackEchoRelative, from: ackEcho, missing: "no valid acks")
+        if header.capturePoint == .controller || !roundTrips.isEmpty {
+            add(.ackRoundTrip, roundTrips, missing: "no ack answered a frame in this trace")
+        } else {
+            unavailable.append(.init(measure: .ackRoundTrip,
+                                     reason: "needs a trace recorded at the controller; this one was recorded at \"\(header.capturePoint)\""))
+        }
+        if header.capturePoint != .controller {
+            add(.ackTurnaround, turnarounds, missing: "no ack answered a frame in this trace")
+        }
+        return LatencyAnalysis(header: header, controllers: controllers, options: options, measures: measures,
+                               unavailable: unavailable, invalidMessages: invalidMessages, unpairedAcks: unpairedAcks)
+    }
+
+    /// The median per controller, or the dataset's median repeated for each.
+    static func medians(of samples: [LatencySample], controllers: Int, scope: MedianScope) -> [Double] {
+        switch scope {
+        case .dataset:
+            return Array(repeating: median(samples.map(\.ms)), count: controllers)
+        case .controller:
+            var values = Array(repeating: [Double](), count: controllers)
+            for sample in samples { values[sample.controller].append(sample.ms) }
+            return values.map { $0.isEmpty ? 0 : median($0) }
+        }
+    }
+
+    /// numpy's median: the middle value, or the mean of the two middle ones.
+    public static func median(_ values: [Double]) -> Double {
+        guard !values.isEmpty else { return .nan }
+        let sorted = values.sorted(), middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+}
+
+/// Every measure a trace gives, aggregated and per controller.
+public struct LatencyAnalysis: Sendable {
+    public var header: TraceHeader
+    public var controllers: [Endpoint]
+    public var options: LatencyOptions
+    public var measures: [MeasureResult]
+    public var unavailable: [Unavailable]
+    public var invalidMessages: Int
+    public var unpairedAcks: Int
+
+    public func result(for measure: LatencyMeasure) -> MeasureResult? { measures.first { $0.measure == measure } }
+
+    public struct Unavailable: Hashable, Sendable {
+        public var measure: LatencyMeasure
+        public var reason: String
+    }
+
+    /// One measure: all its samples in trace order, and statistics for all of them and per controller.
+    public struct MeasureResult: Sendable {
+        public var measure: LatencyMeasure
+        public var samples: [LatencySample]
+        public var all: SeriesStatistics
+        /// Indexed like `LatencyAnalysis.controllers`; nil for a controller without samples.
+        public var perController: [SeriesStatistics?]
+        /// For relative measures, the median subtracted from each controller's samples.
+        public var medians: [Double]?
+        public var baseMs: Double
+
+        init(measure: LatencyMeasure, samples: [LatencySample], controllers: Int, sigmas: Double, medians: [Double]?, baseMs: Double) {
+            self.measure = measure
+            self.samples = samples
+            self.medians = medians
+            self.baseMs = baseMs
+            all = SeriesStatistics(samples.map(\.ms), sigmas: sigmas)
+            var split = Array(repeating: [Double](), count: controllers)
+            for sample in samples { split[sample.controller].append(sample.ms) }
+            perController = split.map { $0.isEmpty ? nil : SeriesStatistics($0, sigmas: sigmas) }
+        }
+    }
+}
+
+/// Table I after outlier removal, and raw percentiles before it.
+public struct SeriesStatistics: Sendable {
+    /// nil when nothing is left after outlier removal (never for a non-empty series).
+    public var table: LatencyTable?
+    /// p50, p90, p99 and p99.9 of every sample, from the HDR histogram.
+    public var percentiles: [(percentile: Double, ms: Double)]
+    public var histogram: LatencyPercentiles
+    /// The mean and σ outlier removal used, and the bounds it kept.
+    public var removal: (mean: Double, sd: Double, lowerMs: Double, upperMs: Double)?
+
+    public init(_ values: [Double], sigmas: Double) {
+        table = LatencyTable(samplesMs: values, sigmas: sigmas)
+        let finite = values.filter(\.isFinite)
+        let originNs = Int64(((finite.min() ?? 0) * 1e6).rounded(.down))
+        var histogram = LatencyPercentiles(originNs: originNs)
+        for value in finite { histogram.record(ns: Int64((value * 1e6).rounded())) }
+        self.histogram = histogram
+        percentiles = LatencyPercentiles.reported.compactMap { p in histogram.ms(at: p).map { (p, $0) } }
+        if finite.count > 1 {
+            let mean = LatencyTable.mean(finite), sd = LatencyTable.sampleStandardDeviation(finite)
+            removal = (mean, sd, mean - sigmas * sd, mean + sigmas * sd)
+        }
+    }
+}

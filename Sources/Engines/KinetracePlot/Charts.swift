@@ -1,0 +1,52 @@
+/// SVG charts for latency analysis: pure functions from data to SVG text.
+/// Same input, byte-identical output; non-finite values are skipped, never printed.
+public enum Charts {
+    /// Points (e.g. latency per frame: x = frame index or seconds, y = ms), one colour per series, with a legend when there are 2+ series.
+    public static func scatter(
+        title: String, xLabel: String, yLabel: String, series: [PlotSeries],
+        references: [ReferenceLine] = [], size: PlotSize = .standard
+    ) -> Chart {
+        ScatterRenderer.render(
+            title: title, xLabel: xLabel, yLabel: yLabel, series: series, references: references, size: size
+        ).chart
+    }
+
+    /// A histogram of values with `bins` equal-width bins over [min, max] (bins nil: Freedman–Diaconis rule, clamped to 10…80 bins). y axis: count.
+    public static func histogram(
+        title: String, xLabel: String, values: [Double], bins: Int? = nil,
+        references: [ReferenceLine] = [], size: PlotSize = .standard
+    ) -> Chart {
+        HistogramRenderer.render(
+            title: title, xLabel: xLabel, values: values, bins: bins, references: references, size: size
+        ).chart
+    }
+
+    /// Empirical CDF step curve of each series' values.
+    public static func cdf(
+        title: String, xLabel: String, series: [CDFSeries],
+        references: [ReferenceLine] = [], size: PlotSize = .standard
+    ) -> Chart {
+        CDFRenderer.render(title: title, xLabel: xLabel, series: series, references: references, size: size).chart
+    }
+
+    /// Stacks charts vertically into one standalone SVG document (root <svg> with xmlns, width, height, viewBox,
+    /// a white background rect, and a <title> element with `title`). No XML declaration, so the same string works
+    /// as a .svg file and inline in HTML.
+    public static func figure(title: String, charts: [Chart]) -> String {
+        // A figure without charts is still a valid, renderable document of a small blank height.
+        let width = max(1, charts.map(\.size.width).max() ?? PlotSize.standard.width)
+        let totalHeight = charts.isEmpty ? 40 : max(1, charts.reduce(0) { $0 + max(0, $1.size.height) })
+        var svg = SVGWriter(reservingCapacity: charts.reduce(512) { $0 + $1.body.utf8.count + 64 })
+        svg.raw("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(totalHeight)\"")
+        svg.raw(" viewBox=\"0 0 \(width) \(totalHeight)\" font-family=\"sans-serif\">")
+        svg.raw("<title>\(xmlEscaped(title))</title>")
+        svg.raw("<rect width=\"\(width)\" height=\"\(totalHeight)\" fill=\"#ffffff\"/>")
+        var offset = 0
+        for chart in charts {
+            svg.raw("<g transform=\"translate(0 \(offset))\">\(chart.body)</g>")
+            offset += max(0, chart.size.height)
+        }
+        svg.raw("</svg>\n")
+        return svg.output
+    }
+}
