@@ -96,6 +96,17 @@ import KinetraceWire
         #expect(paired.result(for: .ackTurnaround) == nil && !paired.unavailable.contains { $0.measure == .ackTurnaround })
     }
 
+    /// A controller's frames are remembered for pairing for 60 s of capture time, in bounded memory.
+    @Test func acksPairOnlyWithinTheWindow() throws {
+        // 5,000 frames at 100 Hz: 50 s; then frames until 70 s, so the first ones fall out of the window.
+        var records = (0..<7000).map { i in frame(a, tMs: 1_000_000 + 10 * UInt64(i), latencyNs: 1_000_000) }
+        records.append(ack(a, echo: 1_000_000, atNs: 1_070_000_000_000))           // the very first frame: forgotten
+        records.append(ack(a, echo: 1_069_990, atNs: 1_070_000_000_000))           // the newest: paired, 9 ms later
+        let analysis = analyse(records)
+        #expect(analysis.unpairedAcks == 1)
+        #expect(analysis.result(for: .ackTurnaround)?.samples.map(\.ms) == [9])
+    }
+
     @Test func invalidMessagesAreLeftOut() throws {
         var corrupt = MotionFrame(tMs: 1000).encoded()
         corrupt[9] ^= 1

@@ -116,6 +116,8 @@ public struct LatencyCollector {
     private var ackCount: [Int] = []
     /// When each controller's recent frames were seen, by `t_ms`, to pair acks with them.
     private var seenFrames: [[UInt64: Int64]] = []
+    /// The size at which a controller's `seenFrames` is next pruned; it doubles past what a prune keeps, so pruning stays amortised O(1).
+    private var pruneAt: [Int] = []
     private var oneWay: [LatencySample] = []
     private var ackEcho: [LatencySample] = []
     private var roundTrips: [LatencySample] = []
@@ -139,14 +141,15 @@ public struct LatencyCollector {
             }
             // The first sighting counts: a duplicate is not the frame the host answered.
             if seenFrames[c][frame.tMs] == nil { seenFrames[c][frame.tMs] = message.timeNs }
-            if seenFrames[c].count > 4096 { forgetOldFrames(of: c, now: message.timeNs) }
+            if seenFrames[c].count > pruneAt[c] { forgetOldFrames(of: c, now: message.timeNs) }
         case .success(.ack(let ack)) where message.direction == .hostToController:
             let c = index(of: message.controller)
             ackCount[c] += 1
             if let raw = Self.sinceStamp(message.timeNs, ack.echoTMs) {
                 ackEcho.append(LatencySample(controller: c, ordinal: ackCount[c], timeNs: message.timeNs, ms: raw))
             }
-            let frameSeenNs = seenFrames[c][ack.echoTMs]
+            // Pruning is lazy; the window is applied exactly here.
+            let frameSeenNs = seenFrames[c][ack.echoTMs].flatMap { message.timeNs - $0 <= Self.pairingWindowNs ? $0 : nil }
             if frameSeenNs == nil { unpairedAcks += 1 }
             if let rtt = message.rttNs {
                 roundTrips.append(LatencySample(controller: c, ordinal: ackCount[c], timeNs: message.timeNs, ms: Double(rtt) / 1e6))
@@ -174,11 +177,13 @@ public struct LatencyCollector {
         frameCount.append(0)
         ackCount.append(0)
         seenFrames.append([:])
+        pruneAt.append(4096)
         return controllers.count - 1
     }
 
     private mutating func forgetOldFrames(of c: Int, now: Int64) {
         seenFrames[c] = seenFrames[c].filter { now - $0.value <= Self.pairingWindowNs }
+        pruneAt[c] = max(4096, 2 * seenFrames[c].count)
     }
 
     /// The measures and their statistics.
