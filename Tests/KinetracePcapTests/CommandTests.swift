@@ -27,7 +27,7 @@ let convertIsRegistered: Bool = {
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines[0] == "Trace      \(pcap)")
-        #expect(lines[1] == "Format     kinetrace-trace 1.0, profile motionlink-v1, captured at network (clock pcap)")
+        #expect(lines[1] == "Format     kinetrace-trace 1.1, profile motionlink-v1, captured at network (clock pcap)")
         #expect(lines.contains("Records    2 messages, 0 labels, 0 events, 2 skipped (unknown record kinds, or packets that are not MotionLink)"))
         #expect(lines.contains { $0.hasPrefix("  10.0.0.11:50001  1 ") })
 
@@ -65,7 +65,7 @@ let convertIsRegistered: Bool = {
         let back = dir.appendingPathComponent("back.data").path
         let json = try kinetrace("convert", trace, back, "--to", "pcap", "--format", "json")
         #expect(json.status == 0, "\(json.stderr)")
-        #expect(json.stdout == #"{"input":"\#(trace)","input_format":"trace","link_type":null,"not_written":{"event":0,"label":0},"# +
+        #expect(json.stdout == #"{"input":"\#(trace)","input_format":"trace","link_type":null,"not_written":{"event":0,"label":0,"motion":0},"# +
                 #""output":"\#(back)","output_format":"pcap","packets_read":null,"packets_skipped":null,"records_read":2,"# +
                 #""records_written":2,"truncation":null,"unknown_records":0}"# + "\n")
         let again = try PcapTraceReader(path: back, port: 47110)
@@ -91,9 +91,9 @@ let convertIsRegistered: Bool = {
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         #expect(object?["records_read"] as? Int == 4)
         #expect(object?["records_written"] as? Int == 2)
-        #expect(object?["not_written"] as? [String: Int] == ["label": 1, "event": 1])
+        #expect(object?["not_written"] as? [String: Int] == ["label": 1, "event": 1, "motion": 0])
         let text = try kinetrace("convert", trace, pcap)
-        #expect(text.stdout.hasSuffix("Left out   1 labels and 1 events, which have no packet form\n"))
+        #expect(text.stdout.hasSuffix("Left out   1 labels, 1 events and 0 motion samples, which have no packet form\n"))
         let rows = try tsharkFields(pcap, ["ipv6.src", "udp.checksum.status", "udp.payload"])
         #expect(rows == [["2001:db8::11", "1", hex(CaptureFileTests.frame)], ["2001:db8::1", "1", hex(CaptureFileTests.ack)]])
     }

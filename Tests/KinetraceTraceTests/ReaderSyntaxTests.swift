@@ -238,6 +238,26 @@ import KinetraceWire
                 == .label(LabelRecord(timeNs: 1, controller: nil, gesture: "g", tMs: 0, durationMs: 0)))
     }
 
+    /// TR-MOTION-1: vectors of exactly 3 finite numbers, attitude of 4; the optional members may be absent.
+    @Test func motionRecordsNeedWholeFiniteVectors() throws {
+        let good = #"{"kind":"motion","t_ns":5,"controller":"10.0.0.1:5","t_ms":9,"user_accel":[0,1e-3,-2],"rotation_rate":[1,2,3]}"#
+        #expect(try parseOne(good).get() == .motion(MotionSampleRecord(
+            timeNs: 5, controller: Endpoint(host: "10.0.0.1", port: 5), tMs: 9,
+            userAcceleration: Vector3(0, 0.001, -2), rotationRate: Vector3(1, 2, 3))))
+        let bad = [
+            #"{"kind":"motion","t_ns":5,"controller":"10.0.0.1:5","t_ms":9,"user_accel":[0,1],"rotation_rate":[1,2,3]}"#,
+            #"{"kind":"motion","t_ns":5,"controller":"10.0.0.1:5","t_ms":9,"user_accel":[0,1,2],"rotation_rate":[1,"2",3]}"#,
+            #"{"kind":"motion","t_ns":5,"controller":"10.0.0.1:5","t_ms":9,"user_accel":[0,1,2],"rotation_rate":[1,2,3],"attitude":[1,0,0]}"#,
+            #"{"kind":"motion","t_ns":5,"controller":"10.0.0.1:5","t_ms":9,"user_accel":[0,1,2]}"#,
+            #"{"kind":"motion","t_ns":5,"t_ms":9,"user_accel":[0,1,2],"rotation_rate":[1,2,3]}"#,
+        ]
+        for line in bad {
+            guard case .failure(let error) = parseOne(line) else { Issue.record("accepted \(line)"); continue }
+            #expect(error.code == .badRecord, "\(line): \(error)")
+            #expect(error.line == 2)
+        }
+    }
+
     @Test func wronglyTypedMembersAreBadRecordsNotSyntaxErrors() {
         // TraceError.Code.badRecord is documented as "Valid JSON, but a record lacks a
         // field or has one of the wrong type"; .syntax as "A line is not valid JSON".

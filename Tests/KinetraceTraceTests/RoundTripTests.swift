@@ -102,12 +102,12 @@ import KinetraceWire
         #expect(line.hasPrefix("{\"format\":\"kinetrace-trace\","))
         #expect(line.hasSuffix("}\n"))
         #expect(line.contains("\"version\":1"))
-        #expect(line.contains("\"minor\":0"))
+        #expect(line.contains("\"minor\":1"))
         let reader = try TraceReader(bytes: Array(line.utf8))
         #expect(reader.header == header)
         #expect(reader.header.extra["zzz"] == .object(["deep": .object(["er": .null])]))
         #expect(reader.header.major == 1)
-        #expect(reader.header.minor == 0)
+        #expect(reader.header.minor == 1)
         #expect(try reader.next() == nil)
     }
 

@@ -144,7 +144,7 @@ enum RandomTrace {
     }
 
     static func record(_ rng: inout SplitMix64) -> TraceRecord {
-        switch rng.int(0...2) {
+        switch rng.int(0...3) {
         case 0:
             return .message(MessageRecord(
                 timeNs: time(&rng), direction: rng.chance(50) ? .controllerToHost : .hostToController,
@@ -155,8 +155,19 @@ enum RandomTrace {
             return .label(LabelRecord(
                 timeNs: time(&rng), controller: rng.chance(30) ? nil : endpoint(&rng), gesture: string(&rng),
                 tMs: rng.chance(30) ? nil : rng.next() >> 1, durationMs: rng.chance(30) ? nil : UInt64(rng.int(0...100_000))))
-        default:
+        case 2:
             return .event(EventRecord(timeNs: time(&rng), event: string(&rng), data: object(&rng)))
+        default:
+            // Finite doubles of any magnitude and sign; every one must survive the text round trip exactly.
+            func number() -> Double {
+                let value = Double(bitPattern: rng.next())
+                return value.isFinite ? value : Double(rng.int(-1000...1000)) / 7
+            }
+            func vector() -> Vector3 { Vector3(number(), number(), number()) }
+            return .motion(MotionSampleRecord(
+                timeNs: time(&rng), controller: endpoint(&rng), tMs: rng.next() >> 1, userAcceleration: vector(),
+                rotationRate: vector(), gravity: rng.chance(30) ? nil : vector(),
+                attitude: rng.chance(30) ? nil : .init(w: number(), x: number(), y: number(), z: number())))
         }
     }
 

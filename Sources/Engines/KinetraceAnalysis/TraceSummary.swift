@@ -16,6 +16,8 @@ public struct TraceSummary: Sendable {
     public var messages: [Direction: DirectionCounts] = [:]
     public var labels: [String: Int] = [:]
     public var events: [String: Int] = [:]
+    /// Device-motion samples (trace minor 1).
+    public var motionSamples = 0
     public var controllers: [Endpoint: ControllerSummary] = [:]
 
     /// Intervals between successive valid frames of one controller, on the
@@ -99,6 +101,7 @@ public struct TraceSummarizer {
         switch record {
         case .label(let label): summary.labels[label.gesture, default: 0] += 1
         case .event(let event): summary.events[event.event, default: 0] += 1
+        case .motion: summary.motionSamples += 1
         case .message(let message): add(message)
         }
     }

@@ -161,6 +161,7 @@ public final class PcapWriter {
     /// Records that have no packet form, by kind.
     public private(set) var labelsNotWritten = 0
     public private(set) var eventsNotWritten = 0
+    public private(set) var motionSamplesNotWritten = 0
 
     private let file: BufferedFile
     private var encoder: PcapEncoder
@@ -173,7 +174,7 @@ public final class PcapWriter {
         file.pending += PcapEncoder.fileHeader
     }
 
-    /// Writes a message as a packet; returns false (and counts it) for a label or event.
+    /// Writes a message as a packet; returns false (and counts it) for a label, an event or a motion sample.
     @discardableResult
     public func write(_ record: TraceRecord) throws(TraceError) -> Bool {
         switch record {
@@ -185,6 +186,10 @@ public final class PcapWriter {
             return false
         case .event:
             eventsNotWritten += 1
+            return false
+        case .motion:
+            // Device-motion samples never crossed the wire.
+            motionSamplesNotWritten += 1
             return false
         }
     }

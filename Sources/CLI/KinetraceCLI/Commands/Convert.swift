@@ -106,6 +106,7 @@ struct Convert: ParsableCommand {
                 summary.recordsWritten = writer.packetCount
                 summary.labelsNotWritten = writer.labelsNotWritten
                 summary.eventsNotWritten = writer.eventsNotWritten
+                summary.motionSamplesNotWritten = writer.motionSamplesNotWritten
             }
             progress.finish()
             if let capture {
@@ -143,6 +144,7 @@ struct ConversionSummary {
     var unknownRecords = 0
     var labelsNotWritten = 0
     var eventsNotWritten = 0
+    var motionSamplesNotWritten = 0
     var truncation: TraceTruncation?
 
     var text: String {
@@ -154,8 +156,8 @@ struct ConversionSummary {
             out += "Packets    \(packetsRead) read, \(skipped.total) skipped" + (skipped.total > 0 ? ": \(skipped)" : "") + "\n"
         }
         if unknownRecords > 0 { out += "Skipped    \(unknownRecords) records of unknown kinds\n" }
-        if labelsNotWritten + eventsNotWritten > 0 {
-            out += "Left out   \(labelsNotWritten) labels and \(eventsNotWritten) events, which have no packet form\n"
+        if labelsNotWritten + eventsNotWritten + motionSamplesNotWritten > 0 {
+            out += "Left out   \(labelsNotWritten) labels, \(eventsNotWritten) events and \(motionSamplesNotWritten) motion samples, which have no packet form\n"
         }
         return out
     }
@@ -170,7 +172,8 @@ struct ConversionSummary {
             "records_read": .integer(Int64(recordsRead)),
             "records_written": .integer(Int64(recordsWritten)),
             "unknown_records": .integer(Int64(unknownRecords)),
-            "not_written": .object(["label": .integer(Int64(labelsNotWritten)), "event": .integer(Int64(eventsNotWritten))]),
+            "not_written": .object(["label": .integer(Int64(labelsNotWritten)), "event": .integer(Int64(eventsNotWritten)),
+                                     "motion": .integer(Int64(motionSamplesNotWritten))]),
             "truncation": truncation.map { .string($0.description) } ?? .null,
         ]
         if let packetsRead, let skipped {

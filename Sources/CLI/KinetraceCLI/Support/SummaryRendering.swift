@@ -20,6 +20,7 @@ enum SummaryRendering {
         let labels = s.labels.values.reduce(0, +), events = s.events.values.reduce(0, +)
         let messages = s.messages.values.reduce(0) { $0 + $1.total }
         line("Records    \(messages) messages, \(labels) labels, \(events) events"
+             + (s.motionSamples > 0 ? ", \(s.motionSamples) motion samples" : "")
              + (s.unknownRecords > 0 ? ", \(s.unknownRecords) skipped (unknown record kinds, or packets that are not MotionLink)" : ""))
         line()
 
@@ -105,6 +106,7 @@ enum SummaryRendering {
             "labels": .object(s.labels.mapValues { .integer(Int64($0)) }),
             "events": .object(s.events.mapValues { .integer(Int64($0)) }),
             "unknown_records": .integer(Int64(s.unknownRecords)),
+            "motion_samples": .integer(Int64(s.motionSamples)),
         ]
         if let t = s.truncation {
             object["truncation"] = .object(["line": .integer(Int64(t.line)), "byte_offset": .integer(Int64(t.byteOffset)),

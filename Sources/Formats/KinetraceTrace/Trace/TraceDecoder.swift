@@ -18,7 +18,7 @@ struct TraceDecoder {
         init(_ error: JSONScanner.SyntaxError) { self.init(.syntax, at: error.offset, error.message) }
     }
 
-    private enum Kind { case message, label, event, unknown }
+    private enum Kind { case message, label, event, motion, unknown }
 
     /// The v1 members of a record, as found so far.
     private struct Fields {
@@ -31,6 +31,8 @@ struct TraceDecoder {
         var tMs: UInt64?, durationMs: UInt64?
         var gesture: String?, event: String?
         var data: [String: JSONValue]?
+        var userAcceleration: Vector3?, rotationRate: Vector3?, gravity: Vector3?
+        var attitude: MotionSampleRecord.Attitude?
     }
 
     var endpoints = EndpointCache()
@@ -94,6 +96,7 @@ struct TraceDecoder {
                 if token.equals("msg") { f.kind = .message }
                 else if token.equals("label") { f.kind = .label }
                 else if token.equals("event") { f.kind = .event }
+                else if token.equals("motion") { f.kind = .motion }
                 else { f.kind = .unknown }
             } else if key.equals("t_ns") {
                 f.timeNs = try scanner.readInt64("t_ns")
@@ -127,6 +130,15 @@ struct TraceDecoder {
                 } else {
                     try scanner.skipValue()
                 }
+            } else if key.equals("user_accel") {
+                f.userAcceleration = try vector(&scanner, "user_accel", at: at)
+            } else if key.equals("rotation_rate") {
+                f.rotationRate = try vector(&scanner, "rotation_rate", at: at)
+            } else if key.equals("gravity") {
+                f.gravity = try vector(&scanner, "gravity", at: at)
+            } else if key.equals("attitude") {
+                let q = try numbers(&scanner, "attitude", count: 4, at: at)
+                f.attitude = MotionSampleRecord.Attitude(w: q[0], x: q[1], y: q[2], z: q[3])
             } else if key.equals("data") {
                 guard case .object(let members) = try scanner.readValue() else {
                     throw Failure(.badRecord, at: at, "\"data\" must be an object")
@@ -169,9 +181,40 @@ struct TraceDecoder {
             guard let timeNs = f.timeNs else { throw missing("t_ns", "event") }
             guard let event = f.event else { throw missing("event", "event") }
             return .event(EventRecord(timeNs: timeNs, event: event, data: f.data ?? [:]))
+        case .motion:
+            guard let timeNs = f.timeNs else { throw missing("t_ns", "motion") }
+            guard let controller = f.controller else { throw missing("controller", "motion") }
+            guard let tMs = f.tMs else { throw missing("t_ms", "motion") }
+            guard let userAcceleration = f.userAcceleration else { throw missing("user_accel", "motion") }
+            guard let rotationRate = f.rotationRate else { throw missing("rotation_rate", "motion") }
+            return .motion(MotionSampleRecord(timeNs: timeNs, controller: controller, tMs: tMs, userAcceleration: userAcceleration,
+                                              rotationRate: rotationRate, gravity: f.gravity, attitude: f.attitude))
         case .unknown:
             return nil
         }
+    }
+
+    private func vector(_ scanner: inout JSONScanner, _ name: String, at: Int) throws(Failure) -> Vector3 {
+        let v = try numbers(&scanner, name, count: 3, at: at)
+        return Vector3(v[0], v[1], v[2])
+    }
+
+    /// An array of exactly `count` finite numbers.
+    private func numbers(_ scanner: inout JSONScanner, _ name: String, count: Int, at: Int) throws(Failure) -> [Double] {
+        let value: JSONValue
+        do throws(JSONScanner.SyntaxError) { value = try scanner.readValue() } catch { throw Failure(error) }
+        guard case .array(let items) = value, items.count == count else {
+            throw Failure(.badRecord, at: at, "\"\(name)\" must be an array of \(count) numbers")
+        }
+        var out: [Double] = []
+        out.reserveCapacity(count)
+        for item in items {
+            guard let number = item.doubleValue, number.isFinite else {
+                throw Failure(.badRecord, at: at, "\"\(name)\" must hold \(count) finite numbers")
+            }
+            out.append(number)
+        }
+        return out
     }
 
     mutating func endpoint(_ scanner: inout JSONScanner, _ name: String) throws(Failure) -> Endpoint {

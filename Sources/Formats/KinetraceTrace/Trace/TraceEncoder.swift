@@ -55,7 +55,32 @@ public enum TraceEncoder {
             out.raw(",\"data\":")
             out.append(.object(e.data))
             out.raw("}\n")
+        case .motion(let m):
+            out.raw("{\"kind\":\"motion\",\"t_ns\":")
+            out.integer(m.timeNs)
+            out.raw(",\"controller\":")
+            out.string(m.controller.description)
+            out.raw(",\"t_ms\":")
+            out.integer(m.tMs)
+            vector("user_accel", m.userAcceleration, to: &out)
+            vector("rotation_rate", m.rotationRate, to: &out)
+            if let g = m.gravity { vector("gravity", g, to: &out) }
+            if let q = m.attitude { numbers("attitude", [q.w, q.x, q.y, q.z], to: &out) }
+            out.raw("}\n")
         }
+    }
+
+    private static func vector(_ name: String, _ v: Vector3, to out: inout JSONOutput) {
+        numbers(name, [v.x, v.y, v.z], to: &out)
+    }
+
+    private static func numbers(_ name: String, _ values: [Double], to out: inout JSONOutput) {
+        out.raw(",\"\(name)\":[")
+        for (i, value) in values.enumerated() {
+            if i > 0 { out.raw(",") }
+            out.double(value)
+        }
+        out.raw("]")
     }
 
     private static func appendMessage(_ m: MessageRecord, to out: inout JSONOutput) {

@@ -6,7 +6,7 @@ public struct TraceHeader: Hashable, Sendable {
     /// The major version this library reads and writes.
     public static let currentMajor = 1
     /// The minor version this library writes; readers accept any minor.
-    public static let currentMinor = 0
+    public static let currentMinor = 1
 
     public var major: Int
     public var minor: Int

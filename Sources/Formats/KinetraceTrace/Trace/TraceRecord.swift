@@ -5,6 +5,8 @@ public enum TraceRecord: Hashable, Sendable {
     case message(MessageRecord)
     case label(LabelRecord)
     case event(EventRecord)
+    /// A device-motion sample (minor version 1).
+    case motion(MotionSampleRecord)
 
     /// Capture time, integer nanoseconds since the UNIX epoch.
     public var timeNs: Int64 {
@@ -12,6 +14,7 @@ public enum TraceRecord: Hashable, Sendable {
         case .message(let m): return m.timeNs
         case .label(let l): return l.timeNs
         case .event(let e): return e.timeNs
+        case .motion(let m): return m.timeNs
         }
     }
 }
@@ -92,5 +95,56 @@ public struct EventRecord: Hashable, Sendable {
         self.timeNs = timeNs
         self.event = event
         self.data = data
+    }
+}
+
+/// Three components, as CoreMotion reports a vector (x, y, z in the device frame).
+public struct Vector3: Hashable, Sendable {
+    public var x: Double
+    public var y: Double
+    public var z: Double
+    public init(_ x: Double, _ y: Double, _ z: Double) {
+        self.x = x
+        self.y = y
+        self.z = z
+    }
+    public static let zero = Vector3(0, 0, 0)
+    public func dot(_ other: Vector3) -> Double { x * other.x + y * other.y + z * other.z }
+    public var length: Double { dot(self).squareRoot() }
+}
+
+/// One device-motion sample as the phone's motion API delivers it, at its own
+/// rate (typically 50–100 Hz), richer than the 10 Hz wire frames: user
+/// acceleration and gravity in g, rotation rate in rad/s, attitude as a unit
+/// quaternion (w, x, y, z).
+public struct MotionSampleRecord: Hashable, Sendable {
+    public var timeNs: Int64
+    public var controller: Endpoint
+    /// The sample's time on the controller's clock, ms since the epoch (as frames' `t_ms`).
+    public var tMs: UInt64
+    public var userAcceleration: Vector3
+    public var rotationRate: Vector3
+    public var gravity: Vector3?
+    public var attitude: Attitude?
+
+    public struct Attitude: Hashable, Sendable {
+        public var w: Double, x: Double, y: Double, z: Double
+        public init(w: Double, x: Double, y: Double, z: Double) {
+            self.w = w
+            self.x = x
+            self.y = y
+            self.z = z
+        }
+    }
+
+    public init(timeNs: Int64, controller: Endpoint, tMs: UInt64, userAcceleration: Vector3, rotationRate: Vector3,
+                gravity: Vector3? = nil, attitude: Attitude? = nil) {
+        self.timeNs = timeNs
+        self.controller = controller
+        self.tMs = tMs
+        self.userAcceleration = userAcceleration
+        self.rotationRate = rotationRate
+        self.gravity = gravity
+        self.attitude = attitude
     }
 }
