@@ -4,7 +4,7 @@ import PackageDescription
 // Layering, bottom to top; a target may only depend on targets below it.
 //   1. Wire     – KinetraceWire: pure codecs, one folder per wire profile (no I/O).
 //   2. Formats  – KinetraceTrace (trace v1, JSON Lines), KinetracePcap (pcap/pcapng via libpcap).
-//   3. Engines  – KinetraceAnalysis, KinetracePlot (SVG charts), KinetraceSimulation, KinetraceTransport (sockets, threads, child processes),
+//   3. Engines  – KinetraceAnalysis, KinetracePlot (SVG charts), KinetraceGestures, KinetraceSimulation, KinetraceTransport (sockets, threads, child processes),
 //                 KinetraceHost, KinetraceController, KinetraceCapture, KinetraceReplay.
 //   4. CLI      – KinetraceCLI (commands) and the `kinetrace` executable.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "KinetraceAnalysis", targets: ["KinetraceAnalysis"]),
         .library(name: "KinetraceSimulation", targets: ["KinetraceSimulation"]),
         .library(name: "KinetracePlot", targets: ["KinetracePlot"]),
+        .library(name: "KinetraceGestures", targets: ["KinetraceGestures"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -60,6 +61,11 @@ let package = Package(
             path: "Sources/Engines/KinetraceAnalysis", swiftSettings: strict),
         // Pure SVG charts (no I/O), shared by `kinetrace latency` and the conformance report.
         .target(name: "KinetracePlot", path: "Sources/Engines/KinetracePlot", swiftSettings: strict),
+        // Gesture detectors and their scoring against labelled traces (no I/O beyond reading a trace).
+        .target(
+            name: "KinetraceGestures",
+            dependencies: ["KinetraceWire", "KinetraceTrace"],
+            path: "Sources/Engines/KinetraceGestures", swiftSettings: strict),
         .target(
             name: "KinetraceSimulation",
             dependencies: [
@@ -115,7 +121,7 @@ let package = Package(
             dependencies: [
                 "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
                 "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetraceReplay", "KinetraceTransport",
-                "KinetraceConformance", "KinetracePlot",
+                "KinetraceConformance", "KinetracePlot", "KinetraceGestures",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -161,7 +167,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceEngineTests",
-            dependencies: ["KinetraceAnalysis", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            dependencies: ["KinetraceAnalysis", "KinetraceSimulation", "KinetraceGestures", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetracePlotTests",

@@ -20,7 +20,7 @@ public struct Kinetrace: ParsableCommand {
             for a capture without permission, 130 when interrupted.
             """,
         version: version,
-        subcommands: [Inspect.self, Convert.self, Host.self, Simulate.self, Capture.self, Replay.self, Conform.self, Latency.self, Synth.self])
+        subcommands: [Inspect.self, Convert.self, Host.self, Simulate.self, Capture.self, Replay.self, Conform.self, Latency.self, Gestures.self, Synth.self])
 
     public init() {}
 }

@@ -1,0 +1,42 @@
+import ArgumentParser
+import KinetraceGestures
+
+/// `kinetrace gestures`: gesture detectors against labelled traces.
+struct Gestures: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Evaluate gesture detectors against labelled traces, and gate threshold changes in CI.",
+        discussion: """
+            Detectors: the source paper's threshold rule, the KeepCalm game's latched rule, \
+            MotionLink v1's rule, and the jump, duck and tilt detectors of Apple's WWDC 2017 \
+            "Badger with Attitude" game. `kinetrace gestures list` shows each one's parameters.
+            """,
+        subcommands: [GesturesEval.self, GesturesList.self])
+}
+
+/// `kinetrace gestures list`: the detectors and their parameters.
+struct GesturesList: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
+        abstract: "List the detectors, the gestures each reports, and their parameters with defaults.")
+
+    @Option(help: ArgumentHelp("Output format: text for people, json for machines.", valueName: "format"))
+    var format: OutputFormat = .text
+
+    func run() {
+        switch format {
+        case .text:
+            for kind in DetectorKind.allCases {
+                print("\(kind.rawValue)  (\(kind.gestures.joined(separator: ", ")))")
+                print("  \(kind.summary)")
+                for p in kind.parameters {
+                    let value = p.text(p.defaultValue)
+                    let unit = p.unit.isEmpty ? "" : " \(p.unit)"
+                    let choices = p.choices.isEmpty ? "" : " (\(p.choices.joined(separator: "|")))"
+                    print("  --param \(p.name)=\(value)\(unit)\(choices): \(p.summary)")
+                }
+            }
+        case .json:
+            print(GestureRendering.catalogue().jsonText)
+        }
+    }
+}

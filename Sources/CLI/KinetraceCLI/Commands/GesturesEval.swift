@@ -1,0 +1,335 @@
+import ArgumentParser
+import Foundation
+import KinetraceGestures
+import KinetracePcap
+import KinetraceReplay
+import KinetraceTrace
+import KinetraceTransport
+import KinetraceWire
+import Logging
+
+/// `kinetrace gestures eval`: precision, recall and F1 of a detector over labelled traces.
+struct GesturesEval: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "eval",
+        abstract: "Score a gesture detector against the labels in traces: TP, FP, FN, precision, recall, F1 and delay.",
+        discussion: """
+            Runs the detector offline over each trace's samples, as fast as the CPU allows: \
+            the device-motion samples when the trace has them (trace minor 1 "motion" \
+            records), otherwise the MotionLink frames that reached the recorder (--source). \
+            Each label takes the earliest detection of its gesture and controller from \
+            --window-ms before its onset to after it; every other detection is a false \
+            positive, every label without one a false negative. Delay is the detection's \
+            time minus the label's onset, on the controller's clock.
+
+            --sweep NAME=LO:HI:STEP evaluates every value in one pass over the samples and \
+            reports the precision–recall trade-off and the best F1 (--plot draws it).
+
+            --baseline FILE (a previous --format json result) gates the run: it fails, exit \
+            status 1, when F1 or recall fall more than --margin below the baseline's. This is \
+            the check to run in CI after touching a threshold.
+
+            --live HOST:PORT replays each trace's frames to a running host instead and scores \
+            its acks as jump detections, so a host's gesture logic is tested the same way.
+
+            A directory argument stands for the traces, pcaps and pcapngs in it.
+            """)
+
+    @Argument(help: ArgumentHelp("Labelled traces (or pcaps, or directories of them) to evaluate on.", valueName: "trace"),
+              completion: .file())
+    var traces: [String]
+
+    @Option(help: ArgumentHelp("The detector: threshold, keepcalm, motionlink-v1, badger-jump, badger-duck or badger-tilt.", valueName: "name"))
+    var detector: String?
+
+    @Option(name: .customLong("param"), help: ArgumentHelp("Set a detector parameter, e.g. --param threshold=0.6; repeat for more.", valueName: "name=value"))
+    var params: [String] = []
+
+    @Option(help: ArgumentHelp("Evaluate a parameter over a range in one pass, e.g. threshold=0.2:1.2:0.01.", valueName: "name=lo:hi:step"))
+    var sweep: String?
+
+    @Option(name: .customLong("window-ms"), help: ArgumentHelp("The match window around each label's onset, as BEFORE:AFTER in ms.", valueName: "before:after"))
+    var windowMs = "100:700"
+
+    @Option(help: ArgumentHelp("Which samples to evaluate: motion when a trace has them, else frames (auto); or only one kind.", valueName: "source"))
+    var source: SampleSource = .auto
+
+    @Option(help: ArgumentHelp("A previous --format json result; fail when F1 or recall drop more than --margin below it.", valueName: "file"))
+    var baseline: String?
+
+    @Option(help: ArgumentHelp("How far F1 or recall may fall below the baseline before the run fails (absolute, 0 to 1).", valueName: "x"))
+    var margin: Double = 0.02
+
+    @Option(name: .customLong("min-f1"), help: ArgumentHelp("Fail when the total F1 is below this.", valueName: "x"))
+    var minF1: Double?
+
+    @Option(name: .customLong("min-recall"), help: ArgumentHelp("Fail when the total recall is below this.", valueName: "x"))
+    var minRecall: Double?
+
+    @Option(help: ArgumentHelp("Report format: text for people, json for machines (and --baseline), junit for CI.", valueName: "format"))
+    var format: GestureFormat = .text
+
+    @Option(help: ArgumentHelp("Write the report to this file instead of standard output.", valueName: "file"))
+    var out: String?
+
+    @Option(help: ArgumentHelp("Draw an SVG: the precision–recall curve and F1 per value for a sweep, else F1 per trace.", valueName: "file.svg"))
+    var plot: String?
+
+    @Option(help: ArgumentHelp("Replay each trace's frames to the host at HOST:PORT and score its acks as jumps.", valueName: "host:port"))
+    var live: String?
+
+    @Option(name: .customLong("live-speed"), help: ArgumentHelp("Replay speed for --live: 1 keeps the recorded timing.", valueName: "x"))
+    var liveSpeed: Double = 1
+
+    @Option(help: ArgumentHelp("UDP port of the MotionLink host, used to tell direction in pcap and pcapng input.", valueName: "port"))
+    var port: UInt16 = MotionLinkV1.defaultPort
+
+    func validate() throws {
+        guard !traces.isEmpty else { throw ValidationError("Name at least one trace.") }
+        if live == nil {
+            guard let detector else { throw ValidationError("Choose a --detector (see `kinetrace gestures list`), or --live HOST:PORT.") }
+            guard DetectorKind(rawValue: detector) != nil else {
+                throw ValidationError("Unknown detector \"\(detector)\"; choose one of \(DetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
+            }
+        } else {
+            guard detector == nil, params.isEmpty, sweep == nil else {
+                throw ValidationError("--live scores the host's own acks: --detector, --param and --sweep do not apply.")
+            }
+            guard liveSpeed.isFinite, liveSpeed > 0 else { throw ValidationError("--live-speed must be a number > 0.") }
+            do { _ = try SocketAddressBox.resolve(live!) } catch { throw ValidationError("--live \(error.description)") }
+        }
+        _ = try matchWindow()
+        guard margin.isFinite, margin >= 0 else { throw ValidationError("--margin must be a number ≥ 0.") }
+        for gate in [minF1, minRecall].compactMap({ $0 }) where !(0...1).contains(gate) {
+            throw ValidationError("--min-f1 and --min-recall take a number from 0 to 1.")
+        }
+    }
+
+    func matchWindow() throws -> MatchWindow {
+        let parts = windowMs.split(separator: ":").map { Double($0) }
+        guard parts.count == 2, let before = parts[0], let after = parts[1], before >= 0, after >= 0, before.isFinite, after.isFinite else {
+            throw ValidationError("--window-ms takes BEFORE:AFTER in ms, e.g. 100:700.")
+        }
+        return MatchWindow(beforeMs: before, afterMs: after)
+    }
+
+    func run() throws {
+        let window = try matchWindow()
+        let paths = try Self.expand(traces)
+        let started = SystemClock.monotonicNs()
+        let report: GestureReport
+        if let live {
+            report = try evaluateLive(paths: paths, host: live, window: window)
+        } else {
+            let (settings, swept) = try detectorSettings()
+            report = try evaluateOffline(paths: paths, settings: settings, swept: swept, window: window)
+        }
+        let elapsedNs = SystemClock.monotonicNs() - started
+
+        var checks: [GestureBaseline.Check] = []
+        if let baseline {
+            let stored = try Self.loadBaseline(baseline)
+            checks = stored.compare(with: report.totals[report.bestIndex], margin: margin)
+        }
+        let best = report.totals[report.bestIndex]
+        if let minF1 { checks.append(.init(metric: "f1", baseline: minF1, current: best.f1 ?? 0, margin: 0)) }
+        if let minRecall { checks.append(.init(metric: "recall", baseline: minRecall, current: best.recall ?? 0, margin: 0)) }
+
+        if let plot {
+            let svg = GestureFigures.figure(report)
+            guard FileManager.default.createFile(atPath: plot, contents: Data(svg.utf8)) else {
+                printError("\(plot): cannot write the plot")
+                throw ExitStatus.cannotCreate
+            }
+        }
+        let text: String
+        switch format {
+        case .text: text = GestureRendering.text(report, checks: checks, baselinePath: baseline, elapsedNs: elapsedNs)
+        case .json: text = GestureRendering.json(report, checks: checks, baselinePath: baseline, elapsedNs: elapsedNs)
+        case .junit: text = GestureRendering.junit(report, checks: checks, elapsedNs: elapsedNs)
+        }
+        if let out {
+            guard FileManager.default.createFile(atPath: out, contents: Data(text.utf8)) else {
+                printError("\(out): cannot write the report")
+                throw ExitStatus.cannotCreate
+            }
+        } else {
+            print(text, terminator: "")
+        }
+        let failed = checks.filter(\.regressed)
+        if !failed.isEmpty {
+            printError(failed.map { "\($0.metric) \(GestureRendering.number($0.current)) is below \(GestureRendering.number($0.baseline))"
+                                       + ($0.margin > 0 ? " − \(GestureRendering.number($0.margin))" : "") }.joined(separator: "; "))
+            throw ExitCode.failure
+        }
+    }
+
+    /// The settings to evaluate: one, or one per swept value.
+    func detectorSettings() throws -> ([DetectorSettings], String?) {
+        let kind = DetectorKind(rawValue: detector!)!
+        var given: [String: String] = [:]
+        for param in params {
+            let parts = param.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty else { throw ValidationError("--param takes NAME=VALUE, not \"\(param)\".") }
+            given[parts[0]] = parts[1]
+        }
+        do throws(GestureError) {
+            let base = try kind.settings(given)
+            guard let sweep else { return ([base], nil) }
+            let range = try SweepRange(parsing: sweep)
+            guard let parameter = kind.parameters.first(where: { $0.name == range.parameter }) else {
+                throw GestureError(.unknownParameter, "\(kind.rawValue) has no parameter \"\(range.parameter)\" to sweep")
+            }
+            guard parameter.choices.isEmpty else { throw GestureError(.badValue, "\(parameter.name) is a choice, not a number to sweep") }
+            let settings = try range.values.map { (value: Double) throws(GestureError) -> DetectorSettings in
+                var s = base
+                s.values[parameter.name] = try parameter.parse(String(value))
+                return s
+            }
+            return (settings, parameter.name)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+
+    func evaluateOffline(paths: [String], settings: [DetectorSettings], swept: String?, window: MatchWindow) throws -> GestureReport {
+        var summaries: [GestureReport.TraceSummary] = []
+        for (n, path) in paths.enumerated() {
+            if stdoutIsTerminal { writeStandardError("\rgestures: \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
+            let trace = try reportingFailures { () throws(TraceError) -> GestureTrace in
+                let reader = try TraceInput.open(path: path, port: port)
+                let trace = try GestureTrace.read(reader, source: source)
+                if let truncation = reader.truncation { printWarning("\(path): \(truncation)") }
+                return trace
+            }
+            let scores: [TraceScore]
+            do throws(GestureError) {
+                scores = try GestureEvaluation.evaluate(trace, settings: settings, window: window)
+            } catch {
+                if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+                printError(error.description)
+                throw ExitStatus.dataError
+            }
+            summaries.append(summary(trace, path: path, scores: scores, gestures: settings[0].kind.gestures))
+        }
+        if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+        let kind = settings[0].kind
+        return GestureReport(detector: kind.rawValue, gestures: kind.gestures, settings: settings, sweptParameter: swept,
+                             window: window, traces: summaries)
+    }
+
+    func summary(_ trace: GestureTrace, path: String, scores: [TraceScore], gestures: [String]) -> GestureReport.TraceSummary {
+        GestureReport.TraceSummary(source: path, controllers: trace.controllers.count, samples: trace.sampleCount,
+                                   sampleKinds: Array(Set(trace.sampleKinds.map(\.rawValue))).sorted(),
+                                   labels: trace.labels.filter { gestures.contains($0.gesture) }.count, scores: scores)
+    }
+
+    /// Each trace replayed to the host; its acks are the detections.
+    func evaluateLive(paths: [String], host: String, window: MatchWindow) throws -> GestureReport {
+        let address = try SocketAddressBox.resolve(host)
+        var summaries: [GestureReport.TraceSummary] = []
+        let signals = LiveStop()
+        for (n, path) in paths.enumerated() {
+            if stdoutIsTerminal { writeStandardError("\rgestures: replaying \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
+            let (trace, input) = try reportingFailures { () throws(TraceError) -> (GestureTrace, ReplayInput) in
+                (try GestureTrace.read(try TraceInput.open(path: path, port: port), source: .frames),
+                 try ReplayInput.load(paths: [path], port: port))
+            }
+            var configuration = Replayer.Configuration(target: .udp(address), input: input)
+            configuration.options.speed = liveSpeed
+            let replayer = Replayer(configuration: configuration, logger: Logger(label: "kinetrace.gestures") { _ in SwiftLogNoOpLogHandler() })
+            let report: ReplayReport
+            do throws(ReplayError) {
+                report = try signals.running(replayer) { (r: Replayer) throws(ReplayError) -> ReplayReport in try r.run() }
+            } catch {
+                if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+                printError("\(path): \(error.description)")
+                throw ExitStatus.unavailable
+            }
+            switch report.outcome {
+            case .completed: break
+            case .interrupted: throw ExitStatus.interrupted
+            default:
+                if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+                printError("\(path): replay to \(host) \(report.outcome.rawValue): \(report.detail ?? "")")
+                throw ExitStatus.unavailable
+            }
+            let detections = report.triggers.filter { $0.roundTripNs != nil }.map { trigger in
+                (controller: report.controllers[trigger.controller].source,
+                 detection: Detection(gesture: "jump", tMs: trigger.tMs, timeNs: 0))
+            }
+            let labels = trace.labels.filter { $0.gesture == "jump" }
+            let score = GestureScore.match(labels: labels, detections: detections, window: window)
+            summaries.append(summary(trace, path: path, scores: [TraceScore(score: score, byGesture: ["jump": score], detections: detections.count)],
+                                     gestures: ["jump"]))
+        }
+        if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+        return GestureReport(detector: "live \(host)", gestures: ["jump"], settings: [], sweptParameter: nil, window: window,
+                             traces: summaries)
+    }
+
+    /// Files named directly, and the traces, pcaps and pcapngs inside named directories (sorted).
+    static func expand(_ arguments: [String]) throws -> [String] {
+        var paths: [String] = []
+        for argument in arguments {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: argument, isDirectory: &isDirectory) else {
+                printError("\(argument): cannot open: No such file or directory")
+                throw ExitStatus.noInput
+            }
+            guard isDirectory.boolValue else { paths.append(argument); continue }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: argument)) ?? []
+            let found = names.filter { $0.hasSuffix(".jsonl") || $0.hasSuffix(".pcap") || $0.hasSuffix(".pcapng") }.sorted()
+            guard !found.isEmpty else {
+                printError("\(argument): no .jsonl, .pcap or .pcapng files in this directory")
+                throw ExitStatus.noInput
+            }
+            paths += found.map { (argument as NSString).appendingPathComponent($0) }
+        }
+        return paths
+    }
+
+    static func loadBaseline(_ path: String) throws -> GestureBaseline {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            printError("\(path): cannot read the baseline")
+            throw ExitStatus.noInput
+        }
+        switch JSONValue.parse([UInt8](data)) {
+        case .failure(let error):
+            printError("\(path): not a gesture evaluation result: \(error)")
+            throw ExitStatus.dataError
+        case .success(let value):
+            guard let baseline = GestureRendering.baseline(from: value) else {
+                printError("\(path): not a gesture evaluation result: no \"summary\" with f1 and recall (write one with --format json)")
+                throw ExitStatus.dataError
+            }
+            return baseline
+        }
+    }
+}
+
+enum GestureFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, json, junit
+}
+
+extension SampleSource: ExpressibleByArgument {}
+
+/// Stops the replay in progress on SIGINT or SIGTERM.
+final class LiveStop: @unchecked Sendable {  // `current` is behind `lock`
+    private let lock = NSLock()
+    private var current: Replayer?
+    private var token: TerminationHandlerToken?
+
+    init() {
+        token = onTermination { [weak self] _ in
+            guard let self else { return }
+            self.lock.withLock { self.current }?.stop()
+        }
+    }
+
+    func running<T>(_ replayer: Replayer, _ body: (Replayer) throws(ReplayError) -> T) throws(ReplayError) -> T {
+        lock.withLock { current = replayer }
+        defer { lock.withLock { current = nil } }
+        return try body(replayer)
+    }
+}

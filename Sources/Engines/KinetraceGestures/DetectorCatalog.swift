@@ -1,0 +1,133 @@
+/// Why a detector could not be set up or run; one line for the user.
+public struct GestureError: Error, CustomStringConvertible, Hashable, Sendable {
+    public enum Code: String, Hashable, Sendable {
+        case unknownDetector = "unknown_detector"
+        case unknownParameter = "unknown_parameter"
+        case badValue = "bad_value"
+        case needsGravity = "needs_gravity"
+    }
+    public var code: Code
+    public var message: String
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    public var description: String { message }
+}
+
+/// One tunable of a detector.
+public struct DetectorParameter: Hashable, Sendable {
+    public var name: String
+    public var defaultValue: Double
+    public var unit: String
+    public var summary: String
+    /// The allowed values for a choice (stored as the index), empty for a number.
+    public var choices: [String] = []
+    public var minimum: Double? = nil
+}
+
+/// The detectors, their gestures and their parameters.
+public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
+    case threshold
+    case keepcalm
+    case motionlinkV1 = "motionlink-v1"
+    case badgerJump = "badger-jump"
+    case badgerDuck = "badger-duck"
+    case badgerTilt = "badger-tilt"
+
+    public var summary: String {
+        switch self {
+        case .threshold: return "The source paper's rule: a jump when ay crosses τ upwards."
+        case .keepcalm: return "The shipped KeepCalm game: y > τ, latched for 0.4 s on the game's clock (arrival time)."
+        case .motionlinkV1: return "MotionLink v1's rule: ay > τ, then R ms of frame time before the next (ML-GESTURE-*)."
+        case .badgerJump: return "WWDC 2017 \"Badger with Attitude\" jump: the mean rotation rate about y over a window crosses τ."
+        case .badgerDuck: return "WWDC 2017 \"Badger with Attitude\" duck: the mean user acceleration along gravity over a window crosses τ."
+        case .badgerTilt: return "WWDC 2017 \"Badger with Attitude\" tilt: atan2(g.y, |g.xz|) beyond ±τ degrees; needs gravity samples."
+        }
+    }
+
+    public var gestures: [String] {
+        switch self {
+        case .threshold, .keepcalm, .motionlinkV1, .badgerJump: return ["jump"]
+        case .badgerDuck: return ["duck"]
+        case .badgerTilt: return ["tilt_left", "tilt_right"]
+        }
+    }
+
+    public var needsGravity: Bool { self == .badgerTilt }
+
+    public var parameters: [DetectorParameter] {
+        switch self {
+        case .threshold:
+            return [.init(name: "threshold", defaultValue: 0.5, unit: "g", summary: "τ on ay")]
+        case .keepcalm:
+            return [.init(name: "threshold", defaultValue: 0.5, unit: "g", summary: "τ on y"),
+                    .init(name: "latch_ms", defaultValue: 400, unit: "ms", summary: "how long a jump latches, on the game's clock", minimum: 0)]
+        case .motionlinkV1:
+            return [.init(name: "threshold", defaultValue: 0.5, unit: "g", summary: "τ on ay"),
+                    .init(name: "refractory_ms", defaultValue: 400, unit: "ms", summary: "R, frame time between triggers", minimum: 0)]
+        case .badgerJump:
+            return [.init(name: "threshold", defaultValue: 1.5, unit: "rad/s", summary: "τ on the mean rotation rate about y"),
+                    .init(name: "window_ms", defaultValue: 100, unit: "ms", summary: "the averaging window", minimum: 1)]
+        case .badgerDuck:
+            return [.init(name: "threshold", defaultValue: 0.25, unit: "g", summary: "τ on the mean acceleration along gravity"),
+                    .init(name: "window_ms", defaultValue: 150, unit: "ms", summary: "the averaging window", minimum: 1),
+                    .init(name: "orientation", defaultValue: 0, unit: "", summary: "how the phone is held, for gravity when samples lack it",
+                          choices: HeldOrientation.allCases.map(\.rawValue))]
+        case .badgerTilt:
+            return [.init(name: "threshold", defaultValue: 20, unit: "°", summary: "τ on the tilt angle", minimum: 0),
+                    .init(name: "hysteresis", defaultValue: 0.8, unit: "", summary: "back within this fraction of τ re-arms a side", minimum: 0)]
+        }
+    }
+
+    /// The parameter values, defaults filled in, after checking names and values.
+    public func settings(_ given: [String: String]) throws(GestureError) -> DetectorSettings {
+        var values = Dictionary(uniqueKeysWithValues: parameters.map { ($0.name, $0.defaultValue) })
+        for (name, text) in given {
+            guard let parameter = parameters.first(where: { $0.name == name }) else {
+                throw GestureError(.unknownParameter, "\(rawValue) has no parameter \"\(name)\"; it has \(parameters.map(\.name).joined(separator: ", "))")
+            }
+            values[name] = try parameter.parse(text)
+        }
+        return DetectorSettings(kind: self, values: values)
+    }
+}
+
+extension DetectorParameter {
+    public func parse(_ text: String) throws(GestureError) -> Double {
+        if !choices.isEmpty {
+            guard let index = choices.firstIndex(of: text) else {
+                throw GestureError(.badValue, "\(name) must be one of \(choices.joined(separator: ", ")), not \"\(text)\"")
+            }
+            return Double(index)
+        }
+        guard let value = Double(text), value.isFinite else {
+            throw GestureError(.badValue, "\(name) must be a number, not \"\(text)\"")
+        }
+        if let minimum, value < minimum {
+            throw GestureError(.badValue, "\(name) must be at least \(minimum), not \(text)")
+        }
+        return value
+    }
+
+    /// The value as the user would write it.
+    public func text(_ value: Double) -> String {
+        if !choices.isEmpty { return choices[min(max(Int(value), 0), choices.count - 1)] }
+        return value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}
+
+/// A detector with every parameter set.
+public struct DetectorSettings: Hashable, Sendable {
+    public var kind: DetectorKind
+    public var values: [String: Double]
+
+    public subscript(_ name: String) -> Double { values[name]! }
+
+    /// `name=value` pairs in the catalogue's order, for reports.
+    public var description: [(name: String, value: String)] {
+        kind.parameters.map { ($0.name, $0.text(values[$0.name]!)) }
+    }
+
+    func millis(_ name: String) -> UInt64 { UInt64(max(0, self[name]).rounded()) }
+}

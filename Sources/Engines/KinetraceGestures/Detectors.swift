@@ -1,0 +1,192 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import KinetraceTrace
+
+/// A gesture detector: a small state machine fed one controller's samples in
+/// order. It reports a gesture at the sample that completes it.
+public protocol GestureDetector {
+    mutating func accept(_ sample: GestureSample) -> String?
+}
+
+/// The paper's rule: a jump when ay crosses τ upwards (edge-triggered, no memory beyond one sample).
+public struct ThresholdDetector: GestureDetector {
+    public var threshold: Double
+    private var above = false
+
+    public init(threshold: Double) { self.threshold = threshold }
+
+    public mutating func accept(_ sample: GestureSample) -> String? {
+        let now = sample.userAcceleration.y > threshold
+        defer { above = now }
+        return now && !above ? "jump" : nil
+    }
+}
+
+/// The shipped KeepCalm game: y > τ starts a jump that latches for 0.4 s on
+/// the game's own clock (when the sample arrived), whatever the phone's stamps say.
+public struct KeepCalmDetector: GestureDetector {
+    public var threshold: Double
+    public var latchNs: Int64
+    private var latchedUntilNs = Int64.min
+
+    public init(threshold: Double, latchMs: Double) {
+        self.threshold = threshold
+        latchNs = Int64((latchMs * 1e6).rounded())
+    }
+
+    public mutating func accept(_ sample: GestureSample) -> String? {
+        guard sample.timeNs >= latchedUntilNs, sample.userAcceleration.y > threshold else { return nil }
+        latchedUntilNs = sample.timeNs + latchNs
+        return "jump"
+    }
+}
+
+/// MotionLink v1's rule (ML-GESTURE-*): ay > τ with a refractory window on frame timestamps.
+/// Stale samples never reach a detector (`GestureTrace` drops them), as ML-GESTURE-2 drops them.
+public struct MotionLinkDetector: GestureDetector {
+    public var threshold: Double
+    public var refractoryMs: UInt64
+    private var lastTriggerMs: UInt64?
+
+    public init(threshold: Double, refractoryMs: UInt64) {
+        self.threshold = threshold
+        self.refractoryMs = refractoryMs
+    }
+
+    public mutating func accept(_ sample: GestureSample) -> String? {
+        guard sample.userAcceleration.y > threshold,
+              lastTriggerMs.map({ sample.tMs &- $0 >= refractoryMs }) ?? true else { return nil }
+        lastTriggerMs = sample.tMs
+        return "jump"
+    }
+}
+
+/// The mean of the values seen in the last `windowMs` of controller time.
+struct WindowMean {
+    let windowMs: UInt64
+    private var times: [UInt64] = []
+    private var values: [Double] = []
+    private var head = 0
+    private var sum = 0.0
+
+    init(windowMs: UInt64) { self.windowMs = windowMs }
+
+    mutating func add(_ value: Double, at tMs: UInt64) -> Double {
+        times.append(tMs)
+        values.append(value)
+        sum += value
+        while head < times.count - 1, tMs - times[head] >= windowMs {
+            sum -= values[head]
+            head += 1
+        }
+        if head > 1024 && head * 2 > times.count {
+            // Compact, and re-add from scratch so rounding never accumulates.
+            times.removeFirst(head)
+            values.removeFirst(head)
+            head = 0
+            sum = values.reduce(0, +)
+        }
+        return sum / Double(times.count - head)
+    }
+}
+
+/// Gravity's direction for a phone held still, in the device frame, when the trace carries no gravity.
+public enum HeldOrientation: String, CaseIterable, Hashable, Sendable {
+    /// Upright, screen facing the player: gravity along −y.
+    case portrait
+    /// On its side, as for steering: gravity along −x.
+    case landscape
+    /// Lying face up: gravity along −z.
+    case flat
+
+    public var gravity: Vector3 {
+        switch self {
+        case .portrait: return Vector3(0, -1, 0)
+        case .landscape: return Vector3(-1, 0, 0)
+        case .flat: return Vector3(0, 0, -1)
+        }
+    }
+}
+
+/// "Badger with Attitude" (WWDC 2017) jump: the mean rotation rate about y over a
+/// short window crosses τ upwards.
+public struct BadgerJumpDetector: GestureDetector {
+    public var threshold: Double
+    private var window: WindowMean
+    private var above = false
+
+    public init(threshold: Double, windowMs: UInt64) {
+        self.threshold = threshold
+        window = WindowMean(windowMs: windowMs)
+    }
+
+    public mutating func accept(_ sample: GestureSample) -> String? {
+        let now = window.add(sample.rotationRate.y, at: sample.tMs) > threshold
+        defer { above = now }
+        return now && !above ? "jump" : nil
+    }
+}
+
+/// "Badger with Attitude" duck: the mean user acceleration along gravity (downwards)
+/// over a short window crosses τ upwards. Gravity comes from the sample when it has
+/// one, otherwise from how the phone is held.
+public struct BadgerDuckDetector: GestureDetector {
+    public var threshold: Double
+    public var orientation: HeldOrientation
+    private var window: WindowMean
+    private var above = false
+
+    public init(threshold: Double, windowMs: UInt64, orientation: HeldOrientation) {
+        self.threshold = threshold
+        self.orientation = orientation
+        window = WindowMean(windowMs: windowMs)
+    }
+
+    public mutating func accept(_ sample: GestureSample) -> String? {
+        let g = sample.gravity ?? orientation.gravity
+        let length = g.length
+        let along = length > 0 ? sample.userAcceleration.dot(g) / length : 0
+        let now = window.add(along, at: sample.tMs) > threshold
+        defer { above = now }
+        return now && !above ? "duck" : nil
+    }
+}
+
+/// "Badger with Attitude" tilt: the angle of gravity's y component against its x–z
+/// component, atan2(g.y, hypot(g.x, g.z)), in degrees. Beyond +τ is tilt_left,
+/// beyond −τ tilt_right; the phone must come back within `hysteresis`·τ before the
+/// same side fires again. Needs gravity in the samples.
+public struct BadgerTiltDetector: GestureDetector {
+    public var thresholdDegrees: Double
+    public var hysteresis: Double
+    private var side = 0
+
+    public init(thresholdDegrees: Double, hysteresis: Double) {
+        self.thresholdDegrees = thresholdDegrees
+        self.hysteresis = hysteresis
+    }
+
+    public static func angleDegrees(_ g: Vector3) -> Double {
+        atan2(g.y, (g.x * g.x + g.z * g.z).squareRoot()) * 180 / .pi
+    }
+
+    public mutating func accept(_ sample: GestureSample) -> String? {
+        guard let g = sample.gravity else { return nil }
+        let angle = Self.angleDegrees(g)
+        if angle > thresholdDegrees && side != 1 {
+            side = 1
+            return "tilt_left"
+        }
+        if angle < -thresholdDegrees && side != -1 {
+            side = -1
+            return "tilt_right"
+        }
+        if abs(angle) < hysteresis * thresholdDegrees { side = 0 }
+        return nil
+    }
+}

@@ -1,0 +1,189 @@
+import KinetraceTrace
+
+/// A gesture a detector reported.
+public struct Detection: Hashable, Sendable {
+    public var gesture: String
+    /// The triggering sample's time on the controller's clock.
+    public var tMs: UInt64
+    public var timeNs: Int64
+    public init(gesture: String, tMs: UInt64, timeNs: Int64) {
+        self.gesture = gesture
+        self.tMs = tMs
+        self.timeNs = timeNs
+    }
+}
+
+/// When a detection counts for a label: from `beforeMs` before its onset to `afterMs` after.
+public struct MatchWindow: Hashable, Sendable {
+    public var beforeMs: Double
+    public var afterMs: Double
+    public init(beforeMs: Double = 100, afterMs: Double = 700) {
+        self.beforeMs = beforeMs
+        self.afterMs = afterMs
+    }
+}
+
+/// True and false positives and negatives, and the delays of the true ones.
+public struct GestureScore: Hashable, Sendable {
+    public var truePositives = 0
+    public var falsePositives = 0
+    public var falseNegatives = 0
+    /// Detection time − label onset on the controller's clock, ms, for each true positive.
+    public var delaysMs: [Double] = []
+
+    public init() {}
+
+    /// nil when nothing was detected (precision is undefined, not 0 or 1).
+    public var precision: Double? { truePositives + falsePositives == 0 ? nil : Double(truePositives) / Double(truePositives + falsePositives) }
+    /// nil when there was nothing to detect.
+    public var recall: Double? { truePositives + falseNegatives == 0 ? nil : Double(truePositives) / Double(truePositives + falseNegatives) }
+    /// 2·TP / (2·TP + FP + FN): 0 when there were labels or detections and no hits; nil when neither.
+    public var f1: Double? {
+        let denominator = 2 * truePositives + falsePositives + falseNegatives
+        return denominator == 0 ? nil : Double(2 * truePositives) / Double(denominator)
+    }
+
+    public static func + (a: GestureScore, b: GestureScore) -> GestureScore {
+        var sum = a
+        sum.truePositives += b.truePositives
+        sum.falsePositives += b.falsePositives
+        sum.falseNegatives += b.falseNegatives
+        sum.delaysMs += b.delaysMs
+        return sum
+    }
+
+    /// Matches detections to labels of the same gesture and controller, one to one: each
+    /// label, in onset order, takes the earliest unmatched detection inside its window.
+    /// Both lists are walked in time order, so the cost is linear plus what the windows overlap.
+    public static func match(labels: [GestureLabel], detections: [(controller: Endpoint, detection: Detection)],
+                             window: MatchWindow) -> GestureScore {
+        var score = GestureScore()
+        var used = Array(repeating: false, count: detections.count)
+        let order = detections.indices.sorted { detections[$0].detection.tMs < detections[$1].detection.tMs }
+        var first = 0  // detections before this one are earlier than every remaining label's window
+        for label in labels.sorted(by: { $0.tMs < $1.tMs }) {
+            let lower = label.tMs - window.beforeMs, upper = label.tMs + window.afterMs
+            while first < order.count && Double(detections[order[first]].detection.tMs) < lower { first += 1 }
+            var hit: Int?
+            var k = first
+            while k < order.count {
+                let i = order[k]
+                let (controller, d) = detections[i]
+                if Double(d.tMs) > upper { break }
+                if !used[i] && d.gesture == label.gesture && (label.controller == nil || label.controller == controller) {
+                    hit = i
+                    break
+                }
+                k += 1
+            }
+            if let hit {
+                used[hit] = true
+                score.truePositives += 1
+                score.delaysMs.append(Double(detections[hit].detection.tMs) - label.tMs)
+            } else {
+                score.falseNegatives += 1
+            }
+        }
+        score.falsePositives = used.filter { !$0 }.count
+        return score
+    }
+}
+
+/// One detector setting's result on one trace.
+public struct TraceScore: Sendable {
+    public var score: GestureScore
+    /// Per gesture the detector reports.
+    public var byGesture: [String: GestureScore]
+    public var detections: Int
+
+    public init(score: GestureScore, byGesture: [String: GestureScore], detections: Int) {
+        self.score = score
+        self.byGesture = byGesture
+        self.detections = detections
+    }
+}
+
+/// Runs detectors over traces and scores them against the labels.
+public enum GestureEvaluation {
+    /// Every setting over every sample of the trace in one pass; one score per setting.
+    public static func evaluate(_ trace: GestureTrace, settings: [DetectorSettings], window: MatchWindow) throws(GestureError) -> [TraceScore] {
+        guard let kind = settings.first?.kind else { return [] }
+        if kind.needsGravity, let missing = trace.controllers.indices.first(where: { c in trace.samples[c].contains { $0.gravity == nil } }) {
+            throw GestureError(.needsGravity, "\(trace.source): \(kind.rawValue) needs gravity, and \(trace.controllers[missing])'s samples "
+                               + "(\(trace.sampleKinds[missing].rawValue)) carry none; record device-motion samples (trace minor 1 \"motion\" records)")
+        }
+        let gestures = Set(kind.gestures)
+        let labels = trace.labels.filter { gestures.contains($0.gesture) }
+        var detections = Array(repeating: [(controller: Endpoint, detection: Detection)](), count: settings.count)
+        for (c, samples) in trace.samples.enumerated() {
+            let found = detect(kind, settings, samples)
+            for (s, list) in found.enumerated() { detections[s] += list.map { (trace.controllers[c], $0) } }
+        }
+        return detections.map { found in
+            var byGesture: [String: GestureScore] = [:]
+            for gesture in kind.gestures {
+                byGesture[gesture] = GestureScore.match(labels: labels.filter { $0.gesture == gesture },
+                                                        detections: found.filter { $0.detection.gesture == gesture }, window: window)
+            }
+            let total = kind.gestures.reduce(GestureScore()) { $0 + byGesture[$1]! }
+            return TraceScore(score: total, byGesture: byGesture, detections: found.count)
+        }
+    }
+
+    /// Detections of each setting over one controller's samples.
+    public static func detect(_ kind: DetectorKind, _ settings: [DetectorSettings], _ samples: [GestureSample]) -> [[Detection]] {
+        switch kind {
+        case .threshold:
+            return run(settings.map { ThresholdDetector(threshold: $0["threshold"]) }, samples)
+        case .keepcalm:
+            return run(settings.map { KeepCalmDetector(threshold: $0["threshold"], latchMs: $0["latch_ms"]) }, samples)
+        case .motionlinkV1:
+            return run(settings.map { MotionLinkDetector(threshold: $0["threshold"], refractoryMs: $0.millis("refractory_ms")) }, samples)
+        case .badgerJump:
+            return run(settings.map { BadgerJumpDetector(threshold: $0["threshold"], windowMs: $0.millis("window_ms")) }, samples)
+        case .badgerDuck:
+            return run(settings.map {
+                BadgerDuckDetector(threshold: $0["threshold"], windowMs: $0.millis("window_ms"),
+                                   orientation: HeldOrientation.allCases[Int($0["orientation"])])
+            }, samples)
+        case .badgerTilt:
+            return run(settings.map { BadgerTiltDetector(thresholdDegrees: $0["threshold"], hysteresis: $0["hysteresis"]) }, samples)
+        }
+    }
+
+    /// The single pass: each sample goes to every detector before the next sample.
+    /// Generic, so each detector type gets its own specialised loop.
+    static func run<D: GestureDetector>(_ detectors: [D], _ samples: [GestureSample]) -> [[Detection]] {
+        var detectors = detectors
+        var found = Array(repeating: [Detection](), count: detectors.count)
+        for sample in samples {
+            for i in detectors.indices {
+                if let gesture = detectors[i].accept(sample) {
+                    found[i].append(Detection(gesture: gesture, tMs: sample.tMs, timeNs: sample.timeNs))
+                }
+            }
+        }
+        return found
+    }
+}
+
+/// `name=lo:hi:step`: the values a sweep tries, lo to hi inclusive.
+public struct SweepRange: Hashable, Sendable {
+    public var parameter: String
+    public var values: [Double]
+
+    public init(parsing text: String) throws(GestureError) {
+        let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
+        let bounds = parts.count == 2 ? parts[1].split(separator: ":").map { Double($0) } : []
+        guard parts.count == 2, bounds.count == 3, let lo = bounds[0], let hi = bounds[1], let step = bounds[2],
+              lo.isFinite, hi.isFinite, step.isFinite else {
+            throw GestureError(.badValue, "--sweep takes NAME=LO:HI:STEP, e.g. threshold=0.2:1.2:0.01, not \"\(text)\"")
+        }
+        guard step > 0, hi >= lo else { throw GestureError(.badValue, "--sweep \(text): STEP must be > 0 and HI ≥ LO") }
+        let count = Int(((hi - lo) / step + 1e-9).rounded(.down)) + 1
+        guard count <= 100_000 else { throw GestureError(.badValue, "--sweep \(text) gives \(count) values; at most 100000") }
+        parameter = parts[0]
+        // Multiply, not accumulate, so 0.1-steps land on the decimal values.
+        values = (0..<count).map { i in ((lo + Double(i) * step) * 1e9).rounded() / 1e9 }
+    }
+}

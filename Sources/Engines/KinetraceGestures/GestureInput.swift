@@ -1,0 +1,113 @@
+import KinetraceTrace
+import KinetraceWire
+
+/// What a detector sees: one motion sample of one controller.
+public struct GestureSample: Hashable, Sendable {
+    /// The sample's time on the controller's clock (frames' `t_ms`).
+    public var tMs: UInt64
+    /// When it reached the recorder (for a host, the game's own clock).
+    public var timeNs: Int64
+    /// User acceleration in g, gravity removed.
+    public var userAcceleration: Vector3
+    /// Rotation rate in rad/s.
+    public var rotationRate: Vector3
+    /// Gravity in g, when the trace carries device-motion samples with it.
+    public var gravity: Vector3?
+
+    public init(tMs: UInt64, timeNs: Int64, userAcceleration: Vector3, rotationRate: Vector3, gravity: Vector3? = nil) {
+        self.tMs = tMs
+        self.timeNs = timeNs
+        self.userAcceleration = userAcceleration
+        self.rotationRate = rotationRate
+        self.gravity = gravity
+    }
+
+    /// A valid MotionFrame as a sample (no gravity: frames do not carry it).
+    public init(frame: MotionFrame, timeNs: Int64) {
+        self.init(tMs: frame.tMs, timeNs: timeNs,
+                  userAcceleration: Vector3(Double(frame.ax), Double(frame.ay), Double(frame.az)),
+                  rotationRate: Vector3(Double(frame.wx), Double(frame.wy), Double(frame.wz)))
+    }
+}
+
+/// Which records a controller's samples come from.
+public enum SampleSource: String, CaseIterable, Hashable, Sendable {
+    /// Device-motion samples when the trace has them for the controller, otherwise its frames.
+    case auto
+    /// The MotionLink frames that reached the recorder (what a host sees).
+    case frames
+    /// The device-motion samples (what the phone saw, at its own rate).
+    case motion
+}
+
+/// A ground-truth gesture.
+public struct GestureLabel: Hashable, Sendable {
+    public var gesture: String
+    /// nil: the trace does not say which controller (it then matches any).
+    public var controller: Endpoint?
+    /// Onset on the controller's clock.
+    public var tMs: Double
+    public var durationMs: Double?
+}
+
+/// One trace, ready to evaluate: each controller's samples in controller-clock order, and the labels.
+public struct GestureTrace: Sendable {
+    public var source: String
+    public var header: TraceHeader
+    public var controllers: [Endpoint]
+    /// Indexed like `controllers`.
+    public var samples: [[GestureSample]]
+    /// Which kind of record each controller's samples came from.
+    public var sampleKinds: [SampleSource]
+    public var labels: [GestureLabel]
+    public var sampleCount: Int { samples.reduce(0) { $0 + $1.count } }
+
+    /// Reads every record once. Invalid frames and h2c traffic are left out;
+    /// a frame or sample not newer than the controller's newest is dropped,
+    /// as a host drops a stale frame.
+    public static func read(_ reader: some TraceRecordSource, source: SampleSource = .auto) throws(TraceError) -> GestureTrace {
+        var order: [Endpoint] = []
+        var frames: [Endpoint: [GestureSample]] = [:], motion: [Endpoint: [GestureSample]] = [:]
+        var labels: [GestureLabel] = []
+        while let record = try reader.next() {
+            switch record {
+            case .message(let message) where message.direction == .controllerToHost:
+                guard case .success(.frame(let frame)) = message.decoded else { continue }
+                if frames[message.source] == nil && motion[message.source] == nil { order.append(message.source) }
+                frames[message.source, default: []].append(GestureSample(frame: frame, timeNs: message.timeNs))
+            case .motion(let m):
+                if frames[m.controller] == nil && motion[m.controller] == nil { order.append(m.controller) }
+                motion[m.controller, default: []].append(GestureSample(
+                    tMs: m.tMs, timeNs: m.timeNs, userAcceleration: m.userAcceleration, rotationRate: m.rotationRate,
+                    gravity: m.gravity))
+            case .label(let label):
+                labels.append(GestureLabel(gesture: label.gesture, controller: label.controller,
+                                           tMs: label.tMs.map { Double($0) } ?? Double(label.timeNs) / 1e6,
+                                           durationMs: label.durationMs.map { Double($0) }))
+            default:
+                continue
+            }
+        }
+        var samples: [[GestureSample]] = [], kinds: [SampleSource] = []
+        for controller in order {
+            let useMotion: Bool
+            switch source {
+            case .auto: useMotion = motion[controller] != nil
+            case .frames: useMotion = false
+            case .motion: useMotion = true
+            }
+            samples.append(dropStale(useMotion ? motion[controller] ?? [] : frames[controller] ?? []))
+            kinds.append(useMotion ? .motion : .frames)
+        }
+        return GestureTrace(source: reader.source, header: reader.header, controllers: order, samples: samples,
+                            sampleKinds: kinds, labels: labels)
+    }
+
+    /// Keeps samples in arrival order, each newer than all before it on the controller's clock.
+    static func dropStale(_ samples: [GestureSample]) -> [GestureSample] {
+        var kept: [GestureSample] = []
+        kept.reserveCapacity(samples.count)
+        for sample in samples where kept.last.map({ sample.tMs > $0.tMs }) ?? true { kept.append(sample) }
+        return kept
+    }
+}
