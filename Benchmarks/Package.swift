@@ -47,5 +47,14 @@ let package = Package(
             ],
             path: "Benchmarks/ReplayBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
+        .executableTarget(
+            name: "GestureBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "KinetraceGestures", package: root),
+                .product(name: "KinetraceTrace", package: root),
+            ],
+            path: "Benchmarks/GestureBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
     ]
 )

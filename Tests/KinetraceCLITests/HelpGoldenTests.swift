@@ -11,6 +11,7 @@ import Testing
         ("kinetrace", Kinetrace.self), ("inspect", Inspect.self), ("synth", Synth.self),
         ("host", Host.self), ("simulate", Simulate.self), ("capture", Capture.self), ("convert", Convert.self),
         ("replay", Replay.self), ("conform", Conform.self), ("latency", Latency.self),
+        ("gestures", Gestures.self), ("gestures-eval", GesturesEval.self), ("gestures-list", GesturesList.self),
     ]
 
     @Test(arguments: commands.map(\.0))

@@ -107,6 +107,35 @@ import KinetraceWire
         }
     }
 
+    /// The per-controller single walk scores exactly as the general one-to-one matching does.
+    @Test(arguments: [false, true])
+    func evaluationMatchesTheGeneralMatcher(looseLabels: Bool) throws {
+        var rng = SplitMix(seed: looseLabels ? 11 : 12)
+        let controllers = [a, b, Endpoint(host: "10.0.0.12", port: 50002)]
+        let samples = controllers.map { _ in (0..<3000).map { i in sample(UInt64(i) * 20, ay: rng.unit() < 0.03 ? 0.9 : 0.1) } }
+        let labels = (0..<150).map { _ in
+            GestureLabel(gesture: "jump", controller: looseLabels ? nil : controllers[Int(rng.next() % 3)],
+                         tMs: Double(rng.next() % 60_000), durationMs: 450)
+        }
+        let header = TraceHeader(created: "", tool: "", capturePoint: .synthetic, clock: .model)
+        let trace = GestureTrace(source: "t", header: header, controllers: controllers, samples: samples,
+                                 sampleKinds: [.motion, .motion, .motion], labels: labels)
+        let settings = try [0.5, 0.8].map { try DetectorKind.threshold.settings(["threshold": String($0)]) }
+        let scores = try GestureEvaluation.evaluate(trace, settings: settings, window: MatchWindow())
+        for (s, setting) in settings.enumerated() {
+            let found = GestureEvaluation.detect(.threshold, [setting], samples[0]).map { $0.map { (controllers[0], $0) } }[0]
+                + GestureEvaluation.detect(.threshold, [setting], samples[1]).map { $0.map { (controllers[1], $0) } }[0]
+                + GestureEvaluation.detect(.threshold, [setting], samples[2]).map { $0.map { (controllers[2], $0) } }[0]
+            let general = GestureScore.match(labels: labels, detections: found, window: MatchWindow())
+            let fast = scores[s].score
+            let fastCounts: [Int] = [fast.truePositives, fast.falsePositives, fast.falseNegatives]
+            let generalCounts: [Int] = [general.truePositives, general.falsePositives, general.falseNegatives]
+            #expect(fastCounts == generalCounts)
+            #expect(fast.delaysMs.sorted() == general.delaysMs.sorted())
+            #expect(general.truePositives > 20 && general.falsePositives > 20)
+        }
+    }
+
     @Test func settingsRejectUnknownNamesAndBadValues() {
         #expect(throws: GestureError.self) { try DetectorKind.threshold.settings(["treshold": "0.5"]) }
         #expect(throws: GestureError.self) { try DetectorKind.threshold.settings(["threshold": "high"]) }

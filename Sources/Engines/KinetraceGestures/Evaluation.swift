@@ -112,22 +112,78 @@ public enum GestureEvaluation {
             throw GestureError(.needsGravity, "\(trace.source): \(kind.rawValue) needs gravity, and \(trace.controllers[missing])'s samples "
                                + "(\(trace.sampleKinds[missing].rawValue)) carry none; record device-motion samples (trace minor 1 \"motion\" records)")
         }
-        let gestures = Set(kind.gestures)
-        let labels = trace.labels.filter { gestures.contains($0.gesture) }
-        var detections = Array(repeating: [(controller: Endpoint, detection: Detection)](), count: settings.count)
-        for (c, samples) in trace.samples.enumerated() {
-            let found = detect(kind, settings, samples)
-            for (s, list) in found.enumerated() { detections[s] += list.map { (trace.controllers[c], $0) } }
-        }
-        return detections.map { found in
-            var byGesture: [String: GestureScore] = [:]
-            for gesture in kind.gestures {
-                byGesture[gesture] = GestureScore.match(labels: labels.filter { $0.gesture == gesture },
-                                                        detections: found.filter { $0.detection.gesture == gesture }, window: window)
+        let settingCount = settings.count, gestures = kind.gestures
+        let gestureIndex = Dictionary(uniqueKeysWithValues: gestures.enumerated().map { ($1, $0) })
+        let controllerIndex = Dictionary(uniqueKeysWithValues: trace.controllers.enumerated().map { ($1, $0) })
+        // Label onsets per controller and gesture, sorted. Labels naming no controller ("loose") match
+        // any controller's leftovers afterwards; labels naming a controller without samples are missed.
+        var onsets = Array(repeating: Array(repeating: [Double](), count: gestures.count), count: trace.controllers.count)
+        var loose: [GestureLabel] = []
+        var unseen = Array(repeating: 0, count: gestures.count)
+        for label in trace.labels {
+            guard let g = gestureIndex[label.gesture] else { continue }
+            if let controller = label.controller {
+                if let c = controllerIndex[controller] { onsets[c][g].append(label.tMs) } else { unseen[g] += 1 }
+            } else {
+                loose.append(label)
             }
-            let total = kind.gestures.reduce(GestureScore()) { $0 + byGesture[$1]! }
-            return TraceScore(score: total, byGesture: byGesture, detections: found.count)
         }
+        var scores = Array(repeating: Array(repeating: GestureScore(), count: gestures.count), count: settingCount)
+        var detectionCounts = Array(repeating: 0, count: settingCount)
+        var leftovers = Array(repeating: [(controller: Endpoint, detection: Detection)](), count: settingCount)
+        for (c, samples) in trace.samples.enumerated() {
+            for g in gestures.indices { onsets[c][g].sort() }
+            let found = detect(kind, settings, samples)
+            for s in 0..<settingCount {
+                detectionCounts[s] += found[s].count
+                for (g, gesture) in gestures.enumerated() {
+                    // Samples are in controller-clock order, so each list of detections already is.
+                    let mine = gestures.count == 1 ? found[s] : found[s].filter { $0.gesture == gesture }
+                    let (score, used) = matchSorted(onsets[c][g], mine, window: window)
+                    scores[s][g] = scores[s][g] + score
+                    if !loose.isEmpty {
+                        scores[s][g].falsePositives -= score.falsePositives  // the loose labels may still claim them
+                        for (i, d) in mine.enumerated() where !used[i] { leftovers[s].append((trace.controllers[c], d)) }
+                    }
+                }
+            }
+        }
+        return (0..<settingCount).map { s in
+            var byGesture: [String: GestureScore] = [:]
+            for (g, gesture) in gestures.enumerated() {
+                var score = scores[s][g]
+                score.falseNegatives += unseen[g]
+                if !loose.isEmpty {
+                    score = score + GestureScore.match(labels: loose.filter { $0.gesture == gesture },
+                                                       detections: leftovers[s].filter { $0.detection.gesture == gesture }, window: window)
+                }
+                byGesture[gesture] = score
+            }
+            let total = gestures.reduce(GestureScore()) { $0 + byGesture[$1]! }
+            return TraceScore(score: total, byGesture: byGesture, detections: detectionCounts[s])
+        }
+    }
+
+    /// The one-to-one matching of `GestureScore.match` for one controller and gesture, with both
+    /// lists sorted by time: a single walk. Returns which detections were used.
+    static func matchSorted(_ onsets: [Double], _ detections: [Detection], window: MatchWindow) -> (GestureScore, [Bool]) {
+        var score = GestureScore()
+        var used = Array(repeating: false, count: detections.count)
+        var first = 0
+        for onset in onsets {
+            let lower = onset - window.beforeMs, upper = onset + window.afterMs
+            while first < detections.count && (used[first] || Double(detections[first].tMs) < lower) { first += 1 }
+            if first < detections.count && Double(detections[first].tMs) <= upper {
+                used[first] = true
+                score.truePositives += 1
+                score.delaysMs.append(Double(detections[first].tMs) - onset)
+                first += 1
+            } else {
+                score.falseNegatives += 1
+            }
+        }
+        score.falsePositives = used.count - score.truePositives
+        return (score, used)
     }
 
     /// Detections of each setting over one controller's samples.

@@ -66,18 +66,26 @@ public struct GestureTrace: Sendable {
     /// a frame or sample not newer than the controller's newest is dropped,
     /// as a host drops a stale frame.
     public static func read(_ reader: some TraceRecordSource, source: SampleSource = .auto) throws(TraceError) -> GestureTrace {
+        // One hash per record: each controller's slot in these arrays.
+        var slots: [Endpoint: Int] = [:]
         var order: [Endpoint] = []
-        var frames: [Endpoint: [GestureSample]] = [:], motion: [Endpoint: [GestureSample]] = [:]
+        var frames: [[GestureSample]] = [], motion: [[GestureSample]] = []
         var labels: [GestureLabel] = []
+        func slot(_ controller: Endpoint) -> Int {
+            if let i = slots[controller] { return i }
+            slots[controller] = order.count
+            order.append(controller)
+            frames.append([])
+            motion.append([])
+            return order.count - 1
+        }
         while let record = try reader.next() {
             switch record {
             case .message(let message) where message.direction == .controllerToHost:
                 guard case .success(.frame(let frame)) = message.decoded else { continue }
-                if frames[message.source] == nil && motion[message.source] == nil { order.append(message.source) }
-                frames[message.source, default: []].append(GestureSample(frame: frame, timeNs: message.timeNs))
+                frames[slot(message.source)].append(GestureSample(frame: frame, timeNs: message.timeNs))
             case .motion(let m):
-                if frames[m.controller] == nil && motion[m.controller] == nil { order.append(m.controller) }
-                motion[m.controller, default: []].append(GestureSample(
+                motion[slot(m.controller)].append(GestureSample(
                     tMs: m.tMs, timeNs: m.timeNs, userAcceleration: m.userAcceleration, rotationRate: m.rotationRate,
                     gravity: m.gravity))
             case .label(let label):
@@ -89,14 +97,14 @@ public struct GestureTrace: Sendable {
             }
         }
         var samples: [[GestureSample]] = [], kinds: [SampleSource] = []
-        for controller in order {
+        for c in order.indices {
             let useMotion: Bool
             switch source {
-            case .auto: useMotion = motion[controller] != nil
+            case .auto: useMotion = !motion[c].isEmpty
             case .frames: useMotion = false
             case .motion: useMotion = true
             }
-            samples.append(dropStale(useMotion ? motion[controller] ?? [] : frames[controller] ?? []))
+            samples.append(dropStale(useMotion ? motion[c] : frames[c]))
             kinds.append(useMotion ? .motion : .frames)
         }
         return GestureTrace(source: reader.source, header: reader.header, controllers: order, samples: samples,

@@ -118,13 +118,14 @@ struct GesturesEval: ParsableCommand {
         let paths = try Self.expand(traces)
         let started = SystemClock.monotonicNs()
         let report: GestureReport
+        var timing = GestureTiming()
         if let live {
             report = try evaluateLive(paths: paths, host: live, window: window)
         } else {
             let (settings, swept) = try detectorSettings()
-            report = try evaluateOffline(paths: paths, settings: settings, swept: swept, window: window)
+            report = try evaluateOffline(paths: paths, settings: settings, swept: swept, window: window, timing: &timing)
         }
-        let elapsedNs = SystemClock.monotonicNs() - started
+        timing.totalNs = SystemClock.monotonicNs() - started
 
         var checks: [GestureBaseline.Check] = []
         if let baseline {
@@ -144,9 +145,9 @@ struct GesturesEval: ParsableCommand {
         }
         let text: String
         switch format {
-        case .text: text = GestureRendering.text(report, checks: checks, baselinePath: baseline, elapsedNs: elapsedNs)
-        case .json: text = GestureRendering.json(report, checks: checks, baselinePath: baseline, elapsedNs: elapsedNs)
-        case .junit: text = GestureRendering.junit(report, checks: checks, elapsedNs: elapsedNs)
+        case .text: text = GestureRendering.text(report, checks: checks, baselinePath: baseline, timing: timing)
+        case .json: text = GestureRendering.json(report, checks: checks, baselinePath: baseline, timing: timing)
+        case .junit: text = GestureRendering.junit(report, checks: checks, elapsedNs: timing.totalNs)
         }
         if let out {
             guard FileManager.default.createFile(atPath: out, contents: Data(text.utf8)) else {
@@ -192,16 +193,21 @@ struct GesturesEval: ParsableCommand {
         }
     }
 
-    func evaluateOffline(paths: [String], settings: [DetectorSettings], swept: String?, window: MatchWindow) throws -> GestureReport {
+    func evaluateOffline(paths: [String], settings: [DetectorSettings], swept: String?, window: MatchWindow,
+                         timing: inout GestureTiming) throws -> GestureReport {
         var summaries: [GestureReport.TraceSummary] = []
         for (n, path) in paths.enumerated() {
             if stdoutIsTerminal { writeStandardError("\rgestures: \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
+            let readStart = SystemClock.monotonicNs()
             let trace = try reportingFailures { () throws(TraceError) -> GestureTrace in
                 let reader = try TraceInput.open(path: path, port: port)
                 let trace = try GestureTrace.read(reader, source: source)
                 if let truncation = reader.truncation { printWarning("\(path): \(truncation)") }
                 return trace
             }
+            let evaluateStart = SystemClock.monotonicNs()
+            timing.readNs += evaluateStart - readStart
+            defer { timing.evaluateNs += SystemClock.monotonicNs() - evaluateStart }
             let scores: [TraceScore]
             do throws(GestureError) {
                 scores = try GestureEvaluation.evaluate(trace, settings: settings, window: window)
@@ -306,6 +312,13 @@ struct GesturesEval: ParsableCommand {
             return baseline
         }
     }
+}
+
+/// Where the time went: reading traces, and running and scoring the detectors (offline runs).
+struct GestureTiming {
+    var totalNs: Int64 = 0
+    var readNs: Int64 = 0
+    var evaluateNs: Int64 = 0
 }
 
 enum GestureFormat: String, ExpressibleByArgument, CaseIterable {

@@ -21,7 +21,7 @@ enum GestureRendering {
 
     // MARK: Text
 
-    static func text(_ report: GestureReport, checks: [GestureBaseline.Check], baselinePath: String?, elapsedNs: Int64) -> String {
+    static func text(_ report: GestureReport, checks: [GestureBaseline.Check], baselinePath: String?, timing: GestureTiming) -> String {
         let best = report.bestIndex
         var lines = ["kinetrace gestures eval: \(report.detector) (\(settingText(report, best))), gestures \(report.gestures.joined(separator: ", ")); "
                      + "match window −\(number(report.window.beforeMs, 0))…+\(number(report.window.afterMs, 0)) ms", ""]
@@ -68,7 +68,9 @@ enum GestureRendering {
             }
         }
         let settings = max(1, report.settings.count)
-        lines += ["", "\(report.traces.reduce(0) { $0 + $1.samples }) samples × \(settings) setting(s) in \(number(Double(elapsedNs) / 1e9, 2)) s"]
+        let seconds = { (ns: Int64) in self.number(Double(ns) / 1e9, 2) }
+        lines += ["", "\(report.traces.reduce(0) { $0 + $1.samples }) samples × \(settings) setting(s) in \(seconds(timing.totalNs)) s"
+                  + (timing.evaluateNs > 0 ? " (reading \(seconds(timing.readNs)) s, detecting and scoring \(seconds(timing.evaluateNs)) s)" : "")]
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -104,7 +106,7 @@ enum GestureRendering {
         }))
     }
 
-    static func json(_ report: GestureReport, checks: [GestureBaseline.Check], baselinePath: String?, elapsedNs: Int64) -> String {
+    static func json(_ report: GestureReport, checks: [GestureBaseline.Check], baselinePath: String?, timing: GestureTiming) -> String {
         let best = report.bestIndex
         var summary = scoreJSON(report.totals[best])
         summary["parameters"] = settingJSON(report, best)
@@ -124,7 +126,9 @@ enum GestureRendering {
                 object["detections"] = .integer(Int64(t.scores[best].detections))
                 return .object(object)
             }),
-            "elapsed_ms": .number(Double(elapsedNs) / 1e6),
+            "elapsed_ms": .number(Double(timing.totalNs) / 1e6),
+            "read_ms": .number(Double(timing.readNs) / 1e6),
+            "evaluate_ms": .number(Double(timing.evaluateNs) / 1e6),
             "gates": .array(checks.map { c in
                 .object(["metric": .string(c.metric), "current": .number(c.current), "required": .number(c.baseline - c.margin),
                          "baseline": .number(c.baseline), "margin": .number(c.margin), "passed": .bool(!c.regressed)])
