@@ -24,7 +24,8 @@ enum GestureFigures {
                 series: [("F1", \GestureScore.f1), ("precision", \GestureScore.precision), ("recall", \GestureScore.recall)].map { name, metric in
                     PlotSeries(name: name, points: report.totals.enumerated().compactMap { i, s in s[keyPath: metric].map { PlotPoint(x: values[i], y: $0) } })
                 },
-                references: [ReferenceLine(label: "best \(GestureRendering.number(values[best]))", value: report.totals[best].f1 ?? 0)]))
+                references: [ReferenceLine(label: "best F1 \(GestureRendering.ratio(report.totals[best].f1)) at \(swept)=\(GestureRendering.number(values[best]))",
+                                           value: report.totals[best].f1 ?? 0)]))
         } else {
             charts.append(Charts.scatter(
                 title: "Per trace: \(report.detector) \(GestureRendering.settingText(report, best))", xLabel: "trace (in report order)", yLabel: "score",
