@@ -66,6 +66,12 @@ import KinetraceWire
         #expect(found.map(\.0) == ["tilt_left", "tilt_left", "tilt_right"])
         #expect(found.map(\.1) == [100, 600, 800])
         #expect(abs(BadgerTiltDetector.angleDegrees(g(33)) - 33) < 1e-9)
+        // Upright in portrait (−90°) it never arms, so it never fires.
+        var upright = BadgerTiltDetector(thresholdDegrees: 20, hysteresis: 0.8)
+        #expect((0..<10).compactMap { upright.accept(sample(UInt64($0) * 100, gravity: Vector3(0, -1, 0))) }.isEmpty)
+        // Starting tilted, it waits for level first.
+        var tilted = BadgerTiltDetector(thresholdDegrees: 20, hysteresis: 0.8)
+        #expect([30.0, 30, 0, 30].compactMap { tilted.accept(sample(0, gravity: g($0))) } == ["tilt_left"])
     }
 
     @Test func matchingIsOneToOneInsideTheWindow() {

@@ -160,11 +160,14 @@ public struct BadgerDuckDetector: GestureDetector {
 /// "Badger with Attitude" tilt: the angle of gravity's y component against its x–z
 /// component, atan2(g.y, hypot(g.x, g.z)), in degrees. Beyond +τ is tilt_left,
 /// beyond −τ tilt_right; the phone must come back within `hysteresis`·τ before the
-/// same side fires again. Needs gravity in the samples.
+/// same side fires again. It arms only once the phone has been that level, so a
+/// phone held some other way (upright in portrait reads −90°) never fires. Needs
+/// gravity in the samples.
 public struct BadgerTiltDetector: GestureDetector {
     public var thresholdDegrees: Double
     public var hysteresis: Double
-    private var side = 0
+    /// nil until the phone has been level; then −1, 0 or +1 for the side it is on.
+    private var side: Int?
 
     public init(thresholdDegrees: Double, hysteresis: Double) {
         self.thresholdDegrees = thresholdDegrees
@@ -178,15 +181,19 @@ public struct BadgerTiltDetector: GestureDetector {
     public mutating func accept(_ sample: GestureSample) -> String? {
         guard let g = sample.gravity else { return nil }
         let angle = Self.angleDegrees(g)
-        if angle > thresholdDegrees && side != 1 {
+        if abs(angle) < hysteresis * thresholdDegrees {
+            side = 0
+            return nil
+        }
+        guard let current = side else { return nil }
+        if angle > thresholdDegrees && current != 1 {
             side = 1
             return "tilt_left"
         }
-        if angle < -thresholdDegrees && side != -1 {
+        if angle < -thresholdDegrees && current != -1 {
             side = -1
             return "tilt_right"
         }
-        if abs(angle) < hysteresis * thresholdDegrees { side = 0 }
         return nil
     }
 }
