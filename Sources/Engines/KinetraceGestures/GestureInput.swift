@@ -48,6 +48,13 @@ public struct GestureLabel: Hashable, Sendable {
     /// Onset on the controller's clock.
     public var tMs: Double
     public var durationMs: Double?
+
+    public init(gesture: String, controller: Endpoint?, tMs: Double, durationMs: Double? = nil) {
+        self.gesture = gesture
+        self.controller = controller
+        self.tMs = tMs
+        self.durationMs = durationMs
+    }
 }
 
 /// One trace, ready to evaluate: each controller's samples in controller-clock order, and the labels.
@@ -61,6 +68,16 @@ public struct GestureTrace: Sendable {
     public var sampleKinds: [SampleSource]
     public var labels: [GestureLabel]
     public var sampleCount: Int { samples.reduce(0) { $0 + $1.count } }
+
+    public init(source: String, header: TraceHeader, controllers: [Endpoint], samples: [[GestureSample]],
+                sampleKinds: [SampleSource], labels: [GestureLabel]) {
+        self.source = source
+        self.header = header
+        self.controllers = controllers
+        self.samples = samples
+        self.sampleKinds = sampleKinds
+        self.labels = labels
+    }
 
     /// Reads every record once. Invalid frames and h2c traffic are left out;
     /// a frame or sample not newer than the controller's newest is dropped,
