@@ -103,6 +103,38 @@ import Testing
         #expect((s["fp"] as? Int ?? 0) > 10, "\(s)")
     }
 
+    /// The bundled corpus shows the trade-off a threshold makes: walking fires a low threshold,
+    /// weak jumpers miss a high one, and the sweep's best F1 sits between.
+    @Test func corpusSweepShowsTheThresholdTradeOff() throws {
+        let corpus = Fixture.packageRoot.appendingPathComponent("captures/gestures").path
+        let result = try kinetrace("gestures", "eval", "--detector", "threshold", "--sweep", "threshold=0.2:0.6:0.05",
+                                   "--format", "json", corpus)
+        #expect(result.status == 0, "\(result.stderr)")
+        let object = try Self.json(result.stdout)
+        let traces = try #require(object["traces"] as? [[String: Any]])
+        #expect(traces.count == 8 && traces.allSatisfy { ($0["sample_kinds"] as? [String]) == ["motion"] })
+        let best = try #require((object["sweep"] as? [String: Any])?["best"] as? Double)
+        #expect((0.3...0.45).contains(best), "best threshold \(best)")
+
+        func score(_ threshold: String, _ file: String) throws -> [String: Any] {
+            let run = try kinetrace("gestures", "eval", "--detector", "threshold", "--param", "threshold=\(threshold)", "--format", "json",
+                                    corpus + "/" + file)
+            return try #require((try Self.json(run.stdout)["traces"] as? [[String: Any]])?.first)
+        }
+        #expect(try score("0.25", "walking.jsonl")["fp"] as? Int ?? 0 > 10, "steps fire a low threshold")
+        #expect(try score("0.25", "steady.jsonl")["fp"] as? Int == 0)
+        #expect(try score("0.5", "weak.jsonl")["fn"] as? Int ?? 0 > 5, "weak jumps miss the paper's 0.5 g")
+        #expect(try score("0.5", "strong.jsonl")["fn"] as? Int == 0)
+
+        // Tilt, on the one landscape session; the portrait ones never arm it.
+        let tilt = try kinetrace("gestures", "eval", "--detector", "badger-tilt", "--format", "json", corpus)
+        let tiltTraces = try #require(try Self.json(tilt.stdout)["traces"] as? [[String: Any]])
+        for t in tiltTraces {
+            let steering = (t["source"] as? String ?? "").hasSuffix("steering.jsonl")
+            #expect(steering ? (t["tp"] as? Int ?? 0) >= 8 : (t["fp"] as? Int) == 0, "\(t)")
+        }
+    }
+
     @Test func plotRendersWithRsvg() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
