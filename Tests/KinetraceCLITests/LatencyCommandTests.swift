@@ -11,7 +11,7 @@ import Testing
     /// N(70.4, 3.7) ms at ns resolution with 1 % outliers 30–60 ms late; an ack to every 20th frame,
     /// 0.2–0.6 ms after it arrived. Seeded, so every run builds the same trace.
     static func knownTrace(at path: String, framesPerController: Int = 2000) throws {
-        var random = SplitMix(seed: 20261123)
+        var random = SplitMix64(seed: 20261123)
         let host = Endpoint(host: "127.0.0.1", port: 47110)
         let offsetsNs: [Int64] = [0, 1_234_567_000, -500_000_000]
         var records: [TraceRecord] = []
@@ -280,20 +280,3 @@ import Testing
     }
 }
 
-/// SplitMix64 with Box–Muller normals: enough randomness for a test trace, and seeded.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-    mutating func normal() -> Double {
-        let u = max(unit(), .leastNonzeroMagnitude), v = unit()
-        return (-2 * log(u)).squareRoot() * cos(2 * .pi * v)
-    }
-}

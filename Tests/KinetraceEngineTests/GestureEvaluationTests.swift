@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceTestSupport
 import Testing
 @testable import KinetraceGestures
 import KinetraceTrace
@@ -104,7 +105,7 @@ import KinetraceWire
 
     /// A sweep is the same as evaluating each value on its own: one pass changes nothing.
     @Test func sweepEqualsSeparateRuns() throws {
-        var rng = SplitMix(seed: 7)
+        var rng = SplitMix64(seed: 7)
         let samples = (0..<5000).map { i in sample(UInt64(i) * 100, ay: rng.unit() * 1.2 - 0.2) }
         let settings = try (0..<20).map { i in try DetectorKind.motionlinkV1.settings(["threshold": String(0.1 + 0.05 * Double(i))]) }
         let together = GestureEvaluation.detect(.motionlinkV1, settings, samples)
@@ -116,7 +117,7 @@ import KinetraceWire
     /// The per-controller single walk scores exactly as the general one-to-one matching does.
     @Test(arguments: [false, true])
     func evaluationMatchesTheGeneralMatcher(looseLabels: Bool) throws {
-        var rng = SplitMix(seed: looseLabels ? 11 : 12)
+        var rng = SplitMix64(seed: looseLabels ? 11 : 12)
         let controllers = [a, b, Endpoint(host: "10.0.0.12", port: 50002)]
         let samples = controllers.map { _ in (0..<3000).map { i in sample(UInt64(i) * 20, ay: rng.unit() < 0.03 ? 0.9 : 0.1) } }
         let labels = (0..<150).map { _ in
@@ -158,17 +159,3 @@ import KinetraceWire
         }
     }
 }
-
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
-}
-

@@ -59,28 +59,6 @@ enum SVGChecks {
     }
 }
 
-/// SplitMix64: a tiny seeded generator, so test data is the same on every run.
-struct SplitMix64 {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    mutating func unit() -> Double { Double(next() >> 11) / Double(UInt64(1) << 53) }
-
-    /// Normal by Box–Muller.
-    mutating func normal(mean: Double, sd: Double) -> Double {
-        let u1 = max(unit(), .leastNormalMagnitude), u2 = unit()
-        return mean + sd * (-2 * Foundation.log(u1)).squareRoot() * Foundation.cos(2 * .pi * u2)
-    }
-}
 
 /// Latency-like sample data shared by the tests and the example figure.
 enum SampleData {

@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceTestSupport
 import Testing
 
 @testable import KinetracePlot

@@ -204,14 +204,7 @@ struct Conform: ParsableCommand {
             }
             text = ConformanceHTML.render(report, strict: strict, latency: latency?.analysis.measures.isEmpty == false ? latency : nil)
         }
-        if let out {
-            guard FileManager.default.createFile(atPath: out, contents: Data(text.utf8)) else {
-                printError("\(out): cannot write the report")
-                throw ExitCode(2)
-            }
-        } else {
-            print(text, terminator: "")
-        }
+        try writeOutput(text, to: out, failure: ExitCode(2))
         if report.failed(strict: strict) { throw ExitCode.failure }
     }
 }

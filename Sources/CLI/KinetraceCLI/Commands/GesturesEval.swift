@@ -138,10 +138,7 @@ struct GesturesEval: ParsableCommand {
 
         if let plot {
             let svg = GestureFigures.figure(report)
-            guard FileManager.default.createFile(atPath: plot, contents: Data(svg.utf8)) else {
-                printError("\(plot): cannot write the plot")
-                throw ExitStatus.cannotCreate
-            }
+            try writeOutput(svg, to: plot, what: "the plot")
         }
         let text: String
         switch format {
@@ -149,14 +146,7 @@ struct GesturesEval: ParsableCommand {
         case .json: text = GestureRendering.json(report, checks: checks, baselinePath: baseline, timing: timing)
         case .junit: text = GestureRendering.junit(report, checks: checks, elapsedNs: timing.totalNs)
         }
-        if let out {
-            guard FileManager.default.createFile(atPath: out, contents: Data(text.utf8)) else {
-                printError("\(out): cannot write the report")
-                throw ExitStatus.cannotCreate
-            }
-        } else {
-            print(text, terminator: "")
-        }
+        try writeOutput(text, to: out)
         let failed = checks.filter(\.regressed)
         if !failed.isEmpty {
             printError(failed.map { "\($0.metric) \(GestureRendering.number($0.current)) is below \(GestureRendering.number($0.baseline))"

@@ -88,10 +88,7 @@ struct Latency: ParsableCommand {
                 throw ExitStatus.dataError
             }
             let svg = LatencyFigures.figure(reports, measure: plotMeasure)
-            guard FileManager.default.createFile(atPath: plot, contents: Data(svg.utf8)) else {
-                printError("\(plot): cannot write the plot")
-                throw ExitStatus.cannotCreate
-            }
+            try writeOutput(svg, to: plot, what: "the plot")
         }
         let text: String
         switch format {
@@ -99,14 +96,7 @@ struct Latency: ParsableCommand {
         case .json: text = LatencyRendering.json(reports)
         case .csv: text = LatencyRendering.csv(reports)
         }
-        if let out {
-            guard FileManager.default.createFile(atPath: out, contents: Data(text.utf8)) else {
-                printError("\(out): cannot write the report")
-                throw ExitStatus.cannotCreate
-            }
-        } else {
-            print(text, terminator: "")
-        }
+        try writeOutput(text, to: out)
     }
 
     static func analyse(path: String, port: UInt16, options: LatencyOptions) throws(TraceError) -> LatencyAnalysis {

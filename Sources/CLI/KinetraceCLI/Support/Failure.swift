@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import KinetraceTrace
 #if canImport(Glibc)
 import Glibc
@@ -100,4 +101,14 @@ struct Progress {
 
 enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
     case text, json
+}
+
+/// Writes `text` to the file at `path`, or to standard output when there is none.
+/// A file that cannot be created is one line naming `what`, then `failure`.
+func writeOutput(_ text: String, to path: String?, what: String = "the report", failure: ExitCode = ExitStatus.cannotCreate) throws {
+    guard let path else { return print(text, terminator: "") }
+    guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else {
+        printError("\(path): cannot write \(what)")
+        throw failure
+    }
 }
