@@ -148,6 +148,10 @@ import KinetraceWire
         #expect(throws: GestureError.self) { try DetectorKind.threshold.settings(["threshold": "high"]) }
         #expect(throws: GestureError.self) { try DetectorKind.badgerDuck.settings(["orientation": "sideways"]) }
         #expect(throws: GestureError.self) { try DetectorKind.keepcalm.settings(["latch_ms": "-1"]) }
+        // Huge times would overflow nanoseconds; they are refused, not trapped on.
+        for (kind, name) in [(DetectorKind.keepcalm, "latch_ms"), (.motionlinkV1, "refractory_ms"), (.badgerJump, "window_ms")] {
+            #expect(throws: GestureError.self) { try kind.settings([name: "1e300"]) }
+        }
         #expect((try? DetectorKind.badgerDuck.settings(["orientation": "flat"]))?["orientation"] == 2)
     }
 

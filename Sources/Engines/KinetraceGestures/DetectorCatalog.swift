@@ -24,6 +24,8 @@ public struct DetectorParameter: Hashable, Sendable {
     /// The allowed values for a choice (stored as the index), empty for a number.
     public var choices: [String] = []
     public var minimum: Double? = nil
+    /// Times are capped at an hour: beyond that a window means nothing, and it keeps nanoseconds in range.
+    public var maximum: Double? = nil
 }
 
 /// The detectors, their gestures and their parameters.
@@ -62,16 +64,16 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
             return [.init(name: "threshold", defaultValue: 0.5, unit: "g", summary: "τ on ay")]
         case .keepcalm:
             return [.init(name: "threshold", defaultValue: 0.5, unit: "g", summary: "τ on y"),
-                    .init(name: "latch_ms", defaultValue: 400, unit: "ms", summary: "how long a jump latches, on the game's clock", minimum: 0)]
+                    .init(name: "latch_ms", defaultValue: 400, unit: "ms", summary: "how long a jump latches, on the game's clock", minimum: 0, maximum: 3_600_000)]
         case .motionlinkV1:
             return [.init(name: "threshold", defaultValue: 0.5, unit: "g", summary: "τ on ay"),
-                    .init(name: "refractory_ms", defaultValue: 400, unit: "ms", summary: "R, frame time between triggers", minimum: 0)]
+                    .init(name: "refractory_ms", defaultValue: 400, unit: "ms", summary: "R, frame time between triggers", minimum: 0, maximum: 3_600_000)]
         case .badgerJump:
             return [.init(name: "threshold", defaultValue: 1.5, unit: "rad/s", summary: "τ on the mean rotation rate about y"),
-                    .init(name: "window_ms", defaultValue: 100, unit: "ms", summary: "the averaging window", minimum: 1)]
+                    .init(name: "window_ms", defaultValue: 100, unit: "ms", summary: "the averaging window", minimum: 1, maximum: 3_600_000)]
         case .badgerDuck:
             return [.init(name: "threshold", defaultValue: 0.25, unit: "g", summary: "τ on the mean acceleration along gravity"),
-                    .init(name: "window_ms", defaultValue: 150, unit: "ms", summary: "the averaging window", minimum: 1),
+                    .init(name: "window_ms", defaultValue: 150, unit: "ms", summary: "the averaging window", minimum: 1, maximum: 3_600_000),
                     .init(name: "orientation", defaultValue: 0, unit: "", summary: "how the phone is held, for gravity when samples lack it",
                           choices: HeldOrientation.allCases.map(\.rawValue))]
         case .badgerTilt:
@@ -105,7 +107,10 @@ extension DetectorParameter {
             throw GestureError(.badValue, "\(name) must be a number, not \"\(text)\"")
         }
         if let minimum, value < minimum {
-            throw GestureError(.badValue, "\(name) must be at least \(minimum), not \(text)")
+            throw GestureError(.badValue, "\(name) must be at least \(self.text(minimum)), not \(text)")
+        }
+        if let maximum, value > maximum {
+            throw GestureError(.badValue, "\(name) must be at most \(self.text(maximum)), not \(text)")
         }
         return value
     }

@@ -99,6 +99,7 @@ struct GesturesEval: ParsableCommand {
             do { _ = try SocketAddressBox.resolve(live!) } catch { throw ValidationError("--live \(error.description)") }
         }
         _ = try matchWindow()
+        if live == nil { _ = try detectorSettings() }
         guard margin.isFinite, margin >= 0 else { throw ValidationError("--margin must be a number ≥ 0.") }
         for gate in [minF1, minRecall].compactMap({ $0 }) where !(0...1).contains(gate) {
             throw ValidationError("--min-f1 and --min-recall take a number from 0 to 1.")
