@@ -47,6 +47,14 @@ import Testing
         #expect(worse.stderr.hasPrefix("kinetrace: error: f1 0.709 is below 0.970 − 0.020; recall 0.549 is below 0.941 − 0.020") && worse.stderr.split(separator: "\n").count == 1, "\(worse.stderr)")
         #expect(worse.stdout.contains(#"<failure message="f1 0.709 below 0.950"/>"#) && worse.stdout.contains(#"<failure message="recall"#))
 
+        // The report says which traces the drop comes from.
+        let perTrace = try kinetrace("gestures", "eval", "--detector", "threshold", "--param", "threshold=1.0", "--baseline", base,
+                                     "--format", "json", Fixture.bundledTrace)
+        #expect(perTrace.status == 1)
+        let regressions = try #require(try Self.json(perTrace.stdout)["trace_regressions"] as? [[String: Any]])
+        #expect(regressions.count == 1 && regressions[0]["source"] as? String == Fixture.bundledTrace)
+        #expect((regressions[0]["baseline_f1"] as? Double ?? 0) > 0.96 && (regressions[0]["f1"] as? Double ?? 1) < 0.72)
+
         // Within the margin passes; a wider margin lets the same drop through.
         let lenient = try kinetrace("gestures", "eval", "--detector", "threshold", "--param", "threshold=1.0", "--baseline", base,
                                     "--margin", "0.5", Fixture.bundledTrace)

@@ -89,6 +89,22 @@ public struct GestureBaseline: Hashable, Sendable {
         }
     }
 
+    /// A trace whose F1 fell more than the margin below its baseline.
+    public struct TraceRegression: Hashable, Sendable {
+        public var source: String
+        public var baseline: Double
+        public var current: Double
+    }
+
+    /// Per-trace F1 drops, to say where a total drop comes from; they do not gate the run.
+    public func traceRegressions(in report: GestureReport, margin: Double) -> [TraceRegression] {
+        report.traces.compactMap { trace in
+            guard let before = traceF1[trace.source] else { return nil }
+            let now = trace.scores[report.bestIndex].score.f1 ?? 0
+            return now < before - margin - 1e-12 ? TraceRegression(source: trace.source, baseline: before, current: now) : nil
+        }
+    }
+
     /// F1 and recall gate the run; precision and per-trace F1 are reported only.
     public func compare(with current: GestureScore, margin: Double) -> [Check] {
         var checks: [Check] = []

@@ -129,9 +129,11 @@ struct GesturesEval: ParsableCommand {
         timing.totalNs = SystemClock.monotonicNs() - started
 
         var checks: [GestureBaseline.Check] = []
+        var traceRegressions: [GestureBaseline.TraceRegression] = []
         if let baseline {
             let stored = try Self.loadBaseline(baseline)
             checks = stored.compare(with: report.totals[report.bestIndex], margin: margin)
+            traceRegressions = stored.traceRegressions(in: report, margin: margin)
         }
         let best = report.totals[report.bestIndex]
         if let minF1 { checks.append(.init(metric: "f1", baseline: minF1, current: best.f1 ?? 0, margin: 0)) }
@@ -143,8 +145,8 @@ struct GesturesEval: ParsableCommand {
         }
         let text: String
         switch format {
-        case .text: text = GestureRendering.text(report, checks: checks, baselinePath: baseline, timing: timing)
-        case .json: text = GestureRendering.json(report, checks: checks, baselinePath: baseline, timing: timing)
+        case .text: text = GestureRendering.text(report, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing)
+        case .json: text = GestureRendering.json(report, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing)
         case .junit: text = GestureRendering.junit(report, checks: checks, elapsedNs: timing.totalNs)
         }
         try writeOutput(text, to: out)

@@ -21,7 +21,8 @@ enum GestureRendering {
 
     // MARK: Text
 
-    static func text(_ report: GestureReport, checks: [GestureBaseline.Check], baselinePath: String?, timing: GestureTiming) -> String {
+    static func text(_ report: GestureReport, checks: [GestureBaseline.Check], traceRegressions: [GestureBaseline.TraceRegression] = [],
+                     baselinePath: String?, timing: GestureTiming) -> String {
         let best = report.bestIndex
         var lines = ["kinetrace gestures eval: \(report.detector) (\(settingText(report, best))), gestures \(report.gestures.joined(separator: ", ")); "
                      + "match window −\(number(report.window.beforeMs, 0))…+\(number(report.window.afterMs, 0)) ms", ""]
@@ -66,6 +67,9 @@ enum GestureRendering {
                 let limit = c.margin > 0 ? " (baseline \(number(c.baseline)) − margin \(number(c.margin)))" : " (at least \(number(c.baseline)))"
                 lines.append("\(c.metric) \(number(c.current))\(limit): \(verdict)")
             }
+            for r in traceRegressions {
+                lines.append("  \(r.source): F1 \(number(r.baseline)) → \(number(r.current)) (reported, not gated)")
+            }
         }
         let settings = max(1, report.settings.count)
         let seconds = { (ns: Int64) in self.number(Double(ns) / 1e9, 2) }
@@ -106,7 +110,8 @@ enum GestureRendering {
         }))
     }
 
-    static func json(_ report: GestureReport, checks: [GestureBaseline.Check], baselinePath: String?, timing: GestureTiming) -> String {
+    static func json(_ report: GestureReport, checks: [GestureBaseline.Check], traceRegressions: [GestureBaseline.TraceRegression] = [],
+                     baselinePath: String?, timing: GestureTiming) -> String {
         let best = report.bestIndex
         var summary = scoreJSON(report.totals[best])
         summary["parameters"] = settingJSON(report, best)
@@ -134,6 +139,9 @@ enum GestureRendering {
                          "baseline": .number(c.baseline), "margin": .number(c.margin), "passed": .bool(!c.regressed)])
             }),
             "passed": .bool(!checks.contains { $0.regressed }),
+            "trace_regressions": .array(traceRegressions.map {
+                .object(["source": .string($0.source), "baseline_f1": .number($0.baseline), "f1": .number($0.current)])
+            }),
         ]
         if let baselinePath { root["baseline"] = .string(baselinePath) }
         if let swept = report.sweptParameter {
