@@ -199,21 +199,33 @@ struct TraceDecoder {
         return Vector3(v[0], v[1], v[2])
     }
 
-    /// An array of exactly `count` finite numbers.
+    /// An array of exactly `count` finite numbers, read in place (no JSONValue per element:
+    /// a device-motion trace holds millions of them).
     private func numbers(_ scanner: inout JSONScanner, _ name: String, count: Int, at: Int) throws(Failure) -> [Double] {
-        let value: JSONValue
-        do throws(JSONScanner.SyntaxError) { value = try scanner.readValue() } catch { throw Failure(error) }
-        guard case .array(let items) = value, items.count == count else {
-            throw Failure(.badRecord, at: at, "\"\(name)\" must be an array of \(count) numbers")
-        }
+        let found: [Double]?
+        do throws(JSONScanner.SyntaxError) { found = try Self.finiteNumbers(&scanner, name, count: count) } catch { throw Failure(error) }
+        guard let found else { throw Failure(.badRecord, at: at, "\"\(name)\" must be an array of \(count) finite numbers") }
+        return found
+    }
+
+    /// nil when the value is JSON of another shape (the caller skips it and reports the member).
+    private static func finiteNumbers(_ scanner: inout JSONScanner, _ name: String, count: Int) throws(JSONScanner.SyntaxError) -> [Double]? {
+        guard scanner.peek() == UInt8(ascii: "[") else { return nil }
+        try scanner.expect(UInt8(ascii: "["), "'['")
         var out: [Double] = []
         out.reserveCapacity(count)
-        for item in items {
-            guard let number = item.doubleValue, number.isFinite else {
-                throw Failure(.badRecord, at: at, "\"\(name)\" must hold \(count) finite numbers")
+        while out.count < count {
+            guard let byte = scanner.peek(), byte == UInt8(ascii: "-") || isDigit(byte) else { return nil }
+            let value = try scanner.readDouble(name)
+            guard value.isFinite else { return nil }
+            out.append(value)
+            if out.count < count {
+                guard scanner.peek() == UInt8(ascii: ",") else { return nil }
+                try scanner.expect(UInt8(ascii: ","), "','")
             }
-            out.append(number)
         }
+        guard scanner.peek() == UInt8(ascii: "]") else { return nil }
+        try scanner.expect(UInt8(ascii: "]"), "']'")
         return out
     }
 
