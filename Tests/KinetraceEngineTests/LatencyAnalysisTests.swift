@@ -124,6 +124,14 @@ import KinetraceWire
         #expect(Set(analysis.unavailable.map(\.measure)) == [.oneWayRaw, .oneWayRelative, .ackEchoRaw, .ackEchoRelative, .ackRoundTrip, .ackTurnaround])
     }
 
+    @Test func framesWithUnusableStampsAreCountedNotMeasured() {
+        let analysis = analyse([frame(a, tMs: 1000, latencyNs: 70_000_000),
+                                .message(MessageRecord(timeNs: 1_000_000_000, direction: .controllerToHost, source: a, destination: host,
+                                                       payload: MotionFrame(tMs: .max).encoded()))])
+        #expect(analysis.unusableStamps == 1)
+        #expect(analysis.result(for: .oneWayRaw)?.samples.count == 1)
+    }
+
     @Test func stampsThatWouldOverflowAreSkipped() {
         #expect(LatencyCollector.sinceStamp(1_000_000_000, .max) == nil)
         #expect(LatencyCollector.sinceStamp(.min, 1) == nil)

@@ -124,6 +124,8 @@ public struct LatencyCollector {
     private var turnarounds: [LatencySample] = []
     public private(set) var invalidMessages = 0
     public private(set) var unpairedAcks = 0
+    /// Valid messages whose stamp is too far from the capture time to subtract in nanoseconds.
+    public private(set) var unusableStamps = 0
 
     /// Frames older than this on the capture clock are forgotten: no ack is that late.
     static let pairingWindowNs: Int64 = 60_000_000_000
@@ -138,6 +140,8 @@ public struct LatencyCollector {
             frameCount[c] += 1
             if let raw = Self.sinceStamp(message.timeNs, frame.tMs) {
                 oneWay.append(LatencySample(controller: c, ordinal: frameCount[c], timeNs: message.timeNs, ms: raw))
+            } else {
+                unusableStamps += 1
             }
             // The first sighting counts: a duplicate is not the frame the host answered.
             if seenFrames[c][frame.tMs] == nil { seenFrames[c][frame.tMs] = message.timeNs }
@@ -147,6 +151,8 @@ public struct LatencyCollector {
             ackCount[c] += 1
             if let raw = Self.sinceStamp(message.timeNs, ack.echoTMs) {
                 ackEcho.append(LatencySample(controller: c, ordinal: ackCount[c], timeNs: message.timeNs, ms: raw))
+            } else {
+                unusableStamps += 1
             }
             // Pruning is lazy; the window is applied exactly here.
             let frameSeenNs = seenFrames[c][ack.echoTMs].flatMap { message.timeNs - $0 <= Self.pairingWindowNs ? $0 : nil }
@@ -223,7 +229,8 @@ public struct LatencyCollector {
             add(.ackTurnaround, turnarounds, missing: "no ack answered a frame in this trace")
         }
         return LatencyAnalysis(header: header, controllers: controllers, options: options, measures: measures,
-                               unavailable: unavailable, invalidMessages: invalidMessages, unpairedAcks: unpairedAcks)
+                               unavailable: unavailable, invalidMessages: invalidMessages, unpairedAcks: unpairedAcks,
+                               unusableStamps: unusableStamps)
     }
 
     /// The median per controller, or the dataset's median repeated for each.
@@ -255,6 +262,7 @@ public struct LatencyAnalysis: Sendable {
     public var unavailable: [Unavailable]
     public var invalidMessages: Int
     public var unpairedAcks: Int
+    public var unusableStamps: Int
 
     public func result(for measure: LatencyMeasure) -> MeasureResult? { measures.first { $0.measure == measure } }
 

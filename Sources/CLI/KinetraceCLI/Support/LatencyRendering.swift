@@ -19,8 +19,9 @@ enum LatencyRendering {
                          + "outliers beyond \(SummaryRendering.ms(a.options.sigmas, 1))σ removed; median per \(a.options.medianScope.rawValue)"
                          + (a.options.baseMs != 0 ? "; base \(SummaryRendering.ms(a.options.baseMs, 3)) ms" : ""))
             lines.append("  mean…sd: the paper's Table I over the samples kept; p50…p99.9: every sample, from an HDR histogram. t_ms counts whole ms.")
-            if a.invalidMessages > 0 || a.unpairedAcks > 0 {
-                lines.append("  \(a.invalidMessages) invalid message(s) left out; \(a.unpairedAcks) ack(s) echo no frame in the trace")
+            if a.invalidMessages > 0 || a.unpairedAcks > 0 || a.unusableStamps > 0 {
+                lines.append("  \(a.invalidMessages) invalid message(s) left out; \(a.unpairedAcks) ack(s) echo no frame in the trace"
+                             + (a.unusableStamps > 0 ? "; \(a.unusableStamps) stamp(s) too far from the capture time to use" : ""))
             }
             for result in a.measures {
                 lines.append("")
@@ -89,6 +90,7 @@ enum LatencyRendering {
             "capture_point": .string(a.header.capturePoint.name), "clock": .string(a.header.clock.name),
             "controllers": .array(a.controllers.map { .string($0.description) }),
             "invalid_messages": .integer(Int64(a.invalidMessages)), "unpaired_acks": .integer(Int64(a.unpairedAcks)),
+            "unusable_stamps": .integer(Int64(a.unusableStamps)),
             "measures": .array(a.measures.map { result in
                 var member: [String: JSONValue] = [
                     "measure": .string(result.measure.rawValue), "title": .string(result.measure.title),
