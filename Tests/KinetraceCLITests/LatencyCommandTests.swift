@@ -272,6 +272,28 @@ import Testing
         }
     }
 
+    /// The controller's and the host's traces of one loopback session, joined: both directions'
+    /// one-way latencies are positive (the host stamps an ack before sending it) and small.
+    @Test func joinGivesOneWayLatencyBothWays() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let hostTrace = dir.appendingPathComponent("host.jsonl").path, simTrace = dir.appendingPathComponent("sim.jsonl").path
+        let host = try Background.kinetrace("host", "--port", "0", "--trace", hostTrace)
+        let address = try host.waitForLine(startingWith: "listening on ").replacingOccurrences(of: "listening on ", with: "")
+        #expect(try kinetrace("simulate", "--to", address, "--controllers", "3", "--duration", "4", "--script", "random",
+                              "--seed", "4", "--trace", simTrace).status == 0)
+        #expect(try host.stop(SIGTERM).status == 0)
+        let result = try kinetrace("latency", "--join", simTrace, hostTrace, "--format", "json")
+        #expect(result.status == 0, "\(result.stderr)")
+        let measures = try Self.measures(result.stdout)
+        for name in ["one_way_joined", "ack_one_way_joined"] {
+            let table = try #require((measures[name]?["all"] as? [String: Any])?["table_ms"] as? [String: Double], "\(name)")
+            #expect(table["min"]! > 0 && table["max"]! < 100, "\(name): \(table)")
+        }
+        let wrongOrder = try kinetrace("latency", "--join", hostTrace)
+        #expect(wrongOrder.status == 64)
+    }
+
     static func measures(_ json: String) throws -> [String: [String: Any]] {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         let trace = try #require((object["traces"] as? [[String: Any]])?.first)

@@ -107,6 +107,32 @@ import KinetraceWire
         #expect(analysis.result(for: .ackTurnaround)?.samples.map(\.ms) == [9])
     }
 
+    /// Two recordings of one session, the host behind a NAT (other addresses): frames and acks
+    /// are found in both by their bytes, and each direction's one-way latency is exact.
+    @Test func joinMeasuresEachDirectionPerMessage() throws {
+        let header = { (point: CapturePoint) in TraceHeader(created: "", tool: "", capturePoint: point, clock: .realtime) }
+        let natA = Endpoint(host: "203.0.113.7", port: 61001)
+        let f1 = MotionFrame(tMs: 1000, ay: 0.9).encoded(), f2 = MotionFrame(tMs: 1100, ay: 0.1).encoded()
+        let ack = HapticAck(echoTMs: 1000).encoded()
+        let controllerSide: [TraceRecord] = [
+            .message(MessageRecord(timeNs: 1_000_000_000, direction: .controllerToHost, source: a, destination: host, payload: f1)),
+            .message(MessageRecord(timeNs: 1_100_000_000, direction: .controllerToHost, source: a, destination: host, payload: f2)),
+            .message(MessageRecord(timeNs: 1_004_000_000, direction: .hostToController, source: host, destination: a, payload: ack)),
+        ]
+        let hostSide: [TraceRecord] = [
+            .message(MessageRecord(timeNs: 1_001_500_000, direction: .controllerToHost, source: natA, destination: host, payload: f1)),
+            .message(MessageRecord(timeNs: 1_001_700_000, direction: .hostToController, source: host, destination: natA, payload: ack)),
+            .message(MessageRecord(timeNs: 1_102_000_000, direction: .controllerToHost, source: natA, destination: host, payload: f2)),
+        ]
+        let joined = try LatencyJoin.join(
+            controller: try TraceReader(bytes: TraceEncoder.document(header: header(.controller), records: controllerSide)),
+            host: try TraceReader(bytes: TraceEncoder.document(header: header(.host), records: hostSide)))
+        #expect(joined.controllers == [a])
+        #expect(joined.result(for: .joinedOneWay)?.samples.map(\.ms) == [1.5, 2])
+        #expect(joined.result(for: .joinedAckOneWay)?.samples.map(\.ms) == [2.3])
+        #expect(joined.unpairedAcks == 0)
+    }
+
     @Test func invalidMessagesAreLeftOut() throws {
         var corrupt = MotionFrame(tMs: 1000).encoded()
         corrupt[9] ^= 1

@@ -15,6 +15,10 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
     case ackRoundTrip = "ack_rtt"
     /// Frame seen → its ack seen, on a host's or a capture's clock.
     case ackTurnaround = "ack_turnaround"
+    /// Two recordings joined (`LatencyJoin`): a frame's send at the controller → its receipt at the host.
+    case joinedOneWay = "one_way_joined"
+    /// Two recordings joined: an ack's send at the host → its receipt at the controller.
+    case joinedAckOneWay = "ack_one_way_joined"
 
     public var title: String {
         switch self {
@@ -24,6 +28,8 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
         case .ackEchoRelative: return "Ack latency, relative (raw − median)"
         case .ackRoundTrip: return "Ack round trip on the controller's clock"
         case .ackTurnaround: return "Ack turnaround on the capture clock (frame seen → its ack seen)"
+        case .joinedOneWay: return "One-way latency, c2h, joined (controller send → host receive)"
+        case .joinedAckOneWay: return "One-way latency, h2c, joined (host ack send → controller receive)"
         }
     }
 
@@ -36,17 +42,23 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
         case .ackEchoRelative: return "ack latency (relative)"
         case .ackRoundTrip: return "ack round trip"
         case .ackTurnaround: return "ack turnaround"
+        case .joinedOneWay: return "one-way latency, c2h (joined)"
+        case .joinedAckOneWay: return "one-way latency, h2c (joined)"
         }
     }
 
     /// What a sample is: a frame (c2h measures) or an ack.
-    public var sampleNoun: String { self == .oneWayRaw || self == .oneWayRelative ? "frame" : "ack" }
+    public var sampleNoun: String { self == .oneWayRaw || self == .oneWayRelative || self == .joinedOneWay ? "frame" : "ack" }
 
     public var isRelative: Bool { self == .oneWayRelative || self == .ackEchoRelative }
 
     /// What the numbers mean at a capture point, in one sentence.
     public func meaning(at point: CapturePoint) -> String {
         switch (self, point) {
+        case (.joinedOneWay, _):
+            return "Each frame's send in the controller's trace to its receipt in the host's trace: the true one-way latency when the two recorders share a clock (one machine) or synchronised clocks."
+        case (.joinedAckOneWay, _):
+            return "Each ack's send in the host's trace to its receipt in the controller's trace, on the same condition."
         case (.oneWayRaw, .host):
             return "Controller stamp to host receive: the true one-way latency when the controller's clock is the host's (loopback) or synchronised to it."
         case (.oneWayRaw, .network):

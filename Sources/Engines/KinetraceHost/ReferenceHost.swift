@@ -166,10 +166,13 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
         }
         let payload = ack.encoded()
         let buffer = context.channel.allocator.buffer(bytes: payload)
+        // Stamped before the send, as the controllers stamp theirs: a record stamped after the
+        // write can show the ack arriving before it left (`latency --join` found 0.1–0.2 ms).
+        let sentNs = SystemClock.realtimeNs()
         context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: remote, data: buffer)), promise: nil)
         if let recorder {
             recorder.write(.message(MessageRecord(
-                timeNs: SystemClock.realtimeNs(), direction: .hostToController, source: localEndpoint,
+                timeNs: sentNs, direction: .hostToController, source: localEndpoint,
                 destination: Endpoint(remote), payload: payload)))
         }
         logger.info("jump", metadata: ["controller": "\(remote)", "t_ms": "\(ack.echoTMs)"])

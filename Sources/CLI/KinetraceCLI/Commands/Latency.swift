@@ -17,6 +17,9 @@ struct Latency: ParsableCommand {
               ack-echo-relative  raw − its median (+ --base-ms)
               ack-rtt            frame sent → its ack received, controller's clock
               ack-turnaround     frame seen → its ack seen, host's or capture's clock
+            With --join CONTROLLER_TRACE HOST_TRACE, per message, both recorders' clocks:
+              one-way-joined     a frame's send at the controller → its receipt at the host
+              ack-one-way-joined an ack's send at the host → its receipt at the controller
             Raw one-way latency is true one-way latency only when the controller's clock \
             is the recorder's or synchronised to it (loopback); the relative latency needs \
             no common clock but keeps only the variation.
@@ -56,13 +59,24 @@ struct Latency: ParsableCommand {
 
     @Option(name: .customLong("plot-measure"), help: ArgumentHelp("The latency to plot, named as in the list above.", valueName: "measure"))
     var plotMeasureName: PlotMeasure = .oneWayRelative
-    var plotMeasure: LatencyMeasure { plotMeasureName.measure }
+    var plotMeasure: LatencyMeasure {
+        join && plotMeasureName == .oneWayRelative ? .joinedOneWay : plotMeasureName.measure
+    }
+
+    @Flag(help: ArgumentHelp("Join two recordings of one session, the controller's trace then the host's (or a capture beside it), for one-way latency each way per message."))
+    var join = false
 
     @Option(help: ArgumentHelp("UDP port of the MotionLink host, used to tell direction in pcap and pcapng input.", valueName: "port"))
     var port: UInt16 = MotionLinkV1.defaultPort
 
     func validate() throws {
         guard !traces.isEmpty else { throw ValidationError("Name at least one trace.") }
+        if join {
+            guard traces.count == 2 else { throw ValidationError("--join takes two traces: the controller's, then the host's.") }
+            guard [PlotMeasure.oneWayRelative, .joinedOneWay, .joinedAckOneWay].contains(plotMeasureName) else {
+                throw ValidationError("With --join, --plot-measure is one-way-joined or ack-one-way-joined.")
+            }
+        }
         guard sigmas.isFinite, sigmas >= 0 else { throw ValidationError("--sigmas must be a number ≥ 0.") }
         guard baseMs.isFinite else { throw ValidationError("--base-ms must be a finite number.") }
     }
@@ -70,7 +84,7 @@ struct Latency: ParsableCommand {
     func run() throws {
         let options = LatencyOptions(sigmas: sigmas, medianScope: medianScope, baseMs: baseMs)
         var reports: [LatencyReport] = []
-        for path in traces {
+        for path in join ? [] : traces {
             let analysis = try reportingFailures { () throws(TraceError) -> LatencyAnalysis in
                 try Self.analyse(path: path, port: port, options: options)
             }
@@ -79,6 +93,17 @@ struct Latency: ParsableCommand {
                 throw ExitStatus.dataError
             }
             reports.append(LatencyReport(source: path, analysis: analysis))
+        }
+        if join {
+            let analysis = try reportingFailures { () throws(TraceError) -> LatencyAnalysis in
+                let controller = try TraceInput.open(path: traces[0], port: port), host = try TraceInput.open(path: traces[1], port: port)
+                return try LatencyJoin.join(controller: controller, host: host, options: options)
+            }
+            guard !analysis.measures.isEmpty else {
+                printError("\(traces[0]) and \(traces[1]) have no message in common; are they the same session (controller's first)?")
+                throw ExitStatus.dataError
+            }
+            reports.append(LatencyReport(source: "\(traces[0]) + \(traces[1])", analysis: analysis))
         }
         if let plot {
             guard reports.allSatisfy({ $0.analysis.result(for: plotMeasure) != nil }) else {
@@ -125,6 +150,7 @@ extension MedianScope: ExpressibleByArgument {}
 enum PlotMeasure: String, ExpressibleByArgument, CaseIterable {
     case oneWayRaw = "one-way-raw", oneWayRelative = "one-way-relative", ackEchoRaw = "ack-echo-raw"
     case ackEchoRelative = "ack-echo-relative", ackRTT = "ack-rtt", ackTurnaround = "ack-turnaround"
+    case joinedOneWay = "one-way-joined", joinedAckOneWay = "ack-one-way-joined"
 
     var measure: LatencyMeasure { LatencyMeasure(rawValue: rawValue.replacingOccurrences(of: "-", with: "_"))! }
 }
