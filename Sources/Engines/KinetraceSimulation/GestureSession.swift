@@ -63,17 +63,13 @@ public struct GestureSessionSynthesizer {
         public var seed: UInt64 = 1
         /// Session start on every clock, ms since the epoch.
         public var startMs: UInt64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
-        /// One-way latency, ms: the source paper's lab figures, as `SessionSynthesizer`.
-        public var latencyMeanMs = 70.4
-        public var latencySdMs = 3.7
-        public var latencyRangeMs: ClosedRange<Double> = 52.2...82.2
-        public var host = Endpoint(host: "10.0.0.1", port: MotionLinkV1.defaultPort)
+        /// One-way latency and addresses (the source paper's lab figures by default).
+        public var network = SyntheticNetwork()
+        public var host: Endpoint { network.host }
 
         public init() {}
 
-        public func controllerEndpoint(_ index: Int) -> Endpoint {
-            Endpoint(host: "10.0.0.\(10 + index % 240)", port: UInt16(50_000 + index))
-        }
+        public func controllerEndpoint(_ index: Int) -> Endpoint { network.controllerEndpoint(index) }
     }
 
     public let configuration: Configuration
@@ -211,8 +207,7 @@ public struct GestureSessionSynthesizer {
         while state.nextFrame < totalFrames {
             let sendNs = startNs + state.offsetNs + frameOffsetNs(state.nextFrame)
             guard isLastStep || sendNs < nextSampleNs else { break }
-            var latencyMs = state.latencyRNG.normal(mean: c.latencyMeanMs, sd: c.latencySdMs)
-            latencyMs = min(max(latencyMs, c.latencyRangeMs.lowerBound), c.latencyRangeMs.upperBound)
+            let latencyMs = c.network.latencyMs { state.latencyRNG.normal(mean: $0, sd: $1) }
             let a = sample.userAcceleration, w = sample.rotationRate
             let frame = MotionFrame(tMs: UInt64(sendNs / 1_000_000), ax: Float(a.x), ay: Float(a.y), az: Float(a.z),
                                     wx: Float(w.x), wy: Float(w.y), wz: Float(w.z))

@@ -18,22 +18,18 @@ public struct SessionSynthesizer {
         public var seed: UInt64 = 1
         /// Sender clock of the first frame, ms since the epoch.
         public var startMs: UInt64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
-        /// One-way latency, ms: the source paper's lab figures (mean 70.4, sd 3.7, min 52.2, max 82.2).
-        public var latencyMeanMs = 70.4
-        public var latencySdMs = 3.7
-        public var latencyRangeMs: ClosedRange<Double> = 52.2...82.2
+        /// One-way latency and addresses (the source paper's lab figures by default).
+        public var network = SyntheticNetwork()
         /// Host processing time before the ack leaves, ms.
         public var hostDelayMs: ClosedRange<Double> = 0.15...0.6
         /// Probability that a frame arrives with one bit flipped.
         public var corruptProbability = 0.0
-        public var host = Endpoint(host: "10.0.0.1", port: MotionLinkV1.defaultPort)
+        public var host: Endpoint { network.host }
         public var rule = GestureRule.default
 
         public init() {}
 
-        public func controllerEndpoint(_ index: Int) -> Endpoint {
-            Endpoint(host: "10.0.0.\(10 + index % 240)", port: UInt16(50_000 + index))
-        }
+        public func controllerEndpoint(_ index: Int) -> Endpoint { network.controllerEndpoint(index) }
     }
 
     public let configuration: Configuration
@@ -132,8 +128,7 @@ public struct SessionSynthesizer {
             enqueue(.label(LabelRecord(timeNs: Int64(jump.onsetMs) * 1_000_000, controller: state.endpoint,
                                        gesture: "jump", tMs: jump.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)))
         }
-        var latency = state.player.normal(mean: c.latencyMeanMs, sd: c.latencySdMs)
-        latency = min(max(latency, c.latencyRangeMs.lowerBound), c.latencyRangeMs.upperBound)
+        let latency = c.network.latencyMs { state.player.normal(mean: $0, sd: $1) }
         let arrivalNs = Int64(tMs) * 1_000_000 + Int64(latency * 1e6)
         var payload = frame.encoded()
         if c.corruptProbability > 0, state.player.unit() < c.corruptProbability {
