@@ -253,7 +253,9 @@ struct GesturesEval: ParsableCommand {
                 printError("\(path): replay to \(host) \(report.outcome.rawValue): \(report.detail ?? "")")
                 throw ExitStatus.unavailable
             }
-            let detections = report.triggers.filter { $0.roundTripNs != nil }.map { trigger in
+            // Every ack is a detection: the acked predictions, and every ack nobody predicted (echoing
+            // an unsent stamp included: it still claims a jump at that time).
+            let detections = report.triggers.filter { !$0.predicted || $0.roundTripNs != nil }.map { trigger in
                 (controller: report.controllers[trigger.controller].source,
                  detection: Detection(gesture: "jump", tMs: trigger.tMs, timeNs: 0))
             }
