@@ -1,4 +1,3 @@
-import HeapModule
 import KinetraceTrace
 import KinetraceWire
 
@@ -74,8 +73,7 @@ public struct GestureSessionSynthesizer {
 
     public let configuration: Configuration
     private var controllers: [ControllerState]
-    private var pending = Heap<Pending>()
-    private var sequence = 0
+    private var pending = RecordQueue()
     private var step = 0
     private let totalSamples: Int
     private let totalFrames: Int
@@ -92,15 +90,6 @@ public struct GestureSessionSynthesizer {
         var active: [GestureInstance] = []
         var latencyRNG: SeededGenerator
         var nextFrame = 0
-    }
-
-    /// A record waiting for its time; ties keep generation order.
-    private struct Pending: Comparable {
-        var timeNs: Int64
-        var sequence: Int
-        var record: TraceRecord
-        static func < (a: Pending, b: Pending) -> Bool { (a.timeNs, a.sequence) < (b.timeNs, b.sequence) }
-        static func == (a: Pending, b: Pending) -> Bool { (a.timeNs, a.sequence) == (b.timeNs, b.sequence) }
     }
 
     /// Stream numbers under each controller's derived generator.
@@ -145,8 +134,8 @@ public struct GestureSessionSynthesizer {
     /// The next record in time order, or nil when the session is over.
     public mutating func next() -> TraceRecord? {
         while true {
-            if let first = pending.min, step >= totalSamples || first.timeNs < horizonNs {
-                return pending.removeMin().record
+            if let first = pending.earliestNs, step >= totalSamples || first < horizonNs {
+                return pending.removeEarliest()
             }
             guard step < totalSamples else { return nil }
             if step == 0 { enqueueSeedEvent() }
@@ -162,8 +151,7 @@ public struct GestureSessionSynthesizer {
     private func frameOffsetNs(_ index: Int) -> Int64 { Int64((Double(index) * 1e9 / configuration.frameHz).rounded()) }
 
     private mutating func enqueue(_ record: TraceRecord) {
-        pending.insert(Pending(timeNs: record.timeNs, sequence: sequence, record: record))
-        sequence += 1
+        pending.insert(record)
     }
 
     private mutating func enqueueSeedEvent() {

@@ -1,4 +1,3 @@
-import HeapModule
 import KinetraceTrace
 import KinetraceWire
 
@@ -34,8 +33,7 @@ public struct SessionSynthesizer {
 
     public let configuration: Configuration
     private var controllers: [ControllerState]
-    private var pending = Heap<Pending>()
-    private var sequence = 0
+    private var pending = RecordQueue()
     private var step = 0
     private let totalSteps: Int
     private var tracker: GestureTracker<Endpoint>
@@ -44,15 +42,6 @@ public struct SessionSynthesizer {
         var endpoint: Endpoint
         var phaseMs: Double
         var player: Player
-    }
-
-    /// A record waiting for its time; ties keep generation order.
-    private struct Pending: Comparable {
-        var timeNs: Int64
-        var sequence: Int
-        var record: TraceRecord
-        static func < (a: Pending, b: Pending) -> Bool { (a.timeNs, a.sequence) < (b.timeNs, b.sequence) }
-        static func == (a: Pending, b: Pending) -> Bool { (a.timeNs, a.sequence) == (b.timeNs, b.sequence) }
     }
 
     public init(_ configuration: Configuration) {
@@ -82,8 +71,8 @@ public struct SessionSynthesizer {
     /// The next record in time order, or nil when the session is over.
     public mutating func next() -> TraceRecord? {
         while true {
-            if let first = pending.min, step >= totalSteps || first.timeNs < horizonNs() {
-                return pending.removeMin().record
+            if let first = pending.earliestNs, step >= totalSteps || first < horizonNs() {
+                return pending.removeEarliest()
             }
             guard step < totalSteps else { return nil }
             if step == 0 { enqueueSeedEvent() }
@@ -103,8 +92,7 @@ public struct SessionSynthesizer {
     }
 
     private mutating func enqueue(_ record: TraceRecord) {
-        pending.insert(Pending(timeNs: record.timeNs, sequence: sequence, record: record))
-        sequence += 1
+        pending.insert(record)
     }
 
     private mutating func enqueueSeedEvent() {
