@@ -1,12 +1,21 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layering, bottom to top; a target may only depend on targets below it.
-//   1. Wire     – KinetraceWire: pure codecs, one folder per wire profile (no I/O).
-//   2. Formats  – KinetraceTrace (trace v1, JSON Lines), KinetracePcap (pcap/pcapng via libpcap).
-//   3. Engines  – KinetraceAnalysis, KinetracePlot (SVG charts), KinetraceGestures, KinetraceSimulation, KinetraceTransport (sockets, threads, child processes),
-//                 KinetraceHost, KinetraceController, KinetraceCapture, KinetraceReplay.
-//   4. CLI      – KinetraceCLI (commands) and the `kinetrace` executable.
+// Layering, bottom to top; a target depends only on targets of lower layers,
+// plus the same-layer edges listed in scripts/check-layers (which CI runs).
+//   1. Support  – KinetraceSupport (clocks, locks, POSIX files, worker threads, the seeded
+//                 generator, duration statistics; CKinetraceSystem is its C shim) and
+//                 KinetraceJSON (the JSON value, writer and pull scanner; pure).
+//   2. Wire     – KinetraceWire: pure codecs, one folder per wire protocol, the protocol
+//                 abstraction and its registry (standard library and KinetraceJSON only).
+//   3. Formats  – KinetraceTrace (trace v1, JSON Lines), KinetracePcap (pcap/pcapng via libpcap).
+//   4. Engines  – KinetraceAnalysis, KinetracePlot, KinetraceGestures, KinetraceSimulation,
+//                 KinetraceTransport (sockets, child processes, the controller link),
+//                 KinetraceHost, KinetraceController (uses Simulation's phone model and
+//                 Transport), KinetraceCapture, KinetraceReplay (uses Transport),
+//                 KinetraceConformance (uses Transport, and Replay's planner for the
+//                 impaired-path cases).
+//   5. CLI      – KinetraceCLI (commands) and the `kinetrace` executable.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 let package = Package(
@@ -14,6 +23,8 @@ let package = Package(
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "kinetrace", targets: ["kinetrace"]),
+        .library(name: "KinetraceSupport", targets: ["KinetraceSupport"]),
+        .library(name: "KinetraceJSON", targets: ["KinetraceJSON"]),
         .library(name: "KinetraceWire", targets: ["KinetraceWire"]),
         .library(name: "KinetraceTrace", targets: ["KinetraceTrace"]),
         .library(name: "KinetracePcap", targets: ["KinetracePcap"]),
@@ -37,25 +48,37 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
-        // 1. Wire
-        .target(name: "KinetraceWire", path: "Sources/Wire/KinetraceWire", swiftSettings: strict),
-        // 2. Formats
+        // 1. Support
+        // One C function Swift cannot call itself (variadic prctl).
+        .target(name: "CKinetraceSystem", path: "Sources/Support/CKinetraceSystem"),
+        .target(
+            name: "KinetraceSupport",
+            dependencies: [
+                "CKinetraceSystem",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Sources/Support/KinetraceSupport", swiftSettings: strict),
+        .target(name: "KinetraceJSON", path: "Sources/Support/KinetraceJSON", swiftSettings: strict),
+        // 2. Wire
+        .target(name: "KinetraceWire", dependencies: ["KinetraceJSON"], path: "Sources/Wire/KinetraceWire", swiftSettings: strict),
+        // 3. Formats
         .target(
             name: "KinetraceTrace",
-            dependencies: ["KinetraceWire"],
+            dependencies: ["KinetraceWire", "KinetraceJSON", "KinetraceSupport"],
             path: "Sources/Formats/KinetraceTrace", swiftSettings: strict),
         .systemLibrary(
             name: "CPcap", path: "Sources/Formats/CPcap", pkgConfig: "libpcap",
             providers: [.apt(["libpcap-dev"]), .brew(["libpcap"])]),
         .target(
             name: "KinetracePcap",
-            dependencies: ["KinetraceWire", "KinetraceTrace", "CPcap"],
+            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceSupport", "CPcap"],
             path: "Sources/Formats/KinetracePcap", swiftSettings: strict),
-        // 3. Engines
+        // 4. Engines
         .target(
             name: "KinetraceAnalysis",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace",
+                "KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
             path: "Sources/Engines/KinetraceAnalysis", swiftSettings: strict),
@@ -64,66 +87,69 @@ let package = Package(
         // Gesture detectors and their scoring against labelled traces (no I/O beyond reading a trace).
         .target(
             name: "KinetraceGestures",
-            dependencies: ["KinetraceWire", "KinetraceTrace"],
+            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON"],
             path: "Sources/Engines/KinetraceGestures", swiftSettings: strict),
         .target(
             name: "KinetraceSimulation",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace",
+                "KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON",
                 .product(name: "HeapModule", package: "swift-collections"),
             ],
             path: "Sources/Engines/KinetraceSimulation", swiftSettings: strict),
         .target(
             name: "KinetraceHost",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace",
+                "KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Engines/KinetraceHost", swiftSettings: strict),
-        // One C function Swift cannot call itself (variadic prctl).
-        .target(name: "CKinetraceSystem", path: "Sources/Engines/CKinetraceSystem"),
         .target(
             name: "KinetraceTransport",
-            dependencies: ["KinetraceWire", "KinetraceTrace", "CKinetraceSystem"],
+            dependencies: [
+                "KinetraceWire", "KinetraceTrace", "KinetraceSupport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             path: "Sources/Engines/KinetraceTransport", swiftSettings: strict),
         .target(
             name: "KinetraceController",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace", "KinetraceSimulation", "KinetraceAnalysis", "KinetraceTransport",
+                "KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON", "KinetraceSimulation", "KinetraceTransport",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Engines/KinetraceController", swiftSettings: strict),
         .target(
             name: "KinetraceReplay",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceSimulation", "KinetraceAnalysis",
-                "KinetraceTransport",
+                "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceSupport", "KinetraceJSON", "KinetraceTransport",
                 .product(name: "HeapModule", package: "swift-collections"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Engines/KinetraceReplay", swiftSettings: strict),
         .target(
             name: "KinetraceConformance",
-            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceTransport", "KinetraceReplay", "KinetraceSimulation"],
+            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON", "KinetraceTransport", "KinetraceReplay"],
             path: "Sources/Engines/KinetraceConformance", swiftSettings: strict),
         .target(
             name: "KinetraceCapture",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace", "KinetracePcap", "CPcap",
+                "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceSupport", "CPcap",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Engines/KinetraceCapture", swiftSettings: strict),
-        // 4. CLI
+        // 5. CLI
         .target(
             name: "KinetraceCLI",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
+                "KinetraceSupport", "KinetraceJSON", "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
                 "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetraceReplay", "KinetraceTransport",
                 "KinetraceConformance", "KinetracePlot", "KinetraceGestures",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             path: "Sources/CLI/KinetraceCLI", swiftSettings: strict),
         .executableTarget(
@@ -134,40 +160,40 @@ let package = Package(
         .target(name: "KinetraceTestSupport", path: "Tests/KinetraceTestSupport", swiftSettings: strict),
         .testTarget(
             name: "KinetraceWireTests",
-            dependencies: ["KinetraceWire", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceWire", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceTraceTests",
-            dependencies: [
+            dependencies: ["KinetraceSupport", "KinetraceJSON", 
                 "KinetraceTrace", "KinetraceWire",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: strict),
         .testTarget(
             name: "KinetracePcapTests",
-            dependencies: ["KinetracePcap", "KinetraceTrace", "KinetraceWire", "CPcap", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetracePcap", "KinetraceTrace", "KinetraceWire", "CPcap", "KinetraceTestSupport"],
             exclude: ["Fixtures"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceLiveTests",
-            dependencies: ["KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire",
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire",
                            "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceReplayTests",
-            dependencies: ["KinetraceReplay", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceReplay", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceConformanceTests",
-            dependencies: ["KinetraceConformance", "KinetraceTrace", "KinetraceWire", "KinetraceReplay", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceConformance", "KinetraceTrace", "KinetraceWire", "KinetraceReplay", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceDissectorTests",
-            dependencies: ["KinetraceTrace", "KinetraceWire"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceTrace", "KinetraceWire"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceEngineTests",
-            dependencies: ["KinetraceAnalysis", "KinetraceSimulation", "KinetraceGestures", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceAnalysis", "KinetraceSimulation", "KinetraceGestures", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetracePlotTests",
@@ -175,7 +201,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceCLITests",
-            dependencies: ["KinetraceCLI", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceCLI", "KinetraceReplay", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             exclude: ["Golden"],
             swiftSettings: strict),
     ]

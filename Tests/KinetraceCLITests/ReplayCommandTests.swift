@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceReplay
 import KinetraceTestSupport
 import Testing
 @testable import KinetraceCLI
@@ -14,7 +15,7 @@ import Testing
     }
 
     @Test func aSeedGivesTheSameScheduleInEveryProcess() throws {
-        let harsh = ["--profile", "harsh", "--controllers", "6", "--loop", "2"]
+        let harsh = ["--network", "harsh", "--controllers", "6", "--loop", "2"]
         let a = try plan(harsh + ["--seed", "99"])
         let b = try plan(harsh + ["--seed", "99"])
         let c = try plan(harsh + ["--seed", "100"])
@@ -23,26 +24,40 @@ import Testing
         #expect((a["impaired"] as? [String: Int])?["lost"] ?? 0 > 0)
     }
 
-    @Test func flagsOverrideTheProfile() throws {
-        let profile = try plan(["--profile", "crowded-event"])
-        #expect(profile["controllers"] as? Int == 21)
-        let overridden = try plan(["--profile", "crowded-event", "--controllers", "2", "--loss", "0"])
+    @Test func flagsOverrideTheNetwork() throws {
+        let network = try plan(["--network", "crowded-event"])
+        #expect(network["controllers"] as? Int == 21)
+        let overridden = try plan(["--network", "crowded-event", "--controllers", "2", "--loss", "0"])
         #expect(overridden["controllers"] as? Int == 2)
         #expect((overridden["impaired"] as? [String: Int])?["lost"] == nil)
     }
 
-    @Test func badProfilesAndOptionsGetOneLineErrors() throws {
+    /// `--profile`, the old name of `--network`, still works for one minor version, with a warning.
+    @Test func theOldNetworkFlagIsAHiddenAlias() throws {
+        let old = try kinetrace("replay", Self.session, "--dry-run", "--format", "json", "--profile", "harsh")
+        let new = try kinetrace("replay", Self.session, "--dry-run", "--format", "json", "--network", "harsh")
+        #expect(old.status == 0 && new.status == 0)
+        #expect(old.stdout == new.stdout)
+        #expect(old.stderr == "kinetrace: warning: --profile is now --network; the old name goes away in the next minor version\n")
+        #expect(new.stderr.isEmpty)
+        let both = try kinetrace("replay", Self.session, "--dry-run", "--profile", "harsh", "--network", "harsh")
+        #expect(both.status == 64)
+        let help = try kinetrace("replay", "--help")
+        #expect(help.stdout.contains("--network") && !help.stdout.contains("--profile"))
+    }
+
+    @Test func badNetworksAndOptionsGetOneLineErrors() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let bad = dir.appendingPathComponent("bad.json")
-        try #"{"kinetrace_profile": 1, "name": "b", "description": "d", "provenance": "p","#.appending("\n  \"los\": {}}").write(to: bad, atomically: true, encoding: .utf8)
-        let result = try kinetrace("replay", Self.session, "--dry-run", "--profile", bad.path)
+        try #"{"kinetrace_network": 1, "name": "b", "description": "d", "provenance": "p","#.appending("\n  \"los\": {}}").write(to: bad, atomically: true, encoding: .utf8)
+        let result = try kinetrace("replay", Self.session, "--dry-run", "--network", bad.path)
         #expect(result.status == 65)
-        #expect(result.stderr == "kinetrace: error: \(bad.path):2: los: not a member of the profile (expected one of: controllers, corrupt, corrupt_bits, delay, description, duplicate, kinetrace_profile, loss, name, preserve_order, provenance, rate, reorder, stagger_ms, truncate)\n")
+        #expect(result.stderr == "kinetrace: error: \(bad.path):2: los: not a member of the network (expected one of: controllers, corrupt, corrupt_bits, delay, description, duplicate, kinetrace_network, loss, name, preserve_order, provenance, rate, reorder, stagger_ms, truncate)\n")
 
-        let missing = try kinetrace("replay", Self.session, "--dry-run", "--profile", "no-such-profile")
+        let missing = try kinetrace("replay", Self.session, "--dry-run", "--network", "no-such-network")
         #expect(missing.status == 66)
-        #expect(missing.stderr.contains("not a bundled profile (crowded-event, harsh, lab-5ghz, perfect)"))
+        #expect(missing.stderr.contains("not a bundled network (crowded-event, harsh, lab-5ghz, perfect)"))
 
         let usage = try kinetrace("replay", Self.session, "--dry-run", "--loss", "150%")
         #expect(usage.status == 64)
@@ -56,14 +71,14 @@ import Testing
         #expect(noInput.status == 66)
     }
 
-    /// The binary carries the profiles, so it works away from the source tree; they must match the files.
-    @Test func embeddedProfilesMatchTheFiles() throws {
-        let directory = Fixture.packageRoot.appendingPathComponent("specs/profiles")
+    /// The binary carries the networks, so it works away from the source tree; they must match the files.
+    @Test func embeddedNetworksMatchTheFiles() throws {
+        let directory = Fixture.packageRoot.appendingPathComponent("specs/networks")
         let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }
-        #expect(Set(files.map { String($0.dropLast(5)) }) == Set(BundledProfiles.json.keys))
+        #expect(Set(files.map { String($0.dropLast(5)) }) == Set(BundledNetworks.json.keys))
         for file in files {
             let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
-            #expect(BundledProfiles.json[String(file.dropLast(5))] == text, "\(file) changed: run scripts/embed-profiles")
+            #expect(BundledNetworks.json[String(file.dropLast(5))] == text, "\(file) changed: run scripts/embed-networks")
         }
     }
 
@@ -72,7 +87,7 @@ import Testing
         let root = Fixture.packageRoot.appendingPathComponent("captures")
         func digest(_ file: String) throws -> [String: Any] {
             let result = try kinetrace("replay", root.appendingPathComponent(file).path, "--port", "41448", "--dry-run",
-                                       "--format", "json", "--profile", "harsh")
+                                       "--format", "json", "--network", "harsh")
             #expect(result.status == 0, "\(result.stderr)")
             return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         }

@@ -61,15 +61,15 @@ import Testing
         let record = dir.appendingPathComponent("r.jsonl").path
         let binary = try Fixture.binary.path
         let replay = try kinetrace(["replay", Fixture.bundledTrace, "--exec", "exec '\(binary)' host --stdio", "--end", "6",
-                                    "--speed", "20", "--profile", "harsh", "--record", record])
+                                    "--speed", "20", "--network", "harsh", "--record", record])
         #expect(replay.status == 0, "\(replay.stderr)")
         let result = try validate(record)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("kinds event header msg"))
     }
 
-    /// Every bundled profile validates against specs/profile-v1.schema.json.
-    @Test func bundledProfilesValidate() throws {
+    /// Every bundled network validates against specs/network-v1.schema.json.
+    @Test func bundledNetworksValidate() throws {
         let check = """
             import json, sys, glob, jsonschema
             schema = json.load(open(sys.argv[1]))
@@ -81,8 +81,8 @@ import Testing
             """
         let root = Fixture.packageRoot
         let result = try run(URL(fileURLWithPath: "/usr/bin/env"),
-                             ["python3", "-c", check, root.appendingPathComponent("specs/profile-v1.schema.json").path,
-                              root.appendingPathComponent("specs/profiles").path])
+                             ["python3", "-c", check, root.appendingPathComponent("specs/network-v1.schema.json").path,
+                              root.appendingPathComponent("specs/networks").path])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.contains("4 valid"))
     }

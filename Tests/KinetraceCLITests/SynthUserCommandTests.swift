@@ -3,15 +3,16 @@ import KinetraceTestSupport
 import KinetraceTrace
 import Testing
 
-/// `kinetrace synth --user`: the gesture-session synthesizer behind the CLI.
+/// `kinetrace synth --persona`: the gesture-session synthesizer behind the CLI.
 @Suite struct SynthUserCommandTests {
     @Test func writesSamplesFramesAndLabels() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let path = dir.appendingPathComponent("steering.jsonl").path
-        let result = try kinetrace("synth", "--user", "steering", "--duration", "10", "--motion-hz", "50", "--seed", "3", "--out", path)
+        let result = try kinetrace("synth", "--persona", "steering", "--duration", "10", "--motion-hz", "50", "--seed", "3", "--out", path)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stdout.contains("user steering, seed 3"))
+        #expect(result.stdout.contains("persona steering, seed 3"))
+        // The header keeps its "user" member: traces written before personas were called personas read the same.
         let reader = try TraceReader(path: path)
         #expect(reader.header.extra["user"] == .string("steering"))
         var samples = 0, frames = 0, labels = 0

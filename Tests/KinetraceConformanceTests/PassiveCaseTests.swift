@@ -5,15 +5,14 @@ import KinetraceWire
 
 /// Builds captures with one fault each and checks each passive case's verdict.
 struct CaptureBuilder {
-    var observation = CaptureObservation(source: "test", capturePoint: .host)
+    var observation = CaptureObservation(source: "test", wireProtocol: MotionLinkV1.self, capturePoint: .host)
     let host = Endpoint(host: "10.0.0.1", port: 47110)
 
     mutating func add(_ timeNs: Int64, _ direction: Direction, _ controller: Endpoint, _ payload: [UInt8]) {
         let source = direction == .controllerToHost ? controller : host
         let destination = direction == .controllerToHost ? host : controller
-        let record = MessageRecord(timeNs: timeNs, direction: direction, source: source, destination: destination, payload: payload)
         observation.datagrams.append(.init(number: observation.datagrams.count + 1, timeNs: timeNs, direction: direction,
-                                           source: source, destination: destination, payload: payload, decoded: record.decoded))
+                                           source: source, destination: destination, payload: payload))
     }
 
     /// `seconds` of 10 Hz frames from each controller (interval `periodMs`), a jump every 2 s,
@@ -47,7 +46,7 @@ struct CaptureBuilder {
 @Suite struct PassiveCaseTests {
     @Test func aCleanSessionPassesEveryCase() {
         let b = CaptureBuilder.session(seconds: 30)  // 30 triggers: enough samples for the timing cases
-        for c in ConformanceSuite.passiveCases {
+        for c in MotionLinkV1.conformanceSuite.passiveCases {
             #expect(b.run(c).verdict == .pass, "\(c.info.id): \(b.run(c).verdict)")
         }
     }
@@ -55,7 +54,6 @@ struct CaptureBuilder {
     @Test func invalidFramesFailTheLayoutCaseWithTheirNumbers() {
         var b = CaptureBuilder.session()
         b.observation.datagrams[7].payload[3] ^= 0x10
-        b.observation.datagrams[7].decoded = MotionLinkV1.decodeResult(b.observation.datagrams[7].payload)
         let result = b.run(FrameLayoutCase())
         guard case .fail(let why) = result.verdict else { Issue.record("\(result.verdict)"); return }
         #expect(why.contains("crc_mismatch"))
@@ -140,12 +138,12 @@ struct CaptureBuilder {
     }
 
     @Test func selectionAndStrictness() {
-        let acks = ConformanceSuite.select(ConformanceSuite.passiveCases, include: ["PC-ACK-*"], exclude: ["*-PROMPT"])
+        let acks = ConformanceSuite.select(MotionLinkV1.conformanceSuite.passiveCases, include: ["PC-ACK-*"], exclude: ["*-PROMPT"])
         #expect(acks.map(\.info.id) == ["PC-ACK-LAYOUT", "PC-ACK-VALUES", "PC-ACK-RULE", "PC-ACK-DESTINATION", "PC-ACK-DEADLINE"])
-        let report = ConformanceSuite.run(ConformanceSuite.passiveCases, on: CaptureBuilder.session(seconds: 60, ackDelayMs: 20).observation,
+        let report = ConformanceSuite.run(MotionLinkV1.conformanceSuite.passiveCases, of: MotionLinkV1.conformanceSuite, on: CaptureBuilder.session(seconds: 60, ackDelayMs: 20).observation,
                                           parameters: SuiteParameters())
         #expect(!report.failed(strict: false))
         #expect(report.failed(strict: true))
-        #expect(Set(ConformanceSuite.passiveCases.map(\.info.id)).count == ConformanceSuite.passiveCases.count)
+        #expect(Set(MotionLinkV1.conformanceSuite.passiveCases.map(\.info.id)).count == MotionLinkV1.conformanceSuite.passiveCases.count)
     }
 }

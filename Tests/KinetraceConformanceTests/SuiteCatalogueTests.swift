@@ -2,13 +2,19 @@ import Foundation
 import KinetraceConformance
 import KinetraceReplay
 import KinetraceTestSupport
+import KinetraceWire
 import Testing
 
 /// The case catalogue against the spec: every case cites requirements that
 /// exist, at a level that agrees with its own, and IDs are unique.
 @Suite struct SuiteCatalogueTests {
-    static let all: [CaseInfo] = ConformanceSuite.activeCases.map(\.info) + ConformanceSuite.passiveCases.map(\.info)
-        + [ImpairedPathCase(profile: "harsh", impairments: Impairments()).info]
+    static let suite = MotionLinkV1.conformanceSuite
+    static let all: [CaseInfo] = suite.activeCases.map(\.info) + suite.passiveCases.map(\.info)
+
+    static func impaired(_ network: String, seed: UInt64 = 1) -> ImpairedPathCase {
+        ImpairedPathCase(network: network, impairments: Impairments(), wireProtocol: MotionLinkV1.self,
+                         requirements: ["ML-GESTURE-2"], seed: seed)
+    }
 
     /// Requirement ID → level, from the spec's requirement tables (`| ML-… | MUST | … |`).
     static func specLevels() throws -> [String: String] {
@@ -40,17 +46,25 @@ import Testing
         let ids = Self.all.map(\.id)
         #expect(Set(ids).count == ids.count)
         #expect(Self.all.allSatisfy { $0.id.hasPrefix("AC-") || $0.id.hasPrefix("PC-") })
-        let timing = ConformanceSuite.select(ConformanceSuite.activeCases, include: ["AC-ACK-*"], exclude: ["AC-ACK-FORMAT"]).map(\.info.id)
+        let timing = ConformanceSuite.select(Self.suite.activeCases, include: ["AC-ACK-*"], exclude: ["AC-ACK-FORMAT"]).map(\.info.id)
         #expect(timing == ["AC-ACK-UNSOLICITED", "AC-ACK-DEADLINE", "AC-ACK-PROMPT"])
-        #expect(ImpairedPathCase(profile: "crowded-event", impairments: Impairments()).info.id == "AC-IMPAIRED-CROWDED-EVENT")
+        #expect(Self.impaired("crowded-event").info.id == "AC-IMPAIRED-CROWDED-EVENT")
+        // The impaired-path cases come from the bundled networks, built in the engine.
+        #expect(Self.all.map(\.id).filter { $0.hasPrefix("AC-IMPAIRED-") }
+                == ["AC-IMPAIRED-LAB-5GHZ", "AC-IMPAIRED-CROWDED-EVENT", "AC-IMPAIRED-HARSH"])
+    }
+
+    @Test func theSuiteIsFoundFromTheProtocolAlone() {
+        let found = ConformanceSuite.suite(for: ProtocolRegistry.standard.named("motionlink-v1")!)
+        #expect(found?.specVersion == "motionlink-v1 1.0")
+        #expect(found?.activeCases.count == Self.suite.activeCases.count)
     }
 
     @Test func theImpairedInputIsSeeded() {
-        let a = ImpairedPathCase(profile: "x", impairments: Impairments(), seed: 7)
-        let b = ImpairedPathCase(profile: "x", impairments: Impairments(), seed: 7)
-        let c = ImpairedPathCase(profile: "x", impairments: Impairments(), seed: 8)
-        #expect(a.input(t0: 1_000).messages == b.input(t0: 1_000).messages)
-        #expect(a.input(t0: 1_000).messages != c.input(t0: 1_000).messages)
-        #expect(a.input(t0: 1_000).messages.count == 8 * 30)
+        let a = Self.impaired("x", seed: 7), b = Self.impaired("x", seed: 7), c = Self.impaired("x", seed: 8)
+        let rule = GestureRule.default
+        #expect(a.input(t0: 1_000, rule: rule).messages == b.input(t0: 1_000, rule: rule).messages)
+        #expect(a.input(t0: 1_000, rule: rule).messages != c.input(t0: 1_000, rule: rule).messages)
+        #expect(a.input(t0: 1_000, rule: rule).messages.count == 8 * 30)
     }
 }

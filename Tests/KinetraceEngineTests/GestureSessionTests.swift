@@ -24,13 +24,13 @@ private struct Session {
             case .motion(let sample): samples.append(sample)
             case .label(let label): labels.append(label)
             case .message(let message):
-                if case .success(.frame(let frame)) = message.decoded { frames.append((message, frame)) }
+                if case .success(.frame(let frame)) = message.decoded(as: MotionLinkV1.self) { frames.append((message, frame)) }
             case .event: break
             }
         }
     }
 
-    var bytes: [UInt8] { TraceEncoder.document(header: header, records: records) }
+    var bytes: [UInt8] { try! TraceEncoder.document(header: header, records: records) }
 
     func samples(during label: LabelRecord, from start: Double = 0, to end: Double = 1) -> [MotionSampleRecord] {
         let onset = Double(label.tMs!), duration = Double(label.durationMs!)
@@ -62,9 +62,9 @@ private func standardDeviation(_ values: [Double]) -> Double {
 
 @Suite struct GestureSessionTests {
     @Test func sameSeedGivesTheSameBytesAndAnotherSeedDiffers() {
-        let a = Session { $0.profile = .ducker; $0.controllers = 2; $0.durationS = 8; $0.seed = 4 }
-        let b = Session { $0.profile = .ducker; $0.controllers = 2; $0.durationS = 8; $0.seed = 4 }
-        let c = Session { $0.profile = .ducker; $0.controllers = 2; $0.durationS = 8; $0.seed = 5 }
+        let a = Session { $0.persona = .ducker; $0.controllers = 2; $0.durationS = 8; $0.seed = 4 }
+        let b = Session { $0.persona = .ducker; $0.controllers = 2; $0.durationS = 8; $0.seed = 4 }
+        let c = Session { $0.persona = .ducker; $0.controllers = 2; $0.durationS = 8; $0.seed = 5 }
         // Bools, not array comparisons: on failure swift-testing would diff the whole arrays, which takes minutes.
         let sameRecords = a.records == b.records, sameBytes = a.bytes == b.bytes, otherSeedDiffers = a.bytes != c.bytes
         #expect(sameRecords)
@@ -73,8 +73,8 @@ private func standardDeviation(_ values: [Double]) -> Double {
     }
 
     @Test func addingAControllerLeavesTheOthersUnchanged() {
-        let one = Session { $0.profile = .walking; $0.durationS = 6 }
-        let three = Session { $0.profile = .walking; $0.controllers = 3; $0.durationS = 6 }
+        let one = Session { $0.persona = .walking; $0.durationS = 6 }
+        let three = Session { $0.persona = .walking; $0.controllers = 3; $0.durationS = 6 }
         let first = Endpoint(host: "10.0.0.10", port: 50_000)
         let sameSamples = one.samples == three.samples.filter { $0.controller == first }
         let sameLabels = one.labels == three.labels.filter { $0.controller == first }
@@ -83,14 +83,14 @@ private func standardDeviation(_ values: [Double]) -> Double {
     }
 
     @Test func recordsComeOutInTimeOrder() {
-        let session = Session { $0.profile = .steering; $0.controllers = 5; $0.durationS = 12; $0.motionHz = 100 }
+        let session = Session { $0.persona = .steering; $0.controllers = 5; $0.durationS = 12; $0.motionHz = 100 }
         #expect(zip(session.records, session.records.dropFirst()).allSatisfy { $0.timeNs <= $1.timeNs })
         #expect(session.samples.count == 5 * 1200)
         #expect(session.frames.count == 5 * 120)
     }
 
     @Test func headerNamesTheUserSeedAndRate() {
-        let header = Session { $0.profile = .tremor; $0.durationS = 1; $0.motionHz = 50; $0.seed = 77 }.header
+        let header = Session { $0.persona = .tremor; $0.durationS = 1; $0.motionHz = 50; $0.seed = 77 }.header
         #expect(header.capturePoint == .synthetic)
         #expect(header.clock == .model)
         #expect(header.extra["seed"] == .integer(77))
@@ -104,7 +104,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
     /// instant when the rates divide), and arrive within the latency clamp.
     @Test(arguments: [50.0, 100, 30, 5])
     func samplesAndFramesComeAtTheirRates(motionHz: Double) throws {
-        let session = Session { $0.profile = .ducker; $0.controllers = 2; $0.durationS = 10; $0.motionHz = motionHz }
+        let session = Session { $0.persona = .ducker; $0.controllers = 2; $0.durationS = 10; $0.motionHz = motionHz }
         for index in 0..<2 {
             let endpoint = Endpoint(host: "10.0.0.\(10 + index)", port: UInt16(50_000 + index))
             let samples = session.samples.filter { $0.controller == endpoint }
@@ -131,10 +131,10 @@ private func standardDeviation(_ values: [Double]) -> Double {
 
     /// Values are rounded to 1e-6, so a unit vector's length is off by at
     /// most √3·5e-7 (gravity) or √4·5e-7 (attitude).
-    @Test(arguments: GestureUserProfile.presets.map(\.name))
+    @Test(arguments: Persona.presets.map(\.name))
     func gravityAndAttitudeAreUnitAndAgree(user: String) throws {
-        let profile = try #require(GestureUserProfile.preset(named: user))
-        let session = Session { $0.profile = profile; $0.durationS = 10; $0.motionHz = 50; $0.seed = 3 }
+        let profile = try #require(Persona.preset(named: user))
+        let session = Session { $0.persona = profile; $0.durationS = 10; $0.motionHz = 50; $0.seed = 3 }
         for sample in session.samples {
             let g = try #require(sample.gravity), q = try #require(sample.attitude)
             #expect(abs(g.length - 1) <= 1e-6)
@@ -158,11 +158,11 @@ private func standardDeviation(_ values: [Double]) -> Double {
     /// velocity: compare it with the turn between consecutive attitudes.
     @Test(arguments: ["steering", "ducker", "walking", "tremor"])
     func rotationRateIsTheAttitudesAngularVelocity(user: String) throws {
-        var profile = try #require(GestureUserProfile.preset(named: user))
+        var profile = try #require(Persona.preset(named: user))
         profile.accelerationNoiseSd = 0
         profile.rotationRateNoiseSd = 0
         profile.meanGestureIntervalS = 1.5
-        let session = Session { $0.profile = profile; $0.durationS = 4; $0.motionHz = 1000 }
+        let session = Session { $0.persona = profile; $0.durationS = 4; $0.motionHz = 1000 }
         #expect(!session.labels.isEmpty)
         var worst = 0.0
         for (a, b) in zip(session.samples, session.samples.dropFirst()) {
@@ -184,7 +184,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
     /// 10 ms of the peak: ≥ 0.71 g), minus noise (sd 0.012 g). Between
     /// gestures ay is noise and a 0.02 g sway only, far below 0.35 g.
     @Test func steadyJumpsShowOnAyAndNothingElseComesClose() {
-        let session = Session { $0.profile = .steady; $0.controllers = 2; $0.durationS = 30; $0.motionHz = 50; $0.seed = 8 }
+        let session = Session { $0.persona = .steady; $0.controllers = 2; $0.durationS = 30; $0.motionHz = 50; $0.seed = 8 }
         #expect(session.labels.count >= 12)
         #expect(session.labels.allSatisfy { $0.gesture == "jump" && $0.durationMs == 450 && Int64($0.tMs!) * 1_000_000 == $0.timeNs })
         for label in session.labels {
@@ -199,7 +199,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
     /// Weak jumps peak at 0.35–0.8 g, so ay stays under 0.8·cos 15° + noise,
     /// and most would slip under a 0.6 g threshold.
     @Test func weakJumpsMostlyStayUnderAHighThreshold() {
-        let session = Session { $0.profile = .weak; $0.durationS = 60; $0.motionHz = 50; $0.seed = 8 }
+        let session = Session { $0.persona = .weak; $0.durationS = 60; $0.motionHz = 50; $0.seed = 8 }
         let peaks = session.labels.map { session.samples(during: $0).map(\.userAcceleration.y).max()! }
         #expect(peaks.count >= 12)
         #expect(peaks.allSatisfy { (0.25...0.9).contains($0) })
@@ -210,7 +210,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
     /// asin(cos 25° · sin 15°) ≈ 13.6° during the hold (the middle third of the
     /// window is always inside it), tilt_right mirrors it; jumps show on ax.
     @Test func steeringTiltsTurnGravityAndJumpsShowOnAx() {
-        let session = Session { $0.profile = .steering; $0.controllers = 2; $0.durationS = 60; $0.motionHz = 50; $0.seed = 2 }
+        let session = Session { $0.persona = .steering; $0.controllers = 2; $0.durationS = 60; $0.motionHz = 50; $0.seed = 2 }
         let left = session.labels("tilt_left"), right = session.labels("tilt_right")
         #expect(left.count >= 5 && right.count >= 5)
         for label in left + right {
@@ -229,7 +229,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
 
     /// A duck accelerates down first (≥ 0.3 g · cos 25°) and then stops.
     @Test func duckerDucksDipBeforeTheyStop() {
-        let session = Session { $0.profile = .ducker; $0.durationS = 60; $0.motionHz = 50; $0.seed = 6 }
+        let session = Session { $0.persona = .ducker; $0.durationS = 60; $0.motionHz = 50; $0.seed = 6 }
         #expect(session.labels("duck").count >= 5 && session.labels("jump").count >= 5)
         for label in session.labels("duck") {
             #expect(label.durationMs == 600)
@@ -244,8 +244,8 @@ private func standardDeviation(_ values: [Double]) -> Double {
     /// gestures, every 1/2.1–1/1.6 s: what fires a low threshold. A steady
     /// player has none.
     @Test func walkingStepsBumpAyBetweenGestures() {
-        let walking = Session { $0.profile = .walking; $0.durationS = 30; $0.motionHz = 50; $0.seed = 1 }
-        let steady = Session { $0.profile = .steady; $0.durationS = 30; $0.motionHz = 50; $0.seed = 1 }
+        let walking = Session { $0.persona = .walking; $0.durationS = 30; $0.motionHz = 50; $0.seed = 1 }
+        let steady = Session { $0.persona = .steady; $0.durationS = 30; $0.motionHz = 50; $0.seed = 1 }
         let between = walking.samplesBetweenGestures
         #expect(between.filter { $0.userAcceleration.y > 0.2 }.count > 40)
         #expect(steady.samplesBetweenGestures.allSatisfy { $0.userAcceleration.y < 0.2 })
@@ -263,8 +263,8 @@ private func standardDeviation(_ values: [Double]) -> Double {
     /// The tremor's 8–12 Hz oscillation dominates az between gestures, and
     /// rotation rate about x carries the matching 0.3–0.9 rad/s wobble.
     @Test func tremorOscillatesAtEightToTwelveHertz() {
-        let tremor = Session { $0.profile = .tremor; $0.durationS = 20; $0.motionHz = 100; $0.seed = 5 }
-        let steady = Session { $0.profile = .steady; $0.durationS = 20; $0.motionHz = 100; $0.seed = 5 }
+        let tremor = Session { $0.persona = .tremor; $0.durationS = 20; $0.motionHz = 100; $0.seed = 5 }
+        let steady = Session { $0.persona = .steady; $0.durationS = 20; $0.motionHz = 100; $0.seed = 5 }
         let between = tremor.samplesBetweenGestures
         var crossings = 0, armed = false, spanNs: Int64 = 0
         for (a, b) in zip(between, between.dropFirst()) where b.timeNs - a.timeNs < 15_000_000 {
@@ -280,8 +280,8 @@ private func standardDeviation(_ values: [Double]) -> Double {
 
     /// Noise is white, so sample-to-sample differences measure it apart from the slow sway.
     @Test func noisyHasThreeTimesTheSensorNoise() {
-        func noise(_ profile: GestureUserProfile) -> Double {
-            let between = Session { $0.profile = profile; $0.durationS = 20; $0.motionHz = 50 }.samplesBetweenGestures
+        func noise(_ profile: Persona) -> Double {
+            let between = Session { $0.persona = profile; $0.durationS = 20; $0.motionHz = 50 }.samplesBetweenGestures
             return standardDeviation(zip(between, between.dropFirst()).map { $1.userAcceleration.x - $0.userAcceleration.x })
         }
         let ratio = noise(.noisy) / noise(.steady)
@@ -296,7 +296,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
     ]
 
     @Test func corpusHeadersMatchTheScriptSettings() throws {
-        #expect(Self.corpus.map(\.file) == GestureUserProfile.presets.map(\.name))
+        #expect(Self.corpus.map(\.file) == Persona.presets.map(\.name))
         for entry in Self.corpus {
             let header = try TraceReader(path: Self.corpusPath(entry.file)).header
             #expect(header.extra["user"] == .string(entry.file))
@@ -311,7 +311,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
         let entry = try #require(Self.corpus.first { $0.file == file })
         let bundled = try Data(contentsOf: URL(fileURLWithPath: Self.corpusPath(file)))
         var configuration = GestureSessionSynthesizer.Configuration()
-        configuration.profile = try #require(GestureUserProfile.preset(named: file))
+        configuration.persona = try #require(Persona.preset(named: file))
         configuration.controllers = entry.controllers
         configuration.durationS = 60
         configuration.motionHz = 50
@@ -321,7 +321,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
         let tool = try TraceReader(path: Self.corpusPath(file)).header.tool
         var records: [TraceRecord] = []
         while let record = synthesizer.next() { records.append(record) }
-        let generated = TraceEncoder.document(header: synthesizer.header(tool: tool), records: records)
+        let generated = try TraceEncoder.document(header: synthesizer.header(tool: tool), records: records)
         // A byte offset, not an array comparison: swift-testing would diff megabytes on failure.
         let expected = [UInt8](bundled), common = min(generated.count, expected.count)
         let firstDifference = (0..<common).first { generated[$0] != expected[$0] } ?? (generated.count == expected.count ? nil : common)

@@ -3,6 +3,7 @@ import KinetraceAnalysis
 import KinetraceSimulation
 import KinetraceTestSupport
 import Testing
+import KinetraceSupport
 
 /// Table I (the paper's latency summary) against exact hand-computed
 /// values and against numpy, an independent implementation.

@@ -3,6 +3,7 @@ import Testing
 @testable import KinetraceSimulation
 import KinetraceTrace
 import KinetraceWire
+import KinetraceSupport
 
 @Suite struct SessionSynthesizerTests {
     func document(_ configure: (inout SessionSynthesizer.Configuration) -> Void) -> [UInt8] {
@@ -11,7 +12,7 @@ import KinetraceWire
         var synth = SessionSynthesizer(configuration)
         var records: [TraceRecord] = []
         while let r = synth.next() { records.append(r) }
-        return TraceEncoder.document(header: synth.header(tool: "test"), records: records)
+        return try! TraceEncoder.document(header: synth.header(tool: "test"), records: records)
     }
 
     @Test func sameSeedGivesTheSameBytes() {
@@ -67,7 +68,7 @@ import KinetraceWire
         var synth = SessionSynthesizer({ var c = SessionSynthesizer.Configuration(); c.durationS = 30; return c }())
         var latencies: [Double] = []
         while let r = synth.next() {
-            guard case .message(let m) = r, case .success(.frame(let f)) = m.decoded else { continue }
+            guard case .message(let m) = r, case .success(.frame(let f)) = m.decoded(as: MotionLinkV1.self) else { continue }
             latencies.append(Double(m.timeNs - Int64(f.tMs) * 1_000_000) / 1e6)
         }
         #expect(latencies.count == 300)

@@ -211,7 +211,7 @@ struct ReplayOnTheWireTests {
             usleep(10_000)
         }
         let replay = try kinetrace(["replay", Fixture.bundledTrace, "--to", "127.0.0.1:\(port)", "--end", "10", "--speed", "5",
-                                    "--controllers", "4", "--seed", "12", "--profile", "harsh", "--record", record])
+                                    "--controllers", "4", "--seed", "12", "--network", "harsh", "--record", record])
         #expect(replay.status == 0, "\(replay.stderr)")
         usleep(300_000)  // let tcpdump write the last packets
         // -U writes each packet as it comes, so SIGKILL loses nothing; the test runner's

@@ -27,8 +27,8 @@ let convertIsRegistered: Bool = {
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines[0] == "Trace      \(pcap)")
-        #expect(lines[1] == "Format     kinetrace-trace 1.1, profile motionlink-v1, captured at network (clock pcap)")
-        #expect(lines.contains("Records    2 messages, 0 labels, 0 events, 2 skipped (unknown record kinds, or packets that are not MotionLink)"))
+        #expect(lines[1] == "Format     kinetrace-trace 1.1, protocol motionlink-v1, captured at network (clock pcap)")
+        #expect(lines.contains("Records    2 messages, 0 labels, 0 events, 2 skipped (unknown record kinds, or packets that are not motionlink-v1)"))
         #expect(lines.contains { $0.hasPrefix("  10.0.0.11:50001  1 ") })
 
         let json = try kinetrace("inspect", pcap, "--format", "json", "--port", "53")
@@ -68,7 +68,7 @@ let convertIsRegistered: Bool = {
         #expect(json.stdout == #"{"input":"\#(trace)","input_format":"trace","link_type":null,"not_written":{"event":0,"label":0,"motion":0},"# +
                 #""output":"\#(back)","output_format":"pcap","packets_read":null,"packets_skipped":null,"records_read":2,"# +
                 #""records_written":2,"truncation":null,"unknown_records":0}"# + "\n")
-        let again = try PcapTraceReader(path: back, port: 47110)
+        let again = try PcapTraceReader(path: back, wireProtocol: MotionLinkV1.self, port: 47110)
         var reread: [TraceRecord] = []
         while let record = try again.next() { reread.append(record) }
         #expect(reread == records)

@@ -72,8 +72,8 @@ import Testing
         let packet = PacketBytes.ipv4(options: options, body: PacketBytes.udp(source: 50001, destination: 47110, payload: Self.frame))
         #expect(packet[0] == 0x47)
         #expect(decode(packet, .raw) == Self.v4Expected)
-        let location = PacketDecoder.locateUDP(in: packet.withUnsafeBytes { UnsafeRawBufferPointer($0) }, linkType: .raw)
-        #expect(location == .found(UDPLocation(family: .ipv4, sourceAddressOffset: 12, destinationAddressOffset: 16,
+        let location = PacketDecoder.locate(in: packet.withUnsafeBytes { UnsafeRawBufferPointer($0) }, linkType: .raw, transport: .udp)
+        #expect(location == .found(TransportLocation(family: .ipv4, sourceAddressOffset: 12, destinationAddressOffset: 16,
                                                sourcePort: 50001, destinationPort: 47110, payloadOffset: 36, payloadCount: 36)))
     }
 
@@ -83,8 +83,8 @@ import Testing
                                       body: udp)
         #expect(packet[6] == 0)
         #expect(decode(packet, .ipv6) == Self.v6Expected)
-        let location = packet.withUnsafeBytes { PacketDecoder.locateUDP(in: $0, linkType: .ipv6) }
-        #expect(location == .found(UDPLocation(family: .ipv6, sourceAddressOffset: 8, destinationAddressOffset: 24,
+        let location = packet.withUnsafeBytes { PacketDecoder.locate(in: $0, linkType: .ipv6, transport: .udp) }
+        #expect(location == .found(TransportLocation(family: .ipv6, sourceAddressOffset: 8, destinationAddressOffset: 24,
                                                sourcePort: 50001, destinationPort: 47110, payloadOffset: 40 + 8 + 24 + 8 + 8, payloadCount: 36)))
     }
 

@@ -3,6 +3,7 @@ import Testing
 @testable import KinetraceReplay
 import KinetraceSimulation
 import KinetraceTrace
+import KinetraceSupport
 
 /// The impairments draw what their parameters say, measured over many
 /// samples with fixed seeds; tolerances are five standard errors, so a

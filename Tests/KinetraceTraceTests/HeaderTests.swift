@@ -99,7 +99,7 @@ import KinetraceWire
         #expect(h.minor == 0)
         #expect(h.created == "")
         #expect(h.tool == "")
-        #expect(h.profile == .motionLinkV1)
+        #expect(h.protocolID == MotionLinkV1.id)
         #expect(h.capturePoint.name == "unknown")
         #expect(h.clock.name == "unknown")
         #expect(h.notes == "")
@@ -114,7 +114,7 @@ import KinetraceWire
         #expect(h.minor == 7)
         #expect(h.created == "2026-11-23T08:00:00.000Z")
         #expect(h.tool == "kinetrace 0.1.0")
-        #expect(h.profile == .motionLinkV1)
+        #expect(h.protocolID == MotionLinkV1.id)
         #expect(h.capturePoint == .host)
         #expect(h.clock == .realtime)
         #expect(h.notes == "né")
@@ -126,10 +126,36 @@ import KinetraceWire
     }
 
     @Test func otherCapturePointsAndClocksAreAccepted() throws {
-        let reader = try TraceReader(bytes: bytes(#"{"format":"kinetrace-trace","version":1,"capture_point":"satellite","clock":"ptp","profile":"motionlink-v9"}"# + "\n"))
+        let reader = try TraceReader(bytes: bytes(#"{"format":"kinetrace-trace","version":1,"capture_point":"satellite","clock":"ptp","profile":"motionlink-v1"}"# + "\n"))
         #expect(reader.header.capturePoint == CapturePoint("satellite"))
         #expect(reader.header.clock == ClockSource("ptp"))
-        #expect(reader.header.profile == WireProfileID("motionlink-v9"))
+        #expect(reader.header.protocolID == ProtocolID("motionlink-v1"))
+    }
+
+    /// A protocol this build does not speak is an error on line 1, never read as MotionLink v1.
+    @Test func anUnknownProtocolIsRefusedOnLineOne() throws {
+        for member in ["profile", "protocol"] {
+            let text = #"{"format":"kinetrace-trace","version":1,"\#(member)":"motionlink-v9"}"# + "\n" + #"{"kind":"event","t_ns":1,"event":"x","data":{}}"# + "\n"
+            #expect {
+                try TraceReader(bytes: bytes(text))
+            } throws: { error in
+                guard let e = error as? TraceError else { return false }
+                return e.code == .unknownProtocol && e.line == 1 && e.description.contains("motionlink-v9")
+                    && e.description.contains("motionlink-v1")
+            }
+        }
+    }
+
+    /// "protocol" is read as well as the written "profile"; the two must not disagree.
+    @Test func theProtocolMemberIsReadAndMustAgreeWithProfile() throws {
+        let both = #"{"format":"kinetrace-trace","version":1,"profile":"motionlink-v1","protocol":"motionlink-v1"}"# + "\n"
+        #expect(try TraceReader(bytes: bytes(both)).header.protocolID == MotionLinkV1.id)
+        let clash = #"{"format":"kinetrace-trace","version":1,"profile":"motionlink-v1","protocol":"other"}"# + "\n"
+        #expect(throws: TraceError.self) { try TraceReader(bytes: bytes(clash)) }
+        // Written as "profile", so traces stay readable by every earlier reader.
+        let line = String(decoding: TraceEncoder.line(for: TraceHeader(created: "", tool: "", capturePoint: .host, clock: .realtime)), as: UTF8.self)
+        #expect(line.contains(#""profile":"motionlink-v1""#))
+        #expect(!line.contains(#""protocol""#))
     }
 
     // MARK: Not a trace at all

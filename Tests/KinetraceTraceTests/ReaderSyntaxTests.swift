@@ -336,7 +336,7 @@ import KinetraceWire
     }
 
     @Test func forEachVisitsEveryRecord() throws {
-        let reader = try TraceReader(bytes: TraceEncoder.document(header: Fixtures.header, records: Fixtures.mixed))
+        let reader = try TraceReader(bytes: try TraceEncoder.document(header: Fixtures.header, records: Fixtures.mixed))
         var seen: [TraceRecord] = []
         try reader.forEach { seen.append($0) }
         #expect(seen == Fixtures.mixed)

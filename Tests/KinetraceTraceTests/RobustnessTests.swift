@@ -3,6 +3,7 @@ import PropertyBased
 import Testing
 @testable import KinetraceTrace
 import KinetraceWire
+import KinetraceJSON
 
 /// Hostile input: random bytes, mutated lines, deep nesting, huge lines.
 @Suite struct RobustnessTests {
@@ -50,7 +51,7 @@ import KinetraceWire
             if case .event = $0 { return false } // event data may hold 1e999, written back as "Infinity"
             return true
         }
-        if let again = try? readAll(TraceReader(bytes: TraceEncoder.document(header: Fixtures.header, records: reencoded))) {
+        if let again = try? readAll(TraceReader(bytes: try TraceEncoder.document(header: Fixtures.header, records: reencoded))) {
             #expect(again == reencoded, sourceLocation: sourceLocation)
         } else {
             Issue.record("re-encoded records do not read back: \(reencoded)", sourceLocation: sourceLocation)
@@ -82,7 +83,7 @@ import KinetraceWire
         let specials = Array(#"{}[]",:\0aZ-.e9 "#.utf8) + [0x00, 0x80, 0xFF, 0x09, 0x0D]
         await propertyCheck(count: 3000, input: Gen.uint64(), Gen.int(in: 1...4), Gen.int(in: 0...1)) { seed, mutations, ending in
             var rng = SplitMix64(seed: seed)
-            var line = Array(TraceEncoder.line(for: RandomTrace.record(&rng)).dropLast())
+            var line = Array(TraceEncoder.line(for: RandomTrace.record(&rng), as: MotionLinkV1.self).dropLast())
             for _ in 0..<mutations where !line.isEmpty {
                 let i = rng.int(0...(line.count - 1))
                 var byte = rng.chance(50) ? rng.pick(specials) : UInt8(truncatingIfNeeded: rng.next())
@@ -167,7 +168,7 @@ import KinetraceWire
                                                         payload: payload))
         let records = [Fixtures.label(), event, Fixtures.message(), message, Fixtures.event()]
         let bad = #"{"kind":"label","t_ns":1,"gesture":"x","t_ms":1.5}"#
-        let data = TraceEncoder.document(header: Fixtures.header, records: records) + bytes(bad + "\n")
+        let data = try TraceEncoder.document(header: Fixtures.header, records: records) + bytes(bad + "\n")
         let extents = lineExtents(data)
         #expect(extents[2].end - extents[2].start > 3 << 20)
         #expect(extents[4].end - extents[4].start > 1 << 20)
@@ -196,7 +197,7 @@ import KinetraceWire
 
     @Test func lineLongerThanTheLimitIsRejectedFromAFile() throws {
         let dir = TempDirectory()
-        let prefix = TraceEncoder.document(header: Fixtures.header, records: [Fixtures.label()])
+        let prefix = try TraceEncoder.document(header: Fixtures.header, records: [Fixtures.label()])
         var data = prefix + bytes(#"{"kind":"event","t_ns":1,"event":""#)
         data += [UInt8](repeating: UInt8(ascii: "x"), count: TraceReader.maxLineBytes + 1024)
         data += bytes("\"}\n")

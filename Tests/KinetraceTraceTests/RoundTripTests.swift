@@ -3,6 +3,7 @@ import PropertyBased
 import Testing
 @testable import KinetraceTrace
 import KinetraceWire
+import KinetraceJSON
 
 /// Records and headers written by TraceEncoder/TraceWriter read back identical.
 @Suite struct RoundTripTests {
@@ -11,7 +12,7 @@ import KinetraceWire
             var rng = SplitMix64(seed: seed)
             let header = RandomTrace.header(&rng)
             let records = (0..<count).map { _ in RandomTrace.record(&rng) }
-            let data = TraceEncoder.document(header: header, records: records)
+            let data = try TraceEncoder.document(header: header, records: records)
             do {
                 let reader = try TraceReader(bytes: data)
                 #expect(reader.header == header)
@@ -33,7 +34,7 @@ import KinetraceWire
         await propertyCheck(count: 300, input: Gen.uint64()) { seed in
             var rng = SplitMix64(seed: seed)
             let record = RandomTrace.record(&rng)
-            let line = TraceEncoder.line(for: record)
+            let line = TraceEncoder.line(for: record, as: MotionLinkV1.self)
             #expect(line.last == 0x0A)
             #expect(line.dropLast().contains(0x0A) == false)
             #expect(line.dropLast().contains(0x0D) == false)
@@ -53,7 +54,7 @@ import KinetraceWire
                 payload: (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 91 &+ i) },
                 rttNs: i % 3 == 0 ? nil : Int64(i) * -1_000_003)))
         }
-        let data = TraceEncoder.document(header: Fixtures.header, records: records)
+        let data = try TraceEncoder.document(header: Fixtures.header, records: records)
         let reader = try TraceReader(bytes: data)
         #expect(try readAll(reader) == records)
         #expect(reader.header == Fixtures.header)
@@ -73,13 +74,13 @@ import KinetraceWire
             .message(MessageRecord(timeNs: 2, direction: .controllerToHost, source: Endpoint(host: "10.0.0.11", port: 50001),
                                    destination: Endpoint(host: "10.0.0.1", port: 47110), payload: corrupt)),
         ]
-        let lines = records.map { String(decoding: TraceEncoder.line(for: $0), as: UTF8.self) }
+        let lines = records.map { String(decoding: TraceEncoder.line(for: $0, as: MotionLinkV1.self), as: UTF8.self) }
         #expect(lines[0].contains("\"msg\":\"frame\""))
         #expect(lines[0].contains("\"t_ms\":1767225600071"))
         #expect(lines[0].contains("\"valid\":true"))
         #expect(lines[0].contains("\"len\":36"))
         #expect(lines[1].contains("\"valid\":false,\"reason\":"))
-        let reader = try TraceReader(bytes: TraceEncoder.document(header: Fixtures.header, records: records))
+        let reader = try TraceReader(bytes: try TraceEncoder.document(header: Fixtures.header, records: records))
         #expect(try readAll(reader) == records)
     }
 
@@ -87,7 +88,7 @@ import KinetraceWire
         let record = TraceRecord.message(MessageRecord(
             timeNs: -5, direction: .hostToController, source: Endpoint(host: "::1", port: 1),
             destination: Endpoint(host: "1.2.3.4", port: 65535), payload: [0x00, 0xAB, 0xFF], rttNs: 9))
-        let text = String(decoding: TraceEncoder.line(for: record), as: UTF8.self)
+        let text = String(decoding: TraceEncoder.line(for: record, as: MotionLinkV1.self), as: UTF8.self)
         #expect(text == "{\"kind\":\"msg\",\"t_ns\":-5,\"dir\":\"h2c\",\"src\":\"[::1]:1\",\"dst\":\"1.2.3.4:65535\","
                 + "\"len\":3,\"payload\":\"00abff\",\"rtt_ns\":9,\"msg\":\"unknown\",\"valid\":false,\"reason\":"
                 + "\"\(MotionLinkV1.decodeResult([0x00, 0xAB, 0xFF]).failureCode)\"}\n")
@@ -120,7 +121,7 @@ import KinetraceWire
             "": .null, "t": .bool(true), "f": .bool(false),
         ]
         let record = TraceRecord.event(EventRecord(timeNs: .min, event: "phase \"x\"\n", data: data))
-        let reader = try TraceReader(bytes: TraceEncoder.document(header: Fixtures.header, records: [record]))
+        let reader = try TraceReader(bytes: try TraceEncoder.document(header: Fixtures.header, records: [record]))
         #expect(try reader.next() == record)
         #expect(try reader.next() == nil)
     }
@@ -128,7 +129,7 @@ import KinetraceWire
     @Test func nonFiniteNumbersAreWrittenAsStrings() throws {
         let record = TraceRecord.event(EventRecord(timeNs: 0, event: "x", data: [
             "nan": .number(.nan), "inf": .number(.infinity), "ninf": .number(-.infinity)]))
-        let line = String(decoding: TraceEncoder.line(for: record), as: UTF8.self)
+        let line = String(decoding: TraceEncoder.line(for: record, as: MotionLinkV1.self), as: UTF8.self)
         #expect(line == "{\"kind\":\"event\",\"t_ns\":0,\"event\":\"x\",\"data\":{\"inf\":\"Infinity\",\"nan\":\"NaN\",\"ninf\":\"-Infinity\"}}\n")
         let reader = try TraceReader(bytes: bytes(Fixtures.minimalHeaderLine) + Array(line.utf8))
         #expect(try reader.next() == .event(EventRecord(timeNs: 0, event: "x", data: [
@@ -140,7 +141,7 @@ import KinetraceWire
         // so the reader must read any value the writer writes.
         let record = TraceRecord.label(LabelRecord(timeNs: 1, controller: nil, gesture: "jump",
                                                    tMs: UInt64.max, durationMs: UInt64(Int64.max) + 1))
-        let data = TraceEncoder.document(header: Fixtures.header, records: [record])
+        let data = try TraceEncoder.document(header: Fixtures.header, records: [record])
         let reader = try TraceReader(bytes: data)
         let (records, error) = readUntilError(reader)
         #expect(error == nil, "the writer produced a line its own reader rejects: \(String(describing: error))")
@@ -160,7 +161,7 @@ import KinetraceWire
                 #expect(writer.recordCount == records.count)
                 try writer.close()
                 // The file is exactly the in-memory document.
-                #expect(dir.contents("rt-\(seed).jsonl") == TraceEncoder.document(header: header, records: records))
+                #expect(try dir.contents("rt-\(seed).jsonl") == TraceEncoder.document(header: header, records: records))
                 let reader = try TraceReader(path: path)
                 #expect(reader.source == path)
                 #expect(reader.header == header)

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import KinetraceTrace
 import KinetraceWire
+import KinetraceJSON
 
 // Shared helpers for the trace-format tests: a seeded generator of random
 // records, headers and JSON values, readers that collect everything, and
@@ -171,7 +172,7 @@ enum RandomTrace {
         }
     }
 
-    static let knownHeaderKeys: Set<String> = ["format", "version", "minor", "created", "tool", "profile",
+    static let knownHeaderKeys: Set<String> = ["format", "version", "minor", "created", "tool", "profile", "protocol",
                                                "capture_point", "clock", "notes"]
 
     static func header(_ rng: inout SplitMix64) -> TraceHeader {
@@ -181,10 +182,11 @@ enum RandomTrace {
         let created = RFC3339.string(fromNanoseconds: Int64(bitPattern: rng.next() >> 2))
         let tool = string(&rng), notes = string(&rng)
         let odd1 = string(&rng), odd2 = string(&rng), odd3 = string(&rng)
-        let profile = rng.pick(["motionlink-v1", "motionlink-v2", odd1])
+        _ = odd1  // drawn still, so each seed's other draws stay as they were
         let capturePoint = rng.pick([CapturePoint.host, .controller, .network, .synthetic, CapturePoint(odd2)])
         let clock = rng.pick([ClockSource.realtime, .pcap, .model, ClockSource(odd3)])
-        var header = TraceHeader(created: created, tool: tool, profile: WireProfileID(profile),
+        // Only a protocol this build speaks reads back (TR-HEADER: an unknown one is refused).
+        var header = TraceHeader(created: created, tool: tool, protocolID: MotionLinkV1.id,
                                  capturePoint: capturePoint, clock: clock, notes: notes, extra: extra)
         header.minor = rng.int(0...1000)
         return header

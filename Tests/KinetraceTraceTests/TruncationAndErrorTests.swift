@@ -42,7 +42,7 @@ import KinetraceWire
 
     @Test(arguments: lastRecords)
     func cutAtEveryOffsetOfTheLastLineInMemory(_ last: TraceRecord) throws {
-        let full = TraceEncoder.document(header: Fixtures.header, records: Self.records + [last])
+        let full = try TraceEncoder.document(header: Fixtures.header, records: Self.records + [last])
         let lineStart = lineExtents(full).last!.start
         #expect(full.last == 0x0A)
         for cut in (lineStart + 1)...(full.count - 1) {
@@ -58,7 +58,7 @@ import KinetraceWire
     @Test(arguments: lastRecords)
     func cutAtEveryOffsetOfTheLastLineInAFile(_ last: TraceRecord) throws {
         let dir = TempDirectory()
-        let full = TraceEncoder.document(header: Fixtures.header, records: Self.records + [last])
+        let full = try TraceEncoder.document(header: Fixtures.header, records: Self.records + [last])
         let lineStart = lineExtents(full).last!.start
         for cut in (lineStart + 1)...(full.count - 1) {
             let path = dir.write("cut-\(cut).jsonl", Array(full[..<cut]))
@@ -71,7 +71,7 @@ import KinetraceWire
         // The byte offset must count bytes the reader has already discarded.
         let dir = TempDirectory()
         let many = (0..<6000).map { Fixtures.message(Int64($0), length: 36 + $0 % 50) }
-        let full = TraceEncoder.document(header: Fixtures.header, records: many)
+        let full = try TraceEncoder.document(header: Fixtures.header, records: many)
         let lineStart = lineExtents(full).last!.start
         #expect(lineStart > 1 << 20)
         let cut = lineStart + 40
@@ -84,7 +84,7 @@ import KinetraceWire
     }
 
     @Test func truncatedFirstRecordLeavesOnlyTheHeader() throws {
-        let full = TraceEncoder.document(header: Fixtures.header, records: [Fixtures.event()])
+        let full = try TraceEncoder.document(header: Fixtures.header, records: [Fixtures.event()])
         let headerLength = TraceEncoder.line(for: Fixtures.header).count
         let reader = try TraceReader(bytes: Array(full[..<(headerLength + 10)]))
         #expect(reader.header == Fixtures.header)
@@ -222,7 +222,7 @@ import KinetraceWire
         let dir = TempDirectory()
         let many = (0..<6000).map { Fixtures.message(Int64($0), length: 36 + $0 % 50) }
         let bad = #"{"kind":"msg","t_ns":1,"dir":"c2h","src":"10.0.0.11:50001","dst":"10.0.0.1:47110","payload":"00zz"}"#
-        let data = TraceEncoder.document(header: Fixtures.header, records: many) + bytes(bad + "\n")
+        let data = try TraceEncoder.document(header: Fixtures.header, records: many) + bytes(bad + "\n")
         let lineStart = lineExtents(data).last!.start
         let path = dir.write("big-bad.jsonl", data)
         let reader = try TraceReader(path: path)

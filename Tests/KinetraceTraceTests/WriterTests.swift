@@ -41,7 +41,7 @@ import KinetraceWire
         var expectedSize = TraceEncoder.line(for: Fixtures.header).count
         for (i, record) in Self.records(30).enumerated() {
             try writer.write(record)
-            expectedSize += TraceEncoder.line(for: record).count
+            expectedSize += TraceEncoder.line(for: record, as: MotionLinkV1.self).count
             #expect(writer.recordCount == i + 1)
             #expect(Self.fileSize(path) == expectedSize)
             // A reader opened before close() sees the record immediately.
@@ -63,14 +63,14 @@ import KinetraceWire
         for r in recs { try writer.write(r) }
         #expect(writer.recordCount == 50)
         try writer.flush()
-        #expect(dir.contents("default.jsonl") == TraceEncoder.document(header: Fixtures.header, records: recs))
+        #expect(try dir.contents("default.jsonl") == TraceEncoder.document(header: Fixtures.header, records: recs))
         let reader = try TraceReader(path: path)
         #expect(try readAll(reader) == recs)
         #expect(reader.truncation == nil)
         try writer.flush() // nothing pending: a no-op
         try writer.close()
         try writer.close() // twice is fine
-        #expect(dir.contents("default.jsonl") == TraceEncoder.document(header: Fixtures.header, records: recs))
+        #expect(try dir.contents("default.jsonl") == TraceEncoder.document(header: Fixtures.header, records: recs))
     }
 
     @Test func nothingIsWrittenBeforeAFlushWithAnUnboundedPolicy() throws {
@@ -97,7 +97,7 @@ import KinetraceWire
         var flushes = 0
         for record in Self.records(60) {
             try writer.write(record)
-            pending += TraceEncoder.line(for: record).count
+            pending += TraceEncoder.line(for: record, as: MotionLinkV1.self).count
             if pending >= limit { onDisk += pending; pending = 0; flushes += 1 }
             #expect(Self.fileSize(path) == onDisk)
         }
@@ -115,7 +115,7 @@ import KinetraceWire
         while total < 64 << 10 {
             let r = Fixtures.message(Int64(n), length: 100)
             try writer.write(r)
-            total += TraceEncoder.line(for: r).count
+            total += TraceEncoder.line(for: r, as: MotionLinkV1.self).count
             n += 1
         }
         // The write that crossed 64 KiB flushed everything so far.
@@ -158,7 +158,7 @@ import KinetraceWire
         let writer = try TraceWriter(path: path, header: Fixtures.header)
         try writer.write(Fixtures.label())
         try writer.close()
-        #expect(dir.contents("old.jsonl") == TraceEncoder.document(header: Fixtures.header, records: [Fixtures.label()]))
+        #expect(try dir.contents("old.jsonl") == TraceEncoder.document(header: Fixtures.header, records: [Fixtures.label()]))
     }
 
     @Test func killedWriterLeavesATruncationNotAnError() throws {

@@ -142,32 +142,49 @@ public struct LatencyCollector {
     /// Frames older than this on the capture clock are forgotten: no ack is that late.
     static let pairingWindowNs: Int64 = 60_000_000_000
 
-    public init(header: TraceHeader) { self.header = header }
+    public let wireProtocol: any WireProtocol.Type
+
+    public init(header: TraceHeader, wireProtocol: any WireProtocol.Type) {
+        self.header = header
+        self.wireProtocol = wireProtocol
+    }
 
     public mutating func add(_ record: TraceRecord) {
         guard case .message(let message) = record else { return }
-        switch message.decoded {
-        case .success(.frame(let frame)) where message.direction == .controllerToHost:
-            let c = index(of: message.controller)
+        let facts = message.facts(wireProtocol)
+        guard facts.isValid, facts.direction == message.direction else {
+            invalidMessages += 1
+            return
+        }
+        let c = index(of: message.controller)
+        switch message.direction {
+        case .controllerToHost:
             frameCount[c] += 1
-            if let raw = Self.sinceStamp(message.timeNs, frame.tMs) {
+            guard let tMs = facts.senderTimeMs else {
+                unusableStamps += 1
+                return
+            }
+            if let raw = Self.sinceStamp(message.timeNs, tMs) {
                 oneWay.append(LatencySample(controller: c, ordinal: frameCount[c], timeNs: message.timeNs, ms: raw))
             } else {
                 unusableStamps += 1
             }
             // The first sighting counts: a duplicate is not the frame the host answered.
-            if seenFrames[c][frame.tMs] == nil { seenFrames[c][frame.tMs] = message.timeNs }
+            if seenFrames[c][tMs] == nil { seenFrames[c][tMs] = message.timeNs }
             if seenFrames[c].count > pruneAt[c] { forgetOldFrames(of: c, now: message.timeNs) }
-        case .success(.ack(let ack)) where message.direction == .hostToController:
-            let c = index(of: message.controller)
+        case .hostToController:
             ackCount[c] += 1
-            if let raw = Self.sinceStamp(message.timeNs, ack.echoTMs) {
+            guard let echo = facts.echoTimeMs else {
+                unusableStamps += 1
+                return
+            }
+            if let raw = Self.sinceStamp(message.timeNs, echo) {
                 ackEcho.append(LatencySample(controller: c, ordinal: ackCount[c], timeNs: message.timeNs, ms: raw))
             } else {
                 unusableStamps += 1
             }
             // Pruning is lazy; the window is applied exactly here.
-            let frameSeenNs = seenFrames[c][ack.echoTMs].flatMap { message.timeNs - $0 <= Self.pairingWindowNs ? $0 : nil }
+            let frameSeenNs = seenFrames[c][echo].flatMap { message.timeNs - $0 <= Self.pairingWindowNs ? $0 : nil }
             if frameSeenNs == nil { unpairedAcks += 1 }
             if let rtt = message.rttNs {
                 roundTrips.append(LatencySample(controller: c, ordinal: ackCount[c], timeNs: message.timeNs, ms: Double(rtt) / 1e6))
@@ -176,8 +193,6 @@ public struct LatencyCollector {
                                            ms: Double(message.timeNs - frameSeenNs) / 1e6)
                 if header.capturePoint == .controller { roundTrips.append(sample) } else { turnarounds.append(sample) }
             }
-        default:
-            invalidMessages += 1
         }
     }
 

@@ -72,19 +72,25 @@ public enum LatencyJoin {
             var side = Side(header: reader.header)
             // Per controller: its frames' bytes by t_ms, to find what an ack echoes.
             var framesByStamp: [Endpoint: [UInt64: Payload]] = [:]
+            let wireProtocol = reader.wireProtocol
             while let record = try reader.next() {
                 guard case .message(let m) = record else { continue }
-                switch m.decoded {
-                case .success(.frame(let frame)) where m.direction == .controllerToHost:
+                let facts = m.facts(wireProtocol)
+                guard facts.isValid, facts.direction == m.direction else {
+                    side.invalid += 1
+                    continue
+                }
+                switch m.direction {
+                case .controllerToHost:
                     side.frames.append((m.source, m.timeNs, m.payload))
                     if side.frameTimes[m.payload] == nil { side.frameTimes[m.payload] = m.timeNs }
-                    if framesByStamp[m.source]?[frame.tMs] == nil { framesByStamp[m.source, default: [:]][frame.tMs] = m.payload }
-                case .success(.ack(let ack)) where m.direction == .hostToController:
-                    guard let framePayload = framesByStamp[m.destination]?[ack.echoTMs] else { continue }
+                    if let tMs = facts.senderTimeMs, framesByStamp[m.source]?[tMs] == nil {
+                        framesByStamp[m.source, default: [:]][tMs] = m.payload
+                    }
+                case .hostToController:
+                    guard let echo = facts.echoTimeMs, let framePayload = framesByStamp[m.destination]?[echo] else { continue }
                     side.acks.append((m.destination, m.timeNs, framePayload))
                     if side.ackTimes[framePayload] == nil { side.ackTimes[framePayload] = m.timeNs }
-                default:
-                    side.invalid += 1
                 }
             }
             return side

@@ -1,4 +1,5 @@
 import KinetraceTrace
+import KinetraceSupport
 import KinetraceWire
 
 /// What `kinetrace inspect` reports: counts per direction and controller,
@@ -8,6 +9,8 @@ public struct TraceSummary: Sendable {
     public var source: String
     public var header: TraceHeader
     public var rule: GestureRule
+    /// The protocol's nominal sample period, ms: what gaps and missing samples are judged against.
+    public var nominalPeriodMs: Double
 
     public var firstTimeNs: Int64?
     public var lastTimeNs: Int64?
@@ -30,7 +33,10 @@ public struct TraceSummary: Sendable {
     public var roundTrips = DurationStatistics()
 
     public var staleFrames = 0
+    /// Decisions the protocol's host model makes (MotionLink: triggers).
     public var triggers = 0
+    /// Of those, the ones that owe a reply on the wire.
+    public var repliesOwed = 0
     public var acks = 0
     public var matchedAcks = 0
     /// Acks echoing a `t_ms` the rule did not trigger on, or echoed twice.
@@ -54,7 +60,7 @@ public struct TraceSummary: Sendable {
         public var matchedAcks = 0
         /// Sender-clock gaps over `gapThresholdMs` between accepted frames (ML-RATE-3).
         public var gaps = 0
-        /// Frames the gaps imply were lost at the nominal 10 Hz.
+        /// Frames the gaps imply were lost at the protocol's nominal rate.
         public var framesMissing = 0
         public var senderIntervals = DurationStatistics()
         var lastTMs: UInt64?
@@ -63,31 +69,35 @@ public struct TraceSummary: Sendable {
         public init() {}
     }
 
-    /// A sender-clock gap longer than this is reported as loss.
-    public static let gapThresholdMs: UInt64 = 300
+    /// A sender-clock gap longer than three nominal periods (300 ms at 10 Hz) is reported as loss.
+    public var gapThresholdMs: UInt64 { UInt64((3 * nominalPeriodMs).rounded()) }
 
-    public var missingAcks: Int { triggers - matchedAcks }
+    public var missingAcks: Int { repliesOwed - matchedAcks }
 
-    public init(source: String, header: TraceHeader, rule: GestureRule = .default) {
+    public init(source: String, header: TraceHeader, nominalRateHz: Double, rule: GestureRule = .default) {
         self.source = source
         self.header = header
         self.rule = rule
+        nominalPeriodMs = 1000 / nominalRateHz
     }
 }
 
-/// Builds a `TraceSummary` one record at a time.
+/// Builds a `TraceSummary` one record at a time, running the protocol's
+/// host model over the samples as a conforming host would.
 public struct TraceSummarizer {
     public private(set) var summary: TraceSummary
-    private var tracker: GestureTracker<Endpoint>
+    public let wireProtocol: any WireProtocol.Type
+    private var model: any HostModel<Endpoint>
 
-    public init(source: String, header: TraceHeader, rule: GestureRule = .default) {
-        summary = TraceSummary(source: source, header: header, rule: rule)
-        tracker = GestureTracker(rule: rule)
+    public init(source: String, header: TraceHeader, wireProtocol: any WireProtocol.Type, rule: GestureRule = .default) {
+        summary = TraceSummary(source: source, header: header, nominalRateHz: wireProtocol.nominalRateHz, rule: rule)
+        self.wireProtocol = wireProtocol
+        model = wireProtocol.makeHostModel(rule: rule, controllers: Endpoint.self)
     }
 
     /// Reads a whole trace.
     public static func summarize(_ reader: some TraceRecordSource, rule: GestureRule = .default) throws(TraceError) -> TraceSummary {
-        var summarizer = TraceSummarizer(source: reader.source, header: reader.header, rule: rule)
+        var summarizer = TraceSummarizer(source: reader.source, header: reader.header, wireProtocol: reader.wireProtocol, rule: rule)
         while let record = try reader.next() { summarizer.add(record) }
         summarizer.summary.truncation = reader.truncation
         summarizer.summary.unknownRecords = reader.unknownRecordCount
@@ -112,66 +122,74 @@ public struct TraceSummarizer {
         let endpoint = message.controller
         summary.messages[message.direction, default: .init()].total += 1
         if let rtt = message.rttNs { summary.roundTrips.record(ns: rtt) }
-        switch message.decoded {
-        case .failure(let error):
+        let facts = message.facts(wireProtocol)
+        if let error = facts.error {
             summary.messages[message.direction, default: .init()].invalidByReason[error.code.name, default: 0] += 1
             if message.direction == .controllerToHost { summary.controllers[endpoint, default: .init()].frames += 1 }
-        case .success(.frame(let frame)) where message.direction == .controllerToHost:
-            summary.messages[message.direction, default: .init()].valid += 1
-            let verdict = tracker.accept(frame, from: endpoint)
+            return
+        }
+        guard facts.direction == message.direction else {
+            // A valid message travelling the wrong way (an ack sent to the host, say).
+            summary.messages[message.direction, default: .init()].invalidByReason["wrong_direction", default: 0] += 1
+            if message.direction == .controllerToHost { summary.controllers[endpoint, default: .init()].frames += 1 }
+            return
+        }
+        summary.messages[message.direction, default: .init()].valid += 1
+        switch message.direction {
+        case .controllerToHost:
+            let verdict = model.accept(facts, from: endpoint, receivedNs: message.timeNs)
             if verdict == .stale { summary.staleFrames += 1 }
-            if verdict == .trigger { summary.triggers += 1 }
-            let deltas = Self.addFrame(frame, verdict: verdict, at: message.timeNs,
-                                       to: &summary.controllers[endpoint, default: .init()])
+            let decision = verdict.decision
+            if let decision {
+                summary.triggers += 1
+                if decision.reply != nil { summary.repliesOwed += 1 }
+            }
+            let deltas = Self.addSample(facts.senderTimeMs, decision: decision, stale: verdict == .stale, at: message.timeNs,
+                                        period: summary.nominalPeriodMs, gapMs: summary.gapThresholdMs,
+                                        to: &summary.controllers[endpoint, default: .init()])
             if let sender = deltas.senderMs { summary.senderIntervals.record(ns: Int64(sender) * 1_000_000) }
             if let capture = deltas.captureNs { summary.captureIntervals.record(ns: capture) }
-        case .success(.ack(let ack)) where message.direction == .hostToController:
-            summary.messages[message.direction, default: .init()].valid += 1
+        case .hostToController:
             summary.acks += 1
-            let triggerNs = Self.addAck(ack, to: &summary.controllers[endpoint, default: .init()])
+            let triggerNs = Self.addReply(facts.echoTimeMs, to: &summary.controllers[endpoint, default: .init()])
             if let triggerNs {
                 summary.matchedAcks += 1
                 summary.ackDelay.record(ns: message.timeNs - triggerNs)
             } else {
                 summary.unexpectedAcks += 1
             }
-        case .success:
-            // A valid message travelling the wrong way (an ack sent to the host, say).
-            summary.messages[message.direction, default: .init()].invalidByReason["wrong_direction", default: 0] += 1
-            if message.direction == .controllerToHost { summary.controllers[endpoint, default: .init()].frames += 1 }
         }
     }
 
-    /// Counts a valid frame; returns the intervals since the controller's previous accepted frame.
-    private static func addFrame(_ frame: MotionFrame, verdict: GestureVerdict, at timeNs: Int64,
-                                 to controller: inout TraceSummary.ControllerSummary) -> (senderMs: UInt64?, captureNs: Int64?) {
+    /// Counts a valid sample; returns the intervals since the controller's previous accepted one.
+    private static func addSample(_ tMs: UInt64?, decision: HostDecision?, stale: Bool, at timeNs: Int64, period: Double, gapMs: UInt64,
+                                  to controller: inout TraceSummary.ControllerSummary) -> (senderMs: UInt64?, captureNs: Int64?) {
         controller.frames += 1
         controller.validFrames += 1
-        switch verdict {
-        case .stale: return (nil, nil)
-        case .trigger:
+        if stale { return (nil, nil) }
+        if let decision {
             controller.triggers += 1
-            controller.pendingTriggers[frame.tMs] = timeNs
-        case .accepted: break
+            if decision.reply != nil, let echo = decision.sampleTimeMs { controller.pendingTriggers[echo] = timeNs }
         }
-        let senderMs = controller.lastTMs.map { frame.tMs - $0 }
+        // A host model that does not drop stale samples may let a stamp run backwards: no interval then.
+        let senderMs = tMs.flatMap { t in controller.lastTMs.flatMap { t >= $0 ? t - $0 : nil } }
         let captureNs = controller.lastCaptureNs.map { timeNs - $0 }
         if let senderMs {
             controller.senderIntervals.record(ns: Int64(senderMs) * 1_000_000)
-            if senderMs > TraceSummary.gapThresholdMs {
+            if senderMs > gapMs {
                 controller.gaps += 1
-                controller.framesMissing += Int((Double(senderMs) / 100).rounded()) - 1
+                controller.framesMissing += Int((Double(senderMs) / period).rounded()) - 1
             }
         }
-        controller.lastTMs = frame.tMs
+        if let tMs { controller.lastTMs = tMs }
         controller.lastCaptureNs = timeNs
         return (senderMs, captureNs)
     }
 
-    /// Counts an ack; returns the capture time of the trigger it answers, if any.
-    private static func addAck(_ ack: HapticAck, to controller: inout TraceSummary.ControllerSummary) -> Int64? {
+    /// Counts a reply; returns the capture time of the sample it answers, if any.
+    private static func addReply(_ echo: UInt64?, to controller: inout TraceSummary.ControllerSummary) -> Int64? {
         controller.acks += 1
-        guard let triggerNs = controller.pendingTriggers.removeValue(forKey: ack.echoTMs) else { return nil }
+        guard let echo, let triggerNs = controller.pendingTriggers.removeValue(forKey: echo) else { return nil }
         controller.matchedAcks += 1
         return triggerNs
     }

@@ -1,8 +1,10 @@
 import CPcap
 import KinetracePcap
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
 import Logging
+import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -11,8 +13,8 @@ import Musl
 import Darwin
 #endif
 
-/// Live capture of MotionLink traffic through libpcap, written at once to a
-/// nanosecond pcap (libpcap's own dumper) and to a trace.
+/// Live capture of a datagram protocol's traffic through libpcap, written at
+/// once to a nanosecond pcap (libpcap's own dumper) and to a trace.
 ///
 /// The handle is made with pcap_create in immediate mode with nanosecond
 /// timestamps, a 2 KiB snapshot length and a 32 MiB buffer. Both files are flushed at least every
@@ -21,8 +23,10 @@ import Darwin
 /// nothing captured before the stop is lost.
 public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is behind `lock`; the rest is used on the capturing thread
     public struct Configuration: Sendable {
+        public var wireProtocol: any WireProtocol.Type
         public var interface: String
-        public var port: UInt16 = MotionLinkV1.defaultPort
+        /// The host's port; nil: the protocol's default.
+        public var port: UInt16?
         /// Narrows the default filter, `udp port PORT`, further.
         public var filter: String?
         public var pcapPath: String
@@ -37,15 +41,19 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         /// Bytes kept of each packet; MotionLink datagrams need under 200.
         public var snaplen: Int32 = 2048
 
-        public init(interface: String, pcapPath: String, tracePath: String) {
+        public init(wireProtocol: any WireProtocol.Type, interface: String, pcapPath: String, tracePath: String) {
+            self.wireProtocol = wireProtocol
             self.interface = interface
             self.pcapPath = pcapPath
             self.tracePath = tracePath
         }
 
+        /// The host's port in use.
+        public var hostPort: UInt16 { port ?? wireProtocol.defaultPort }
+
         /// The BPF program actually compiled.
         public var effectiveFilter: String {
-            let base = "udp port \(port)"
+            let base = "\(wireProtocol.transport == .datagram ? "udp" : "tcp") port \(hostPort)"
             guard let filter, !filter.isEmpty else { return base }
             return "(\(base)) and (\(filter))"
         }
@@ -58,13 +66,16 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
     private let writer: TraceWriter
     private let linkType: LinkType
     private var decoder = PacketDecoder()
-    private let lock = Lock()
+    private let lock = NIOLock()
     private var stopRequested = false
     private var report = CaptureReport()
     private var writeFailure: TraceError?
 
     /// Opens and activates the capture and creates both output files.
     public init(configuration: Configuration, logger: Logger) throws(CaptureError) {
+        guard configuration.wireProtocol.transport == .datagram else {
+            throw CaptureError(.other, "capturing \(configuration.wireProtocol.id) to a trace needs TCP stream reassembly, which this build lacks")
+        }
         self.configuration = configuration
         self.logger = logger
         var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
@@ -106,10 +117,10 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         guard let dumper = pcap_dump_open(handle, configuration.pcapPath) else {
             throw fail(CaptureError(.cannotCreate, "\(configuration.pcapPath): cannot create: \(cText(pcap_geterr(handle)))"))
         }
-        do {
+        do throws(TraceError) {
             writer = try TraceWriter(path: configuration.tracePath, header: TraceHeader(
                 created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace capture",
-                capturePoint: .network, clock: .pcap,
+                protocolID: configuration.wireProtocol.id, capturePoint: .network, clock: .pcap,
                 notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"))
         } catch {
             pcap_dump_close(dumper)
@@ -186,7 +197,7 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
             report.skipped[reason.rawValue, default: 0] += 1
         case .udp(let datagram):
             guard let direction = Direction(sourcePort: datagram.source.port, destinationPort: datagram.destination.port,
-                                            hostPort: configuration.port) else {
+                                            hostPort: configuration.hostPort) else {
                 report.skipped[PacketSkipReason.otherPort.rawValue, default: 0] += 1
                 return
             }
@@ -211,7 +222,7 @@ private func captureCallback(_ user: UnsafeMutablePointer<UInt8>?, _ header: Uns
 public struct CaptureReport: Sendable, Equatable {
     /// Packets that passed the filter and were written to the pcap.
     public var packets = 0
-    /// MotionLink messages written to the trace, by direction (`c2h`, `h2c`).
+    /// Messages written to the trace, by direction (`c2h`, `h2c`).
     public var messages: [String: Int] = [:]
     /// Packets not written to the trace, by reason.
     public var skipped: [String: Int] = [:]

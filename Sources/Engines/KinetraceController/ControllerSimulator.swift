@@ -5,17 +5,20 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import KinetraceAnalysis
+import KinetraceJSON
 import KinetraceSimulation
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceTransport
 import KinetraceWire
 import Logging
+import NIOConcurrencyHelpers
 
 /// The reference controller: N phones, each on its own UDP socket,
-/// streaming MotionFrames at the nominal rate to a host, and recording what
-/// they sent, the acks they got back (with round-trip times on their own
-/// monotonic clock) and a ground-truth label per gesture performed.
+/// streaming samples of a datagram protocol (MotionFrames by default) at its
+/// nominal rate to a host, and recording what they sent, the replies they got
+/// back (with round-trip times on their own monotonic clock) and a
+/// ground-truth label per gesture performed.
 ///
 /// Sending runs on the calling thread against absolute CLOCK_MONOTONIC
 /// deadlines (clock_nanosleep, TIMER_ABSTIME), so per-frame work never
@@ -29,9 +32,11 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
     }
 
     public struct Configuration: Sendable {
+        public var wireProtocol: any WireProtocol.Type
         public var target: SocketAddressBox
         public var controllers = 1
-        public var rateHz: Double = 10
+        /// nil: the protocol's nominal rate.
+        public var rateHz: Double?
         /// Seconds to stream; nil streams until the samples end or `stop()`.
         public var durationS: Double?
         public var motion = Motion.script(.jumps)
@@ -42,12 +47,15 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         /// Spin this long before each deadline instead of sleeping (0: sleep only).
         public var spinNs: Int64 = 200_000
 
-        public init(target: SocketAddressBox) { self.target = target }
+        public init(wireProtocol: any WireProtocol.Type, target: SocketAddressBox) {
+            self.wireProtocol = wireProtocol
+            self.target = target
+        }
     }
 
     public let configuration: Configuration
     private let logger: Logger
-    private let lock = Lock()
+    private let lock = NIOLock()
     private var stopRequested = false
     private var sending = true
     private var writer: TraceWriter?
@@ -67,19 +75,23 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
     /// Streams until the duration, the samples or `stop()` ends it.
     public func run() throws -> SimulationReport {
         let c = configuration
+        let rateHz = c.rateHz ?? c.wireProtocol.nominalRateHz
+        guard c.wireProtocol.transport == .datagram, c.wireProtocol.sample(MotionReading(), timeMs: 0) != nil else {
+            throw SocketError("the simulator sends datagram protocols that make samples; \(c.wireProtocol.id) is not one")
+        }
         let sockets = try (0..<c.controllers).map { _ throws(SocketError) in try ConnectedUDPSocket(to: c.target) }
         awaiting = Array(repeating: [:], count: c.controllers)
         if let path = c.tracePath {
             writer = try TraceWriter(path: path, header: TraceHeader(
                 created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace simulate",
-                capturePoint: .controller, clock: .realtime,
-                notes: "\(c.controllers) controller(s) at \(c.rateHz) Hz to \(c.target), seed \(c.seed)",
+                protocolID: c.wireProtocol.id, capturePoint: .controller, clock: .realtime,
+                notes: "\(c.controllers) controller(s) at \(rateHz) Hz to \(c.target), seed \(c.seed)",
                 extra: ["seed": .integer(Int64(bitPattern: c.seed))]))
         }
         let root = SeededGenerator(seed: c.seed)
         var players: [Player] = []
         var phasesNs: [Int64] = []
-        let periodNs = Int64((1e9 / c.rateHz).rounded())
+        let periodNs = Int64((1e9 / rateHz).rounded())
         for index in 0..<c.controllers {
             var rng = root.derived(UInt64(index))
             phasesNs.append(Int64(rng.unit() * Double(periodNs)))
@@ -97,7 +109,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         let startWallMs = UInt64(startWallNs / 1_000_000)
         record(.event(EventRecord(timeNs: SystemClock.realtimeNs(), event: "seed", data: [
             "seed": .integer(Int64(bitPattern: c.seed)), "controllers": .integer(Int64(c.controllers)),
-            "rate_hz": .number(c.rateHz), "target": .string(c.target.description),
+            "rate_hz": .number(rateHz), "target": .string(c.target.description),
         ])))
         let durationNs: Int64? = {
             if let d = c.durationS { return Int64(d * 1e9) }
@@ -119,18 +131,18 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
                 let tMs = max(UInt64((startWallNs + offsetNs) / 1_000_000), lastTMs[index] + 1)
                 lastTMs[index] = tMs
                 let elapsedMs = Double(offsetNs) / 1e6
-                let frame: MotionFrame
+                let reading: MotionReading
                 var labels: [LabelRecord] = []
                 switch c.motion {
                 case .script:
                     let (sample, started) = players[index].sample(elapsedMs: elapsedMs, tMs: tMs, startMs: startWallMs)
-                    frame = sample
+                    reading = sample
                     labels = started.map {
                         LabelRecord(timeNs: Int64($0.onsetMs) * 1_000_000, controller: sockets[index].local, gesture: "jump",
                                     tMs: $0.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)
                     }
                 case .samples(let samples):
-                    frame = samples.frame(atS: elapsedMs / 1000, tMs: tMs)
+                    reading = samples.reading(atS: elapsedMs / 1000)
                     while labelCursor[index] < samples.labels.count, samples.labels[labelCursor[index]].atS * 1000 <= elapsedMs {
                         let label = samples.labels[labelCursor[index]]
                         labels.append(LabelRecord(timeNs: Int64(tMs) * 1_000_000, controller: sockets[index].local,
@@ -138,7 +150,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
                         labelCursor[index] += 1
                     }
                 }
-                let payload = frame.encoded()
+                let payload = c.wireProtocol.sample(reading, timeMs: tMs)!  // checked above
                 lock.withLock { awaiting[index][tMs] = startMono + offsetNs }
                 DeadlineClock.wait(untilMonotonicNs: startMono + offsetNs, spinNs: c.spinNs)
                 // Send and record under one lock, so the trace never shows an ack before its frame.
@@ -222,16 +234,17 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         lock.withLock {
             report.datagramsReceived += 1
             var rtt: Int64?
-            if case .success(.ack(let ack)) = MotionLinkV1.decodeResult(payload) {
+            let facts = configuration.wireProtocol.facts(payload)
+            if facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs {
                 report.acksReceived += 1
-                if let sent = awaiting[index].removeValue(forKey: ack.echoTMs) {
+                if let sent = awaiting[index].removeValue(forKey: echo) {
                     rtt = mono - sent
                     report.roundTripsNs.append(mono - sent)
                 } else {
                     report.unexpectedAcks += 1
                 }
                 // Everything older than this ack's frame will not be answered (ML-ACK-RULE-5).
-                awaiting[index] = awaiting[index].filter { $0.key > ack.echoTMs }
+                awaiting[index] = awaiting[index].filter { $0.key > echo }
             } else {
                 report.invalidReceived += 1
             }

@@ -46,15 +46,15 @@ public struct MotionSamples: Sendable, Equatable {
         guard samples.count >= 2 else { throw MotionSamplesError(source: source, line: nil, message: "needs at least two samples") }
     }
 
-    /// The frame at `atS` seconds after the first sample.
-    public func frame(atS offset: Double, tMs: UInt64) -> MotionFrame {
+    /// The reading at `atS` seconds after the first sample, interpolated linearly.
+    public func reading(atS offset: Double) -> MotionReading {
         let t = samples[0].tS + offset
         var upper = samples.firstIndex { $0.tS >= t } ?? samples.count - 1
         upper = max(upper, 1)
         let a = samples[upper - 1], b = samples[upper]
         let w = min(max((t - a.tS) / (b.tS - a.tS), 0), 1)
-        let v = (0..<6).map { Float32(a.values[$0] + (b.values[$0] - a.values[$0]) * w) }
-        return MotionFrame(tMs: tMs, ax: v[0], ay: v[1], az: v[2], wx: v[3], wy: v[4], wz: v[5])
+        let v = (0..<6).map { a.values[$0] + (b.values[$0] - a.values[$0]) * w }
+        return MotionReading(userAcceleration: Vector3(v[0], v[1], v[2]), rotationRate: Vector3(v[3], v[4], v[5]))
     }
 }
 

@@ -6,6 +6,7 @@ import Musl
 import Darwin
 #endif
 import KinetraceTrace
+import KinetraceWire
 
 /// A gesture detector: a small state machine fed one controller's samples in
 /// order. It reports a gesture at the sample that completes it.

@@ -1,4 +1,5 @@
 import KinetraceTrace
+import KinetraceWire
 
 /// A gesture a detector reported.
 public struct Detection: Hashable, Sendable {

@@ -22,11 +22,12 @@ public struct GestureSample: Hashable, Sendable {
         self.gravity = gravity
     }
 
-    /// A valid MotionFrame as a sample (no gravity: frames do not carry it).
-    public init(frame: MotionFrame, timeNs: Int64) {
-        self.init(tMs: frame.tMs, timeNs: timeNs,
-                  userAcceleration: Vector3(Double(frame.ax), Double(frame.ay), Double(frame.az)),
-                  rotationRate: Vector3(Double(frame.wx), Double(frame.wy), Double(frame.wz)))
+    /// A valid sample message, when it carries a sender stamp and user acceleration.
+    public init?(_ facts: MessageFacts, timeNs: Int64) {
+        guard facts.isValid, facts.direction == .controllerToHost, let tMs = facts.senderTimeMs,
+              let motion = facts.motion, let acceleration = motion.userAcceleration else { return nil }
+        self.init(tMs: tMs, timeNs: timeNs, userAcceleration: acceleration, rotationRate: motion.rotationRate ?? .zero,
+                  gravity: motion.gravity)
     }
 }
 
@@ -34,7 +35,7 @@ public struct GestureSample: Hashable, Sendable {
 public enum SampleSource: String, CaseIterable, Hashable, Sendable {
     /// Device-motion samples when the trace has them for the controller, otherwise its frames.
     case auto
-    /// The MotionLink frames that reached the recorder (what a host sees).
+    /// The protocol's samples that reached the recorder (what a host sees).
     case frames
     /// The device-motion samples (what the phone saw, at its own rate).
     case motion
@@ -88,6 +89,7 @@ public struct GestureTrace: Sendable {
         var order: [Endpoint] = []
         var frames: [[GestureSample]] = [], motion: [[GestureSample]] = []
         var labels: [GestureLabel] = []
+        let wireProtocol = reader.wireProtocol
         func slot(_ controller: Endpoint) -> Int {
             if let i = slots[controller] { return i }
             slots[controller] = order.count
@@ -99,8 +101,8 @@ public struct GestureTrace: Sendable {
         while let record = try reader.next() {
             switch record {
             case .message(let message) where message.direction == .controllerToHost:
-                guard case .success(.frame(let frame)) = message.decoded else { continue }
-                frames[slot(message.source)].append(GestureSample(frame: frame, timeNs: message.timeNs))
+                guard let sample = GestureSample(message.facts(wireProtocol), timeNs: message.timeNs) else { continue }
+                frames[slot(message.source)].append(sample)
             case .motion(let m):
                 motion[slot(m.controller)].append(GestureSample(
                     tMs: m.tMs, timeNs: m.timeNs, userAcceleration: m.userAcceleration, rotationRate: m.rotationRate,

@@ -1,44 +1,43 @@
 import KinetraceWire
 
-/// The reference host's decisions, free of I/O: what to make of one
-/// datagram from one controller, and the counters. The UDP host and the
-/// stdio host share it, so both answer exactly alike.
+/// The reference host's decisions, free of I/O: what to make of one message
+/// from one controller, by the protocol's host model, and the counters.
+/// The UDP host and the stdio host share it, so both answer exactly alike.
 public struct HostCore<Controller: Hashable> {
+    public let wireProtocol: any WireProtocol.Type
     public private(set) var statistics = HostStatistics()
-    private var tracker: GestureTracker<Controller>
-    private let intensity: Float32
-    private let sharpness: Float32
+    private var model: any HostModel<Controller>
 
-    public init(rule: GestureRule, intensity: Float32 = 1, sharpness: Float32 = 1) {
-        tracker = GestureTracker(rule: rule)
-        self.intensity = intensity
-        self.sharpness = sharpness
+    public init(wireProtocol: any WireProtocol.Type, rule: GestureRule) {
+        self.wireProtocol = wireProtocol
+        model = wireProtocol.makeHostModel(rule: rule, controllers: Controller.self)
     }
 
-    /// Handles one decoded datagram; returns the ack it owes, if any.
-    public mutating func handle(_ result: Result<MotionLinkV1.Message, WireError>, from controller: Controller) -> HapticAck? {
+    /// Handles one message as received; returns what the host owes, if anything.
+    public mutating func handle(_ bytes: UnsafeRawBufferPointer, from controller: Controller, receivedNs: Int64) -> HostDecision? {
         statistics.datagrams += 1
-        defer { statistics.controllers = tracker.controllerCount }
-        switch result {
-        case .success(.frame(let frame)):
+        defer { statistics.controllers = model.controllerCount }
+        let facts = wireProtocol.facts(bytes)
+        switch model.accept(facts, from: controller, receivedNs: receivedNs) {
+        case .dropped(let reason):
+            statistics.invalidByReason[reason, default: 0] += 1
+            return nil
+        case .stale:
             statistics.validFrames += 1
-            switch tracker.accept(frame, from: controller) {
-            case .stale:
-                statistics.staleFrames += 1
-                return nil
-            case .accepted:
-                return nil
-            case .trigger:
-                statistics.triggers += 1
-                statistics.acksSent += 1
-                return HapticAck(echoTMs: frame.tMs, intensity: intensity, sharpness: sharpness)
-            }
-        case .success(.ack):
-            statistics.invalidByReason["wrong_direction", default: 0] += 1  // ML-VALID-3
+            statistics.staleFrames += 1
             return nil
-        case .failure(let error):
-            statistics.invalidByReason[error.code.name, default: 0] += 1
+        case .accepted:
+            statistics.validFrames += 1
             return nil
+        case .decided(let decision):
+            statistics.validFrames += 1
+            statistics.triggers += 1
+            if decision.reply != nil { statistics.acksSent += 1 }
+            return decision
         }
+    }
+
+    public mutating func handle(_ bytes: [UInt8], from controller: Controller, receivedNs: Int64) -> HostDecision? {
+        bytes.withUnsafeBytes { handle($0, from: controller, receivedNs: receivedNs) }
     }
 }

@@ -1,24 +1,27 @@
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
 import Logging
 import NIOCore
 import NIOPosix
 
-/// The reference MotionLink v1 host (specs/motionlink-v1.md): one UDP
-/// socket, IPv4 or IPv6, any number of controllers. Valid frames go through
-/// the gesture rule per controller (source address and port); every trigger
-/// gets exactly one HapticAck back to its sender; everything invalid is
-/// dropped silently and the host keeps serving.
+/// The reference host of a datagram protocol (MotionLink v1 by default):
+/// one UDP socket, IPv4 or IPv6, any number of controllers. Every message
+/// goes through the protocol's host model per controller (source address
+/// and port); every reply it owes goes back to its sender; everything
+/// invalid is dropped silently and the host keeps serving.
 public final class ReferenceHost: Sendable {
     public struct Configuration: Sendable {
+        public var wireProtocol: any WireProtocol.Type
         public var bindHost = "127.0.0.1"
-        public var port: Int = Int(MotionLinkV1.defaultPort)
+        /// nil: the protocol's default port; 0: any free port.
+        public var port: Int?
         public var rule = GestureRule.default
-        public var intensity: Float32 = 1
-        public var sharpness: Float32 = 1
         /// Records what the host received and sent, when set.
         public var tracePath: String?
-        public init() {}
+        public init(wireProtocol: any WireProtocol.Type) { self.wireProtocol = wireProtocol }
+        /// The port to bind.
+        public var boundPort: Int { port ?? Int(wireProtocol.defaultPort) }
     }
 
     public let configuration: Configuration
@@ -30,8 +33,12 @@ public final class ReferenceHost: Sendable {
     /// The address actually bound (useful with port 0).
     public var localAddress: SocketAddress { channel.localAddress! }
 
-    /// Binds and starts serving. Throws if the address cannot be bound.
+    /// Binds and starts serving. Throws if the address cannot be bound, or if
+    /// the protocol is not a datagram protocol.
     public init(configuration: Configuration, logger: Logger) throws {
+        guard configuration.wireProtocol.transport == .datagram else {
+            throw HostError("the reference host serves datagram protocols over UDP; \(configuration.wireProtocol.id) is a \(configuration.wireProtocol.transport) protocol")
+        }
         self.configuration = configuration
         self.logger = logger
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -40,8 +47,8 @@ public final class ReferenceHost: Sendable {
             if let path = configuration.tracePath {
                 recorder = try TraceRecorder(path: path, header: TraceHeader(
                     created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace host",
-                    capturePoint: .host, clock: .realtime,
-                    notes: "reference host on \(configuration.bindHost):\(configuration.port), threshold \(configuration.rule.threshold), refractory \(configuration.rule.refractoryMs) ms"))
+                    protocolID: configuration.wireProtocol.id, capturePoint: .host, clock: .realtime,
+                    notes: "reference host on \(configuration.bindHost):\(configuration.boundPort), threshold \(configuration.rule.threshold), refractory \(configuration.rule.refractoryMs) ms"))
             }
             let handler = HostHandler(configuration: configuration, logger: logger, recorder: recorder)
             let channel = try DatagramBootstrap(group: group)
@@ -51,7 +58,7 @@ public final class ReferenceHost: Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
                 }
-                .bind(host: configuration.bindHost, port: configuration.port)
+                .bind(host: configuration.bindHost, port: configuration.boundPort)
                 .wait()
             self.group = group
             self.channel = channel
@@ -84,6 +91,12 @@ public final class ReferenceHost: Sendable {
 
     /// Waits until the socket is closed.
     public func waitUntilClosed() throws { try channel.closeFuture.wait() }
+}
+
+/// Why the host cannot serve.
+public struct HostError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ description: String) { self.description = description }
 }
 
 /// What the host did.
@@ -138,7 +151,7 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
         self.configuration = configuration
         self.logger = logger
         self.recorder = recorder
-        core = HostCore(rule: configuration.rule, intensity: configuration.intensity, sharpness: configuration.sharpness)
+        core = HostCore(wireProtocol: configuration.wireProtocol, rule: configuration.rule)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -150,21 +163,15 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
         let envelope = unwrapInboundIn(data)
         let receivedNs = SystemClock.realtimeNs()
         let remote = envelope.remoteAddress
-        let result: Result<MotionLinkV1.Message, WireError> = envelope.data.withUnsafeReadableBytes { bytes in
-            do throws(WireError) { return .success(try MotionLinkV1.decode(bytes)) } catch { return .failure(error) }
-        }
+        let decision = envelope.data.withUnsafeReadableBytes { core.handle($0, from: remote, receivedNs: receivedNs) }
         if let recorder {
             recorder.write(.message(MessageRecord(
                 timeNs: receivedNs, direction: .controllerToHost, source: Endpoint(remote),
                 destination: localEndpoint, payload: Array(envelope.data.readableBytesView))))
         }
-        guard let ack = core.handle(result, from: remote) else {
-            if case .failure(let error) = result {
-                logger.trace("dropped invalid datagram", metadata: ["from": "\(remote)", "reason": "\(error)"])
-            }
-            return
-        }
-        let payload = ack.encoded()
+        guard let decision else { return }
+        logger.info("\(decision.name)", metadata: ["controller": "\(Endpoint(remote))", "t_ms": "\(decision.sampleTimeMs.map(String.init) ?? "-")"])
+        guard let payload = decision.reply else { return }
         let buffer = context.channel.allocator.buffer(bytes: payload)
         // Stamped before the send, as the controllers stamp theirs: a record stamped after the
         // write can show the ack arriving before it left (`latency --join` found 0.1–0.2 ms).
@@ -175,7 +182,6 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
                 timeNs: sentNs, direction: .hostToController, source: localEndpoint,
                 destination: Endpoint(remote), payload: payload)))
         }
-        logger.info("jump", metadata: ["controller": "\(remote)", "t_ms": "\(ack.echoTMs)"])
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

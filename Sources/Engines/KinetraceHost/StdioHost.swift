@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KinetraceSupport
 import KinetraceWire
 
 #if canImport(Glibc)
@@ -16,18 +17,23 @@ private let systemWrite = Darwin.write
 #endif
 
 /// The reference host behind the stdio adapter (specs/stdio-adapter-v1.md):
-/// reads controller→host records on one descriptor, writes an ack record per
-/// trigger on another, until end of input.
+/// reads controller→host records on one descriptor and writes, on another,
+/// a host→controller record for every reply the protocol's host model owes
+/// and an observation record (SA-OBS-*) for every decision with no reply on
+/// the wire (with `observeAll`, for every decision), until end of input.
 public struct StdioHost {
+    public var wireProtocol: any WireProtocol.Type
     public var input: Int32 = STDIN_FILENO
     public var output: Int32 = STDOUT_FILENO
     public var rule = GestureRule.default
+    /// Report decisions that have a reply on the observation channel too.
+    public var observeAll = false
 
-    public init() {}
+    public init(wireProtocol: any WireProtocol.Type) { self.wireProtocol = wireProtocol }
 
     /// Serves until end of input. Throws on broken framing or a failed write.
     public func run() throws(StdioHostError) -> HostStatistics {
-        var core = HostCore<UInt16>(rule: rule)
+        var core = HostCore<UInt16>(wireProtocol: wireProtocol, rule: rule)
         var decoder = StdioRecordDecoder()
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
@@ -45,9 +51,16 @@ public struct StdioHost {
             decoder.append(buffer[0..<n])
             while let record = try nextRecord(&decoder) {
                 guard record.kind == .controllerToHost else { continue }  // nothing else is addressed to a host
-                let decoded = MotionLinkV1.decodeResult(record.payload)
-                guard let ack = core.handle(decoded, from: record.controller) else { continue }
-                if let failure = write(StdioRecord(kind: .hostToController, controller: record.controller, payload: ack.encoded()).encoded()) {
+                guard let decision = core.handle(record.payload, from: record.controller, receivedNs: SystemClock.realtimeNs())
+                else { continue }
+                var out: [UInt8] = []
+                if let reply = decision.reply {
+                    out += StdioRecord(kind: .hostToController, controller: record.controller, payload: reply).encoded()
+                }
+                if decision.reply == nil || observeAll {
+                    out += StdioRecord(kind: .observation, controller: record.controller, payload: Observation(decision).encoded()).encoded()
+                }
+                if let failure = write(out) {
                     throw StdioHostError("cannot write the output: \(String(cString: strerror(failure)))")
                 }
             }

@@ -1,4 +1,4 @@
-import KinetraceSimulation
+import KinetraceSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
-import KinetraceSimulation
+import KinetraceJSON
+import KinetraceSupport
 import KinetraceTrace
 
 /// A network's misbehaviour, applied to each message of a replay.

@@ -1,4 +1,4 @@
-import KinetraceSimulation
+import KinetraceSupport
 
 /// Which messages are lost.
 public enum LossModel: Hashable, Sendable {

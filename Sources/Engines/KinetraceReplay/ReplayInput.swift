@@ -1,11 +1,12 @@
 import KinetracePcap
 import KinetraceTrace
+import KinetraceSupport
 import KinetraceWire
 
 /// What a replay sends: the controller→host messages of one or more inputs
-/// (traces, pcaps, pcapngs), each tagged with its source controller. Host
-/// messages, labels and events are left out (the host under test answers
-/// for itself) but counted.
+/// (traces, pcaps, pcapngs) of one protocol, each tagged with its source
+/// controller. Host messages, labels and events are left out (the host under
+/// test answers for itself) but counted.
 public struct ReplayInput: Sendable {
     public struct Message: Hashable, Sendable {
         /// Offset from its input's first controller→host message, ns.
@@ -26,6 +27,8 @@ public struct ReplayInput: Sendable {
         }
     }
 
+    /// The protocol of every message.
+    public var wireProtocol: any WireProtocol.Type
     /// Controller→host messages, by offset (stable: ties keep file order).
     public var messages: [Message]
     /// Source controllers in first-seen order; one socket each on replay.
@@ -36,7 +39,8 @@ public struct ReplayInput: Sendable {
     /// Inputs that ended inside a record (read up to it).
     public var truncations: [String: TraceTruncation] = [:]
 
-    public init(messages: [Message], controllers: [Endpoint], paths: [String] = []) {
+    public init(wireProtocol: any WireProtocol.Type, messages: [Message], controllers: [Endpoint], paths: [String] = []) {
+        self.wireProtocol = wireProtocol
         self.messages = messages
         self.controllers = controllers
         self.paths = paths
@@ -44,38 +48,50 @@ public struct ReplayInput: Sendable {
 
     /// Reads every input. Each input's clock starts at its own first
     /// controller→host message, so sessions recorded at different times
-    /// play together; controllers stay distinct per input.
-    public static func load(paths: [String], port: UInt16 = MotionLinkV1.defaultPort) throws(TraceError) -> ReplayInput {
-        var input = ReplayInput(messages: [], controllers: [], paths: paths)
+    /// play together; controllers stay distinct per input. Every input must
+    /// hold `wireProtocol` (nil: whatever the first one holds).
+    public static func load(paths: [String], wireProtocol: (any WireProtocol.Type)? = nil, port: UInt16? = nil) throws(TraceError) -> ReplayInput {
+        var chosen = wireProtocol
+        var input: ReplayInput?
         for (file, path) in paths.enumerated() {
-            let source = try TraceInput.open(path: path, port: port)
-            var controllerIndex: [Endpoint: Int] = [:]
-            var firstNs: Int64?
-            var index = 0
-            while let record = try source.next() {
-                guard case .message(let message) = record, message.direction == .controllerToHost else {
-                    input.skippedRecords += 1
-                    continue
-                }
-                let controller: Int
-                if let known = controllerIndex[message.source] {
-                    controller = known
-                } else {
-                    controller = input.controllers.count
-                    controllerIndex[message.source] = controller
-                    input.controllers.append(message.source)
-                }
-                let first = firstNs ?? message.timeNs
-                firstNs = first
-                input.messages.append(Message(offsetNs: message.timeNs - first, controller: controller,
-                                              payload: Array(message.payload), file: file, index: index))
-                index += 1
-            }
-            if let truncation = source.truncation { input.truncations[path] = truncation }
+            let source = try TraceInput.open(path: path, wireProtocol: chosen, port: port)
+            chosen = source.wireProtocol
+            if input == nil { input = ReplayInput(wireProtocol: source.wireProtocol, messages: [], controllers: [], paths: paths) }
+            try read(source, file: file, into: &input!)
+        }
+        guard var input else {
+            return ReplayInput(wireProtocol: chosen ?? ProtocolRegistry.standard[ProtocolRegistry.defaultID]!, messages: [], controllers: [])
         }
         // Captures can hold packets slightly out of order (per-CPU queues); sending order is time order.
         input.messages.sort { ($0.offsetNs, $0.file, $0.index) < ($1.offsetNs, $1.file, $1.index) }
         return input
+    }
+
+    private static func read(_ source: any TraceRecordSource, file: Int, into input: inout ReplayInput) throws(TraceError) {
+        let path = source.source
+        var controllerIndex: [Endpoint: Int] = [:]
+        var firstNs: Int64?
+        var index = 0
+        while let record = try source.next() {
+            guard case .message(let message) = record, message.direction == .controllerToHost else {
+                input.skippedRecords += 1
+                continue
+            }
+            let controller: Int
+            if let known = controllerIndex[message.source] {
+                controller = known
+            } else {
+                controller = input.controllers.count
+                controllerIndex[message.source] = controller
+                input.controllers.append(message.source)
+            }
+            let first = firstNs ?? message.timeNs
+            firstNs = first
+            input.messages.append(Message(offsetNs: message.timeNs - first, controller: controller,
+                                          payload: Array(message.payload), file: file, index: index))
+            index += 1
+        }
+        if let truncation = source.truncation { input.truncations[path] = truncation }
     }
 
     /// The offset of the last message, ns.
@@ -100,8 +116,8 @@ public struct ReplayInput: Sendable {
 public enum MeasuredDelays {
     /// Half of each round trip a controller recorded (`rtt_ns` on the acks it
     /// received), in ms: the one-way latency, assuming a symmetric path.
-    public static func oneWayMs(path: String, port: UInt16 = MotionLinkV1.defaultPort) throws(TraceError) -> [Double] {
-        let source = try TraceInput.open(path: path, port: port)
+    public static func oneWayMs(path: String, wireProtocol: (any WireProtocol.Type)? = nil, port: UInt16? = nil) throws(TraceError) -> [Double] {
+        let source = try TraceInput.open(path: path, wireProtocol: wireProtocol, port: port)
         var delays: [Double] = []
         while let record = try source.next() {
             if case .message(let message) = record, let rtt = message.rttNs, rtt >= 0 {

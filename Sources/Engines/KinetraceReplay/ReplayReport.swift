@@ -1,4 +1,4 @@
-import KinetraceAnalysis
+import KinetraceSupport
 import KinetraceTrace
 
 /// What a replay did, and what the host did in return.
@@ -59,6 +59,8 @@ public struct ReplayReport: Sendable {
     /// Impairment decisions, by kind.
     public var impaired: [String: Int] = [:]
     public var datagramsReceived = 0
+    /// Decisions the host reported on the stdio adapter's observation channel.
+    public var observations = 0
     public var acksPredicted = 0
     public var acksMatched = 0
     public var acksUnexpected = 0

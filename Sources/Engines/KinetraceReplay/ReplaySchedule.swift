@@ -1,5 +1,5 @@
 import HeapModule
-import KinetraceSimulation
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
 
@@ -12,7 +12,8 @@ public struct ReplayOptions: Hashable, Sendable {
         case fast
     }
 
-    /// What happens to the `t_ms` of valid frames (other payloads are sent as recorded).
+    /// What happens to the sender stamp of valid samples, for protocols that
+    /// stamp them (other payloads are sent as recorded).
     public enum Timestamps: String, Hashable, Sendable, CaseIterable {
         /// Shifted by each loop pass's span and each fanned-out copy's offset,
         /// so every controller's timestamps keep rising (ML-RATE-1) and a host
@@ -41,7 +42,7 @@ public struct ReplayOptions: Hashable, Sendable {
     public var impairments = Impairments()
     /// Seeds every random choice: impairments and fan-out offsets.
     public var seed: UInt64 = 1
-    /// The rule the acks are predicted with.
+    /// The rule the host model predicts the acks with.
     public var rule = GestureRule.default
 
     public init() {}
@@ -74,9 +75,9 @@ public struct ScheduledSend: Hashable, Sendable {
     /// Index into the input's messages.
     public var sourceIndex: Int
     public var isDuplicate: Bool
-    /// The frame timestamp the host sees, when the payload is a valid frame.
+    /// The sender stamp the host sees, when the payload is a valid stamped sample.
     public var tMs: UInt64?
-    /// Whether the gesture rule says this frame, arriving in this order, triggers an ack.
+    /// Whether the protocol's host model says this message, arriving in this order, is owed a reply.
     public var predictedTrigger: Bool
 }
 
@@ -126,7 +127,8 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
     private var fifoDeadline: [Int64]
     private var link: LinkQueue
     private var lastEmittedNs: Int64 = .min
-    private var tracker: GestureTracker<Int>
+    private let wireProtocol: any WireProtocol.Type
+    private var hostModel: any HostModel<Int>
     private var lastWallTMs: [UInt64]
 
     public var controllerCount: Int { sourceController.count }
@@ -156,7 +158,8 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
         impairer = Impairer(options.impairments, seed: options.seed)
         fifoDeadline = Array(repeating: .min, count: count)
         link = LinkQueue(options.impairments.rate)
-        tracker = GestureTracker(rule: options.rule)
+        wireProtocol = input.wireProtocol
+        hostModel = input.wireProtocol.makeHostModel(rule: options.rule, controllers: Int.self)
         lastWallTMs = Array(repeating: 0, count: count)
         buildPass()
     }
@@ -259,23 +262,29 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
         }
     }
 
-    /// Applies the timestamp policy to a valid frame; other payloads pass as they are.
+    /// Applies the timestamp policy to a valid stamped sample; other payloads pass as they are.
     private mutating func retimed(_ payload: [UInt8], controller v: Int, baseNs: Int64) -> [UInt8] {
-        guard options.timestamps != .original,
-              case .success(.frame(var frame)) = MotionLinkV1.decodeResult(payload) else { return payload }
         switch options.timestamps {
         case .original:
             return payload
         case .shift:
             let shiftNs = Int64(pass) * passSpanNs + offsetsNs[v]
-            guard shiftNs > 0 else { return payload }
-            frame.tMs &+= UInt64((shiftNs + 999_999) / 1_000_000)
+            guard shiftNs > 0, let tMs = stamp(of: payload) else { return payload }
+            return wireProtocol.restamped(payload, timeMs: tMs &+ UInt64((shiftNs + 999_999) / 1_000_000)) ?? payload
         case .wallclock:
+            guard stamp(of: payload) != nil else { return payload }
             let wallMs = UInt64(Swift.max(0, anchorWallNs + baseNs) / 1_000_000)
-            frame.tMs = Swift.max(wallMs, lastWallTMs[v] + 1)
-            lastWallTMs[v] = frame.tMs
+            let tMs = Swift.max(wallMs, lastWallTMs[v] + 1)
+            guard let restamped = wireProtocol.restamped(payload, timeMs: tMs) else { return payload }
+            lastWallTMs[v] = tMs
+            return restamped
         }
-        return frame.encoded()
+    }
+
+    /// The sender stamp of a valid controller→host sample.
+    private func stamp(of payload: [UInt8]) -> UInt64? {
+        let facts = wireProtocol.facts(payload)
+        return facts.isValid && facts.direction == .controllerToHost ? facts.senderTimeMs : nil
     }
 
     private mutating func release(upTo limitNs: Int64) {
@@ -284,10 +293,10 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
             let ready = Swift.max(send.deadlineNs, lastEmittedNs)
             send.deadlineNs = options.impairments.rate.isEmpty ? ready : link.departure(readyNs: ready, length: send.payload.count)
             lastEmittedNs = send.deadlineNs
-            if case .success(.frame(let frame)) = MotionLinkV1.decodeResult(send.payload) {
-                send.tMs = frame.tMs
-                send.predictedTrigger = tracker.accept(frame, from: send.controller) == .trigger
-            }
+            let facts = wireProtocol.facts(send.payload)
+            if facts.isValid && facts.direction == .controllerToHost { send.tMs = facts.senderTimeMs }
+            let verdict = hostModel.accept(facts, from: send.controller, receivedNs: send.deadlineNs)
+            send.predictedTrigger = verdict.decision?.reply != nil
             outbox.append(.send(send))
         }
     }

@@ -5,26 +5,28 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import KinetraceAnalysis
+import KinetraceJSON
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceTransport
 import KinetraceWire
 import Logging
+import NIOConcurrencyHelpers
 
 /// Sends a replay schedule to a host and matches its acks.
 ///
 /// The calling thread sends, against absolute CLOCK_MONOTONIC deadlines
 /// (sleep, then a short spin), with each message built before its deadline;
-/// a second thread receives. Acks are matched to frames by their echoed
-/// timestamp, per controller.
+/// a second thread receives. Replies are matched to samples by the stamp
+/// they echo, per controller.
 public final class Replayer: @unchecked Sendable {  // mutable state is behind `lock`
     public struct Configuration: Sendable {
-        public var target: ReplayTarget
+        public var target: LinkTarget
         public var input: ReplayInput
         public var options = ReplayOptions()
         /// Writes everything sent, impaired and received as a trace.
         public var recordPath: String?
-        /// Header notes for the record (e.g. the profile used).
+        /// Header notes for the record (e.g. the network used).
         public var recordExtra: [String: JSONValue] = [:]
         /// How long to wait for acks after the last message.
         public var settleMs: Int64 = 500
@@ -37,7 +39,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         /// Called on the sending thread about four times a second.
         public var progress: (@Sendable (ReplayProgress) -> Void)?
 
-        public init(target: ReplayTarget, input: ReplayInput) {
+        public init(target: LinkTarget, input: ReplayInput) {
             self.target = target
             self.input = input
         }
@@ -45,7 +47,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
 
     public let configuration: Configuration
     private let logger: Logger
-    private let lock = Lock()
+    private let lock = NIOLock()
     private var report = ReplayReport()
     private var stopRequested = false
     private var receiving = true
@@ -78,7 +80,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         let count = schedule.controllerCount
         guard count > 0, !schedule.messages.isEmpty else {
             throw ReplayError(.emptyInput, "nothing to replay: the input has no controller→host messages in the selected range"
-                              + " (for a pcap, --port must name the host's UDP port)")
+                              + " (for a pcap, --port must name the host's port)")
         }
         report.target = c.target.description
         report.seed = c.options.seed
@@ -87,19 +89,17 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         predicted = Array(repeating: [:], count: count)
 
         DescriptorLimit.raiseToHardLimit()
-        let link: any ReplayLink
+        let link: any ControllerLink
         do throws(SocketError) {
-            switch c.target {
-            case .udp(let address): link = try UDPLink(target: address, controllers: count)
-            case .exec(let command): link = try StdioLink(command: command, controllers: count)
-            }
+            link = try openLink(to: c.target)
+            _ = try link.openControllers(count)
         } catch {
             report.outcome = .unreachable
             report.detail = error.description
             return report
         }
         report.controllers = (0..<count).map {
-            ReplayReport.Controller(endpoint: link.controllerEndpoints[$0],
+            ReplayReport.Controller(endpoint: link.endpoint(of: $0),
                                     source: c.input.controllers[schedule.sourceController[$0]],
                                     offsetNs: schedule.offsetsNs[$0])
         }
@@ -146,7 +146,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     tally(impairment.decision)
                     if impairment.decision.lost { report.controllers[impairment.controller].lost += 1 }
                     var event = impairment.decision.event(timeNs: anchorWallNs + impairment.baseNs, index: impairment.sequence,
-                                                          controller: link.controllerEndpoints[impairment.controller])
+                                                          controller: link.endpoint(of: impairment.controller))
                     event.data["pass"] = .integer(Int64(impairment.pass))
                     event.data["source_index"] = .integer(Int64(impairment.sourceIndex))
                     unlockedRecord(.event(event))
@@ -189,7 +189,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                 let sentMono: Int64 = lock.withLock {
                     let sentMono = SystemClock.monotonicNs()
                     let sentWall = SystemClock.realtimeNs()  // before the send: an ack can never predate its frame
-                    let failure = link.send(controller: send.controller, send.payload, deadlineMonotonicNs: giveUpAt)
+                    let failure = link.send(send.payload, from: send.controller, deadlineMonotonicNs: giveUpAt)
                     if let failure {
                         noteSendFailure(failure, controller: send.controller)
                         return sentMono
@@ -199,7 +199,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     if c.options.timing == .original { report.lateness.record(ns: Swift.max(0, sentMono - deadline)) }
                     if let tMs = send.tMs, sentAt[send.controller][tMs] == deadline { sentAt[send.controller][tMs] = sentMono }
                     unlockedRecord(.message(MessageRecord(
-                        timeNs: sentWall, direction: .controllerToHost, source: link.controllerEndpoints[send.controller],
+                        timeNs: sentWall, direction: .controllerToHost, source: link.endpoint(of: send.controller),
                         destination: link.hostEndpoint, payload: send.payload)))
                     return sentMono
                 }
@@ -272,13 +272,12 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
 
     // MARK: Receiving
 
-    private func receiveLoop(_ link: any ReplayLink) {
+    private func receiveLoop(_ link: any ControllerLink) {
         var lastFlush = SystemClock.monotonicNs()
         while lock.withLock({ receiving }) {
             link.receive(timeoutMs: 20) { event in
-                let mono = SystemClock.monotonicNs()
                 let wall = SystemClock.realtimeNs()
-                lock.withLock { handle(event, link: link, mono: mono, wall: wall) }
+                lock.withLock { handle(event, link: link, wall: wall) }
             }
             let now = SystemClock.monotonicNs()
             if now - lastFlush > 250_000_000 {
@@ -291,15 +290,16 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         }
     }
 
-    private func handle(_ event: LinkEvent, link: any ReplayLink, mono: Int64, wall: Int64) {
+    private func handle(_ event: LinkEvent, link: any ControllerLink, wall: Int64) {
         switch event {
-        case .datagram(let v, let payload):
+        case .datagram(let v, let payload, let mono):
             heardFromHost = true
             report.datagramsReceived += 1
             var rtt: Int64?
-            if case .success(.ack(let ack)) = MotionLinkV1.decodeResult(payload) {
-                if let index = predicted[v].removeValue(forKey: ack.echoTMs) {
-                    if let sent = sentAt[v][ack.echoTMs] { rtt = mono - sent }
+            let facts = configuration.input.wireProtocol.facts(payload)
+            if facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs {
+                if let index = predicted[v].removeValue(forKey: echo) {
+                    if let sent = sentAt[v][echo] { rtt = mono - sent }
                     report.triggers[index].roundTripNs = rtt
                     report.acksMatched += 1
                     report.controllers[v].acksMatched += 1
@@ -308,17 +308,25 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                         report.controllers[v].roundTrips.record(ns: rtt)
                     }
                 } else {
-                    if let sent = sentAt[v][ack.echoTMs] { rtt = mono - sent }
+                    if let sent = sentAt[v][echo] { rtt = mono - sent }
                     report.acksUnexpected += 1
                     report.controllers[v].acksUnexpected += 1
-                    report.triggers.append(.init(controller: v, tMs: ack.echoTMs, predicted: false, roundTripNs: rtt))
+                    report.triggers.append(.init(controller: v, tMs: echo, predicted: false, roundTripNs: rtt))
                 }
             } else {
                 report.invalidReceived += 1
                 report.controllers[v].invalidReceived += 1
             }
             unlockedRecord(.message(MessageRecord(timeNs: wall, direction: .hostToController, source: link.hostEndpoint,
-                                                  destination: link.controllerEndpoints[v], payload: payload, rttNs: rtt)))
+                                                  destination: link.endpoint(of: v), payload: payload, rttNs: rtt)))
+        case .observation(let v, let observation, _):
+            heardFromHost = true
+            report.observations += 1
+            var data: [String: JSONValue] = ["controller": .string(link.endpoint(of: v).description),
+                                             "decision": .string(observation.decision)]
+            if let t = observation.sampleTimeMs { data["t_ms"] = .integer(Int64(clamping: t)) }
+            if !observation.values.isEmpty { data["values"] = .array(observation.values.map { .number($0) }) }
+            unlockedRecord(.event(EventRecord(timeNs: wall, event: "observation", data: data)))
         case .error(let v, let code):
             noteSendFailure(code, controller: v)
         case .hostEnded(let why):
@@ -370,14 +378,14 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
 
     // MARK: Recording
 
-    private func header(link: any ReplayLink, schedule: ReplaySchedule) -> TraceHeader {
+    private func header(link: any ControllerLink, schedule: ReplaySchedule) -> TraceHeader {
         let c = configuration
         var extra = c.recordExtra
         extra["seed"] = .integer(Int64(bitPattern: c.options.seed))
         extra["replay_of"] = .array(c.input.paths.map { .string($0) })
         return TraceHeader(
             created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace replay",
-            capturePoint: .controller, clock: .realtime,
+            protocolID: c.input.wireProtocol.id, capturePoint: .controller, clock: .realtime,
             notes: "replay of \(c.input.paths.joined(separator: ", ")) to \(c.target) as \(schedule.controllerCount) controller(s), seed \(c.options.seed)",
             extra: extra)
     }

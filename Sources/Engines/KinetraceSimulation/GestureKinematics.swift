@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KinetraceSupport
 
 /// Small turns of the hand about the device's own axes, applied after the
 /// rest attitude in the order x, y, z (radians), and the angles' time
@@ -106,12 +107,12 @@ struct GestureInstance: Hashable, Sendable {
     }
 }
 
-/// When one controller's player performs which gesture, drawn from the profile:
+/// When one controller's player performs which gesture, drawn from the persona:
 /// a shifted exponential gap between onsets (so Poisson-like, never too close).
 struct GestureSchedule {
-    let profile: GestureUserProfile
+    let persona: Persona
     private var rng: SeededGenerator
-    /// Onset of the next gesture, ms after the session start; nil when the profile performs none.
+    /// Onset of the next gesture, ms after the session start; nil when the persona performs none.
     private(set) var nextOnsetMs: Int64?
 
     /// The first gesture comes after a second of settling in.
@@ -119,16 +120,16 @@ struct GestureSchedule {
     /// A gesture never starts within this long of the previous one's end.
     static let settleMs = 500.0
 
-    init(profile: GestureUserProfile, rng: SeededGenerator) {
-        self.profile = profile
+    init(persona: Persona, rng: SeededGenerator) {
+        self.persona = persona
         self.rng = rng
-        if profile.mix.pick(0) != nil {
+        if persona.mix.pick(0) != nil {
             nextOnsetMs = Int64((Self.firstOnsetMs + drawExtraGapMs()).rounded())
         }
     }
 
     private mutating func drawExtraGapMs() -> Double {
-        let meanMs = max(profile.meanGestureIntervalS - profile.minimumGestureSpacingS, 0) * 1000
+        let meanMs = max(persona.meanGestureIntervalS - persona.minimumGestureSpacingS, 0) * 1000
         return -meanMs * log(max(1 - rng.unit(), 0x1.0p-53))
     }
 
@@ -138,17 +139,17 @@ struct GestureSchedule {
 
     /// Performs the scheduled gesture (drawing its kind and size) and schedules the next.
     mutating func startNext() -> GestureInstance? {
-        guard let onset = nextOnsetMs, let kind = profile.mix.pick(rng.unit()) else { return nil }
+        guard let onset = nextOnsetMs, let kind = persona.mix.pick(rng.unit()) else { return nil }
         var gesture = GestureInstance(kind: kind, onsetMs: onset, size: 0)
         switch kind {
-        case .jump: gesture.size = uniform(profile.jumpPeak)
-        case .duck: gesture.size = uniform(profile.duckPeak)
+        case .jump: gesture.size = uniform(persona.jumpPeak)
+        case .duck: gesture.size = uniform(persona.duckPeak)
         case .tiltLeft, .tiltRight:
-            let turn = uniform(profile.tiltDegrees) * Double.pi / 180
+            let turn = uniform(persona.tiltDegrees) * Double.pi / 180
             gesture.size = kind == .tiltLeft ? turn : -turn
-            gesture.holdMs = uniform(profile.tiltHoldMs).rounded()
+            gesture.holdMs = uniform(persona.tiltHoldMs).rounded()
         }
-        let spacingMs = max(profile.minimumGestureSpacingS * 1000, gesture.durationMs + Self.settleMs)
+        let spacingMs = max(persona.minimumGestureSpacingS * 1000, gesture.durationMs + Self.settleMs)
         nextOnsetMs = onset + Int64((spacingMs + drawExtraGapMs()).rounded())
         return gesture
     }

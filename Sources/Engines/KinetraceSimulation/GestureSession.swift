@@ -1,4 +1,6 @@
 import KinetraceTrace
+import KinetraceJSON
+import KinetraceSupport
 import KinetraceWire
 
 /// Generates, offline and deterministically, what a phone-as-controller
@@ -12,12 +14,12 @@ import KinetraceWire
 /// Device axes are CoreMotion's (x right of the screen in portrait, y to its
 /// top, z out of the screen); the reference frame has x to the player's
 /// right, y forward and z up. The attitude is rest · Rx(α) · Ry(γ) · Rz(ψ):
-/// the profile's hold (`GestureUserProfile` gives the rest gravity vectors)
+/// the persona's hold (`Persona` gives the rest gravity vectors)
 /// then small turns about the device's own axes. Gravity is the attitude
 /// applied backwards to (0, 0, −1); the rotation rate is the attitude's exact
 /// body-frame angular velocity plus noise; user acceleration is the hand's
 /// reference-frame acceleration turned into the device frame, plus tremor and
-/// noise. On top of the profile's sway, tremor and walking:
+/// noise. On top of the persona's sway, tremor and walking:
 /// - **jump** (450 ms): upward acceleration `MotionSignalModel.jumpPulse`:
 ///   crouch dip −0.25 g (0–100 ms), push-off of the drawn peak P (100–300 ms),
 ///   landing dip −0.45 P (300–450 ms). In portrait "up" is +y (leaning back
@@ -37,8 +39,8 @@ import KinetraceWire
 /// Onsets are whole ms; the first is 1 s plus an exponential gap after the
 /// start, then each next one is max(minimum spacing, duration + 0.5 s) plus
 /// an exponential gap, so gestures of one controller never overlap. The
-/// gesture's kind is drawn from the profile's mix, its size uniformly from
-/// the profile's range.
+/// gesture's kind is drawn from the persona's mix, its size uniformly from
+/// the persona's range.
 ///
 /// Values are rounded to 1e-4 (user acceleration, rotation rate) and 1e-6
 /// (gravity, attitude), finer than a phone resolves, so traces stay small.
@@ -51,8 +53,10 @@ import KinetraceWire
 /// configuration gives the same records, and adding a controller leaves the
 /// others unchanged.
 public struct GestureSessionSynthesizer {
-    public struct Configuration: Hashable, Sendable {
-        public var profile: GestureUserProfile = .steady
+    public struct Configuration: Sendable {
+        /// The protocol of the frames; it must be able to make samples (`WireProtocol.sample`).
+        public var wireProtocol: any WireProtocol.Type = ProtocolRegistry.standard[ProtocolRegistry.defaultID]!
+        public var persona: Persona = .steady
         public var controllers = 1
         public var durationS: Double = 60
         /// Device-motion samples per second per controller.
@@ -64,7 +68,7 @@ public struct GestureSessionSynthesizer {
         public var startMs: UInt64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
         /// One-way latency and addresses (the source paper's lab figures by default).
         public var network = SyntheticNetwork()
-        public var host: Endpoint { network.host }
+        public var host: Endpoint { network.host(port: wireProtocol.defaultPort) }
 
         public init() {}
 
@@ -108,10 +112,10 @@ public struct GestureSessionSynthesizer {
             let offsetNs = Int64(constants.unit() * framePeriodNs)
             return ControllerState(
                 endpoint: configuration.controllerEndpoint(index), offsetNs: offsetNs,
-                hand: HandheldMotion(profile: configuration.profile, constants: constants,
+                hand: HandheldMotion(persona: configuration.persona, constants: constants,
                                      walking: controllerRoot.derived(Stream.steps.rawValue),
                                      noise: controllerRoot.derived(Stream.noise.rawValue)),
-                schedule: GestureSchedule(profile: configuration.profile, rng: controllerRoot.derived(Stream.gestures.rawValue)),
+                schedule: GestureSchedule(persona: configuration.persona, rng: controllerRoot.derived(Stream.gestures.rawValue)),
                 latencyRNG: controllerRoot.derived(Stream.latency.rawValue))
         }
         totalSamples = max(Int((configuration.durationS * configuration.motionHz).rounded(.down)), 0)
@@ -123,11 +127,11 @@ public struct GestureSessionSynthesizer {
         let c = configuration
         return TraceHeader(
             created: RFC3339.string(fromNanoseconds: startNs),
-            tool: tool, capturePoint: .synthetic, clock: .model,
-            notes: "kinetrace synth: user \(c.profile.name) (\(c.profile.summary)), \(c.controllers) controller(s), "
+            tool: tool, protocolID: c.wireProtocol.id, capturePoint: .synthetic, clock: .model,
+            notes: "kinetrace synth: user \(c.persona.name) (\(c.persona.summary)), \(c.controllers) controller(s), "
                 + "\(c.durationS) s, device motion at \(c.motionHz) Hz, frames at \(c.frameHz) Hz, seed \(c.seed)",
             extra: [
-                "seed": .integer(Int64(bitPattern: c.seed)), "user": .string(c.profile.name), "motion_hz": .number(c.motionHz),
+                "seed": .integer(Int64(bitPattern: c.seed)), "user": .string(c.persona.name), "motion_hz": .number(c.motionHz),
             ])
     }
 
@@ -158,7 +162,7 @@ public struct GestureSessionSynthesizer {
         let c = configuration
         enqueue(.event(EventRecord(timeNs: startNs, event: "seed", data: [
             "seed": .integer(Int64(bitPattern: c.seed)), "controllers": .integer(Int64(c.controllers)),
-            "user": .string(c.profile.name), "motion_hz": .number(c.motionHz), "rate_hz": .number(c.frameHz),
+            "user": .string(c.persona.name), "motion_hz": .number(c.motionHz), "rate_hz": .number(c.frameHz),
         ])))
     }
 
@@ -196,11 +200,11 @@ public struct GestureSessionSynthesizer {
             let sendNs = startNs + state.offsetNs + frameOffsetNs(state.nextFrame)
             guard isLastStep || sendNs < nextSampleNs else { break }
             let latencyMs = c.network.latencyMs { state.latencyRNG.normal(mean: $0, sd: $1) }
-            let a = sample.userAcceleration, w = sample.rotationRate
-            let frame = MotionFrame(tMs: UInt64(sendNs / 1_000_000), ax: Float(a.x), ay: Float(a.y), az: Float(a.z),
-                                    wx: Float(w.x), wy: Float(w.y), wz: Float(w.z))
+            let reading = MotionReading(userAcceleration: sample.userAcceleration, rotationRate: sample.rotationRate,
+                                        gravity: sample.gravity)
+            let payload = c.wireProtocol.sample(reading, timeMs: UInt64(sendNs / 1_000_000))!
             enqueue(.message(MessageRecord(timeNs: sendNs + Int64(latencyMs * 1e6), direction: .controllerToHost,
-                                           source: state.endpoint, destination: c.host, payload: frame.encoded())))
+                                           source: state.endpoint, destination: c.host, payload: payload)))
             state.nextFrame += 1
         }
     }

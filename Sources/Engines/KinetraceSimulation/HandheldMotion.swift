@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KinetraceSupport
 
 /// What the phone's motion API reports at one instant: user acceleration (g)
 /// and rotation rate (rad/s) in the device frame, gravity (g, unit length,
@@ -16,13 +17,13 @@ struct DeviceMotion {
     var attitude: Rotation
 }
 
-/// One player's phone: the profile's hold, sway, tremor and walking, the
+/// One player's phone: the persona's hold, sway, tremor and walking, the
 /// gestures in progress, and sensor noise, evaluated at increasing times.
 ///
 /// Reference frame: x to the player's right, y forward (away from the
 /// player), z up; gravity is (0, 0, −1) g in it.
 struct HandheldMotion {
-    let profile: GestureUserProfile
+    let persona: Persona
     /// The attitude with the hand at rest: screen towards the player, leaning back by the hold pitch.
     let rest: Rotation
     private let swayPhases: [Double]
@@ -52,20 +53,20 @@ struct HandheldMotion {
 
     /// `constants` draws the per-controller hold, phases and frequencies;
     /// `walking` and `noise` are streams used as the session runs.
-    init(profile: GestureUserProfile, constants: SeededGenerator, walking: SeededGenerator, noise: SeededGenerator) {
+    init(persona: Persona, constants: SeededGenerator, walking: SeededGenerator, noise: SeededGenerator) {
         var rng = constants
-        self.profile = profile
-        let pitch = (profile.holdPitchDegrees + profile.holdPitchJitterDegrees * (2 * rng.unit() - 1)) * Double.pi / 180
+        self.persona = persona
+        let pitch = (persona.holdPitchDegrees + persona.holdPitchJitterDegrees * (2 * rng.unit() - 1)) * Double.pi / 180
         // From lying flat, screen up: stand the phone up about x, leaving it leaning back by `pitch`.
         let portrait = Rotation.aboutX(Double.pi / 2 - pitch)
         // Landscape: a quarter turn counter-clockwise about the screen normal puts the top to the left, +x up.
-        rest = profile.orientation == .portrait ? portrait : (portrait * .aboutZ(Double.pi / 2)).normalized
+        rest = persona.orientation == .portrait ? portrait : (portrait * .aboutZ(Double.pi / 2)).normalized
         swayPhases = (0..<6).map { _ in 2 * Double.pi * rng.unit() }
-        let tremor = profile.tremor ?? GestureUserProfile.Tremor(frequencyHz: 0...0, amplitude: 0...0, rotationRatePerG: 0)
+        let tremor = persona.tremor ?? Persona.Tremor(frequencyHz: 0...0, amplitude: 0...0, rotationRatePerG: 0)
         tremorFrequencyHz = tremor.frequencyHz.lowerBound + rng.unit() * (tremor.frequencyHz.upperBound - tremor.frequencyHz.lowerBound)
         tremorPhase = 2 * Double.pi * rng.unit()
         tremorDriftPhase = 2 * Double.pi * rng.unit()
-        let steps = profile.walking ?? GestureUserProfile.Walking(cadenceHz: 0...0, stepPeak: 0...0)
+        let steps = persona.walking ?? Persona.Walking(cadenceHz: 0...0, stepPeak: 0...0)
         cadenceHz = steps.cadenceHz.lowerBound + rng.unit() * (steps.cadenceHz.upperBound - steps.cadenceHz.lowerBound)
         stepOffset = rng.unit()
         walkingRNG = walking
@@ -74,7 +75,7 @@ struct HandheldMotion {
     }
 
     private mutating func drawStepPeak() -> Double {
-        guard let peaks = profile.walking?.stepPeak else { return 0 }
+        guard let peaks = persona.walking?.stepPeak else { return 0 }
         return peaks.lowerBound + walkingRNG.unit() * (peaks.upperBound - peaks.lowerBound)
     }
 
@@ -85,8 +86,8 @@ struct HandheldMotion {
         var linear = SIMD3<Double>.zero  // user acceleration in the reference frame, g
         var felt = SIMD3<Double>.zero  // user acceleration only the device frame knows (tremor), g
         addSway(atS: t, turn: &turn, linear: &linear)
-        if let tremor = profile.tremor { addTremor(tremor, atS: t, turn: &turn, felt: &felt) }
-        if profile.walking != nil { addWalking(atS: t, turn: &turn, linear: &linear) }
+        if let tremor = persona.tremor { addTremor(tremor, atS: t, turn: &turn, felt: &felt) }
+        if persona.walking != nil { addWalking(atS: t, turn: &turn, linear: &linear) }
         for (gesture, elapsedMs) in gestures {
             let motion = gesture.motion(elapsedMs: elapsedMs)
             linear.z += motion.up
@@ -96,8 +97,8 @@ struct HandheldMotion {
         let noise = { (rng: inout SeededGenerator, sd: Double) in
             SIMD3(rng.normal(sd: sd), rng.normal(sd: sd), rng.normal(sd: sd))
         }
-        let accelerationNoise = noise(&noiseRNG, profile.accelerationNoiseSd)
-        let rotationNoise = noise(&noiseRNG, profile.rotationRateNoiseSd)
+        let accelerationNoise = noise(&noiseRNG, persona.accelerationNoiseSd)
+        let rotationNoise = noise(&noiseRNG, persona.rotationRateNoiseSd)
         return DeviceMotion(
             userAcceleration: attitude.unrotate(linear) + felt + accelerationNoise,
             rotationRate: turn.rotationRate + rotationNoise,
@@ -106,7 +107,7 @@ struct HandheldMotion {
     }
 
     private func addSway(atS t: Double, turn: inout HandTurn, linear: inout SIMD3<Double>) {
-        let swayRadians = profile.swayDegrees * Double.pi / 180
+        let swayRadians = persona.swayDegrees * Double.pi / 180
         for axis in 0..<6 {
             let omega = 2 * Double.pi / Self.swayPeriodsS[axis], phase = omega * t + swayPhases[axis]
             if axis < 3 {
@@ -114,7 +115,7 @@ struct HandheldMotion {
                 turn.angles[axis] += amplitude * sin(phase)
                 turn.angleRates[axis] += amplitude * omega * cos(phase)
             } else {
-                linear[axis - 3] += profile.swayAcceleration * Self.swayWeights[axis] * sin(phase)
+                linear[axis - 3] += persona.swayAcceleration * Self.swayWeights[axis] * sin(phase)
             }
         }
     }
@@ -122,7 +123,7 @@ struct HandheldMotion {
     /// An oscillation at the tremor frequency on user acceleration, and the
     /// hand's matching wobble about x (and half as much about z), whose rate
     /// peaks at `rotationRatePerG` × the acceleration amplitude.
-    private func addTremor(_ tremor: GestureUserProfile.Tremor, atS t: Double, turn: inout HandTurn, felt: inout SIMD3<Double>) {
+    private func addTremor(_ tremor: Persona.Tremor, atS t: Double, turn: inout HandTurn, felt: inout SIMD3<Double>) {
         let span = tremor.amplitude.upperBound - tremor.amplitude.lowerBound
         let driftOmega = 2 * Double.pi / Self.tremorDriftPeriodS
         let amplitude = tremor.amplitude.lowerBound + span * (0.5 + 0.5 * sin(driftOmega * t + tremorDriftPhase))

@@ -1,3 +1,4 @@
+import KinetraceSupport
 import KinetraceWire
 
 /// A phone held upright by a player: sensor noise, a slow sway, and jump
@@ -32,9 +33,9 @@ public struct MotionSignalModel: Sendable {
         }
     }
 
-    /// The sample at sender time `tMs`, given the jumps in progress.
+    /// The reading at sender time `tMs`, given the jumps in progress.
     public func sample(tMs: UInt64, startMs: UInt64, jumps: some Sequence<Jump>,
-                       using rng: inout SeededGenerator) -> MotionFrame {
+                       using rng: inout SeededGenerator) -> MotionReading {
         let t = Double(tMs - startMs) / 1000
         let sway = swayAmplitude * sin(2 * Double.pi * t / swayPeriodS)
         var ay = rng.normal(sd: accelNoiseSd) + 0.3 * sway
@@ -45,10 +46,12 @@ public struct MotionSignalModel: Sendable {
             ay += pulse
             wx += 0.6 * pulse  // the wrist tips as the body rises
         }
-        return MotionFrame(
-            tMs: tMs,
-            ax: Float(rng.normal(sd: accelNoiseSd) + 0.5 * sway), ay: Float(ay), az: Float(rng.normal(sd: accelNoiseSd)),
-            wx: Float(wx), wy: Float(rng.normal(sd: gyroNoiseSd)), wz: Float(rng.normal(sd: gyroNoiseSd) + 0.2 * sway))
+        // Drawn in this order (ax, az, wy, wz): every seed's stream depends on it.
+        let ax = rng.normal(sd: accelNoiseSd) + 0.5 * sway
+        let az = rng.normal(sd: accelNoiseSd)
+        let wy = rng.normal(sd: gyroNoiseSd)
+        let wz = rng.normal(sd: gyroNoiseSd) + 0.2 * sway
+        return MotionReading(userAcceleration: Vector3(ax, ay, az), rotationRate: Vector3(wx, wy, wz))
     }
 }
 

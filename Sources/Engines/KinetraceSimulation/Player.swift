@@ -1,3 +1,4 @@
+import KinetraceSupport
 import KinetraceWire
 
 /// One simulated player: a seeded motion model driven by a gesture script.
@@ -20,9 +21,9 @@ public struct Player: Sendable {
         self.rng = rng
     }
 
-    /// The sample at `elapsedMs` after the session start, whose sender
+    /// The reading at `elapsedMs` after the session start, whose sender
     /// clock reads `tMs`, and the jumps that began since the previous sample.
-    public mutating func sample(elapsedMs: Double, tMs: UInt64, startMs: UInt64) -> (frame: MotionFrame, started: [MotionSignalModel.Jump]) {
+    public mutating func sample(elapsedMs: Double, tMs: UInt64, startMs: UInt64) -> (reading: MotionReading, started: [MotionSignalModel.Jump]) {
         var started: [MotionSignalModel.Jump] = []
         while let onset = nextJumpMs, onset <= elapsedMs {
             let peaks = model.jumpPeakRange

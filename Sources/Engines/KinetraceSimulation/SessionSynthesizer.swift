@@ -1,15 +1,20 @@
 import KinetraceTrace
+import KinetraceJSON
+import KinetraceSupport
 import KinetraceWire
 
 /// Generates, offline and deterministically, the trace a host-side capture
-/// of a KeepCalm-like session would hold: N controllers streaming frames at
-/// the nominal rate, a one-way latency drawn per frame, a reference host
-/// acking triggers, and a ground-truth label for each jump performed.
+/// of a KeepCalm-like session would hold: N controllers streaming samples of
+/// the protocol at the nominal rate, a one-way latency drawn per sample, a
+/// reference host answering as the protocol's host model says, and a
+/// ground-truth label for each jump performed.
 ///
 /// Records stream out in time order through a heap, so memory stays bounded
 /// by the latency window, not the session length.
 public struct SessionSynthesizer {
-    public struct Configuration: Hashable, Sendable {
+    public struct Configuration: Sendable {
+        /// The protocol of the samples; it must be able to make them (`WireProtocol.sample`).
+        public var wireProtocol: any WireProtocol.Type = ProtocolRegistry.standard[ProtocolRegistry.defaultID]!
         public var controllers = 1
         public var durationS: Double = 60
         public var rateHz: Double = 10
@@ -23,7 +28,7 @@ public struct SessionSynthesizer {
         public var hostDelayMs: ClosedRange<Double> = 0.15...0.6
         /// Probability that a frame arrives with one bit flipped.
         public var corruptProbability = 0.0
-        public var host: Endpoint { network.host }
+        public var host: Endpoint { network.host(port: wireProtocol.defaultPort) }
         public var rule = GestureRule.default
 
         public init() {}
@@ -36,7 +41,7 @@ public struct SessionSynthesizer {
     private var pending = RecordQueue()
     private var step = 0
     private let totalSteps: Int
-    private var tracker: GestureTracker<Endpoint>
+    private var hostModel: any HostModel<Endpoint>
 
     private struct ControllerState {
         var endpoint: Endpoint
@@ -55,7 +60,7 @@ public struct SessionSynthesizer {
                                    player: Player(rng: rng, script: configuration.script))
         }
         totalSteps = Int((configuration.durationS * configuration.rateHz).rounded(.down))
-        tracker = GestureTracker(rule: configuration.rule)
+        hostModel = configuration.wireProtocol.makeHostModel(rule: configuration.rule, controllers: Endpoint.self)
     }
 
     /// The header for the trace this synthesizer produces.
@@ -63,7 +68,7 @@ public struct SessionSynthesizer {
         let c = configuration
         return TraceHeader(
             created: RFC3339.string(fromNanoseconds: Int64(c.startMs) * 1_000_000),
-            tool: tool, capturePoint: .synthetic, clock: .model,
+            tool: tool, protocolID: c.wireProtocol.id, capturePoint: .synthetic, clock: .model,
             notes: "kinetrace synth: \(c.controllers) controller(s), \(c.durationS) s at \(c.rateHz) Hz, script \(c.script), seed \(c.seed)",
             extra: ["seed": .integer(Int64(bitPattern: c.seed))])
     }
@@ -111,14 +116,15 @@ public struct SessionSynthesizer {
         let elapsedMs = Double(step) * periodMs + state.phaseMs
         let tMs = c.startMs + UInt64(elapsedMs.rounded(.down))
 
-        let (frame, started) = state.player.sample(elapsedMs: elapsedMs, tMs: tMs, startMs: c.startMs)
+        let (reading, started) = state.player.sample(elapsedMs: elapsedMs, tMs: tMs, startMs: c.startMs)
         for jump in started {
             enqueue(.label(LabelRecord(timeNs: Int64(jump.onsetMs) * 1_000_000, controller: state.endpoint,
                                        gesture: "jump", tMs: jump.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)))
         }
         let latency = c.network.latencyMs { state.player.normal(mean: $0, sd: $1) }
         let arrivalNs = Int64(tMs) * 1_000_000 + Int64(latency * 1e6)
-        var payload = frame.encoded()
+        // The CLI checks the protocol makes samples before it builds a synthesizer.
+        var payload = c.wireProtocol.sample(reading, timeMs: tMs)!
         if c.corruptProbability > 0, state.player.unit() < c.corruptProbability {
             let bit = Int(state.player.nextRandom() % UInt64(payload.count * 8))
             payload[bit / 8] ^= 1 << UInt8(bit % 8)
@@ -130,12 +136,10 @@ public struct SessionSynthesizer {
                                        destination: c.host, payload: payload)))
 
         // The reference host's answer, decided on what actually arrived.
-        if case .success(.frame(let received)) = MotionLinkV1.decodeResult(payload),
-           tracker.accept(received, from: state.endpoint) == .trigger {
+        if let reply = hostModel.accept(c.wireProtocol.facts(payload), from: state.endpoint, receivedNs: arrivalNs).decision?.reply {
             let hostDelay = c.hostDelayMs.lowerBound + state.player.unit() * (c.hostDelayMs.upperBound - c.hostDelayMs.lowerBound)
-            let ack = HapticAck(echoTMs: received.tMs)
             enqueue(.message(MessageRecord(timeNs: arrivalNs + Int64(hostDelay * 1e6), direction: .hostToController,
-                                           source: c.host, destination: state.endpoint, payload: ack.encoded())))
+                                           source: c.host, destination: state.endpoint, payload: reply)))
         }
     }
 }

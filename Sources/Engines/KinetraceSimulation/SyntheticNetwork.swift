@@ -3,12 +3,13 @@ import KinetraceWire
 
 /// The network both synthesizers model: a one-way latency drawn per frame and
 /// clamped, by default the source paper's lab figures (mean 70.4, sd 3.7, min
-/// 52.2, max 82.2 ms), and fixed addresses for the host and controller i.
+/// 52.2, max 82.2 ms), and fixed addresses for the host (at its protocol's
+/// port) and controller i.
 public struct SyntheticNetwork: Hashable, Sendable {
     public var latencyMeanMs = 70.4
     public var latencySdMs = 3.7
     public var latencyRangeMs: ClosedRange<Double> = 52.2...82.2
-    public var host = Endpoint(host: "10.0.0.1", port: MotionLinkV1.defaultPort)
+    public var hostAddress = "10.0.0.1"
 
     public init() {}
 
@@ -16,6 +17,8 @@ public struct SyntheticNetwork: Hashable, Sendable {
     public func latencyMs(_ normal: (_ mean: Double, _ sd: Double) -> Double) -> Double {
         min(max(normal(latencyMeanMs, latencySdMs), latencyRangeMs.lowerBound), latencyRangeMs.upperBound)
     }
+
+    public func host(port: UInt16) -> Endpoint { Endpoint(host: hostAddress, port: port) }
 
     public func controllerEndpoint(_ index: Int) -> Endpoint {
         Endpoint(host: "10.0.0.\(10 + index % 240)", port: UInt16(50_000 + index))

@@ -5,7 +5,8 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import KinetraceTrace
+import KinetraceSupport
+import NIOConcurrencyHelpers
 
 /// A command run through `/bin/sh -c`, with one end of a UNIX stream
 /// socketpair as its stdin and stdout (specs/stdio-adapter-v1.md) and
@@ -17,7 +18,7 @@ public final class ChildProcess: @unchecked Sendable {  // fd and pid are immuta
     /// Our end of the socketpair, non-blocking.
     public let fd: Int32
     private var status: Int32?
-    private let lock = Lock()
+    private let lock = NIOLock()
 
     public init(command: String) throws(SocketError) {
         self.command = command

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
 
@@ -14,9 +15,11 @@ import KinetraceWire
 public final class StdioHostConnection: @unchecked Sendable {  // the decoder is used by one receiving thread
     public enum Event: Sendable {
         case datagram(controller: Int, payload: [UInt8])
+        /// A decision the host reported on the observation channel (record kind 0x03).
+        case observation(controller: Int, Observation)
         /// The host closed its output; `pendingBytes` were left inside a record.
         case closed(pendingBytes: Int)
-        /// The host wrote something that is not a host→controller record for a known controller.
+        /// The host wrote something that is not a host→controller or observation record for a known controller.
         case protocolError(String)
     }
 
@@ -55,13 +58,23 @@ public final class StdioHostConnection: @unchecked Sendable {  // the decoder is
             var at = decoder.offset
             while let record = try decoder.next() {
                 defer { at = decoder.offset }
-                guard record.kind == .hostToController else {
-                    throw WireError(.outOfRange, offset: at + 4, expected: "record kind 0x02 (host to controller), found \(record.kind)")
+                guard record.kind == .hostToController || record.kind == .observation else {
+                    throw WireError(.outOfRange, offset: at + 4,
+                                    expected: "record kind 0x02 (host to controller) or 0x03 (observation), found \(record.kind)")
                 }
                 guard Int(record.controller) < controllers else {
                     throw WireError(.outOfRange, offset: at + 6, expected: "a controller id below \(controllers), found \(record.controller)")
                 }
-                handle(.datagram(controller: Int(record.controller), payload: record.payload))
+                if record.kind == .observation {
+                    do throws(WireError) {
+                        handle(.observation(controller: Int(record.controller), try Observation.decode(record.payload)))
+                    } catch {
+                        throw WireError(error.code, offset: at + StdioRecord.headerSize + error.offset,
+                                        expected: "an observation payload (SA-OBS-2): \(error.expected)")
+                    }
+                } else {
+                    handle(.datagram(controller: Int(record.controller), payload: record.payload))
+                }
             }
         } catch {
             ended = true

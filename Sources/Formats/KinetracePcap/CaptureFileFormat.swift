@@ -1,3 +1,4 @@
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
 
@@ -26,16 +27,20 @@ public enum CaptureFileFormat: Hashable, Sendable, CustomStringConvertible {
 
     /// Reads the first bytes of the file at `path`.
     public init(fileAt path: String) throws(TraceError) {
-        let file = try POSIXFile(path: path, mode: .read)
         let magic = UnsafeMutableRawBufferPointer.allocate(byteCount: 4, alignment: 4)
         defer { magic.deallocate() }
         var filled = 0
-        while filled < 4 {
-            let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: magic[filled...]))
-            if n == 0 { break }
-            filled += n
+        do throws(FileError) {
+            let file = try POSIXFile(path: path, mode: .read)
+            while filled < 4 {
+                let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: magic[filled...]))
+                if n == 0 { break }
+                filled += n
+            }
+            try file.close()
+        } catch {
+            throw TraceError(error)
         }
-        try file.close()
         self.init(magic: Array(magic.prefix(filled)))
     }
 
@@ -63,12 +68,30 @@ public enum CaptureFileFormat: Hashable, Sendable, CustomStringConvertible {
 
 /// Opens any input the commands accept: a kinetrace trace, a pcap or a pcapng.
 public enum TraceInput {
-    /// Sniffs the file's magic and returns a `PcapTraceReader` for captures
-    /// (telling direction by `port`) or a `TraceReader` otherwise.
-    public static func open(path: String, port: UInt16 = MotionLinkV1.defaultPort) throws(TraceError) -> any TraceRecordSource {
+    /// Sniffs the file's magic and returns a `PcapTraceReader` for captures or a
+    /// `TraceReader` otherwise, framed into messages when the protocol is a byte
+    /// stream (unless `framed` is false: its records as stored).
+    ///
+    /// - Parameters:
+    ///   - wireProtocol: the protocol a capture holds (a capture names none), and the one a
+    ///     trace must be when given; nil takes a trace's from its header and a capture's
+    ///     from `registry`'s default.
+    ///   - port: the host's port in a capture, to tell direction; nil is the protocol's default.
+    public static func open(path: String, wireProtocol: (any WireProtocol.Type)? = nil, port: UInt16? = nil,
+                            registry: ProtocolRegistry = .standard, framed: Bool = true) throws(TraceError) -> any TraceRecordSource {
         let format = try CaptureFileFormat(fileAt: path)
-        if format.isCapture { return try PcapTraceReader(path: path, port: port) }
-        return try TraceReader(path: path)
+        let source: any TraceRecordSource
+        if format.isCapture {
+            let chosen = wireProtocol ?? registry[ProtocolRegistry.defaultID]!
+            source = try PcapTraceReader(path: path, wireProtocol: chosen, port: port)
+        } else {
+            let reader = try TraceReader(path: path, registry: registry)
+            if let wireProtocol, wireProtocol.id != reader.header.protocolID {
+                throw TraceError(.protocolMismatch, source: path, line: 1, byteOffset: 0,
+                                 message: "the trace holds \(reader.header.protocolID) traffic, not \(wireProtocol.id) as --protocol says")
+            }
+            source = reader
+        }
+        return framed && source.wireProtocol.transport == .byteStream ? FramingRecordSource(source) : source
     }
 }
-

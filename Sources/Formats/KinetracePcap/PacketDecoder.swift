@@ -6,30 +6,43 @@ import Musl
 import Darwin
 #endif
 import KinetraceTrace
+import KinetraceWire
 
 /// Why a captured packet produced no message record.
 public enum PacketSkipReason: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// An IPv4 fragment (MF set or a non-zero offset) or an IPv6 packet with a fragment header.
     case fragment
-    /// IP, but the transport is not UDP (TCP, ICMP, …).
+    /// IP, but the transport is not UDP (TCP, ICMP, …), for a datagram protocol.
     case notUDP = "not_udp"
+    /// IP, but the transport is not TCP, for a byte-stream protocol.
+    case notTCP = "not_tcp"
     /// The link layer carries something other than IPv4 or IPv6 (ARP, LLC, …).
     case notIP = "not_ip"
     /// The capture ends inside a header or the UDP payload (a short snaplen), or a length field is impossible.
     case truncated
     /// The capture's link type is not one `PacketDecoder` reads.
     case unsupportedLinkType = "unsupported_link_type"
-    /// UDP whose ports are not the MotionLink port (set by `PcapTraceReader`, never by the decoder).
+    /// UDP or TCP whose ports are not the host's (set by `PcapTraceReader`, never by the decoder).
     case otherPort = "other_port"
 
     public var description: String { rawValue }
 }
 
-/// Where the UDP datagram lies inside a captured packet: offsets into the
-/// packet bytes, so finding it copies nothing.
-public struct UDPLocation: Hashable, Sendable {
+/// The IP transport a protocol's traffic rides on.
+public enum IPTransport: UInt8, Hashable, Sendable, CustomStringConvertible {
+    case tcp = 6
+    case udp = 17
+
+    public init(_ kind: TransportKind) { self = kind == .datagram ? .udp : .tcp }
+    public var description: String { self == .udp ? "UDP" : "TCP" }
+}
+
+/// Where a UDP datagram or TCP segment lies inside a captured packet:
+/// offsets into the packet bytes, so finding it copies nothing.
+public struct TransportLocation: Hashable, Sendable {
     public enum Family: Hashable, Sendable { case ipv4, ipv6 }
     public var family: Family
+    public var transport: IPTransport = .udp
     /// Offsets of the 4-byte (IPv4) or 16-byte (IPv6) addresses.
     public var sourceAddressOffset: Int
     public var destinationAddressOffset: Int
@@ -37,6 +50,9 @@ public struct UDPLocation: Hashable, Sendable {
     public var destinationPort: UInt16
     public var payloadOffset: Int
     public var payloadCount: Int
+    /// TCP only: the segment's sequence number and flags (FIN 0x01, SYN 0x02, RST 0x04, …).
+    public var sequence: UInt32 = 0
+    public var flags: UInt8 = 0
 
     public init(family: Family, sourceAddressOffset: Int, destinationAddressOffset: Int,
                 sourcePort: UInt16, destinationPort: UInt16, payloadOffset: Int, payloadCount: Int) {
@@ -63,14 +79,15 @@ public struct UDPDatagram: Hashable, Sendable {
     }
 }
 
-/// What a captured packet holds, as far as MotionLink is concerned.
+/// What a captured packet holds, as far as a datagram protocol is concerned.
 public enum DecodedPacket: Hashable, Sendable {
     case udp(UDPDatagram)
     case skipped(PacketSkipReason)
 }
 
-/// Finds the UDP datagram in a captured packet: link layer, IPv4 or IPv6
-/// (walking hop-by-hop, routing and destination-options headers), then UDP.
+/// Finds the UDP datagram or TCP segment in a captured packet: link layer,
+/// IPv4 or IPv6 (walking hop-by-hop, routing and destination-options
+/// headers), then UDP or TCP.
 /// Pure: bytes in, answer out; libpcap only supplies the bytes.
 ///
 /// Checksums are not verified: captures taken on the sending host see
@@ -83,7 +100,7 @@ public struct PacketDecoder {
 
     /// Decodes a packet captured on a link of type `linkType`.
     public mutating func decode(_ packet: UnsafeRawBufferPointer, linkType: LinkType) -> DecodedPacket {
-        switch Self.locateUDP(in: packet, linkType: linkType) {
+        switch Self.locate(in: packet, linkType: linkType, transport: .udp) {
         case .skipped(let reason): return .skipped(reason)
         case .found(let location):
             let (source, destination) = endpoints(of: location, in: packet)
@@ -98,7 +115,7 @@ public struct PacketDecoder {
 
     /// The source and destination endpoints of a located datagram, with
     /// address text cached so a capture's few hosts are formatted once.
-    public mutating func endpoints(of location: UDPLocation, in packet: UnsafeRawBufferPointer) -> (source: Endpoint, destination: Endpoint) {
+    public mutating func endpoints(of location: TransportLocation, in packet: UnsafeRawBufferPointer) -> (source: Endpoint, destination: Endpoint) {
         let sourceHost: String, destinationHost: String
         switch location.family {
         case .ipv4:
@@ -124,13 +141,13 @@ public struct PacketDecoder {
     }
 
     public enum Location: Hashable, Sendable {
-        case found(UDPLocation)
+        case found(TransportLocation)
         case skipped(PacketSkipReason)
     }
 
-    /// Finds the UDP datagram without copying or allocating.
-    public static func locateUDP(in packet: UnsafeRawBufferPointer, linkType: LinkType) -> Location {
-        locateUDP(in: packet, link: LinkLayer(linkType))
+    /// Finds the UDP datagram or TCP segment without copying or allocating.
+    public static func locate(in packet: UnsafeRawBufferPointer, linkType: LinkType, transport: IPTransport) -> Location {
+        locate(in: packet, link: LinkLayer(linkType), transport: transport)
     }
 
     /// A link type resolved once per capture, so the per-packet path switches on a plain enum.
@@ -152,7 +169,7 @@ public struct PacketDecoder {
         }
     }
 
-    static func locateUDP(in packet: UnsafeRawBufferPointer, link: LinkLayer) -> Location {
+    static func locate(in packet: UnsafeRawBufferPointer, link: LinkLayer, transport: IPTransport) -> Location {
         let ipOffset: Int
         let version: Int?  // nil: read it from the IP header
         switch link {
@@ -209,8 +226,8 @@ public struct PacketDecoder {
         let actualVersion = Int(packet[ipOffset] >> 4)
         if let version, version != actualVersion { return .skipped(.notIP) }
         switch actualVersion {
-        case 4: return locateInIPv4(packet, at: ipOffset)
-        case 6: return locateInIPv6(packet, at: ipOffset)
+        case 4: return locateInIPv4(packet, at: ipOffset, transport: transport)
+        case 6: return locateInIPv6(packet, at: ipOffset, transport: transport)
         default: return .skipped(.notIP)
         }
     }
@@ -223,20 +240,20 @@ public struct PacketDecoder {
         }
     }
 
-    private static func locateInIPv4(_ packet: UnsafeRawBufferPointer, at ip: Int) -> Location {
+    private static func locateInIPv4(_ packet: UnsafeRawBufferPointer, at ip: Int, transport: IPTransport) -> Location {
         guard packet.count >= ip + 20 else { return .skipped(.truncated) }
         let headerLength = Int(packet[ip] & 0x0F) * 4
         let totalLength = Int(packet.bigEndianUInt16(at: ip + 2))
         guard headerLength >= 20, totalLength >= headerLength else { return .skipped(.truncated) }
         let flagsAndOffset = packet.bigEndianUInt16(at: ip + 6)
         if flagsAndOffset & 0x3FFF != 0 { return .skipped(.fragment) }  // MF set or offset non-zero
-        guard packet[ip + 9] == 17 else { return .skipped(.notUDP) }
+        guard packet[ip + 9] == transport.rawValue else { return .skipped(transport == .udp ? .notUDP : .notTCP) }
         // Ethernet pads short frames: the IP length, not the capture, says where the packet ends.
-        return locateUDP(packet, at: ip + headerLength, end: min(packet.count, ip + totalLength),
-                         family: .ipv4, sourceAddress: ip + 12, destinationAddress: ip + 16)
+        return locate(transport, packet, at: ip + headerLength, end: min(packet.count, ip + totalLength),
+                      family: .ipv4, sourceAddress: ip + 12, destinationAddress: ip + 16)
     }
 
-    private static func locateInIPv6(_ packet: UnsafeRawBufferPointer, at ip: Int) -> Location {
+    private static func locateInIPv6(_ packet: UnsafeRawBufferPointer, at ip: Int, transport: IPTransport) -> Location {
         guard packet.count >= ip + 40 else { return .skipped(.truncated) }
         let payloadLength = Int(packet.bigEndianUInt16(at: ip + 4))
         // A zero payload length means a jumbogram; take the capture's end then.
@@ -245,8 +262,8 @@ public struct PacketDecoder {
         var offset = ip + 40
         while true {
             switch nextHeader {
-            case 17:
-                return locateUDP(packet, at: offset, end: end, family: .ipv6, sourceAddress: ip + 8, destinationAddress: ip + 24)
+            case transport.rawValue:
+                return locate(transport, packet, at: offset, end: end, family: .ipv6, sourceAddress: ip + 8, destinationAddress: ip + 24)
             case 0, 43, 60:  // hop-by-hop, routing, destination options: length in 8-byte units after the first 8
                 guard end >= offset + 2 else { return .skipped(.truncated) }
                 nextHeader = packet[offset]
@@ -254,17 +271,41 @@ public struct PacketDecoder {
             case 44:
                 return .skipped(.fragment)
             default:
-                return .skipped(.notUDP)
+                return .skipped(transport == .udp ? .notUDP : .notTCP)
             }
         }
     }
 
-    private static func locateUDP(_ packet: UnsafeRawBufferPointer, at udp: Int, end: Int, family: UDPLocation.Family,
+    @inline(__always)
+    private static func locate(_ transport: IPTransport, _ packet: UnsafeRawBufferPointer, at offset: Int, end: Int,
+                               family: TransportLocation.Family, sourceAddress: Int, destinationAddress: Int) -> Location {
+        switch transport {
+        case .udp: return locateUDP(packet, at: offset, end: end, family: family, sourceAddress: sourceAddress, destinationAddress: destinationAddress)
+        case .tcp: return locateTCP(packet, at: offset, end: end, family: family, sourceAddress: sourceAddress, destinationAddress: destinationAddress)
+        }
+    }
+
+    private static func locateTCP(_ packet: UnsafeRawBufferPointer, at tcp: Int, end: Int, family: TransportLocation.Family,
+                                  sourceAddress: Int, destinationAddress: Int) -> Location {
+        guard end >= tcp + 20 else { return .skipped(.truncated) }
+        let headerLength = Int(packet[tcp + 12] >> 4) * 4
+        guard headerLength >= 20, tcp + headerLength <= end else { return .skipped(.truncated) }
+        var location = TransportLocation(
+            family: family, sourceAddressOffset: sourceAddress, destinationAddressOffset: destinationAddress,
+            sourcePort: packet.bigEndianUInt16(at: tcp), destinationPort: packet.bigEndianUInt16(at: tcp + 2),
+            payloadOffset: tcp + headerLength, payloadCount: end - tcp - headerLength)
+        location.transport = .tcp
+        location.sequence = UInt32(bigEndian: packet.loadUnaligned(fromByteOffset: tcp + 4, as: UInt32.self))
+        location.flags = packet[tcp + 13]
+        return .found(location)
+    }
+
+    private static func locateUDP(_ packet: UnsafeRawBufferPointer, at udp: Int, end: Int, family: TransportLocation.Family,
                                   sourceAddress: Int, destinationAddress: Int) -> Location {
         guard end >= udp + 8 else { return .skipped(.truncated) }
         let length = Int(packet.bigEndianUInt16(at: udp + 4))
         guard length >= 8, udp + length <= end else { return .skipped(.truncated) }
-        return .found(UDPLocation(family: family, sourceAddressOffset: sourceAddress, destinationAddressOffset: destinationAddress,
+        return .found(TransportLocation(family: family, sourceAddressOffset: sourceAddress, destinationAddressOffset: destinationAddress,
                                   sourcePort: packet.bigEndianUInt16(at: udp), destinationPort: packet.bigEndianUInt16(at: udp + 2),
                                   payloadOffset: udp + 8, payloadCount: length - 8))
     }

@@ -41,22 +41,66 @@ public struct PacketSkipCounts: Hashable, Sendable, CustomStringConvertible {
         case .truncated: return 3
         case .unsupportedLinkType: return 4
         case .otherPort: return 5
+        case .notTCP: return 6
         }
     }
 }
 
+/// Puts captured TCP segments back into stream order, for byte-stream
+/// protocols: the reader hands it every segment to or from the host's port
+/// and records the stream bytes it gives back, in order, as they become
+/// available. One reassembler serves all of a capture's connections.
+public protocol StreamReassembler {
+    /// Takes one captured segment; returns the stream bytes it completes, in stream order.
+    mutating func add(_ segment: TCPSegment) -> [StreamChunk]
+    /// The capture ended: whatever can still be given.
+    mutating func finish() -> [StreamChunk]
+}
+
+/// One captured TCP segment of one direction of a connection.
+public struct TCPSegment: Hashable, Sendable {
+    public var timeNs: Int64
+    public var direction: Direction
+    public var source: Endpoint
+    public var destination: Endpoint
+    public var sequence: UInt32
+    /// FIN 0x01, SYN 0x02, RST 0x04, PSH 0x08, ACK 0x10.
+    public var flags: UInt8
+    public var payload: [UInt8]
+}
+
+/// Stream bytes of one direction of a connection, in order.
+public struct StreamChunk: Hashable, Sendable {
+    public var timeNs: Int64
+    public var direction: Direction
+    public var source: Endpoint
+    public var destination: Endpoint
+    public var bytes: [UInt8]
+
+    public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, bytes: [UInt8]) {
+        self.timeNs = timeNs
+        self.direction = direction
+        self.source = source
+        self.destination = destination
+        self.bytes = bytes
+    }
+}
+
 /// Reads a pcap or pcapng capture (through libpcap) as a stream of trace
-/// message records: the MotionLink datagrams to or from `port`.
+/// message records: the protocol's UDP datagrams to or from `port`, or, for
+/// a byte-stream protocol, the TCP stream bytes a `StreamReassembler` puts
+/// back in order.
 ///
 /// - Timestamps are read at nanosecond precision; microsecond files are scaled.
-/// - A datagram to `port` is controller→host, one from `port` host→controller.
+/// - Traffic to `port` is controller→host, from `port` host→controller.
 /// - Everything else is skipped and counted by reason in `skipped`.
 /// - A capture cut short (a killed tcpdump) reads up to its last whole packet
 ///   and sets `truncation`, whose `line` is the number of the cut packet.
 public final class PcapTraceReader: TraceRecordSource {
     public let source: String
     public let header: TraceHeader
-    /// The MotionLink host's UDP port.
+    public let wireProtocol: any WireProtocol.Type
+    /// The host's UDP or TCP port.
     public let port: UInt16
     public let linkType: LinkType
     public let fileFormat: CaptureFileFormat
@@ -79,6 +123,9 @@ public final class PcapTraceReader: TraceRecordSource {
     private struct State {
         var decoder = PacketDecoder()
         let link: PacketDecoder.LinkLayer
+        let transport: IPTransport
+        var reassembler: (any StreamReassembler)?
+        var chunks: [StreamChunk] = []
         var truncation: TraceTruncation?
         var packetCount = 0
         var recordCount = 0
@@ -88,8 +135,15 @@ public final class PcapTraceReader: TraceRecordSource {
         var finished = false
     }
 
-    /// Opens the capture at `path`. `tool` goes into the header.
-    public init(path: String, port: UInt16 = MotionLinkV1.defaultPort, tool: String = "KinetracePcap") throws(TraceError) {
+    /// Opens the capture at `path`, holding `wireProtocol`'s traffic to and from the host at
+    /// `port` (nil: the protocol's default). A byte-stream protocol needs `reassembler`.
+    /// `tool` goes into the header.
+    public init(path: String, wireProtocol: any WireProtocol.Type, port: UInt16? = nil, tool: String = "KinetracePcap",
+                reassembler: (any StreamReassembler)? = nil) throws(TraceError) {
+        if wireProtocol.transport == .byteStream && reassembler == nil {
+            throw TraceError(.unreadable, source: path,
+                             message: "reading \(wireProtocol.id) from a capture needs TCP stream reassembly, which this build lacks")
+        }
         // Our own open first, so a missing or unreadable file gets the same error as for a trace.
         let format = try CaptureFileFormat(fileAt: path)
         var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
@@ -99,15 +153,18 @@ public final class PcapTraceReader: TraceRecordSource {
         }
         self.handle = handle
         self.source = path
+        self.wireProtocol = wireProtocol
+        let port = port ?? wireProtocol.defaultPort
         self.port = port
         self.fileFormat = format
         self.linkType = LinkType(pcap_datalink(handle))
         self.statePointer = .allocate(capacity: 1)
-        statePointer.initialize(to: State(link: PacketDecoder.LinkLayer(linkType), offsetAfterLastPacket: Self.fileOffset(handle) ?? 0))
+        statePointer.initialize(to: State(link: PacketDecoder.LinkLayer(linkType), transport: IPTransport(wireProtocol.transport),
+                                          reassembler: reassembler, offsetAfterLastPacket: Self.fileOffset(handle) ?? 0))
         var info = stat()
         let modified = stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) : 0
         header = TraceHeader(
-            created: RFC3339.string(fromNanoseconds: modified), tool: tool, capturePoint: .network, clock: .pcap,
+            created: RFC3339.string(fromNanoseconds: modified), tool: tool, protocolID: wireProtocol.id, capturePoint: .network, clock: .pcap,
             notes: "read from \(path): \(format), link type \(linkType)")
     }
 
@@ -121,23 +178,29 @@ public final class PcapTraceReader: TraceRecordSource {
         try nextMessage().map(TraceRecord.message)
     }
 
-    /// The next MotionLink message, or nil at the end (check `truncation` then).
+    /// The next message (or, for a byte-stream protocol, stream bytes), or nil at the end (check `truncation` then).
     public func nextMessage() throws(TraceError) -> MessageRecord? {
         try Self.nextMessage(&statePointer.pointee, handle: handle, port: port, fileFormat: fileFormat, source: source)
     }
 
     private static func nextMessage(_ state: inout State, handle: OpaquePointer, port: UInt16,
                                     fileFormat: CaptureFileFormat, source: String) throws(TraceError) -> MessageRecord? {
-        guard !state.finished else { return nil }
         var headerPointer: UnsafeMutablePointer<pcap_pkthdr>?
         var dataPointer: UnsafePointer<UInt8>?
         while true {
+            if !state.chunks.isEmpty {
+                let chunk = state.chunks.removeFirst()
+                state.recordCount += 1
+                return MessageRecord(timeNs: chunk.timeNs, direction: chunk.direction, source: chunk.source,
+                                     destination: chunk.destination, payload: chunk.bytes)
+            }
+            guard !state.finished else { return nil }
             let status = pcap_next_ex(handle, &headerPointer, &dataPointer)
             guard status == 1, let packetHeader = headerPointer?.pointee, let data = dataPointer else {
                 state.finished = true
-                if status == PCAP_ERROR_BREAK { return nil }  // end of file
-                try failOrTruncate(&state, handle: handle, source: source)
-                return nil
+                if status != PCAP_ERROR_BREAK { try failOrTruncate(&state, handle: handle, source: source) }  // else end of file
+                if state.reassembler != nil { state.chunks = state.reassembler!.finish() }
+                continue
             }
             state.packetCount += 1
             if fileFormat == .pcapng, let offset = fileOffset(handle) {
@@ -146,8 +209,8 @@ public final class PcapTraceReader: TraceRecordSource {
                 state.offsetAfterLastPacket += 16 + Int(packetHeader.caplen)
             }
             let packet = UnsafeRawBufferPointer(start: data, count: Int(packetHeader.caplen))
-            let location: UDPLocation
-            switch PacketDecoder.locateUDP(in: packet, link: state.link) {
+            let location: TransportLocation
+            switch PacketDecoder.locate(in: packet, link: state.link, transport: state.transport) {
             case .skipped(let reason):
                 state.skipped[reason] += 1
                 continue
@@ -159,10 +222,17 @@ public final class PcapTraceReader: TraceRecordSource {
                 continue
             }
             let (sourceEndpoint, destinationEndpoint) = state.decoder.endpoints(of: location, in: packet)
-            // Inline for MotionLink sizes: no allocation per record.
-            let payload = Payload(copying: UnsafeRawBufferPointer(rebasing: packet[location.payloadOffset..<location.payloadOffset + location.payloadCount]))
+            let bytes = UnsafeRawBufferPointer(rebasing: packet[location.payloadOffset..<location.payloadOffset + location.payloadCount])
             // With nanosecond precision requested, tv_usec holds nanoseconds.
             let timeNs = Int64(packetHeader.ts.tv_sec) * 1_000_000_000 + Int64(packetHeader.ts.tv_usec)
+            if location.transport == .tcp {
+                state.chunks = state.reassembler!.add(TCPSegment(
+                    timeNs: timeNs, direction: direction, source: sourceEndpoint, destination: destinationEndpoint,
+                    sequence: location.sequence, flags: location.flags, payload: Array(bytes)))
+                continue
+            }
+            // Inline for small payloads: no allocation per record.
+            let payload = Payload(copying: bytes)
             state.recordCount += 1
             return MessageRecord(timeNs: timeNs, direction: direction, source: sourceEndpoint,
                                  destination: destinationEndpoint, payload: payload)
@@ -197,8 +267,8 @@ public final class PcapTraceReader: TraceRecordSource {
 }
 
 extension Direction {
-    /// The direction of a UDP datagram relative to the MotionLink host's port:
-    /// to it is controller→host, from it host→controller, else not MotionLink.
+    /// The direction of a datagram or segment relative to the host's port:
+    /// to it is controller→host, from it host→controller, else not the protocol's.
     public init?(sourcePort: UInt16, destinationPort: UInt16, hostPort: UInt16) {
         if destinationPort == hostPort {
             self = .controllerToHost

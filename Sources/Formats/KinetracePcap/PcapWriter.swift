@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KinetraceSupport
 import KinetraceTrace
 
 /// Builds a nanosecond pcap (magic 0xA1B23C4D, little-endian, link type
@@ -169,7 +170,8 @@ public final class PcapWriter {
 
     public init(path: String) throws(TraceError) {
         self.path = path
-        file = try BufferedFile(path: path, reserving: Self.flushBytes + 2048)
+        do throws(FileError) { file = try BufferedFile(path: path, reserving: Self.flushBytes + 2048) }
+        catch { throw TraceError(error) }
         encoder = PcapEncoder(source: path)
         file.pending += PcapEncoder.fileHeader
     }
@@ -200,10 +202,14 @@ public final class PcapWriter {
         if file.pending.count >= Self.flushBytes { try flush() }
     }
 
-    public func flush() throws(TraceError) { try file.flush() }
+    public func flush() throws(TraceError) {
+        do throws(FileError) { try file.flush() } catch { throw TraceError(error) }
+    }
 
     /// Flushes and closes; further writes are a programming error.
-    public func close() throws(TraceError) { try file.close() }
+    public func close() throws(TraceError) {
+        do throws(FileError) { try file.close() } catch { throw TraceError(error) }
+    }
 }
 
 extension [UInt8] {

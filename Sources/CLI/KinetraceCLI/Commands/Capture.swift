@@ -1,4 +1,5 @@
 import ArgumentParser
+import KinetraceJSON
 import KinetraceCapture
 import KinetraceTrace
 import KinetraceWire
@@ -7,9 +8,9 @@ import Logging
 /// `kinetrace capture`: live capture to pcap and trace at once.
 struct Capture: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Capture MotionLink traffic live with libpcap, to a nanosecond pcap and a trace at once.",
+        abstract: "Capture a protocol's traffic live with libpcap, to a nanosecond pcap and a trace at once.",
         discussion: """
-            Captures both directions of the MotionLink port on IPv4 and IPv6, in immediate \
+            Captures both directions of the host's port on IPv4 and IPv6, in immediate \
             mode with nanosecond timestamps, and flushes both files several times a second, \
             so a killed capture leaves readable files. On SIGINT or SIGTERM, or when \
             --duration or --count runs out, it drains everything the kernel has captured \
@@ -26,8 +27,10 @@ struct Capture: ParsableCommand {
     @Option(help: ArgumentHelp("A BPF filter that narrows the default, udp port PORT, further.", valueName: "bpf"))
     var filter: String?
 
-    @Option(help: ArgumentHelp("UDP port of the MotionLink host.", valueName: "port"))
-    var port: UInt16 = MotionLinkV1.defaultPort
+    @OptionGroup var wire: ProtocolOptions
+
+    @Option(help: ArgumentHelp("The host's port (default: the protocol's, 47110 for motionlink-v1).", valueName: "port"))
+    var port: UInt16?
 
     @Option(help: ArgumentHelp("The pcap file to write (nanosecond timestamps).", valueName: "file"), completion: .file())
     var pcap: String
@@ -47,8 +50,7 @@ struct Capture: ParsableCommand {
     @Option(name: .customLong("buffer-mib"), help: ArgumentHelp("Kernel capture buffer in MiB; it holds about buffer ÷ snaplen packets.", valueName: "mib"))
     var bufferMiB: Int32 = 32
 
-    @Option(help: ArgumentHelp("Summary format: text for people, json for machines.", valueName: "format"))
-    var format: OutputFormat = .text
+    @OptionGroup var summaryFormat: SummaryFormatOptions
 
     func validate() throws {
         if duration != nil && count != nil { throw ValidationError("Give --duration or --count, not both.") }
@@ -59,7 +61,7 @@ struct Capture: ParsableCommand {
     }
 
     func run() throws {
-        var configuration = LiveCapture.Configuration(interface: interface, pcapPath: pcap, tracePath: trace)
+        var configuration = LiveCapture.Configuration(wireProtocol: wire.wireProtocol, interface: interface, pcapPath: pcap, tracePath: trace)
         configuration.port = port
         configuration.filter = filter
         configuration.durationS = duration
@@ -67,7 +69,7 @@ struct Capture: ParsableCommand {
         configuration.snaplen = snaplen
         configuration.bufferBytes = bufferMiB << 20
         let capture: LiveCapture
-        do {
+        do throws(CaptureError) {
             capture = try LiveCapture(configuration: configuration, logger: Logger(label: "kinetrace.capture"))
         } catch {
             printError(error.description)
@@ -83,13 +85,13 @@ struct Capture: ParsableCommand {
         let signals = onTermination { _ in capture.stop() }
         defer { _ = signals }
         let report: CaptureReport
-        do {
+        do throws(CaptureError) {
             report = try capture.run()
         } catch {
             printError(error.description)
             throw ExitStatus.ioError
         }
-        switch format {
+        switch summaryFormat.format {
         case .text:
             let skipped = report.skipped.keys.sorted().map { "\($0) \(report.skipped[$0]!)" }.joined(separator: ", ")
             printNow("captured \(report.packets) packets (\(report.messages["c2h"] ?? 0) controller→host, "

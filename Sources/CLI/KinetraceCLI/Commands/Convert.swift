@@ -1,4 +1,5 @@
 import ArgumentParser
+import KinetraceJSON
 import KinetracePcap
 import KinetraceTrace
 import KinetraceWire
@@ -19,10 +20,10 @@ struct Convert: ParsableCommand {
             output format comes from OUT's extension (.pcap for pcap, .jsonl or .ktrace for a \
             trace) unless --to names it. Writing pcapng is not supported.
 
-            From a capture, a UDP datagram to the MotionLink port becomes a controller→host \
-            message and one from it a host→controller message, with its nanosecond timestamp. \
-            Other packets (IP fragments, other protocols, other ports) are skipped and counted \
-            by reason.
+            From a capture, a datagram to the host's port (--protocol and --port) becomes a \
+            controller→host message and one from it a host→controller message, with its \
+            nanosecond timestamp. Other packets (IP fragments, other protocols, other ports) \
+            are skipped and counted by reason.
 
             To pcap, each message becomes an Ethernet, IPv4 or IPv6, and UDP packet with \
             correct checksums; the controller's MAC address is 02:4b:54:00:00:01 and the \
@@ -39,11 +40,8 @@ struct Convert: ParsableCommand {
     @Option(help: ArgumentHelp("Output type, overriding OUT's extension: trace or pcap.", valueName: "type"))
     var to: OutputKind?
 
-    @Option(help: ArgumentHelp("UDP port of the MotionLink host, used to tell direction in pcap and pcapng input.", valueName: "port"))
-    var port: UInt16 = MotionLinkV1.defaultPort
-
-    @Option(help: ArgumentHelp("Summary format: text for people, json for machines.", valueName: "format"))
-    var format: OutputFormat = .text
+    @OptionGroup var inputOptions: CaptureInputOptions
+    @OptionGroup var summaryFormat: SummaryFormatOptions
 
     enum OutputKind: String, ExpressibleByArgument, CaseIterable {
         case trace, pcap
@@ -77,7 +75,8 @@ struct Convert: ParsableCommand {
     func run() throws {
         let kind = try outputKind()
         let summary = try reportingFailures { () throws(TraceError) -> ConversionSummary in
-            let reader = try TraceInput.open(path: input, port: port)
+            // Records as stored: a byte-stream protocol's chunks keep their boundaries.
+            let reader = try TraceInput.open(path: input, wireProtocol: inputOptions.wire.given, port: inputOptions.port, framed: false)
             let capture = reader as? PcapTraceReader
             var summary = ConversionSummary(input: input, inputFormat: capture?.fileFormat ?? .trace,
                                             output: output, outputKind: kind)
@@ -112,6 +111,7 @@ struct Convert: ParsableCommand {
             if let capture {
                 summary.packetsRead = capture.packetCount
                 summary.skipped = capture.skipped
+                summary.transport = IPTransport(capture.wireProtocol.transport)
             } else {
                 summary.unknownRecords = reader.unknownRecordCount
             }
@@ -119,7 +119,7 @@ struct Convert: ParsableCommand {
             return summary
         }
         if let truncation = summary.truncation { printWarning("\(input): \(truncation)") }
-        switch format {
+        switch summaryFormat.format {
         case .text: print(summary.text, terminator: "")
         case .json: print(summary.json.jsonText)
         }
@@ -140,6 +140,7 @@ struct ConversionSummary {
     /// Capture input only.
     var packetsRead: Int?
     var skipped: PacketSkipCounts?
+    var transport = IPTransport.udp
     /// Trace input only: records of kinds this version does not know.
     var unknownRecords = 0
     var labelsNotWritten = 0
@@ -178,7 +179,9 @@ struct ConversionSummary {
         ]
         if let packetsRead, let skipped {
             object["packets_read"] = .integer(Int64(packetsRead))
-            object["packets_skipped"] = .object(Dictionary(uniqueKeysWithValues: PacketSkipReason.allCases.map {
+            // The reasons that can apply to the protocol's transport.
+            let reasons = PacketSkipReason.allCases.filter { $0 != (transport == .udp ? .notTCP : .notUDP) }
+            object["packets_skipped"] = .object(Dictionary(uniqueKeysWithValues: reasons.map {
                 ($0.rawValue, JSONValue.integer(Int64(skipped[$0])))
             }))
         } else {

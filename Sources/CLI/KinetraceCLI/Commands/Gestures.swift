@@ -19,11 +19,10 @@ struct GesturesList: ParsableCommand {
         commandName: "list",
         abstract: "List the detectors, the gestures each reports, and their parameters with defaults.")
 
-    @Option(help: ArgumentHelp("Output format: text for people, json for machines.", valueName: "format"))
-    var format: OutputFormat = .text
+    @OptionGroup var summaryFormat: SummaryFormatOptions
 
     func run() {
-        switch format {
+        switch summaryFormat.format {
         case .text:
             for kind in DetectorKind.allCases {
                 print("\(kind.rawValue)  (\(kind.gestures.joined(separator: ", ")))")

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import KinetraceSupport
+import KinetraceJSON
 import KinetraceGestures
 import KinetracePcap
 import KinetraceReplay
@@ -66,11 +68,7 @@ struct GesturesEval: ParsableCommand {
     @Option(name: .customLong("min-recall"), help: ArgumentHelp("Fail when the total recall is below this.", valueName: "x"))
     var minRecall: Double?
 
-    @Option(help: ArgumentHelp("Report format: text for people, json for machines (and --baseline), junit for CI.", valueName: "format"))
-    var format: GestureFormat = .text
-
-    @Option(help: ArgumentHelp("Write the report to this file instead of standard output.", valueName: "file"))
-    var out: String?
+    @OptionGroup var report: ReportOptions<GestureFormat>
 
     @Option(help: ArgumentHelp("Draw an SVG: the precision–recall curve and F1 per value for a sweep, else F1 per trace.", valueName: "file.svg"))
     var plot: String?
@@ -81,8 +79,7 @@ struct GesturesEval: ParsableCommand {
     @Option(name: .customLong("live-speed"), help: ArgumentHelp("Replay speed for --live: 1 keeps the recorded timing.", valueName: "x"))
     var liveSpeed: Double = 1
 
-    @Option(help: ArgumentHelp("UDP port of the MotionLink host, used to tell direction in pcap and pcapng input.", valueName: "port"))
-    var port: UInt16 = MotionLinkV1.defaultPort
+    @OptionGroup var input: CaptureInputOptions
 
     func validate() throws {
         guard !traces.isEmpty else { throw ValidationError("Name at least one trace.") }
@@ -118,13 +115,13 @@ struct GesturesEval: ParsableCommand {
         let window = try matchWindow()
         let paths = try Self.expand(traces)
         let started = SystemClock.monotonicNs()
-        let report: GestureReport
+        let result: GestureReport
         var timing = GestureTiming()
         if let live {
-            report = try evaluateLive(paths: paths, host: live, window: window)
+            result = try evaluateLive(paths: paths, host: live, window: window)
         } else {
             let (settings, swept) = try detectorSettings()
-            report = try evaluateOffline(paths: paths, settings: settings, swept: swept, window: window, timing: &timing)
+            result = try evaluateOffline(paths: paths, settings: settings, swept: swept, window: window, timing: &timing)
         }
         timing.totalNs = SystemClock.monotonicNs() - started
 
@@ -132,24 +129,24 @@ struct GesturesEval: ParsableCommand {
         var traceRegressions: [GestureBaseline.TraceRegression] = []
         if let baseline {
             let stored = try Self.loadBaseline(baseline)
-            checks = stored.compare(with: report.totals[report.bestIndex], margin: margin)
-            traceRegressions = stored.traceRegressions(in: report, margin: margin)
+            checks = stored.compare(with: result.totals[result.bestIndex], margin: margin)
+            traceRegressions = stored.traceRegressions(in: result, margin: margin)
         }
-        let best = report.totals[report.bestIndex]
+        let best = result.totals[result.bestIndex]
         if let minF1 { checks.append(.init(metric: "f1", baseline: minF1, current: best.f1 ?? 0, margin: 0)) }
         if let minRecall { checks.append(.init(metric: "recall", baseline: minRecall, current: best.recall ?? 0, margin: 0)) }
 
         if let plot {
-            let svg = GestureFigures.figure(report)
+            let svg = GestureFigures.figure(result)
             try writeOutput(svg, to: plot, what: "the plot")
         }
         let text: String
-        switch format {
-        case .text: text = GestureRendering.text(report, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing)
-        case .json: text = GestureRendering.json(report, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing)
-        case .junit: text = GestureRendering.junit(report, checks: checks, elapsedNs: timing.totalNs)
+        switch report.format {
+        case .text: text = GestureRendering.text(result, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing)
+        case .json: text = GestureRendering.json(result, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing)
+        case .junit: text = GestureRendering.junit(result, checks: checks, elapsedNs: timing.totalNs)
         }
-        try writeOutput(text, to: out)
+        try writeOutput(text, to: report.out)
         let failed = checks.filter(\.regressed)
         if !failed.isEmpty {
             printError(failed.map { "\($0.metric) \(GestureRendering.number($0.current)) is below \(GestureRendering.number($0.baseline))"
@@ -193,7 +190,7 @@ struct GesturesEval: ParsableCommand {
             if stdoutIsTerminal { writeStandardError("\rgestures: \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
             let readStart = SystemClock.monotonicNs()
             let trace = try reportingFailures { () throws(TraceError) -> GestureTrace in
-                let reader = try TraceInput.open(path: path, port: port)
+                let reader = try TraceInput.open(path: path, wireProtocol: input.wire.given, port: input.port)
                 let trace = try GestureTrace.read(reader, source: source)
                 if let truncation = reader.truncation { printWarning("\(path): \(truncation)") }
                 return trace
@@ -230,11 +227,11 @@ struct GesturesEval: ParsableCommand {
         let signals = LiveStop()
         for (n, path) in paths.enumerated() {
             if stdoutIsTerminal { writeStandardError("\rgestures: replaying \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
-            let (trace, input) = try reportingFailures { () throws(TraceError) -> (GestureTrace, ReplayInput) in
-                (try GestureTrace.read(try TraceInput.open(path: path, port: port), source: .frames),
-                 try ReplayInput.load(paths: [path], port: port))
+            let (trace, replayInput) = try reportingFailures { () throws(TraceError) -> (GestureTrace, ReplayInput) in
+                (try GestureTrace.read(try TraceInput.open(path: path, wireProtocol: input.wire.given, port: input.port), source: .frames),
+                 try ReplayInput.load(paths: [path], wireProtocol: input.wire.given, port: input.port))
             }
-            var configuration = Replayer.Configuration(target: .udp(address), input: input)
+            var configuration = Replayer.Configuration(target: .udp(address), input: replayInput)
             configuration.options.speed = liveSpeed
             let replayer = Replayer(configuration: configuration, logger: Logger(label: "kinetrace.gestures") { _ in SwiftLogNoOpLogHandler() })
             let report: ReplayReport
@@ -316,8 +313,10 @@ struct GestureTiming {
     var evaluateNs: Int64 = 0
 }
 
-enum GestureFormat: String, ExpressibleByArgument, CaseIterable {
+enum GestureFormat: String, ReportFormat {
     case text, json, junit
+    static var defaultFormat: GestureFormat { .text }
+    static var formatHelp: String { "text for people, json for machines (and --baseline), junit for CI" }
 }
 
 extension SampleSource: ExpressibleByArgument {}

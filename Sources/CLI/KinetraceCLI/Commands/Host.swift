@@ -1,55 +1,57 @@
 import ArgumentParser
 import Dispatch
+import KinetraceJSON
 import KinetraceHost
 import KinetraceTrace
 import KinetraceWire
 import Logging
 
-/// `kinetrace host`: the reference MotionLink v1 host.
+/// `kinetrace host`: the reference host.
 struct Host: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the reference MotionLink v1 host: detect jumps and answer each with a haptic ack.",
+        abstract: "Run the reference host: detect jumps and answer each as the protocol says (MotionLink v1: a haptic ack).",
         discussion: """
             Listens on one UDP socket (IPv4 or IPv6) for any number of controllers. Every \
-            valid MotionFrame goes through the gesture rule of specs/motionlink-v1.md for its \
-            controller (source address and port); each trigger is logged and answered with \
-            exactly one HapticAck. Invalid datagrams are dropped silently and the host keeps \
-            serving. Prints "listening on ADDRESS:PORT" once bound (use --port 0 for any free \
-            port) and a summary on SIGINT or SIGTERM.
+            message goes through the protocol's host model for its controller (source address \
+            and port): for MotionLink v1, the gesture rule of specs/motionlink-v1.md, each \
+            trigger logged and answered with exactly one HapticAck. Invalid datagrams are \
+            dropped silently and the host keeps serving. Prints "listening on ADDRESS:PORT" \
+            once bound (use --port 0 for any free port) and a summary on SIGINT or SIGTERM.
 
             With --stdio the host has no socket: it reads controller messages as stdio adapter \
-            records on standard input and writes its acks as records on standard output \
+            records on standard input and writes its replies as records on standard output \
             (specs/stdio-adapter-v1.md), as `kinetrace replay --exec` expects, and exits with \
-            a summary on standard error at the end of its input.
+            a summary on standard error at the end of its input. Decisions that have no reply \
+            on the wire are written as observation records; --observe writes one for every \
+            decision.
             """)
 
     @Option(help: ArgumentHelp("The address to bind: 127.0.0.1, ::1, 0.0.0.0 or ::.", valueName: "address"))
     var bind = "127.0.0.1"
 
-    @Option(help: ArgumentHelp("The UDP port to listen on; 0 picks a free one.", valueName: "port"))
-    var port = Int(MotionLinkV1.defaultPort)
+    @Option(help: ArgumentHelp("The UDP port to listen on (default: the protocol's, 47110 for motionlink-v1); 0 picks a free one.", valueName: "port"))
+    var port: Int?
 
-    @Option(help: ArgumentHelp("Jump threshold τ in g: a frame triggers when ay exceeds it.", valueName: "g"))
-    var threshold = GestureRule.default.threshold
-
-    @Option(name: .customLong("refractory-ms"), help: ArgumentHelp("Refractory period R in milliseconds of frame time between triggers.", valueName: "ms"))
-    var refractoryMs = GestureRule.default.refractoryMs
+    @OptionGroup var wire: ProtocolOptions
+    @OptionGroup var ruleOptions: GestureRuleOptions
 
     @Option(help: ArgumentHelp("Record every datagram received and every ack sent to this trace file.", valueName: "file"), completion: .file())
     var trace: String?
 
-    @Option(help: ArgumentHelp("Summary format on exit: text for people, json for machines.", valueName: "format"))
-    var format: OutputFormat = .text
+    @OptionGroup var summaryFormat: SummaryFormatOptions
 
-    @Flag(name: .shortAndLong, help: "Log every trigger to standard error.")
+    @Flag(name: .shortAndLong, help: "Log every decision (MotionLink v1: every trigger) to standard error.")
     var verbose = false
 
     @Flag(help: "Serve the stdio adapter framing on standard input and output instead of a UDP socket.")
     var stdio = false
 
+    @Flag(help: "With --stdio, also report decisions that have a reply on the observation channel.")
+    var observe = false
+
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") }
-        guard threshold.isFinite else { throw ValidationError("--threshold must be a finite number.") }
+        if let port { guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") } }
+        if observe && !stdio { throw ValidationError("--observe applies only with --stdio.") }
         if stdio && trace != nil { throw ValidationError("--trace records a UDP host; with --stdio, record on the replay side (kinetrace replay --record).") }
     }
 
@@ -57,10 +59,10 @@ struct Host: ParsableCommand {
         if stdio { return try runStdio() }
         var logger = Logger(label: "kinetrace.host") { StreamLogHandler.standardError(label: $0) }
         logger.logLevel = verbose ? .info : .warning
-        var configuration = ReferenceHost.Configuration()
+        var configuration = ReferenceHost.Configuration(wireProtocol: wire.wireProtocol)
         configuration.bindHost = bind
         configuration.port = port
-        configuration.rule = GestureRule(threshold: threshold, refractoryMs: refractoryMs)
+        configuration.rule = ruleOptions.rule
         configuration.tracePath = trace
         let host: ReferenceHost
         do {
@@ -68,8 +70,11 @@ struct Host: ParsableCommand {
         } catch let error as TraceError {
             printError(error.description)
             throw ExitStatus.forTraceError(error)
+        } catch let error as HostError {
+            printError(error.description)
+            throw ExitCode.validationFailure
         } catch {
-            printError("cannot listen on \(Endpoint(host: bind, port: UInt16(port))): \(error)")
+            printError("cannot listen on \(Endpoint(host: bind, port: UInt16(configuration.boundPort))): \(error)")
             throw ExitStatus.unavailable
         }
         printNow("listening on \(Endpoint(host.localAddress))")
@@ -88,8 +93,9 @@ struct Host: ParsableCommand {
     }
 
     private func runStdio() throws {
-        var host = StdioHost()
-        host.rule = GestureRule(threshold: threshold, refractoryMs: refractoryMs)
+        var host = StdioHost(wireProtocol: wire.wireProtocol)
+        host.rule = ruleOptions.rule
+        host.observeAll = observe
         let stats: HostStatistics
         do throws(StdioHostError) {
             stats = try host.run()
@@ -103,7 +109,7 @@ struct Host: ParsableCommand {
 
     private func printSummary(_ stats: HostStatistics, toStandardError: Bool) {
         let emit: (String) -> Void = toStandardError ? { writeStandardError($0 + "\n") } : { printNow($0) }
-        switch format {
+        switch summaryFormat.format {
         case .text:
             let invalid = stats.invalidByReason.keys.sorted().map { "\($0) \(stats.invalidByReason[$0]!)" }.joined(separator: ", ")
             emit("received \(stats.datagrams) datagrams from \(stats.controllers) controller(s): \(stats.validFrames) valid frames"

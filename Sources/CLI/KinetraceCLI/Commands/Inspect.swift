@@ -7,11 +7,12 @@ import KinetraceWire
 /// `kinetrace inspect FILE`: summarises a trace.
 struct Inspect: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Summarise a trace: traffic per direction and controller, frame intervals, validity and gestures.",
+        abstract: "Summarise a trace: traffic per direction and controller, sample intervals, validity and gestures.",
         discussion: """
-            Reads the trace in one pass, in constant memory. The gesture rule is replayed \
-            over the frames exactly as a conforming host applies it (specs/motionlink-v1.md, \
-            ML-GESTURE-*), and the triggers it finds are matched with the acks in the trace.
+            Reads the trace in one pass, in constant memory. The protocol's host model is \
+            run over the samples exactly as a conforming host applies it (for MotionLink \
+            v1, the gesture rule of specs/motionlink-v1.md, ML-GESTURE-*), and the \
+            decisions it makes are matched with the replies in the trace.
 
             A trace whose last line was cut short by a crash is read up to its last complete \
             record, with a warning.
@@ -20,27 +21,15 @@ struct Inspect: ParsableCommand {
     @Argument(help: ArgumentHelp("The trace to read: kinetrace trace v1 (JSON Lines), pcap or pcapng.", valueName: "file"), completion: .file())
     var file: String
 
-    @Option(help: ArgumentHelp("Output format: text for people, json for machines.", valueName: "format"))
-    var format: OutputFormat = .text
-
-    @Option(help: ArgumentHelp("Jump threshold τ in g: a frame triggers when ay exceeds it.", valueName: "g"))
-    var threshold: Double = GestureRule.default.threshold
-
-    @Option(name: .customLong("refractory-ms"), help: ArgumentHelp("Refractory period R in milliseconds of frame time between triggers.", valueName: "ms"))
-    var refractoryMs: UInt64 = GestureRule.default.refractoryMs
-
-    @Option(help: ArgumentHelp("UDP port of the MotionLink host, used to tell direction in pcap and pcapng input.", valueName: "port"))
-    var port: UInt16 = MotionLinkV1.defaultPort
-
-    func validate() throws {
-        guard threshold.isFinite else { throw ValidationError("--threshold must be a finite number.") }
-    }
+    @OptionGroup var input: CaptureInputOptions
+    @OptionGroup var ruleOptions: GestureRuleOptions
+    @OptionGroup var report: ReportOptions<OutputFormat>
 
     func run() throws {
-        let rule = GestureRule(threshold: threshold, refractoryMs: refractoryMs)
+        let rule = ruleOptions.rule
         let summary = try reportingFailures { () throws(TraceError) -> TraceSummary in
-            let reader = try TraceInput.open(path: file, port: port)
-            var summarizer = TraceSummarizer(source: reader.source, header: reader.header, rule: rule)
+            let reader = try TraceInput.open(path: file, wireProtocol: input.wire.given, port: input.port)
+            var summarizer = TraceSummarizer(source: reader.source, header: reader.header, wireProtocol: reader.wireProtocol, rule: rule)
             var progress = Progress(label: "records read")
             var recordCount = 0
             while let record = try reader.next() {
@@ -55,9 +44,9 @@ struct Inspect: ParsableCommand {
             return summary
         }
         if let truncation = summary.truncation { printWarning("\(file): \(truncation)") }
-        switch format {
-        case .text: print(SummaryRendering.text(summary), terminator: "")
-        case .json: print(SummaryRendering.json(summary).jsonText)
+        switch report.format {
+        case .text: try writeOutput(SummaryRendering.text(summary), to: report.out)
+        case .json: try writeOutput(SummaryRendering.json(summary).jsonText + "\n", to: report.out)
         }
     }
 }

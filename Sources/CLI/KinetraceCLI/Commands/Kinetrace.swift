@@ -1,4 +1,5 @@
 import ArgumentParser
+import KinetraceWire
 
 /// The root command: `kinetrace SUBCOMMAND`.
 public struct Kinetrace: ParsableCommand {
@@ -6,18 +7,26 @@ public struct Kinetrace: ParsableCommand {
 
     public static let configuration = CommandConfiguration(
         commandName: "kinetrace",
-        abstract: "Record, replay and check phone-as-motion-controller traffic (MotionLink v1).",
+        abstract: "Record, replay and check phone-as-motion-controller traffic.",
         discussion: """
-            Kinetrace captures, replays and checks MotionLink v1 traffic: 36-byte \
-            MotionFrames from a phone and 20-byte HapticAcks from a game host, over UDP, \
-            recorded as versioned traces or pcaps.
+            Kinetrace captures, replays and checks the traffic between phones used as motion \
+            controllers and game hosts, recorded as versioned traces or pcaps. Every command \
+            takes --protocol, the wire protocol: \(ProtocolRegistry.standard.protocols.map { "\($0.id) (\($0.summary))" }.joined(separator: "; ")). \
+            Traces name their own protocol.
 
-            Exit status: 0 on success, 1 for a replay whose acks differ from the prediction \
-            (--strict), 64 for bad usage, 65 for bad input data, 66 for an input file that is \
-            missing or unreadable, 69 for an unavailable network service or a host that died, \
-            73 for an output file that cannot be created, 74 for an I/O error, 75 for a run \
-            that timed out, 76 for a host that never answered or broke the stdio framing, 77 \
-            for a capture without permission, 130 when interrupted.
+            Exit status, the same for every command:
+              0    success
+              1    a check failed: a conform case, replay --strict, a gestures gate
+              64   bad usage
+              65   bad input data (a trace, capture, network or baseline that is not valid)
+              66   an input file that is missing or unreadable
+              69   a host that is not there, refuses, cannot be started or died
+              73   an output file that cannot be created
+              74   an I/O error
+              75   a run that timed out
+              76   a host that never answered or broke the stdio framing
+              77   a capture without permission
+              130  interrupted (SIGINT or SIGTERM)
             """,
         version: version,
         subcommands: [Inspect.self, Convert.self, Host.self, Simulate.self, Capture.self, Replay.self, Conform.self, Latency.self, Gestures.self, Synth.self])

@@ -39,11 +39,7 @@ struct Latency: ParsableCommand {
               completion: .file())
     var traces: [String]
 
-    @Option(help: ArgumentHelp("Output format: text for people, json or csv for machines.", valueName: "format"))
-    var format: LatencyFormat = .text
-
-    @Option(name: .customLong("out"), help: ArgumentHelp("Write the report to this file instead of standard output.", valueName: "file"))
-    var out: String?
+    @OptionGroup var report: ReportOptions<LatencyFormat>
 
     @Option(help: ArgumentHelp("Outlier removal keeps samples within this many sample standard deviations of the mean; 0 keeps every sample.", valueName: "k"))
     var sigmas: Double = 3
@@ -66,8 +62,7 @@ struct Latency: ParsableCommand {
     @Flag(help: ArgumentHelp("Join two recordings of one session, the controller's trace then the host's (or a capture beside it), for one-way latency each way per message."))
     var join = false
 
-    @Option(help: ArgumentHelp("UDP port of the MotionLink host, used to tell direction in pcap and pcapng input.", valueName: "port"))
-    var port: UInt16 = MotionLinkV1.defaultPort
+    @OptionGroup var input: CaptureInputOptions
 
     func validate() throws {
         guard !traces.isEmpty else { throw ValidationError("Name at least one trace.") }
@@ -86,7 +81,7 @@ struct Latency: ParsableCommand {
         var reports: [LatencyReport] = []
         for path in join ? [] : traces {
             let analysis = try reportingFailures { () throws(TraceError) -> LatencyAnalysis in
-                try Self.analyse(path: path, port: port, options: options)
+                try Self.analyse(path: path, input: input, options: options)
             }
             guard !analysis.measures.isEmpty else {
                 printError("\(path): no latency to measure: no valid frames or acks")
@@ -96,7 +91,8 @@ struct Latency: ParsableCommand {
         }
         if join {
             let analysis = try reportingFailures { () throws(TraceError) -> LatencyAnalysis in
-                let controller = try TraceInput.open(path: traces[0], port: port), host = try TraceInput.open(path: traces[1], port: port)
+                let controller = try TraceInput.open(path: traces[0], wireProtocol: input.wire.given, port: input.port)
+                let host = try TraceInput.open(path: traces[1], wireProtocol: controller.wireProtocol, port: input.port)
                 return try LatencyJoin.join(controller: controller, host: host, options: options)
             }
             guard !analysis.measures.isEmpty else {
@@ -116,17 +112,17 @@ struct Latency: ParsableCommand {
             try writeOutput(svg, to: plot, what: "the plot")
         }
         let text: String
-        switch format {
+        switch report.format {
         case .text: text = LatencyRendering.text(reports)
         case .json: text = LatencyRendering.json(reports)
         case .csv: text = LatencyRendering.csv(reports)
         }
-        try writeOutput(text, to: out)
+        try writeOutput(text, to: report.out)
     }
 
-    static func analyse(path: String, port: UInt16, options: LatencyOptions) throws(TraceError) -> LatencyAnalysis {
-        let reader = try TraceInput.open(path: path, port: port)
-        var collector = LatencyCollector(header: reader.header)
+    static func analyse(path: String, input: CaptureInputOptions, options: LatencyOptions) throws(TraceError) -> LatencyAnalysis {
+        let reader = try TraceInput.open(path: path, wireProtocol: input.wire.given, port: input.port)
+        var collector = LatencyCollector(header: reader.header, wireProtocol: reader.wireProtocol)
         var progress = Progress(label: "\(path): records read")
         var count = 0
         while let record = try reader.next() {
@@ -140,8 +136,10 @@ struct Latency: ParsableCommand {
     }
 }
 
-enum LatencyFormat: String, ExpressibleByArgument, CaseIterable {
+enum LatencyFormat: String, ReportFormat {
     case text, json, csv
+    static var defaultFormat: LatencyFormat { .text }
+    static var formatHelp: String { "text for people, json or csv for machines" }
 }
 
 extension MedianScope: ExpressibleByArgument {}

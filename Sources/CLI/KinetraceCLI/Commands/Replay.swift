@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import KinetraceSupport
+import KinetraceJSON
 import KinetraceAnalysis
 import KinetraceReplay
 import KinetraceTrace
@@ -19,16 +21,17 @@ struct Replay: ParsableCommand {
             anchor + (t_i − t_0) / speed on the monotonic clock, against absolute deadlines; \
             every send time is logged and the lateness reported.
 
-            Impairments come from --profile (a bundled name: lab-5ghz, crowded-event, perfect, \
-            harsh; or a JSON file, see specs/profiles/README.md) and from flags, which override \
-            the profile. Every random choice is drawn from --seed: the same seed, input and \
+            Impairments come from --network (a bundled name: lab-5ghz, crowded-event, perfect, \
+            harsh; or a JSON file, see specs/networks/README.md) and from flags, which override \
+            the network. Every random choice is drawn from --seed: the same seed, input and \
             options give the same schedule, byte for byte, and --record writes every decision as \
             an event, so a failing run can be reproduced exactly.
 
-            Acks are matched to frames by their echoed timestamp and compared with the acks the \
-            gesture rule predicts for what was actually sent. A replay never hangs: --timeout \
+            Replies are matched to samples by the stamp they echo and compared with the replies \
+            the protocol's host model predicts for what was actually sent (MotionLink v1: an \
+            ack per trigger of the gesture rule). A replay never hangs: --timeout \
             bounds it. Exit status: 0 done; 1 acks differ from the prediction (--strict only); \
-            64 usage; 65 bad input or profile; 66 an input is missing; 69 the host is unreachable \
+            64 usage; 65 bad input or network; 66 an input is missing; 69 the host is unreachable \
             or died; 73 the record cannot be created; 75 timed out; 76 the host never answered \
             or broke the stdio framing; 130 interrupted.
             """)
@@ -42,8 +45,7 @@ struct Replay: ParsableCommand {
     @Option(help: ArgumentHelp("Run this command (with /bin/sh -c) as the host and feed it through the stdio adapter.", valueName: "command"))
     var exec: String?
 
-    @Option(help: ArgumentHelp("The MotionLink host's UDP port in pcap and pcapng inputs, to tell which way a packet went.", valueName: "port"))
-    var port: UInt16 = MotionLinkV1.defaultPort
+    @OptionGroup var input: CaptureInputOptions
 
     // Timing
     @Option(help: ArgumentHelp("original: keep the recorded spacing (divided by --speed); fast: back to back, in order.", valueName: "mode"))
@@ -62,18 +64,23 @@ struct Replay: ParsableCommand {
     var end: Double?
 
     // Controllers
-    @Option(help: ArgumentHelp("Replay as this many controllers; more than the input has fans it out (default: as recorded, or the profile's).", valueName: "n"))
+    @Option(help: ArgumentHelp("Replay as this many controllers; more than the input has fans it out (default: as recorded, or the network's).", valueName: "n"))
     var controllers: Int?
 
-    @Option(name: .customLong("stagger-ms"), help: ArgumentHelp("Fanned-out copies start at a seeded offset below this many ms (default: 100, or the profile's).", valueName: "ms"))
+    @Option(name: .customLong("stagger-ms"), help: ArgumentHelp("Fanned-out copies start at a seeded offset below this many ms (default: 100, or the network's).", valueName: "ms"))
     var staggerMs: Double?
 
     @Option(help: ArgumentHelp("Frame timestamps: shift (keep them rising across passes and copies), original, or wallclock.", valueName: "mode"))
     var timestamps: ReplayOptions.Timestamps = .shift
 
     // Impairments
-    @Option(help: ArgumentHelp("Network conditions: a bundled profile name or a profile JSON file.", valueName: "name|file"), completion: .file())
-    var profile: String?
+    @Option(help: ArgumentHelp("The network to replay through: a bundled name (\(BundledNetworks.json.keys.sorted().joined(separator: ", "))) or a network JSON file.",
+                               valueName: "name|file"), completion: .file())
+    var network: String?
+
+    /// `--profile`, the name of `--network` until networks were called networks.
+    @Option(name: .customLong("profile"), help: .hidden)
+    var legacyProfile: String?
 
     @Option(help: ArgumentHelp("Seed for every random choice (impairments, fan-out offsets).", valueName: "n"))
     var seed: UInt64 = 1
@@ -81,7 +88,7 @@ struct Replay: ParsableCommand {
     @Option(help: ArgumentHelp("Extra one-way delay: MS, uniform:MIN:MAX, normal:MEAN:SD[:MIN:MAX], pareto:SCALE:SHAPE, or empirical:TRACE (half of each round trip in TRACE).", valueName: "spec"))
     var delay: String?
 
-    @Option(help: ArgumentHelp("keep: a message never overtakes the one before it; jitter: delays may reorder, as netem's do (default: keep, or the profile's).", valueName: "policy"))
+    @Option(help: ArgumentHelp("keep: a message never overtakes the one before it; jitter: delays may reorder, as netem's do (default: keep, or the network's).", valueName: "policy"))
     var order: OrderPolicy?
 
     @Option(help: ArgumentHelp("Loss: P or P% (independent), or gemodel:p:r:1-h:1-k (Gilbert–Elliott, netem's meaning).", valueName: "spec"))
@@ -105,12 +112,8 @@ struct Replay: ParsableCommand {
     @Option(help: ArgumentHelp("Link-rate limit, RATE[@SECONDS] (e.g. 1mbit, then 64kbit@20); repeat for changes over time.", valueName: "rate"))
     var rate: [String] = []
 
-    // The rule acks are predicted with
-    @Option(help: ArgumentHelp("Jump threshold τ in g the acks are predicted with.", valueName: "g"))
-    var threshold: Double = GestureRule.default.threshold
-
-    @Option(name: .customLong("refractory-ms"), help: ArgumentHelp("Refractory period R in ms the acks are predicted with.", valueName: "ms"))
-    var refractoryMs: UInt64 = GestureRule.default.refractoryMs
+    // The rule the acks are predicted with
+    @OptionGroup var ruleOptions: GestureRuleOptions
 
     // Running
     @Option(help: ArgumentHelp("Record everything sent, impaired and received to this trace.", valueName: "file"), completion: .file())
@@ -134,8 +137,7 @@ struct Replay: ParsableCommand {
     @Flag(help: "Exit 1 when the acks differ from the gesture rule's prediction.")
     var strict = false
 
-    @Option(help: ArgumentHelp("Report format: text for people, json for machines.", valueName: "format"))
-    var format: OutputFormat = .text
+    @OptionGroup var report: ReportOptions<OutputFormat>
 
     enum OrderPolicy: String, ExpressibleByArgument, CaseIterable { case keep, jitter }
 
@@ -154,7 +156,7 @@ struct Replay: ParsableCommand {
         if let timeout { guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds.") } }
         guard settleMs >= 0 else { throw ValidationError("--settle-ms must be at least 0.") }
         guard (0...100_000).contains(spinUs) else { throw ValidationError("--spin-us must be between 0 and 100000.") }
-        guard threshold.isFinite else { throw ValidationError("--threshold must be a number.") }
+        if network != nil && legacyProfile != nil { throw ValidationError("Give --network once (--profile is its old name).") }
         if let corruptBits { guard (1...64).contains(corruptBits) else { throw ValidationError("--corrupt-bits must be from 1 to 64.") } }
     }
 
@@ -167,32 +169,35 @@ struct Replay: ParsableCommand {
         options.endNs = end.map { Int64($0 * 1e9) }
         options.timestamps = timestamps
         options.seed = seed
-        options.rule = GestureRule(threshold: threshold, refractoryMs: refractoryMs)
+        options.rule = ruleOptions.rule
         options.impairments.allowReordering = false
         var recordExtra: [String: JSONValue] = ["command": .string(CommandLine.arguments.dropFirst().joined(separator: " "))]
-        if let profile {
-            let loaded = try loadProfile(profile)
+        if legacyProfile != nil { printWarning("--profile is now --network; the old name goes away in the next minor version") }
+        if let name = network ?? legacyProfile {
+            let loaded = try loadNetwork(name)
             options.impairments = loaded.impairments
             options.controllers = loaded.controllers
             if let stagger = loaded.staggerNs { options.staggerNs = stagger }
-            recordExtra["profile"] = .string(loaded.name)
+            recordExtra["network"] = .string(loaded.name)
         }
         try applyFlags(to: &options)
         if let problem = options.problem { throw ValidationError(problem) }
 
-        let input: ReplayInput = try reportingFailures { () throws(TraceError) in try ReplayInput.load(paths: inputs, port: port) }
-        for (path, truncation) in input.truncations.sorted(by: { $0.key < $1.key }) {
+        let replayInput: ReplayInput = try reportingFailures { () throws(TraceError) in
+            try ReplayInput.load(paths: inputs, wireProtocol: input.wire.given, port: input.port)
+        }
+        for (path, truncation) in replayInput.truncations.sorted(by: { $0.key < $1.key }) {
             printWarning("\(path): \(truncation.description); replaying what precedes it")
         }
-        if dryRun { return try plan(input: input, options: options) }
+        if dryRun { return try emit(plan(input: replayInput, options: options)) }
 
-        let target: ReplayTarget
+        let target: LinkTarget
         if let to {
             do { target = .udp(try SocketAddressBox.resolve(to)) } catch { throw ValidationError("--to \(error.description)") }
         } else {
             target = .exec(exec!)
         }
-        var configuration = Replayer.Configuration(target: target, input: input)
+        var configuration = Replayer.Configuration(target: target, input: replayInput)
         configuration.options = options
         configuration.recordPath = record
         configuration.recordExtra = recordExtra
@@ -220,7 +225,7 @@ struct Replay: ParsableCommand {
             throw error.code == .badOptions ? ExitCode.validationFailure : ExitStatus.dataError
         }
         if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
-        render(report, input: input, options: options)
+        try emit(render(report, options: options))
         if let detail = report.detail, report.outcome != .completed { printError(detail) }
         switch report.outcome {
         case .completed:
@@ -237,21 +242,21 @@ struct Replay: ParsableCommand {
 
     // MARK: Options
 
-    private func loadProfile(_ nameOrPath: String) throws -> ReplayProfile {
+    private func loadNetwork(_ nameOrPath: String) throws -> ReplayNetwork {
         let bytes: [UInt8]
         let source: String
-        if let bundled = BundledProfiles.json[nameOrPath] {
+        if let bundled = BundledNetworks.json[nameOrPath] {
             bytes = Array(bundled.utf8)
-            source = "profile \(nameOrPath)"
+            source = "network \(nameOrPath)"
         } else if let data = FileManager.default.contents(atPath: nameOrPath) {
             bytes = Array(data)
             source = nameOrPath
         } else {
-            printError("\(nameOrPath): no such profile file, and not a bundled profile (\(BundledProfiles.json.keys.sorted().joined(separator: ", ")))")
+            printError("\(nameOrPath): no such network file, and not a bundled network (\(BundledNetworks.json.keys.sorted().joined(separator: ", ")))")
             throw ExitStatus.noInput
         }
-        do throws(ProfileError) {
-            return try ReplayProfile.parse(bytes, source: source)
+        do throws(ReplayNetworkError) {
+            return try ReplayNetwork.parse(bytes, source: source)
         } catch {
             printError(error.description)
             throw ExitStatus.dataError
@@ -265,7 +270,9 @@ struct Replay: ParsableCommand {
         if let delay {
             if delay.hasPrefix("empirical:") {
                 let path = String(delay.dropFirst("empirical:".count))
-                let samples = try reportingFailures { () throws(TraceError) in try MeasuredDelays.oneWayMs(path: path, port: port) }
+                let samples = try reportingFailures { () throws(TraceError) in
+                    try MeasuredDelays.oneWayMs(path: path, wireProtocol: input.wire.given, port: input.port)
+                }
                 guard let distribution = DelayDistribution.empirical(samplesMs: samples) else {
                     throw ValidationError("--delay \(delay): \(path) holds no measured round trips (rtt_ns) to draw delays from.")
                 }
@@ -299,7 +306,8 @@ struct Replay: ParsableCommand {
 
     // MARK: Dry run
 
-    private func plan(input: ReplayInput, options: ReplayOptions) throws {
+    private func plan(input: ReplayInput, options: ReplayOptions) -> [String] {
+        var lines: [String] = []
         var schedule = ReplaySchedule(input: input, options: options, anchorWallNs: SystemClock.realtimeNs())
         var digest = ScheduleDigest()
         var sends = 0, predicted = 0, lastDeadline: Int64 = 0
@@ -318,36 +326,38 @@ struct Replay: ParsableCommand {
                 where applies { impaired[name, default: 0] += 1 }
             }
         }
-        switch format {
+        switch self.report.format {
         case .text:
-            printNow("plan: \(sends) message(s) from \(schedule.messages.count) input message(s) as \(schedule.controllerCount) controller(s) over \(SummaryRendering.ms(Double(lastDeadline) / 1e6, 1)) ms, seed \(options.seed)")
+            lines.append("plan: \(sends) message(s) from \(schedule.messages.count) input message(s) as \(schedule.controllerCount) controller(s) over \(SummaryRendering.ms(Double(lastDeadline) / 1e6, 1)) ms, seed \(options.seed)")
             if !impaired.isEmpty {
-                printNow("impaired: " + impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+                lines.append("impaired: " + impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
-            printNow("acks predicted by the gesture rule: \(predicted)")
-            printNow("schedule digest: \(digest)")
+            lines.append("acks predicted by the gesture rule: \(predicted)")
+            lines.append("schedule digest: \(digest)")
         case .json:
-            printNow(JSONValue.object([
+            lines.append(JSONValue.object([
                 "dry_run": .bool(true), "sends": .integer(Int64(sends)), "input_messages": .integer(Int64(schedule.messages.count)),
                 "controllers": .integer(Int64(schedule.controllerCount)), "last_deadline_ns": .integer(lastDeadline),
                 "impaired": .object(impaired.mapValues { .integer(Int64($0)) }), "acks_predicted": .integer(Int64(predicted)),
                 "seed": .integer(Int64(bitPattern: options.seed)), "schedule_digest": .string(digest.description),
             ]).jsonText)
         }
+        return lines
     }
 
     // MARK: Report
 
-    private func render(_ report: ReplayReport, input: ReplayInput, options: ReplayOptions) {
+    private func render(_ report: ReplayReport, options: ReplayOptions) -> [String] {
+        var lines: [String] = []
         func statsJSON(_ d: DurationStatistics, scale: Double) -> JSONValue {
             guard d.count > 0 else { return .object(["count": .integer(0)]) }
             return .object(["count": .integer(Int64(d.count)), "p50": .number(d.percentileMs(50)! * scale),
                             "p99": .number(d.percentileMs(99)! * scale), "max": .number(d.maxMs! * scale),
                             "mean": .number(d.meanMs! * scale)])
         }
-        switch format {
+        switch self.report.format {
         case .json:
-            printNow(JSONValue.object([
+            lines.append(JSONValue.object([
                 "outcome": .string(report.outcome.rawValue), "detail": report.detail.map { .string($0) } ?? .null,
                 "target": .string(report.target), "seed": .integer(Int64(bitPattern: report.seed)),
                 "inputs": .array(inputs.map { .string($0) }), "elapsed_s": .number(Double(report.elapsedNs) / 1e9),
@@ -355,6 +365,7 @@ struct Replay: ParsableCommand {
                 "send_errors": .object(report.sendErrors.mapValues { .integer(Int64($0)) }),
                 "impaired": .object(report.impaired.mapValues { .integer(Int64($0)) }),
                 "datagrams_received": .integer(Int64(report.datagramsReceived)),
+                "observations": .integer(Int64(report.observations)),
                 "acks": .object(["predicted": .integer(Int64(report.acksPredicted)), "matched": .integer(Int64(report.acksMatched)),
                                  "missing": .integer(Int64(report.acksMissing)), "unexpected": .integer(Int64(report.acksUnexpected)),
                                  "invalid_received": .integer(Int64(report.invalidReceived))]),
@@ -379,40 +390,46 @@ struct Replay: ParsableCommand {
             ]).jsonText)
         case .text:
             let count = report.controllers.count
-            printNow("replayed \(inputs.joined(separator: ", ")) to \(report.target) as \(count) controller(s), seed \(report.seed): \(report.outcome.rawValue)")
+            lines.append("replayed \(inputs.joined(separator: ", ")) to \(report.target) as \(count) controller(s), seed \(report.seed): \(report.outcome.rawValue)")
             var sentLine = "sent \(report.sent) message(s) in \(SummaryRendering.ms(Double(report.elapsedNs) / 1e9, 2)) s"
             if !report.sendErrors.isEmpty {
                 sentLine += " (" + report.sendErrors.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ") + ")"
             }
-            printNow(sentLine)
+            lines.append(sentLine)
             if !report.impaired.isEmpty {
-                printNow("impaired: " + report.impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+                lines.append("impaired: " + report.impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
-            printNow("acks: \(report.acksPredicted) predicted by the gesture rule, \(report.acksMatched) matched, \(report.acksMissing) missing, \(report.acksUnexpected) unexpected"
+            lines.append("acks: \(report.acksPredicted) predicted by the gesture rule, \(report.acksMatched) matched, \(report.acksMissing) missing, \(report.acksUnexpected) unexpected"
                      + (report.invalidReceived > 0 ? ", \(report.invalidReceived) invalid datagram(s)" : ""))
             let rt = report.roundTrips
             if rt.count > 0 {
-                printNow("round trip: p50 \(SummaryRendering.ms(rt.percentileMs(50)!, 3)) ms, p99 \(SummaryRendering.ms(rt.percentileMs(99)!, 3)) ms, max \(SummaryRendering.ms(rt.maxMs!, 3)) ms")
+                lines.append("round trip: p50 \(SummaryRendering.ms(rt.percentileMs(50)!, 3)) ms, p99 \(SummaryRendering.ms(rt.percentileMs(99)!, 3)) ms, max \(SummaryRendering.ms(rt.maxMs!, 3)) ms")
             }
             let late = report.lateness
             if late.count > 0 {
-                printNow("send lateness: p50 \(SummaryRendering.ms(late.percentileMs(50)! * 1000, 0)) µs, p99 \(SummaryRendering.ms(late.percentileMs(99)! * 1000, 0)) µs, max \(SummaryRendering.ms(late.maxMs! * 1000, 0)) µs"
+                lines.append("send lateness: p50 \(SummaryRendering.ms(late.percentileMs(50)! * 1000, 0)) µs, p99 \(SummaryRendering.ms(late.percentileMs(99)! * 1000, 0)) µs, max \(SummaryRendering.ms(late.maxMs! * 1000, 0)) µs"
                          + (report.realtime ? " (real-time priority)" : ""))
             }
-            if let hostExit = report.hostExit { printNow("host process \(hostExit)") }
+            if let hostExit = report.hostExit { lines.append("host process \(hostExit)") }
             if count > 1 && count <= 32 {
-                printNow("per controller:")
-                printNow("  controller              source                  sent   lost   acks  missing  unexpected  rtt p50 ms")
+                lines.append("per controller:")
+                lines.append("  controller              source                  sent   lost   acks  missing  unexpected  rtt p50 ms")
                 for c in report.controllers {
                     let p50 = c.roundTrips.count > 0 ? SummaryRendering.ms(c.roundTrips.percentileMs(50)!, 3) : "–"
-                    printNow("  " + [pad(c.endpoint.description, 22), pad(c.source.description, 22), lpad(c.sent, 6), lpad(c.lost, 6),
+                    lines.append("  " + [pad(c.endpoint.description, 22), pad(c.source.description, 22), lpad(c.sent, 6), lpad(c.lost, 6),
                                      lpad(c.acksMatched, 6), lpad(c.acksPredicted - c.acksMatched, 8), lpad(c.acksUnexpected, 11),
                                      String(repeating: " ", count: max(0, 11 - p50.count)) + p50].joined(separator: " "))
                 }
             } else if count > 32 {
-                printNow("(per-controller figures for all \(count) controllers: --format json)")
+                lines.append("(per-controller figures for all \(count) controllers: --format json)")
             }
         }
+        return lines
+    }
+
+    /// Writes the report's lines to --out or standard output.
+    private func emit(_ lines: [String]) throws {
+        try writeOutput(lines.joined(separator: "\n") + "\n", to: self.report.out)
     }
 
     private func pad(_ s: String, _ width: Int) -> String { s + String(repeating: " ", count: max(0, width - s.count)) }

@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import KinetraceSupport
+import KinetraceJSON
 import KinetraceAnalysis
 import KinetraceController
 import KinetraceTransport
@@ -11,13 +13,13 @@ import Logging
 /// `kinetrace simulate`: the reference controller(s).
 struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Stream MotionFrames from simulated phones to a host and record what comes back.",
+        abstract: "Stream samples from simulated phones to a host and record what comes back.",
         discussion: """
-            Each controller has its own UDP socket and streams frames at the nominal rate, \
-            timed against absolute monotonic deadlines, carrying realistic IMU signals: sensor \
-            noise, gravity-free user acceleration, and jumps as a short ay pulse. Acks are \
-            matched to frames by their echoed timestamp and timed on the controller's own \
-            clock. With --trace, the run is recorded: frames sent, acks received with their \
+            Each controller has its own UDP socket and streams the protocol's samples \
+            (MotionFrames for motionlink-v1) at its nominal rate, timed against absolute \
+            monotonic deadlines, carrying realistic IMU signals: sensor noise, gravity-free \
+            user acceleration, and jumps as a short ay pulse. Replies are matched to frames by \
+            their echoed timestamp and timed on the controller's own clock. With --trace, the run is recorded: frames sent, acks received with their \
             round-trip times, and a ground-truth label for every gesture performed.
 
             --script takes idle, jumps or random, or a CSV file of recorded samples \
@@ -30,8 +32,10 @@ struct Simulate: ParsableCommand {
     @Option(help: ArgumentHelp("Number of controllers, each on its own socket.", valueName: "n"))
     var controllers = 1
 
-    @Option(help: ArgumentHelp("Frames per second per controller.", valueName: "hz"))
-    var rate: Double = 10
+    @OptionGroup var wire: ProtocolOptions
+
+    @Option(help: ArgumentHelp("Samples per second per controller (default: the protocol's, 10 for motionlink-v1).", valueName: "hz"))
+    var rate: Double?
 
     @Option(help: ArgumentHelp("Seconds to stream (default: until SIGINT, or the end of a CSV script).", valueName: "seconds"))
     var duration: Double?
@@ -48,12 +52,11 @@ struct Simulate: ParsableCommand {
     @Option(name: .customLong("spin-us"), help: ArgumentHelp("Spin this many µs before each send deadline instead of sleeping, for precise timing; 0 only sleeps.", valueName: "µs"))
     var spinUs: Int64 = 200
 
-    @Option(help: ArgumentHelp("Summary format: text for people, json for machines.", valueName: "format"))
-    var format: OutputFormat = .text
+    @OptionGroup var summaryFormat: SummaryFormatOptions
 
     func validate() throws {
         guard (1...10_000).contains(controllers) else { throw ValidationError("--controllers must be between 1 and 10000.") }
-        guard rate.isFinite, rate > 0, rate <= 10_000 else { throw ValidationError("--rate must be in (0, 10000] Hz.") }
+        if let rate { guard rate.isFinite, rate > 0, rate <= 10_000 else { throw ValidationError("--rate must be in (0, 10000] Hz.") } }
         guard (0...100_000).contains(spinUs) else { throw ValidationError("--spin-us must be between 0 and 100000.") }
         if let duration { guard duration.isFinite, duration > 0 else { throw ValidationError("--duration must be a positive number of seconds.") } }
         do { _ = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") }
@@ -62,7 +65,7 @@ struct Simulate: ParsableCommand {
     func run() throws {
         let target: SocketAddressBox
         do { target = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") }
-        var configuration = ControllerSimulator.Configuration(target: target)
+        var configuration = ControllerSimulator.Configuration(wireProtocol: wire.wireProtocol, target: target)
         configuration.controllers = controllers
         configuration.rateHz = rate
         configuration.durationS = duration
@@ -102,7 +105,7 @@ struct Simulate: ParsableCommand {
         func percentile(_ p: Double) -> Double? {
             rtts.isEmpty ? nil : Double(rtts[min(rtts.count - 1, Int((p / 100 * Double(rtts.count)).rounded(.up)) - 1)]) / 1e6
         }
-        switch format {
+        switch summaryFormat.format {
         case .text:
             var line = "sent \(report.framesSent) frames from \(controllers) controller(s), \(report.labels) gestures; "
                 + "received \(report.acksReceived) acks (\(report.unexpectedAcks) unexpected)"

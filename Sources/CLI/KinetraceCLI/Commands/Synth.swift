@@ -9,19 +9,20 @@ struct Synth: ParsableCommand {
         abstract: "Write a synthetic, seeded session trace without touching the network.",
         discussion: """
             Models what a capture at the host of a KeepCalm-like session would hold: each \
-            controller streams MotionFrames at the nominal rate with sensor noise and jump \
-            gestures, every frame arrives after a one-way latency drawn from the source \
-            paper's lab figures (mean 70.4 ms, sd 3.7 ms, clamped to 52.2–82.2 ms), and a \
-            reference host acks the frames the gesture rule triggers on. Each jump is \
-            recorded as a ground-truth label.
+            controller streams the protocol's samples (MotionFrames for motionlink-v1) at its \
+            nominal rate with sensor noise and jump gestures, every sample arrives after a \
+            one-way latency drawn from the source paper's lab figures (mean 70.4 ms, sd \
+            3.7 ms, clamped to 52.2–82.2 ms), and a reference host answers as the protocol's \
+            host model says (MotionLink v1: an ack per trigger of the gesture rule). Each \
+            jump is recorded as a ground-truth label.
 
-            With --user, models a phone-as-controller session for evaluating gesture \
+            With --persona, models a phone-as-controller session for evaluating gesture \
             detectors instead: each controller records device-motion samples (user \
-            acceleration, rotation rate, gravity, attitude) at --motion-hz, sends MotionFrames \
-            made from them at --rate with the same latency model (no acks), and the user \
-            profile decides how the phone is held and moved (noise, tremor, walking) and \
-            which gestures are performed (jump, duck, tilt_left, tilt_right), each recorded \
-            as a ground-truth label.
+            acceleration, rotation rate, gravity, attitude) at --motion-hz, sends samples made \
+            from them at --rate with the same latency model (no replies), and the persona (a \
+            synthetic user) decides how the phone is held and moved (noise, tremor, walking) \
+            and which gestures are performed (jump, duck, tilt_left, tilt_right), each \
+            recorded as a ground-truth label.
 
             The same options and seed give a byte-identical file: the header is stamped \
             with the model's clock, not the wall clock.
@@ -36,8 +37,10 @@ struct Synth: ParsableCommand {
     @Option(help: ArgumentHelp("Session length in seconds.", valueName: "seconds"))
     var duration: Double = 60
 
-    @Option(help: ArgumentHelp("Frames per second per controller.", valueName: "hz"))
-    var rate: Double = 10
+    @OptionGroup var wire: ProtocolOptions
+
+    @Option(help: ArgumentHelp("Samples per second per controller (default: the protocol's, 10 for motionlink-v1).", valueName: "hz"))
+    var rate: Double?
 
     @Option(help: ArgumentHelp("When players jump: idle (never), jumps (every 2–4 s) or random (Poisson, 3 s mean).", valueName: "script"))
     var script: ScriptName = .jumps
@@ -52,23 +55,30 @@ struct Synth: ParsableCommand {
     var startMs: UInt64 = SessionSynthesizer.Configuration().startMs
 
     @Option(help: ArgumentHelp(
-        "Simulate a phone-as-controller session of this user profile, with device-motion samples and gesture labels.",
-        valueName: "profile"))
-    var user: UserProfileName?
+        "Simulate a phone-as-controller session of this persona (a synthetic user), with device-motion samples and gesture labels.",
+        valueName: "name"))
+    var persona: PersonaName?
+
+    /// `--user`, the name of `--persona` until personas were called personas.
+    @Option(name: .customLong("user"), help: .hidden)
+    var legacyUser: PersonaName?
 
     @Option(name: .customLong("motion-hz"), help: ArgumentHelp(
-        "Device-motion samples per second per controller with --user, from 1 to 1000 (100 when omitted).", valueName: "hz"))
+        "Device-motion samples per second per controller with --persona, from 1 to 1000 (100 when omitted).", valueName: "hz"))
     var motionHz: Double?
 
-    /// A preset of `GestureUserProfile`, by name.
-    struct UserProfileName: ExpressibleByArgument {
-        var profile: GestureUserProfile
+    /// A preset `Persona`, by name.
+    struct PersonaName: ExpressibleByArgument {
+        var persona: Persona
         init?(argument: String) {
-            guard let profile = GestureUserProfile.preset(named: argument) else { return nil }
-            self.profile = profile
+            guard let persona = Persona.preset(named: argument) else { return nil }
+            self.persona = persona
         }
-        static var allValueStrings: [String] { GestureUserProfile.presets.map(\.name) }
+        static var allValueStrings: [String] { Persona.presets.map(\.name) }
     }
+
+    /// The persona given by either spelling.
+    var chosenPersona: Persona? { (persona ?? legacyUser)?.persona }
 
     enum ScriptName: String, ExpressibleByArgument, CaseIterable {
         case idle, jumps, random
@@ -86,24 +96,31 @@ struct Synth: ParsableCommand {
         guard duration.isFinite, duration > 0, duration <= 30 * 86_400 else {
             throw ValidationError("--duration must be a positive number of seconds, at most 30 days.")
         }
-        guard rate.isFinite, rate > 0, rate <= 10_000 else { throw ValidationError("--rate must be in (0, 10000] Hz.") }
+        if let rate { guard rate.isFinite, rate > 0, rate <= 10_000 else { throw ValidationError("--rate must be in (0, 10000] Hz.") } }
+        if persona != nil && legacyUser != nil { throw ValidationError("Give --persona once (--user is its old name).") }
+        guard wire.wireProtocol.sample(MotionReading(), timeMs: 0) != nil else {
+            throw ValidationError("--protocol \(wire.wireProtocol.id) has no samples to synthesize.")
+        }
         guard corrupt.isFinite, (0...1).contains(corrupt) else { throw ValidationError("--corrupt must be a probability in [0, 1].") }
         guard startMs < UInt64(Int64.max / 1_000_000) - 40 * 86_400_000 else {
             throw ValidationError("--start-ms is too far in the future for nanosecond timestamps.")
         }
         if let motionHz {
-            guard user != nil else { throw ValidationError("--motion-hz applies only with --user.") }
+            guard chosenPersona != nil else { throw ValidationError("--motion-hz applies only with --persona.") }
             guard motionHz.isFinite, (1...1000).contains(motionHz) else { throw ValidationError("--motion-hz must be in [1, 1000] Hz.") }
         }
-        // The user profile decides the gestures, and its frames are never corrupted.
-        if user != nil, script != .jumps { throw ValidationError("--script cannot be combined with --user; the profile decides the gestures.") }
-        if user != nil, corrupt != 0 { throw ValidationError("--corrupt cannot be combined with --user.") }
+        // The persona decides the gestures, and its samples are never corrupted.
+        if chosenPersona != nil, script != .jumps { throw ValidationError("--script cannot be combined with --persona; the persona decides the gestures.") }
+        if chosenPersona != nil, corrupt != 0 { throw ValidationError("--corrupt cannot be combined with --persona.") }
     }
 
     func run() throws {
-        if let user {
+        if legacyUser != nil { printWarning("--user is now --persona; the old name goes away in the next minor version") }
+        let rate = self.rate ?? wire.wireProtocol.nominalRateHz
+        if let persona = chosenPersona {
             var configuration = GestureSessionSynthesizer.Configuration()
-            configuration.profile = user.profile
+            configuration.wireProtocol = wire.wireProtocol
+            configuration.persona = persona
             configuration.controllers = controllers
             configuration.durationS = duration
             configuration.frameHz = rate
@@ -112,10 +129,11 @@ struct Synth: ParsableCommand {
             configuration.startMs = startMs
             var synthesizer = GestureSessionSynthesizer(configuration)
             let count = try write(header: synthesizer.header(tool: "kinetrace \(Kinetrace.version)")) { synthesizer.next() }
-            print("wrote \(count) records to \(out) (user \(user.profile.name), seed \(seed))")
+            print("wrote \(count) records to \(out) (persona \(persona.name), seed \(seed))")
             return
         }
         var configuration = SessionSynthesizer.Configuration()
+        configuration.wireProtocol = wire.wireProtocol
         configuration.controllers = controllers
         configuration.durationS = duration
         configuration.rateHz = rate

@@ -28,7 +28,7 @@ enum ConformanceHTML {
         let p = report.parameters
         let facts = [
             ("Suite", "kinetrace conform \(ConformanceSuite.version)"),
-            ("Spec", ConformanceSuite.specVersion),
+            ("Spec", report.specVersion),
             ("Mode", report.mode),
             ("Target", report.target),
             ("Gesture rule", "τ = \(number(p.rule.threshold)) g, R = \(p.rule.refractoryMs) ms"),

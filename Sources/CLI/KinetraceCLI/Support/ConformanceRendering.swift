@@ -1,10 +1,11 @@
+import KinetraceJSON
 import KinetraceConformance
 import KinetraceTrace
 
 /// Conformance reports for people (text), machines (JSON) and CI (JUnit XML).
 enum ConformanceRendering {
     static func text(_ report: SuiteReport, strict: Bool) -> String {
-        var lines = ["kinetrace conform \(ConformanceSuite.version) (\(ConformanceSuite.specVersion)), \(report.mode), \(report.target)",
+        var lines = ["kinetrace conform \(ConformanceSuite.version) (\(report.specVersion)), \(report.mode), \(report.target)",
                      "rule τ = \(report.parameters.rule.threshold) g, R = \(report.parameters.rule.refractoryMs) ms; ack deadline \(report.parameters.ackDeadlineMs) ms"
                         + (strict ? "; strict" : ""),
                      ""]
@@ -29,7 +30,7 @@ enum ConformanceRendering {
 
     static func json(_ report: SuiteReport, strict: Bool) -> String {
         JSONValue.object([
-            "suite_version": .string(ConformanceSuite.version), "spec_version": .string(ConformanceSuite.specVersion),
+            "suite_version": .string(ConformanceSuite.version), "spec_version": .string(report.specVersion),
             "mode": .string(report.mode), "target": .string(report.target), "strict": .bool(strict),
             "parameters": .object(["threshold": .number(report.parameters.rule.threshold),
                                    "refractory_ms": .integer(Int64(report.parameters.rule.refractoryMs)),

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KinetraceSupport
 import KinetraceTrace
 #if canImport(Glibc)
 import Glibc
@@ -9,7 +10,9 @@ import Musl
 import Darwin
 #endif
 
-/// sysexits(3) codes the CLI uses; usage errors (64) come from ArgumentParser.
+/// The exit statuses every command uses: 0, 1 for a check that failed, and
+/// sysexits(3) codes for everything else (usage errors, 64, come from
+/// ArgumentParser). `kinetrace --help` lists them.
 enum ExitStatus {
     static let dataError = ExitCode(65)
     static let noInput = ExitCode(66)
@@ -94,12 +97,19 @@ struct Progress {
         writeStandardError("\r\(label): \(count)\(suffix)…")
     }
 
+    /// Shows "LABEL: DONE of TOTAL UNIT…" after every step of a short count (a few dozen cases).
+    mutating func step(_ done: Int, of total: Int, unit: String) {
+        guard enabled else { return }
+        lastDrawNs = SystemClock.monotonicNs()
+        writeStandardError("\r\(label): \(done) of \(total) \(unit)…\u{1B}[K")
+    }
+
     func finish() {
         if enabled && lastDrawNs != 0 { writeStandardError("\r\u{1B}[K") }
     }
 }
 
-enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
+enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
     case text, json
 }
 

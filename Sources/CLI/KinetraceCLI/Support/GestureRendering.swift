@@ -1,3 +1,4 @@
+import KinetraceJSON
 import KinetraceAnalysis
 import KinetraceGestures
 import KinetraceTrace

@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceJSON
 import KinetraceAnalysis
 import KinetraceTrace
 

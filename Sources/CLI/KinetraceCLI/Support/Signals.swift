@@ -5,8 +5,8 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import KinetraceTrace
-import KinetraceTransport
+import KinetraceSupport
+import NIOConcurrencyHelpers
 
 /// SIGINT and SIGTERM, taken with sigwait(2) on a thread of their own.
 ///
@@ -17,7 +17,7 @@ import KinetraceTransport
 /// block, and waiting for them on one thread works whichever thread the
 /// kernel picks.
 public enum TerminationSignals {
-    private static let lock = Lock()
+    private static let lock = NIOLock()
     nonisolated(unsafe) private static var handler: (@Sendable (Int32) -> Void)?
     nonisolated(unsafe) private static var handled = false
     nonisolated(unsafe) private static var waiter: WorkerThread?

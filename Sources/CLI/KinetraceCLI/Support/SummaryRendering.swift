@@ -1,4 +1,6 @@
 import KinetraceAnalysis
+import KinetraceJSON
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
 
@@ -10,7 +12,7 @@ enum SummaryRendering {
         func line(_ text: String = "") { out += text + "\n" }
         let h = s.header
         line("Trace      \(s.source)")
-        line("Format     \(TraceHeader.formatName) \(h.major).\(h.minor), profile \(h.profile), captured at \(h.capturePoint) (clock \(h.clock))")
+        line("Format     \(TraceHeader.formatName) \(h.major).\(h.minor), protocol \(h.protocolID), captured at \(h.capturePoint) (clock \(h.clock))")
         if !h.tool.isEmpty || !h.created.isEmpty { line("Written    \(h.created) by \(h.tool)") }
         if let first = s.firstTimeNs, let last = s.lastTimeNs {
             line("Span       \(ms(Double(s.durationNs) / 1e6, 3)) ms, \(RFC3339.string(fromNanoseconds: first)) to \(RFC3339.string(fromNanoseconds: last))")
@@ -21,7 +23,7 @@ enum SummaryRendering {
         let messages = s.messages.values.reduce(0) { $0 + $1.total }
         line("Records    \(messages) messages, \(labels) labels, \(events) events"
              + (s.motionSamples > 0 ? ", \(s.motionSamples) motion samples" : "")
-             + (s.unknownRecords > 0 ? ", \(s.unknownRecords) skipped (unknown record kinds, or packets that are not MotionLink)" : ""))
+             + (s.unknownRecords > 0 ? ", \(s.unknownRecords) skipped (unknown record kinds, or packets that are not \(h.protocolID))" : ""))
         line()
 
         var table = TextTable(["Direction", "Messages", "Valid", "Invalid", "Invalid by reason"])
@@ -33,7 +35,8 @@ enum SummaryRendering {
         out += table.render()
         line()
 
-        var controllers = TextTable(["Controller", "Frames", "Valid", "Triggers", "Acks", "Matched", "Gaps>300ms", "Interval mean/p50/p99 ms"])
+        var controllers = TextTable(["Controller", "Frames", "Valid", "Triggers", "Acks", "Matched", "Gaps>\(s.gapThresholdMs)ms",
+                                     "Interval mean/p50/p99 ms"])
         for endpoint in s.controllers.keys.sorted() {
             let c = s.controllers[endpoint]!
             controllers.add([endpoint.description, "\(c.frames)", "\(c.validFrames)", "\(c.triggers)", "\(c.acks)",
@@ -88,7 +91,7 @@ enum SummaryRendering {
         var object: [String: JSONValue] = [
             "source": .string(s.source),
             "header": .object(["format": .string(TraceHeader.formatName), "version": .integer(Int64(h.major)),
-                               "minor": .integer(Int64(h.minor)), "profile": .string(h.profile.name),
+                               "minor": .integer(Int64(h.minor)), "protocol": .string(h.protocolID.name),
                                "capture_point": .string(h.capturePoint.name), "clock": .string(h.clock.name),
                                "created": .string(h.created), "tool": .string(h.tool), "notes": .string(h.notes)]),
             "first_t_ns": s.firstTimeNs.map { .integer($0) } ?? .null,

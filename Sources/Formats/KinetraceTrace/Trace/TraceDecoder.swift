@@ -1,3 +1,4 @@
+import KinetraceJSON
 import KinetraceWire
 
 /// Parses record lines. Known members are matched byte-wise and informative
@@ -33,9 +34,17 @@ struct TraceDecoder {
         var data: [String: JSONValue]?
         var userAcceleration: Vector3?, rotationRate: Vector3?, gravity: Vector3?
         var attitude: MotionSampleRecord.Attitude?
+        /// Index into the protocol's shapes of the `"msg"` kind, for predicting `"decoded"`'s members.
+        var shape: Int?
     }
 
     var endpoints = EndpointCache()
+    let shapes: CanonicalShapes
+
+    /// A decoder for messages of `wireProtocol` (nil: before the header names one).
+    init(_ wireProtocol: (any WireProtocol.Type)?) {
+        shapes = CanonicalShapes(wireProtocol?.decodedShapes ?? [])
+    }
 
     /// The record on `line`, or nil for a record kind this reader does not
     /// know (skipped for forward compatibility, TR-READ-4).
@@ -77,8 +86,6 @@ struct TraceDecoder {
 
     /// Member names in the order TraceEncoder writes a message.
     private static let messageOrder: [StaticString] = ["kind", "t_ns", "dir", "src", "dst", "len", "payload", "msg", "decoded", "valid"]
-    private static let frameOrder: [StaticString] = ["t_ms", "ax", "ay", "az", "wx", "wy", "wz", "check"]
-    private static let ackOrder: [StaticString] = ["echo_t_ms", "intensity", "sharpness", "check"]
 
     @inline(__always)
     private static func nextKey(_ scanner: inout JSONScanner, first: inout Bool, predicted: inout Int) throws(JSONScanner.SyntaxError) -> JSONKey? {
@@ -123,10 +130,18 @@ struct TraceDecoder {
                 f.durationMs = try scanner.readUInt64("duration_ms")
             } else if key.equals("event") {
                 f.event = try scanner.readString()
+            } else if key.equals("msg") {
+                // Informative (TR-MSG-1); noted only to predict "decoded"'s member order.
+                if scanner.peek() == UInt8(ascii: "\"") {
+                    let token = try scanner.readStringToken()
+                    f.shape = shapes.fieldNames.firstIndex { token.equals($0.kind) }
+                } else {
+                    try scanner.skipValue()
+                }
             } else if key.equals("decoded") {
                 // Informative (TR-MSG-1): checked to be JSON, not read.
                 if scanner.peek() == UInt8(ascii: "{") {
-                    try scanner.skipObject(predicting: f.payload?.count == HapticAck.size ? Self.ackOrder : Self.frameOrder)
+                    try scanner.skipObject(predicting: f.shape.map { shapes.fieldNames[$0].names } ?? [])
                 } else {
                     try scanner.skipValue()
                 }
@@ -215,7 +230,7 @@ struct TraceDecoder {
         var out: [Double] = []
         out.reserveCapacity(count)
         while out.count < count {
-            guard let byte = scanner.peek(), byte == UInt8(ascii: "-") || isDigit(byte) else { return nil }
+            guard let byte = scanner.peek(), byte == UInt8(ascii: "-") || JSONScanner.isASCIIDigit(byte) else { return nil }
             let value = try scanner.readDouble(name)
             guard value.isFinite else { return nil }
             out.append(value)
@@ -275,5 +290,5 @@ struct TraceDecoder {
 
 /// Hex digit values by byte; 0xFF for a non-digit.
 enum HexTable {
-    static let values: [UInt8] = (0..<256).map { hexNibble(UInt8($0)) ?? 0xFF }
+    static let values: [UInt8] = (0..<256).map { Hex.nibble(UInt8($0)) ?? 0xFF }
 }

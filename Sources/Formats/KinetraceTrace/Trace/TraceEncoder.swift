@@ -1,3 +1,4 @@
+import KinetraceJSON
 import KinetraceWire
 
 /// Turns headers and records into trace lines (compact JSON plus "\n").
@@ -10,7 +11,7 @@ public enum TraceEncoder {
         members["minor"] = .integer(Int64(header.minor))
         members["created"] = .string(header.created)
         members["tool"] = .string(header.tool)
-        members["profile"] = .string(header.profile.name)
+        members["profile"] = .string(header.protocolID.name)
         members["capture_point"] = .string(header.capturePoint.name)
         members["clock"] = .string(header.clock.name)
         members["notes"] = .string(header.notes)
@@ -28,16 +29,17 @@ public enum TraceEncoder {
         return out.bytes
     }
 
-    public static func line(for record: TraceRecord) -> [UInt8] {
+    /// A record's line; a message's decoded fields are rendered by `wireProtocol`.
+    public static func line(for record: TraceRecord, as wireProtocol: any WireProtocol.Type) -> [UInt8] {
         var out = JSONOutput()
         out.bytes.reserveCapacity(320)
-        append(record, to: &out)
+        append(record, as: wireProtocol, to: &out)
         return out.bytes
     }
 
-    static func append(_ record: TraceRecord, to out: inout JSONOutput) {
+    static func append(_ record: TraceRecord, as wireProtocol: any WireProtocol.Type, to out: inout JSONOutput) {
         switch record {
-        case .message(let m): appendMessage(m, to: &out)
+        case .message(let m): appendMessage(m, as: wireProtocol, to: &out)
         case .label(let l):
             out.raw("{\"kind\":\"label\",\"t_ns\":")
             out.integer(l.timeNs)
@@ -83,7 +85,7 @@ public enum TraceEncoder {
         out.raw("]")
     }
 
-    private static func appendMessage(_ m: MessageRecord, to out: inout JSONOutput) {
+    private static func appendMessage(_ m: MessageRecord, as wireProtocol: any WireProtocol.Type, to out: inout JSONOutput) {
         out.raw("{\"kind\":\"msg\",\"t_ns\":")
         out.integer(m.timeNs)
         out.raw(",\"dir\":\"")
@@ -103,51 +105,47 @@ public enum TraceEncoder {
         }
         out.raw("\"")
         if let rtt = m.rttNs { out.raw(",\"rtt_ns\":"); out.integer(rtt) }
-        // Informative fields, derived from the payload.
-        appendDecoded(m, to: &out)
-        out.raw("}\n")
-    }
-
-    /// `"msg"`, `"decoded"` (whenever the length names a kind, even if the
-    /// CRC fails, so a reader can see what was corrupted), `"valid"`, `"reason"`.
-    private static func appendDecoded(_ m: MessageRecord, to out: inout JSONOutput) {
-        let payload = m.payload
-        let verdict: WireError?
-        if case .failure(let error) = m.decoded { verdict = error } else { verdict = nil }
-        payload.withUnsafeBytes { raw in
-            let reader = ByteReader(raw)
-            switch MotionLinkV1.kind(forLength: raw.count) {
-            case .frame:
-                out.raw(",\"msg\":\"frame\",\"decoded\":{\"t_ms\":")
-                out.integer(reader.getInteger(at: 0, as: UInt64.self)!)
-                for (i, name) in MotionFrame.valueNames.enumerated() {
-                    out.raw(",\"")
-                    out.raw(name)
-                    out.raw("\":")
-                    out.float(reader.getFloat32(at: 8 + 4 * i)!)
-                }
-                out.raw(",\"check\":")
-                out.integer(reader.getInteger(at: 32, as: UInt32.self)!)
-                out.raw("}")
-            case .ack:
-                out.raw(",\"msg\":\"ack\",\"decoded\":{\"echo_t_ms\":")
-                out.integer(reader.getInteger(at: 0, as: UInt64.self)!)
-                out.raw(",\"intensity\":")
-                out.float(reader.getFloat32(at: 8)!)
-                out.raw(",\"sharpness\":")
-                out.float(reader.getFloat32(at: 12)!)
-                out.raw(",\"check\":")
-                out.integer(reader.getInteger(at: 16, as: UInt32.self)!)
-                out.raw("}")
-            case nil:
-                out.raw(",\"msg\":\"unknown\"")
+        // Informative fields, derived from the payload by its protocol.
+        m.payload.withUnsafeBytes { raw in
+            var fields = DecodedFieldWriter()
+            swap(&fields.out.bytes, &out.bytes)
+            wireProtocol.describe(raw, into: &fields)
+            fields.close()
+            swap(&fields.out.bytes, &out.bytes)
+            if let error = wireProtocol.facts(raw).error {
+                out.raw(",\"valid\":false,\"reason\":")
+                out.string(error.code.name)
+            } else {
+                out.raw(",\"valid\":true")
             }
         }
-        if let verdict {
-            out.raw(",\"valid\":false,\"reason\":")
-            out.string(verdict.code.name)
-        } else {
-            out.raw(",\"valid\":true")
-        }
+        out.raw("}\n")
     }
+}
+
+/// Writes `"msg"` and `"decoded"` (TR-MSG-1) as a protocol describes a message.
+struct DecodedFieldWriter: DecodedFieldVisitor {
+    var out = JSONOutput()
+    private var opened = false
+
+    mutating func kind(_ name: StaticString) {
+        out.raw(",\"msg\":\"")
+        out.raw(name)
+        out.raw("\"")
+    }
+
+    private mutating func name(_ name: StaticString) {
+        out.raw(opened ? ",\"" : ",\"decoded\":{\"")
+        opened = true
+        out.raw(name)
+        out.raw("\":")
+    }
+
+    mutating func field(_ name: StaticString, _ value: UInt64) { self.name(name); out.integer(value) }
+    mutating func field(_ name: StaticString, _ value: UInt32) { self.name(name); out.integer(value) }
+    mutating func field(_ name: StaticString, _ value: Float32) { self.name(name); out.float(value) }
+    mutating func field(_ name: StaticString, _ value: Double) { self.name(name); out.double(value) }
+    mutating func field(_ name: StaticString, _ value: String) { self.name(name); out.string(value) }
+
+    mutating func close() { if opened { out.raw("}") } }
 }

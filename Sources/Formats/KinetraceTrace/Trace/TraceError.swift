@@ -1,3 +1,5 @@
+import KinetraceSupport
+
 /// A trace could not be read or written. Carries where (file, line, byte
 /// offset) and what was expected, so the CLI can print one precise line.
 public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -24,6 +26,10 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let badRecord = Code("bad_record")
         /// A line is longer than the reader's limit.
         public static let lineTooLong = Code("line_too_long")
+        /// The header names a wire protocol this build does not speak.
+        public static let unknownProtocol = Code("unknown_protocol")
+        /// The input holds another protocol's traffic than the one asked for.
+        public static let protocolMismatch = Code("protocol_mismatch")
     }
 
     public var code: Code
@@ -41,6 +47,11 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
         self.line = line
         self.byteOffset = byteOffset
         self.message = message
+    }
+
+    /// A file that could not be opened, read or written, as a trace error of the same code.
+    public init(_ error: FileError) {
+        self.init(Code(error.code.name), source: error.path, message: error.message)
     }
 
     public var description: String {

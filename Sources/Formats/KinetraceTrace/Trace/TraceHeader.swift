@@ -1,3 +1,4 @@
+import KinetraceJSON
 import KinetraceWire
 
 /// The first line of a trace (specs/trace-v1.md, TR-HEADER-*).
@@ -14,7 +15,10 @@ public struct TraceHeader: Hashable, Sendable {
     public var created: String
     /// The writing tool and its version, e.g. `kinetrace 0.1.0`.
     public var tool: String
-    public var profile: WireProfileID
+    /// The wire protocol of the messages. Written as the header member
+    /// "profile" (its name before "protocol" became the word for it), so every
+    /// trace ever written still reads; readers also accept "protocol".
+    public var protocolID: ProtocolID
     public var capturePoint: CapturePoint
     /// Which clock `t_ns` comes from.
     public var clock: ClockSource
@@ -22,14 +26,14 @@ public struct TraceHeader: Hashable, Sendable {
     /// Header fields this version does not know, kept so a rewrite loses nothing.
     public var extra: [String: JSONValue]
 
-    public init(created: String, tool: String, profile: WireProfileID = .motionLinkV1,
+    public init(created: String, tool: String, protocolID: ProtocolID = ProtocolRegistry.defaultID,
                 capturePoint: CapturePoint, clock: ClockSource, notes: String = "",
                 extra: [String: JSONValue] = [:]) {
         self.major = Self.currentMajor
         self.minor = Self.currentMinor
         self.created = created
         self.tool = tool
-        self.profile = profile
+        self.protocolID = protocolID
         self.capturePoint = capturePoint
         self.clock = clock
         self.notes = notes

@@ -5,6 +5,8 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KinetraceJSON
+import KinetraceSupport
 import KinetraceWire
 
 /// Streams a trace file record by record in constant memory (one read
@@ -27,7 +29,7 @@ public final class TraceReader {
     public static let maxLineBytes = 16 << 20
 
     private let file: POSIXFile?
-    private var decoder = TraceDecoder()
+    private var decoder = TraceDecoder(nil)
     private var buffer: UnsafeMutableRawBufferPointer
     private var start = 0
     private var end = 0
@@ -35,18 +37,24 @@ public final class TraceReader {
     private var bufferFileOffset = 0
     private var lineNumber = 0
 
-    /// Opens and reads the header of the trace at `path`.
-    public convenience init(path: String) throws(TraceError) {
-        let file = try POSIXFile(path: path, mode: .read)
-        try self.init(file: file, source: path, initial: [])
+    /// The wire protocol the header names, as `registry` knows it.
+    public var wireProtocol: any WireProtocol.Type { resolvedProtocol! }
+    private var resolvedProtocol: (any WireProtocol.Type)?
+
+    /// Opens and reads the header of the trace at `path`. A header naming a
+    /// protocol `registry` does not know fails with `unknownProtocol`.
+    public convenience init(path: String, registry: ProtocolRegistry = .standard) throws(TraceError) {
+        let file: POSIXFile
+        do throws(FileError) { file = try POSIXFile(path: path, mode: .read) } catch { throw TraceError(error) }
+        try self.init(file: file, source: path, initial: [], registry: registry)
     }
 
     /// Reads a trace held in memory; `name` is used in errors.
-    public convenience init(bytes: [UInt8], name: String = "<memory>") throws(TraceError) {
-        try self.init(file: nil, source: name, initial: bytes)
+    public convenience init(bytes: [UInt8], name: String = "<memory>", registry: ProtocolRegistry = .standard) throws(TraceError) {
+        try self.init(file: nil, source: name, initial: bytes, registry: registry)
     }
 
-    private init(file: POSIXFile?, source: String, initial: [UInt8]) throws(TraceError) {
+    private init(file: POSIXFile?, source: String, initial: [UInt8], registry: ProtocolRegistry) throws(TraceError) {
         self.file = file
         self.source = source
         let capacity = file == nil ? max(initial.count, 1) : 1 << 20
@@ -57,6 +65,12 @@ public final class TraceReader {
         atEOF = file == nil
         header = TraceHeader(created: "", tool: "", capturePoint: .host, clock: .realtime)
         header = try readHeader()
+        guard let known = registry[header.protocolID] else {
+            throw TraceError(.unknownProtocol, source: source, line: 1, byteOffset: 0,
+                             message: "the header names protocol \"\(header.protocolID)\", which this kinetrace does not speak (it speaks \(registry.names.joined(separator: ", ")))")
+        }
+        resolvedProtocol = known
+        decoder = TraceDecoder(known)
     }
 
     deinit { buffer.deallocate() }
@@ -132,6 +146,13 @@ public final class TraceReader {
             throw bad("unsupported trace version \(major): this reader reads major version \(TraceHeader.currentMajor)",
                       .unsupportedVersion)
         }
+        func headerProtocol(_ profile: String?, _ named: String?) throws(TraceError) -> ProtocolID {
+            if let profile, let named, profile != named {
+                throw bad("the header's \"profile\" (\"\(profile)\") and \"protocol\" (\"\(named)\") name different protocols")
+            }
+            // Headers before the member was written name no protocol: MotionLink v1 was the only one.
+            return ProtocolID(named ?? profile ?? ProtocolRegistry.defaultID.name)
+        }
         func text(_ key: String) throws(TraceError) -> String? {
             guard let value = members[key] else { return nil }
             guard let s = value.stringValue else { throw bad("the header's \"\(key)\" must be a string") }
@@ -140,13 +161,13 @@ public final class TraceReader {
         var header = TraceHeader(
             created: try text("created") ?? "",
             tool: try text("tool") ?? "",
-            profile: WireProfileID(try text("profile") ?? WireProfileID.motionLinkV1.name),
+            protocolID: try headerProtocol(text("profile"), text("protocol")),
             capturePoint: CapturePoint(try text("capture_point") ?? "unknown"),
             clock: ClockSource(try text("clock") ?? "unknown"),
             notes: try text("notes") ?? "")
         header.major = Int(major)
         header.minor = Int(members["minor"]?.integerValue ?? 0)
-        for key in ["format", "version", "minor", "created", "tool", "profile", "capture_point", "clock", "notes"] {
+        for key in ["format", "version", "minor", "created", "tool", "profile", "protocol", "capture_point", "clock", "notes"] {
             members[key] = nil
         }
         header.extra = members
@@ -206,7 +227,9 @@ public final class TraceReader {
             buffer.deallocate()
             buffer = bigger
         }
-        let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]))
+        let n: Int
+        do throws(FileError) { n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...])) }
+        catch { throw TraceError(error) }
         if n == 0 { atEOF = true } else { end += n }
     }
 

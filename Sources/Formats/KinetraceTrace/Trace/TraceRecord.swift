@@ -1,3 +1,4 @@
+import KinetraceJSON
 import KinetraceWire
 
 /// One line after the header (specs/trace-v1.md, TR-RECORD-*).
@@ -17,12 +18,6 @@ public enum TraceRecord: Hashable, Sendable {
         case .motion(let m): return m.timeNs
         }
     }
-}
-
-/// Which way a message travelled.
-public enum Direction: String, Hashable, Sendable, CaseIterable {
-    case controllerToHost = "c2h"
-    case hostToController = "h2c"
 }
 
 /// A wire message as observed. The payload is the truth: decoded fields and
@@ -54,10 +49,15 @@ public struct MessageRecord: Hashable, Sendable {
         self.rttNs = rttNs
     }
 
-    /// The MotionLink v1 decode of the payload, or why it is invalid.
-    public var decoded: Result<MotionLinkV1.Message, WireError> {
+    /// What the engines need of the payload, under `wireProtocol`.
+    public func facts(_ wireProtocol: any WireProtocol.Type) -> MessageFacts {
+        payload.withUnsafeBytes { wireProtocol.facts($0) }
+    }
+
+    /// The payload decoded as one of `P`'s messages, or why it is not one.
+    public func decoded<P: WireProtocol>(as: P.Type) -> Result<P.Message, WireError> {
         payload.withUnsafeBytes { raw in
-            do throws(WireError) { return .success(try MotionLinkV1.decode(raw)) } catch { return .failure(error) }
+            do throws(WireError) { return .success(try P.decode(raw)) } catch { return .failure(error) }
         }
     }
 
@@ -96,21 +96,6 @@ public struct EventRecord: Hashable, Sendable {
         self.event = event
         self.data = data
     }
-}
-
-/// Three components, as CoreMotion reports a vector (x, y, z in the device frame).
-public struct Vector3: Hashable, Sendable {
-    public var x: Double
-    public var y: Double
-    public var z: Double
-    public init(_ x: Double, _ y: Double, _ z: Double) {
-        self.x = x
-        self.y = y
-        self.z = z
-    }
-    public static let zero = Vector3(0, 0, 0)
-    public func dot(_ other: Vector3) -> Double { x * other.x + y * other.y + z * other.z }
-    public var length: Double { dot(self).squareRoot() }
 }
 
 /// One device-motion sample as the phone's motion API delivers it, at its own

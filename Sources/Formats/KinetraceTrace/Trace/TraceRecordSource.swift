@@ -1,3 +1,5 @@
+import KinetraceWire
+
 /// Anything that yields trace records in time order: a trace file, or a
 /// capture file read as one (KinetracePcap). Commands that read traces take
 /// a source, so they read pcap and pcapng directly too.
@@ -5,6 +7,8 @@ public protocol TraceRecordSource: AnyObject {
     /// The file, for messages.
     var source: String { get }
     var header: TraceHeader { get }
+    /// The wire protocol of its messages.
+    var wireProtocol: any WireProtocol.Type { get }
     /// The next record, or nil at the end.
     func next() throws(TraceError) -> TraceRecord?
     /// Set when the input ended inside a record.

@@ -1,3 +1,7 @@
+import KinetraceJSON
+import KinetraceSupport
+import KinetraceWire
+
 /// Writes a trace: the header at once, then records through a buffer that
 /// is flushed by size or age, so a killed writer leaves a readable file that
 /// at worst ends in one truncated line (which readers tolerate).
@@ -25,9 +29,17 @@ public final class TraceWriter {
     private let file: BufferedFile
     private var oldestPendingNs: Int64 = 0
 
-    public init(path: String, header: TraceHeader, policy: FlushPolicy = .default) throws(TraceError) {
+    /// The protocol whose decoded fields message records carry.
+    public let wireProtocol: any WireProtocol.Type
+
+    /// Creates the file and writes the header. A header naming a protocol
+    /// `registry` does not know fails with `unknownProtocol`.
+    public init(path: String, header: TraceHeader, policy: FlushPolicy = .default,
+                registry: ProtocolRegistry = .standard) throws(TraceError) {
         self.policy = policy
-        file = try BufferedFile(path: path, reserving: policy.maxBufferedBytes + 512)
+        wireProtocol = try TraceEncoder.resolve(header, registry)
+        do throws(FileError) { file = try BufferedFile(path: path, reserving: policy.maxBufferedBytes + 512) }
+        catch { throw TraceError(error) }
         file.pending.append(contentsOf: TraceEncoder.line(for: header))
         try flush()
     }
@@ -37,7 +49,7 @@ public final class TraceWriter {
         if file.pending.isEmpty, policy.maxDelayNs > 0 { oldestPendingNs = SystemClock.monotonicNs() }
         var out = JSONOutput()
         swap(&out.bytes, &file.pending)
-        TraceEncoder.append(record, to: &out)
+        TraceEncoder.append(record, as: wireProtocol, to: &out)
         swap(&out.bytes, &file.pending)
         recordCount += 1
         if file.pending.count >= policy.maxBufferedBytes
@@ -47,18 +59,32 @@ public final class TraceWriter {
     }
 
     /// Hands everything buffered to the kernel.
-    public func flush() throws(TraceError) { try file.flush() }
+    public func flush() throws(TraceError) {
+        do throws(FileError) { try file.flush() } catch { throw TraceError(error) }
+    }
 
     /// Flushes and closes; further writes are a programming error.
-    public func close() throws(TraceError) { try file.close() }
+    public func close() throws(TraceError) {
+        do throws(FileError) { try file.close() } catch { throw TraceError(error) }
+    }
 }
 
 extension TraceEncoder {
     /// A whole trace in memory: header line then one line per record.
-    public static func document(header: TraceHeader, records: some Sequence<TraceRecord>) -> [UInt8] {
+    public static func document(header: TraceHeader, records: some Sequence<TraceRecord>,
+                                registry: ProtocolRegistry = .standard) throws(TraceError) -> [UInt8] {
+        let wireProtocol = try resolve(header, registry)
         var out = JSONOutput()
         out.bytes = line(for: header)
-        for record in records { append(record, to: &out) }
+        for record in records { append(record, as: wireProtocol, to: &out) }
         return out.bytes
+    }
+
+    static func resolve(_ header: TraceHeader, _ registry: ProtocolRegistry) throws(TraceError) -> any WireProtocol.Type {
+        guard let known = registry[header.protocolID] else {
+            throw TraceError(.unknownProtocol, source: "<header>",
+                             message: "cannot write protocol \"\(header.protocolID)\": this kinetrace speaks \(registry.names.joined(separator: ", "))")
+        }
+        return known
     }
 }

@@ -1,7 +1,7 @@
 /// A decode failure: what was wrong, where (byte offset into the message),
 /// and what was expected there.
 ///
-/// The code is a struct rather than an enum so that later profiles can add
+/// The code is a struct rather than an enum so that later protocols can add
 /// codes without breaking anyone's exhaustive `switch`.
 public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -10,7 +10,7 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         public init(_ name: String) { self.name = name }
         public var description: String { name }
 
-        /// The length matches no message kind of the profile.
+        /// The length matches no message kind of the protocol.
         public static let invalidLength = Code("invalid_length")
         /// The checksum field does not match the bytes it covers.
         public static let checksumMismatch = Code("crc_mismatch")
@@ -18,6 +18,8 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let nonFinite = Code("non_finite")
         /// A field holds a finite value outside its allowed range.
         public static let outOfRange = Code("out_of_range")
+        /// Text that is not the structure the protocol requires (bad JSON, a missing member).
+        public static let malformed = Code("malformed")
     }
 
     public var code: Code

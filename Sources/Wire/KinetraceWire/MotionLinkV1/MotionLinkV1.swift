@@ -1,10 +1,15 @@
 /// MotionLink v1 (specs/motionlink-v1.md): 36-byte MotionFrames from the
 /// controller, 20-byte HapticAcks from the host, one per UDP datagram.
 /// The datagram's length alone says which kind it is.
-public enum MotionLinkV1: WireProfile {
-    public static let id = WireProfileID.motionLinkV1
+public enum MotionLinkV1: WireProtocol {
+    public static let id = ProtocolID("motionlink-v1")
+    public static let summary = "36-byte MotionFrames at 10 Hz over UDP, a 20-byte HapticAck per jump"
+    public static let specification = "specs/motionlink-v1.md"
+    public static let transport = TransportKind.datagram
     /// ML-TRANSPORT-2: the host's default UDP port.
     public static let defaultPort: UInt16 = 47110
+    /// ML-RATE-2: 10 Hz.
+    public static let nominalRateHz = 10.0
 
     public enum Message: Hashable, Sendable {
         case frame(MotionFrame)
@@ -38,14 +43,96 @@ public enum MotionLinkV1: WireProfile {
         case .ack(let ack): return ack.encoded()
         }
     }
-}
 
-extension WireProfileID {
-    public static let motionLinkV1 = WireProfileID("motionlink-v1")
+    public static func facts(of message: Message) -> MessageFacts {
+        switch message {
+        case .frame(let f):
+            return MessageFacts(kind: "frame", direction: .controllerToHost, senderTimeMs: f.tMs, motion: MotionReading(
+                userAcceleration: Vector3(Double(f.ax), Double(f.ay), Double(f.az)),
+                rotationRate: Vector3(Double(f.wx), Double(f.wy), Double(f.wz))))
+        case .ack(let a):
+            return MessageFacts(kind: "ack", direction: .hostToController, echoTimeMs: a.echoTMs)
+        }
+    }
+
+    /// A frame of the reading's user acceleration and rotation rate (zero where it has none).
+    public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
+        frame(reading, timeMs: timeMs).encoded()
+    }
+
+    /// The frame `sample` sends.
+    public static func frame(_ reading: MotionReading, timeMs: UInt64) -> MotionFrame {
+        let a = reading.userAcceleration ?? .zero, w = reading.rotationRate ?? .zero
+        return MotionFrame(tMs: timeMs, ax: Float(a.x), ay: Float(a.y), az: Float(a.z),
+                           wx: Float(w.x), wy: Float(w.y), wz: Float(w.z))
+    }
+
+    public static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? {
+        guard bytes.count == MotionFrame.size, var frame = try? MotionFrame.decode(bytes) else { return nil }
+        frame.tMs = timeMs
+        return frame.encoded()
+    }
+
+    public static func makeHostModel<Controller: Hashable>(rule: GestureRule, controllers: Controller.Type) -> any HostModel<Controller> {
+        MotionLinkHostModel<Controller>(rule: rule)
+    }
+
+    public static let decodedShapes = [
+        DecodedShape(kind: "frame", numbers: ["t_ms", "ax", "ay", "az", "wx", "wy", "wz", "check"]),
+        DecodedShape(kind: "ack", numbers: ["echo_t_ms", "intensity", "sharpness", "check"]),
+        DecodedShape(kind: "unknown", fields: []),
+    ]
+
+    /// The fields at their offsets whenever the length names a kind, even when the CRC fails.
+    public static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
+        let reader = ByteReader(bytes)
+        switch kind(forLength: bytes.count) {
+        case .frame:
+            visitor.kind("frame")
+            visitor.field("t_ms", reader.getInteger(at: 0, as: UInt64.self)!)
+            visitor.field("ax", reader.getFloat32(at: 8)!)
+            visitor.field("ay", reader.getFloat32(at: 12)!)
+            visitor.field("az", reader.getFloat32(at: 16)!)
+            visitor.field("wx", reader.getFloat32(at: 20)!)
+            visitor.field("wy", reader.getFloat32(at: 24)!)
+            visitor.field("wz", reader.getFloat32(at: 28)!)
+            visitor.field("check", reader.getInteger(at: 32, as: UInt32.self)!)
+        case .ack:
+            visitor.kind("ack")
+            visitor.field("echo_t_ms", reader.getInteger(at: 0, as: UInt64.self)!)
+            visitor.field("intensity", reader.getFloat32(at: 8)!)
+            visitor.field("sharpness", reader.getFloat32(at: 12)!)
+            visitor.field("check", reader.getInteger(at: 16, as: UInt32.self)!)
+        case nil:
+            visitor.kind("unknown")
+        }
+    }
 }
 
 /// Which of the two message kinds a datagram is.
 public enum MessageKind: String, Hashable, Sendable, CaseIterable {
     case frame
     case ack
+}
+
+/// What a conforming MotionLink v1 host does (ML-GESTURE-*, ML-ACK-RULE-1):
+/// the gesture rule per controller, one HapticAck (intensity and sharpness
+/// 1.0, ML-ACK-4) per trigger; acks sent to it are invalid (ML-VALID-3).
+public struct MotionLinkHostModel<Controller: Hashable>: HostModel {
+    public private(set) var tracker: GestureTracker<Controller>
+
+    public init(rule: GestureRule) { tracker = GestureTracker(rule: rule) }
+
+    public var controllerCount: Int { tracker.controllerCount }
+
+    public mutating func accept(_ message: MessageFacts, from controller: Controller, receivedNs: Int64) -> HostVerdict {
+        if let error = message.error { return .dropped(reason: error.code.name) }
+        guard message.direction == .controllerToHost, let tMs = message.senderTimeMs,
+              let ay = message.motion?.userAcceleration?.y else { return .dropped(reason: "wrong_direction") }
+        switch tracker.accept(tMs: tMs, ay: ay, from: controller) {
+        case .stale: return .stale
+        case .accepted: return .accepted
+        case .trigger: return .decided(HostDecision(name: "jump", sampleTimeMs: tMs, reply: HapticAck(echoTMs: tMs).encoded()))
+        }
+    }
 }

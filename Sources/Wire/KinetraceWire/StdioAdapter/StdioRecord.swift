@@ -13,6 +13,9 @@ public struct StdioRecord: Hashable, Sendable {
         public static let controllerToHost = Kind(rawValue: 0x01)
         /// A datagram for a controller, written by the host to its stdout.
         public static let hostToController = Kind(rawValue: 0x02)
+        /// A decision the host made about a controller, written to its stdout: the
+        /// observation channel for decisions with no reply on the wire (SA-OBS-*).
+        public static let observation = Kind(rawValue: 0x03)
         public var description: String { "0x" + String(rawValue, radix: 16) }
     }
 
@@ -47,43 +50,46 @@ public struct StdioRecord: Hashable, Sendable {
     }
 }
 
-/// Splits a byte stream into stdio records as bytes arrive, in any chunking.
-/// Errors carry the stream offset of the offending record.
-public struct StdioRecordDecoder: Sendable {
-    private var buffer: [UInt8] = []
-    private var start = 0
-    /// Stream offset of `buffer[start]`.
-    public private(set) var offset = 0
-
+/// The stdio framing's record boundary: a big-endian u32 length, then that many bytes.
+public struct StdioRecordBoundary: RecordBoundary, Sendable {
     public init() {}
 
-    /// Bytes received that do not yet form a whole record.
-    public var pendingBytes: Int { buffer.count - start }
-
-    public mutating func append(_ bytes: some Sequence<UInt8>) { buffer.append(contentsOf: bytes) }
-
-    /// The next complete record, nil when more bytes are needed.
-    public mutating func next() throws(WireError) -> StdioRecord? {
-        guard buffer.count - start >= StdioRecord.headerSize else { return nil }
-        let length = buffer[start..<start + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+    public func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int? {
+        guard bytes.count >= StdioRecord.headerSize else { return nil }
+        let length = UInt32(bytes[0]) << 24 | UInt32(bytes[1]) << 16 | UInt32(bytes[2]) << 8 | UInt32(bytes[3])
         guard length >= StdioRecord.minimumLength, length <= UInt32(StdioRecord.maximumPayload + 4) else {
             throw WireError(.invalidLength, offset: offset, expected: "a record length from 4 to 65539, found \(length)")
         }
-        guard buffer[start + 5] == 0 else {
-            throw WireError(.outOfRange, offset: offset + 5, expected: "flags 0, found \(buffer[start + 5])")
+        guard bytes[5] == 0 else {
+            throw WireError(.outOfRange, offset: offset + 5, expected: "flags 0, found \(bytes[5])")
         }
-        let total = 4 + Int(length)
-        guard buffer.count - start >= total else { return nil }
-        let record = StdioRecord(
-            kind: StdioRecord.Kind(rawValue: buffer[start + 4]),
-            controller: UInt16(buffer[start + 6]) << 8 | UInt16(buffer[start + 7]),
-            payload: Array(buffer[start + StdioRecord.headerSize..<start + total]))
-        start += total
-        offset += total
-        if start > 65_536 && start * 2 > buffer.count {
-            buffer.removeFirst(start)
-            start = 0
-        }
-        return record
+        return 4 + Int(length)
+    }
+}
+
+/// Splits a byte stream into stdio records as bytes arrive, in any chunking.
+/// Errors carry the stream offset of the offending record.
+public struct StdioRecordDecoder: Sendable {
+    private var framer = StreamFramer(StdioRecordBoundary())
+
+    public init() {}
+
+    /// Stream offset of the next record.
+    public var offset: Int { framer.offset }
+
+    /// Bytes received that do not yet form a whole record.
+    public var pendingBytes: Int { framer.pendingBytes }
+
+    public mutating func append(_ bytes: some Sequence<UInt8>) {
+        var array = Array(bytes)
+        array.withUnsafeMutableBytes { framer.append(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The next complete record, nil when more bytes are needed.
+    public mutating func next() throws(WireError) -> StdioRecord? {
+        guard let framed = try framer.next() else { return nil }
+        let b = framed.bytes
+        return StdioRecord(kind: StdioRecord.Kind(rawValue: b[4]), controller: UInt16(b[6]) << 8 | UInt16(b[7]),
+                           payload: Array(b[StdioRecord.headerSize...]))
     }
 }

@@ -1,0 +1,90 @@
+import ArgumentParser
+import KinetraceWire
+
+/// A wire protocol named on the command line.
+struct ProtocolName: ExpressibleByArgument, Sendable {
+    let wireProtocol: any WireProtocol.Type
+
+    init?(argument: String) {
+        guard let known = ProtocolRegistry.standard.named(argument) else { return nil }
+        wireProtocol = known
+    }
+
+    static var allValueStrings: [String] { ProtocolRegistry.standard.names }
+    static var defaultCompletionKind: CompletionKind { .list(allValueStrings) }
+}
+
+/// `--protocol NAME`, shared by every command.
+struct ProtocolOptions: ParsableArguments {
+    @Option(name: .customLong("protocol"),
+            help: ArgumentHelp("The wire protocol (default \(ProtocolRegistry.defaultID)). A trace names its own in its header, and this must agree with it.",
+                               valueName: "name"))
+    var named: ProtocolName?
+
+    /// The protocol given, if one was.
+    var given: (any WireProtocol.Type)? { named?.wireProtocol }
+
+    /// The protocol given, or the default.
+    var wireProtocol: any WireProtocol.Type { given ?? ProtocolRegistry.standard[ProtocolRegistry.defaultID]! }
+}
+
+/// `--protocol` and `--port` for commands that read captures: a pcap names
+/// no protocol, and only the host's port tells which way a packet went.
+struct CaptureInputOptions: ParsableArguments {
+    @OptionGroup var wire: ProtocolOptions
+
+    @Option(help: ArgumentHelp("The host's port in pcap and pcapng input, to tell which way a packet went (default: the protocol's, 47110 for motionlink-v1).",
+                               valueName: "port"))
+    var port: UInt16?
+}
+
+/// `--threshold` and `--refractory-ms`: the host's gesture rule.
+struct GestureRuleOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The host's jump threshold τ in g: a sample triggers when ay exceeds it.", valueName: "g"))
+    var threshold: Double = GestureRule.default.threshold
+
+    @Option(name: .customLong("refractory-ms"),
+            help: ArgumentHelp("The host's refractory period R in ms: how long after a jump the next can come (MotionLink: of frame time).", valueName: "ms"))
+    var refractoryMs: UInt64 = GestureRule.default.refractoryMs
+
+    /// A phone's accelerometer reads at most ±16 g; a threshold far beyond is a mistake.
+    static let thresholdLimit = 1_000.0
+    /// An hour: longer windows are mistakes, and they would overflow nanosecond arithmetic.
+    static let refractoryLimitMs: UInt64 = 3_600_000
+
+    func validate() throws {
+        guard threshold.isFinite, abs(threshold) <= Self.thresholdLimit else {
+            throw ValidationError("--threshold must be a number of g from -1000 to 1000.")
+        }
+        guard refractoryMs <= Self.refractoryLimitMs else { throw ValidationError("--refractory-ms must be at most 3600000 (an hour).") }
+    }
+
+    var rule: GestureRule { GestureRule(threshold: threshold, refractoryMs: refractoryMs) }
+}
+
+/// A report format: the values of `--format` and the default.
+protocol ReportFormat: ExpressibleByArgument, CaseIterable, RawRepresentable, Sendable where RawValue == String {
+    static var defaultFormat: Self { get }
+    /// What each format is for, as a phrase for `--format`'s help.
+    static var formatHelp: String { get }
+}
+
+/// `--format` and `--out`, for commands that write a report.
+struct ReportOptions<Format: ReportFormat>: ParsableArguments {
+    @Option(help: ArgumentHelp("Report format: \(Format.formatHelp).", valueName: "format"))
+    var format: Format = .defaultFormat
+
+    @Option(help: ArgumentHelp("Write the report to this file instead of standard output.", valueName: "file"), completion: .file())
+    var out: String?
+}
+
+/// `--format`, for commands that print a summary to standard output.
+struct SummaryFormatOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Output format: text for people, json for machines.", valueName: "format"))
+    var format: OutputFormat = .text
+}
+
+extension OutputFormat: ReportFormat {
+    static var defaultFormat: OutputFormat { .text }
+    static var formatHelp: String { "text for people, json for machines" }
+}

@@ -1,0 +1,133 @@
+import KinetraceReplay
+import KinetraceSupport
+import KinetraceTrace
+import KinetraceTransport
+import KinetraceWire
+
+/// The host's replies over a path impaired by one of the replayer's networks
+/// (loss, jitter, duplication, reordering, corruption). When a protocol's
+/// host decides on what arrives, in arrival order, never on when (MotionLink:
+/// ML-GESTURE-2/-4), the replies owed are exactly its host model run over
+/// what the planner sends, and any difference is the host's.
+public struct ImpairedPathCase: ActiveCase {
+    public let info: CaseInfo
+    public let network: String
+    public let wireProtocol: any WireProtocol.Type
+    let impairments: Impairments
+    let controllers: Int
+    let framesEach: Int
+    public let seed: UInt64
+
+    /// - Parameters:
+    ///   - network: the replay network's name; the case is `AC-IMPAIRED-<NAME>`.
+    ///   - impairments: the network's impairments (replies are not impaired: the check is the host's decisions).
+    ///   - requirements: the requirement IDs of the protocol's spec the case checks.
+    public init(network: String, impairments: Impairments, wireProtocol: any WireProtocol.Type, requirements: [String],
+                controllers: Int = 8, framesEach: Int = 30, seed: UInt64 = 1) {
+        let hz = wireProtocol.nominalRateHz
+        let rate = hz == hz.rounded() ? String(Int(hz)) : String(hz)
+        info = CaseInfo(
+            id: "AC-IMPAIRED-\(network.uppercased())", requirements: requirements, level: .must,
+            summary: "Under the \(network) network's impairments (\(controllers) controllers, \(framesEach) frames each at \(rate) Hz), the host acks exactly the triggers the rule gives for what arrives.",
+            timeoutMs: 3_000)
+        self.network = network
+        self.wireProtocol = wireProtocol
+        self.impairments = impairments
+        self.controllers = controllers
+        self.framesEach = framesEach
+        self.seed = seed
+    }
+
+    /// Samples at the protocol's rate stamped from the case's origin; each is
+    /// trigger-level with probability 0.4 (seeded), so losses and reorders change
+    /// which ones trigger.
+    public func input(t0: UInt64, rule: GestureRule) -> ReplayInput {
+        var rng = SeededGenerator(seed: seed).derived(0x494D_5041)  // "IMPA"
+        let periodMs = UInt64((1000 / wireProtocol.nominalRateHz).rounded())
+        var messages: [ReplayInput.Message] = []
+        for k in 0..<framesEach {
+            for c in 0..<controllers {
+                let ay = rng.unit() < 0.4 ? TriggerLevel.above(rule) : TriggerLevel.below(rule)
+                let payload = TriggerLevel.sample(wireProtocol, ay: ay, tMs: t0 + UInt64(k) * periodMs)
+                messages.append(ReplayInput.Message(offsetNs: Int64(k * Int(periodMs)) * 1_000_000, controller: c, payload: payload,
+                                                    index: messages.count))
+            }
+        }
+        let endpoints = (0..<controllers).map { Endpoint(host: "127.0.0.2", port: UInt16($0 + 1)) }
+        return ReplayInput(wireProtocol: wireProtocol, messages: messages, controllers: endpoints)
+    }
+
+    /// The bundled replay networks that impair the controller→host path, each as a case.
+    public static func bundled(_ wireProtocol: any WireProtocol.Type, requirements: [String]) -> [ImpairedPathCase] {
+        ["lab-5ghz", "crowded-event", "harsh"].compactMap { name in
+            ReplayNetwork.bundled(name).map {
+                ImpairedPathCase(network: name, impairments: $0.impairments, wireProtocol: wireProtocol, requirements: requirements)
+            }
+        }
+    }
+
+    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        var options = ReplayOptions()
+        options.timestamps = .original
+        options.impairments = impairments
+        options.seed = seed
+        options.rule = parameters.rule
+        let first = try p.controllers(controllers).lowerBound
+        var predicted: Set<Pair> = []
+        var sent = 0, lost = 0, duplicated = 0, reordered = 0, damaged = 0, outOfOrder = 0
+        var newestSent: [Int: UInt64] = [:]
+        let anchor = SystemClock.monotonicNs() + 20_000_000
+        var lastDeadline = anchor
+        for step in ReplaySchedule(input: input(t0: p.t0, rule: parameters.rule), options: options) {
+            switch step {
+            case .impairment(let record):
+                if record.decision.lost { lost += 1 }
+                duplicated += record.decision.duplicates
+                if record.decision.reordered { reordered += 1 }
+                if !record.decision.flippedBits.isEmpty || record.decision.truncatedTo != nil { damaged += 1 }
+            case .send(let send):
+                lastDeadline = anchor + send.deadlineNs
+                p.collect(untilMonotonicNs: lastDeadline)
+                p.send(send.payload, from: first + send.controller)
+                sent += 1
+                if let tMs = send.tMs {
+                    // Overtaken by jitter or held back: the host must treat it as stale.
+                    if let newest = newestSent[send.controller], tMs < newest { outOfOrder += 1 }
+                    newestSent[send.controller] = max(tMs, newestSent[send.controller] ?? 0)
+                }
+                if send.predictedTrigger, let tMs = send.tMs { predicted.insert(Pair(controller: first + send.controller, tMs: tMs)) }
+            }
+        }
+        let settle = lastDeadline + Int64(info.timeoutMs) * 1_000_000
+        p.collect(untilMonotonicNs: settle) { _ in predicted.isSubset(of: p.echoes.map { Pair(controller: $0.controller, tMs: $0.echo) }) }
+        p.collect(forMs: 50)  // stragglers and extra acks
+        var acked: [Pair: Int] = [:]
+        for ack in p.echoes { acked[Pair(controller: ack.controller, tMs: ack.echo), default: 0] += 1 }
+        let missing = predicted.subtracting(acked.keys).sorted()
+        let unexpected = Set(acked.keys).subtracting(predicted).sorted()
+        let repeated = acked.filter { $0.value > 1 }.keys.sorted()
+        let measurements = [
+            Measurement("seed", Double(seed)), Measurement("sent", Double(sent)), Measurement("lost", Double(lost)),
+            Measurement("duplicated", Double(duplicated)), Measurement("reordered", Double(reordered)),
+            Measurement("arrived_out_of_order", Double(outOfOrder)),
+            Measurement("damaged", Double(damaged)), Measurement("acks_predicted", Double(predicted.count)),
+            Measurement("acks_matched", Double(predicted.count - missing.count)), Measurement("acks_missing", Double(missing.count)),
+            Measurement("acks_unexpected", Double(unexpected.count)), Measurement("acks_repeated", Double(repeated.count)),
+        ]
+        guard predicted.count > 0 else {
+            return CaseResult(info, .inconclusive("the impaired schedule predicts no trigger"), measurements: measurements)
+        }
+        var evidence = missing.prefix(5).map { "expected an ack on controller \($0.controller - first + 1) for t_ms \($0.tMs), found none" }
+        evidence += unexpected.prefix(5).map { "expected no ack on controller \($0.controller - first + 1) for t_ms \($0.tMs) (not a trigger as it arrived), found one" }
+        evidence += repeated.prefix(5).map { "expected one ack on controller \($0.controller - first + 1) for t_ms \($0.tMs), found \(acked[$0]!)" }
+        if evidence.isEmpty { return CaseResult(info, .pass, measurements: measurements) }
+        let why = "\(missing.count) trigger(s) unacked, \(unexpected.count) unexpected ack(s), \(repeated.count) acked more than once, of \(predicted.count) owed"
+        return CaseResult(info, .fail(why), measurements: measurements, evidence: evidence)
+    }
+
+    struct Pair: Hashable, Comparable {
+        var controller: Int
+        var tMs: UInt64
+        static func < (a: Pair, b: Pair) -> Bool { (a.controller, a.tMs) < (b.controller, b.tMs) }
+    }
+}

@@ -1,0 +1,129 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import KinetraceSupport
+import KinetraceTrace
+import KinetraceTransport
+import KinetraceWire
+
+/// Stand-in phones for one active case: each controller is new to the host
+/// (a new socket, or a new stdio controller id), sends exactly the bytes the
+/// case crafts, and collects what the host sends back and what it reports
+/// on the observation channel, timed on CLOCK_MONOTONIC.
+public final class LiveProbe {
+    public struct Reply: Sendable {
+        public var controller: Int
+        public var payload: [UInt8]
+        public var monoNs: Int64
+    }
+
+    /// A valid reply that echoes a sample's stamp, and how long after that sample it came.
+    public struct Echo: Sendable {
+        public var controller: Int
+        public var echo: UInt64
+        public var payload: [UInt8]
+        public var delayNs: Int64?
+    }
+
+    /// A decision the host reported on the observation channel.
+    public struct Observed: Sendable {
+        public var controller: Int
+        public var observation: Observation
+        public var monoNs: Int64
+    }
+
+    let link: any ControllerLink
+    public var wireProtocol: any WireProtocol.Type
+    /// The case's sample-time origin: the controllers' wall clock (ML-FRAME-4) when the case began.
+    public let t0: UInt64
+    /// Link indices of this case's controllers; the case sees them as 0, 1, …
+    private var mine: [Int] = []
+    private var local: [Int: Int] = [:]
+    /// When each sample left, per controller and sender stamp, for reply delays.
+    private var sentAt: [Int: [UInt64: Int64]] = [:]
+    public private(set) var replies: [Reply] = []
+    public private(set) var observations: [Observed] = []
+    /// Set when the host's port answered with ICMP port unreachable: nothing listens there.
+    public private(set) var refused = false
+    /// Set when an exec host exited or broke the framing.
+    public private(set) var hostFailure: String?
+    /// The newest sample stamp this case sent.
+    public private(set) var newestTMs: UInt64 = 0
+
+    init(link: any ControllerLink, wireProtocol: any WireProtocol.Type, t0: UInt64) {
+        self.link = link
+        self.wireProtocol = wireProtocol
+        self.t0 = t0
+    }
+
+    /// Opens `count` new controllers; returns their indices.
+    public func controllers(_ count: Int) throws(SocketError) -> Range<Int> {
+        let first = mine.count
+        for _ in 0..<count {
+            let index = try link.openController()
+            local[index] = mine.count
+            mine.append(index)
+        }
+        return first..<mine.count
+    }
+
+    /// Sends raw bytes from a controller.
+    public func send(_ bytes: [UInt8], from controller: Int) {
+        let facts = wireProtocol.facts(bytes)
+        if facts.isValid, facts.direction == .controllerToHost, let tMs = facts.senderTimeMs {
+            sentAt[controller, default: [:]][tMs] = SystemClock.monotonicNs()
+            newestTMs = max(newestTMs, tMs)
+        }
+        if let code = link.send(bytes, from: mine[controller], deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000) {
+            // EPIPE: an exec host has gone; the next collect says how it ended.
+            if code == ECONNREFUSED { refused = true } else if code != EPIPE, hostFailure == nil {
+                hostFailure = "cannot send to the host: \(String(cString: strerror(code)))"
+            }
+        }
+    }
+
+    /// Collects replies for `ms` milliseconds (or until `until` says enough).
+    public func collect(forMs ms: Int, until: ([Reply]) -> Bool = { _ in false }) {
+        collect(untilMonotonicNs: SystemClock.monotonicNs() + Int64(ms) * 1_000_000, until: until)
+    }
+
+    /// Collects replies, each timed as it arrives, until a monotonic deadline:
+    /// the way to wait between sends, so reply delays are not inflated by them.
+    /// Replies to earlier cases' controllers are dropped.
+    public func collect(untilMonotonicNs deadline: Int64, until: ([Reply]) -> Bool = { _ in false }) {
+        while !until(replies) {
+            let remainingNs = deadline - SystemClock.monotonicNs()
+            guard remainingNs > 0 else { return }
+            // poll counts whole milliseconds: round up, so the wait never ends early.
+            link.receive(timeoutMs: Int32(min((remainingNs + 999_999) / 1_000_000, 100))) { event in
+                switch event {
+                case .datagram(let controller, let payload, let monoNs):
+                    if let c = local[controller] { replies.append(Reply(controller: c, payload: payload, monoNs: monoNs)) }
+                case .observation(let controller, let observation, let monoNs):
+                    if let c = local[controller] { observations.append(Observed(controller: c, observation: observation, monoNs: monoNs)) }
+                case .error(_, let code):
+                    if code == ECONNREFUSED { refused = true }
+                case .hostEnded(let why), .protocolError(let why):
+                    hostFailure = hostFailure ?? why
+                case .hostFinished:
+                    hostFailure = hostFailure ?? "the host process closed its output"
+                }
+            }
+        }
+    }
+
+    /// Valid replies that echo a sample's stamp, with their delays.
+    public var echoes: [Echo] {
+        replies.compactMap { r in
+            let facts = wireProtocol.facts(r.payload)
+            guard facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs else { return nil }
+            return Echo(controller: r.controller, echo: echo, payload: r.payload, delayNs: sentAt[r.controller]?[echo].map { r.monoNs - $0 })
+        }
+    }
+
+    public func forgetReplies() { replies.removeAll() }
+}

@@ -1,0 +1,165 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import KinetraceSupport
+import KinetraceTrace
+import KinetraceTransport
+import KinetraceWire
+
+/// One protocol's conformance suite: its cases, composed from small case
+/// types (as swift-certificates composes `RFC5280Policy` from its
+/// policies), and how to tell that a host is there at all.
+public struct ProtocolSuite: Sendable {
+    public var wireProtocol: any WireProtocol.Type
+    /// The spec and its version, as reports name them.
+    public var specVersion: String
+    /// Active cases against a live host, in report order.
+    public var activeCases: [any ActiveCase]
+    /// Passive cases on a capture, in report order.
+    public var passiveCases: [any PassiveCase]
+    /// A message a conforming host answers (given the stamp to use and the rule): sent once,
+    /// from a fresh controller, before the cases run.
+    public var preflight: @Sendable (_ tMs: UInt64, _ parameters: SuiteParameters) -> [UInt8]
+
+    public init(wireProtocol: any WireProtocol.Type, specVersion: String, activeCases: [any ActiveCase],
+                passiveCases: [any PassiveCase], preflight: @escaping @Sendable (UInt64, SuiteParameters) -> [UInt8]) {
+        self.wireProtocol = wireProtocol
+        self.specVersion = specVersion
+        self.activeCases = activeCases
+        self.passiveCases = passiveCases
+        self.preflight = preflight
+    }
+}
+
+/// A protocol that has a conformance suite. Each suite folder conforms its
+/// protocol in an extension; the suite is found from the protocol alone, so
+/// no list of suites needs editing when a protocol is added.
+public protocol ConformanceSuiteProviding: WireProtocol {
+    static var conformanceSuite: ProtocolSuite { get }
+}
+
+/// Runs suites: selection, the active and passive runners, and a run's report.
+public enum ConformanceSuite {
+    public static let version = "0.1.0"
+
+    /// The suite of `wireProtocol`, if it has one.
+    public static func suite(for wireProtocol: any WireProtocol.Type) -> ProtocolSuite? {
+        (wireProtocol as? any ConformanceSuiteProviding.Type)?.conformanceSuite
+    }
+
+    /// Cases whose ID matches one of `include` (all when empty) and none of `exclude` (shell globs).
+    public static func select<Case>(_ cases: [Case], include: [String], exclude: [String], id: (Case) -> String) -> [Case] {
+        cases.filter { c in
+            (include.isEmpty || include.contains { matches(id(c), $0) }) && !exclude.contains { matches(id(c), $0) }
+        }
+    }
+
+    public static func select(_ cases: [any PassiveCase], include: [String], exclude: [String]) -> [any PassiveCase] {
+        select(cases, include: include, exclude: exclude) { $0.info.id }
+    }
+
+    public static func select(_ cases: [any ActiveCase], include: [String], exclude: [String]) -> [any ActiveCase] {
+        select(cases, include: include, exclude: exclude) { $0.info.id }
+    }
+
+    /// Runs the active cases against a live host over one link, each case
+    /// from controllers the host has never seen, its samples stamped with the
+    /// wall clock (ML-FRAME-4) and newer than any earlier case's.
+    ///
+    /// A preflight message first tells "nothing is there" (a harness error for
+    /// every case) from a host that is there; a host that stops listening or
+    /// exits later did so on a case's traffic, which that case then fails.
+    public static func run(_ cases: [any ActiveCase], of suite: ProtocolSuite, over link: any ControllerLink, target: String,
+                           parameters: SuiteParameters, progress: (CaseResult) -> Void = { _ in }) -> SuiteReport {
+        let started = SystemClock.monotonicNs()
+        var results: [CaseResult] = []
+        var newest = UInt64(SystemClock.realtimeNs() / 1_000_000)
+        var hostGone = preflight(suite, link, target: target, parameters: parameters, newest: &newest)
+        let absent = hostGone != nil
+        for c in cases {
+            let caseStarted = SystemClock.monotonicNs()
+            var result: CaseResult
+            if let hostGone {
+                result = CaseResult(c.info, .error(absent ? hostGone : "not run: \(hostGone)"))
+            } else {
+                let probe = LiveProbe(link: link, wireProtocol: suite.wireProtocol,
+                                      t0: max(UInt64(SystemClock.realtimeNs() / 1_000_000), newest + 1))
+                do throws(SocketError) {
+                    result = try c.run(probe, parameters)
+                    newest = max(newest, probe.newestTMs)
+                    let stopped = probe.refused ? "the host stopped listening (ICMP port unreachable)" : probe.hostFailure
+                    if let stopped {
+                        if case .fail = result.verdict {} else { result.verdict = .fail("\(stopped) during this case's traffic") }
+                        result.evidence.append("expected the host to keep serving, found: \(stopped)")
+                        hostGone = "\(stopped) during \(c.info.id)"
+                    }
+                } catch {
+                    result = CaseResult(c.info, .error(error.description))
+                }
+            }
+            result.durationNs = SystemClock.monotonicNs() - caseStarted
+            progress(result)
+            results.append(result)
+        }
+        return SuiteReport(target: target, mode: "active", specVersion: suite.specVersion, parameters: parameters, results: results,
+                           elapsedNs: SystemClock.monotonicNs() - started)
+    }
+
+    /// The suite's preflight message from a fresh controller, waiting up to 500 ms for any reply:
+    /// why the host is not there (refused, or an exec host that ended), or nil.
+    /// Silence is not absence: a host that never answers is for the cases to fail.
+    static func preflight(_ suite: ProtocolSuite, _ link: any ControllerLink, target: String, parameters: SuiteParameters,
+                          newest: inout UInt64) -> String? {
+        let probe = LiveProbe(link: link, wireProtocol: suite.wireProtocol, t0: newest + 1)
+        do throws(SocketError) {
+            let c = try probe.controllers(1).lowerBound
+            probe.send(suite.preflight(probe.t0, parameters), from: c)
+            probe.collect(forMs: 500) { _ in !probe.replies.isEmpty || probe.refused || probe.hostFailure != nil }
+        } catch {
+            return error.description
+        }
+        newest = max(newest, probe.newestTMs)
+        if probe.refused { return "the host refused: ICMP port unreachable (nothing listens on \(target))" }
+        return probe.hostFailure
+    }
+
+    static func matches(_ id: String, _ pattern: String) -> Bool { fnmatch(pattern, id, 0) == 0 }
+
+    /// Runs the passive cases over a capture.
+    public static func run(_ cases: [any PassiveCase], of suite: ProtocolSuite, on observation: CaptureObservation,
+                           parameters: SuiteParameters) -> SuiteReport {
+        let context = PassiveContext(observation, parameters)
+        let started = SystemClock.monotonicNs()
+        let results = cases.map { c in
+            let caseStarted = SystemClock.monotonicNs()
+            var result = c.evaluate(context)
+            result.durationNs = SystemClock.monotonicNs() - caseStarted
+            return result
+        }
+        return SuiteReport(target: "capture \(observation.source)", mode: "passive", specVersion: suite.specVersion,
+                           parameters: parameters, results: results, elapsedNs: SystemClock.monotonicNs() - started)
+    }
+}
+
+/// A suite run's results and their summary.
+public struct SuiteReport: Sendable {
+    public var target: String
+    public var mode: String
+    /// The spec the cases check, and its version (e.g. `motionlink-v1 1.0`).
+    public var specVersion: String
+    public var parameters: SuiteParameters
+    public var results: [CaseResult]
+    public var elapsedNs: Int64
+
+    /// How many results have each verdict name.
+    public var counts: [String: Int] {
+        Dictionary(grouping: results, by: \.verdict.name).mapValues(\.count)
+    }
+
+    /// The run fails when a MUST case fails, or, under `strict`, any SHOULD is missed too.
+    public func failed(strict: Bool) -> Bool { results.contains { $0.fails(strict: strict) } }
+}

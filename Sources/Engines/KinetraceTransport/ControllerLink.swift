@@ -1,0 +1,241 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import KinetraceSupport
+import KinetraceTrace
+import KinetraceWire
+import NIOConcurrencyHelpers
+
+/// Where the host under test is, and how to reach it.
+public enum LinkTarget: Sendable, CustomStringConvertible {
+    /// A host listening on UDP: one connected socket per controller.
+    case udp(SocketAddressBox)
+    /// A host run as `/bin/sh -c COMMAND` behind the stdio adapter (specs/stdio-adapter-v1.md).
+    case exec(String)
+
+    public var description: String {
+        switch self {
+        case .udp(let address): return "udp://\(address)"
+        case .exec(let command): return "exec: \(command)"
+        }
+    }
+}
+
+/// What the receive side of a controller link saw.
+public enum LinkEvent: Sendable {
+    /// A message from the host for a controller, stamped on CLOCK_MONOTONIC as it was read.
+    case datagram(controller: Int, payload: [UInt8], receivedMonoNs: Int64)
+    /// A decision the host reported about a controller on the stdio adapter's observation channel (SA-OBS-*).
+    case observation(controller: Int, Observation, receivedMonoNs: Int64)
+    /// A socket error on a controller's link (ECONNREFUSED: the host's port answered ICMP port unreachable).
+    case error(controller: Int, code: Int32)
+    /// The host process closed its output or exited while it still had input to read.
+    case hostEnded(String)
+    /// The host process closed its output after its input ended, as it should (SA-END-2).
+    case hostFinished
+    /// The host process wrote something that is not a stdio record the harness can take.
+    case protocolError(String)
+}
+
+/// The controllers' side of the link to a host under test: the replayer
+/// and the conformance suite both send and receive through it. Controllers
+/// are opened as needed and never reused within a link: a host keeps state
+/// per controller, so a reused one would carry an earlier run's state.
+///
+/// One thread may send while another receives; opening controllers
+/// concurrently with either is safe too.
+public protocol ControllerLink: AnyObject, Sendable {
+    var target: LinkTarget { get }
+    /// The host's address as records name it.
+    var hostEndpoint: Endpoint { get }
+    /// Opens a controller the host has never seen; returns its index (0, 1, … in opening order).
+    func openController() throws(SocketError) -> Int
+    var controllerCount: Int { get }
+    /// A controller's own address as records name it.
+    func endpoint(of controller: Int) -> Endpoint
+    /// Sends one message from a controller, waiting for room until `deadlineMonotonicNs`;
+    /// errno on failure (EPIPE: an exec host closed its input; ETIMEDOUT: it stopped reading).
+    func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32?
+    /// Waits up to `timeoutMs` for traffic from the host and hands each event to `handle`.
+    func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void)
+    /// No more messages: an exec host reads end of file (SA-END-1).
+    func endInput()
+    /// True once the host can send nothing more (an exec host closed its output).
+    var isDrained: Bool { get }
+    /// Ends the link, giving an exec host `graceMs` to exit; how it ended, for exec.
+    func finish(graceMs: Int) -> String?
+}
+
+extension ControllerLink {
+    /// Opens `count` controllers.
+    public func openControllers(_ count: Int) throws(SocketError) -> Range<Int> {
+        let first = controllerCount
+        for index in 0..<count {
+            do throws(SocketError) { _ = try openController() } catch {
+                throw SocketError("controller \(index + 1) of \(count): \(error.description)"
+                                  + (errno == EMFILE ? " (raise the open-file limit: ulimit -n)" : ""))
+            }
+        }
+        return first..<first + count
+    }
+}
+
+/// Opens the link for a target.
+public func openLink(to target: LinkTarget) throws(SocketError) -> any ControllerLink {
+    switch target {
+    case .udp(let address): return UDPControllerLink(target: address)
+    case .exec(let command): return try StdioControllerLink(command: command)
+    }
+}
+
+/// A host on UDP: one connected socket per controller, all kept open until the link finishes.
+public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // sockets behind `lock`; the buffer and poll set belong to the receiving thread
+    public let address: SocketAddressBox
+    public let hostEndpoint: Endpoint
+    private let lock = NIOLock()
+    private var sockets: [ConnectedUDPSocket] = []
+    private var polled: [pollfd] = []
+    // Big enough for any UDP reply, so a wrong one is judged as sent.
+    private var buffer = [UInt8](repeating: 0, count: 65_536)
+
+    public init(target: SocketAddressBox) {
+        address = target
+        hostEndpoint = target.endpoint
+    }
+
+    public var target: LinkTarget { .udp(address) }
+
+    public func openController() throws(SocketError) -> Int {
+        let socket = try ConnectedUDPSocket(to: address)
+        return lock.withLock {
+            sockets.append(socket)
+            return sockets.count - 1
+        }
+    }
+
+    public var controllerCount: Int { lock.withLock { sockets.count } }
+
+    public func endpoint(of controller: Int) -> Endpoint { lock.withLock { sockets[controller].local } }
+
+    public func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32? {
+        lock.withLock { sockets[controller] }.send(bytes)
+    }
+
+    public func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
+        let open: [ConnectedUDPSocket] = lock.withLock {
+            if polled.count < sockets.count {
+                polled += sockets[polled.count...].map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            }
+            return sockets
+        }
+        guard !polled.isEmpty else {
+            // Nothing to wait on yet; still wait, so callers never spin.
+            usleep(UInt32(max(timeoutMs, 0)) * 1000)
+            return
+        }
+        guard poll(&polled, nfds_t(polled.count), timeoutMs) > 0 else { return }
+        for index in polled.indices where polled[index].revents != 0 {
+            polled[index].revents = 0
+            draining: while true {
+                switch open[index].receive(into: &buffer) {
+                case .datagram(let n):
+                    handle(.datagram(controller: index, payload: Array(buffer[0..<n]), receivedMonoNs: SystemClock.monotonicNs()))
+                case .error(let code): handle(.error(controller: index, code: code))
+                case .nothing: break draining
+                }
+            }
+        }
+    }
+
+    public func endInput() {}
+    public var isDrained: Bool { true }
+
+    public func finish(graceMs: Int) -> String? {
+        lock.withLock {
+            sockets.removeAll()
+            polled.removeAll()
+        }
+        return nil
+    }
+}
+
+/// A host run as `/bin/sh -c COMMAND` behind the stdio adapter; controller
+/// ids count up from 0 for the link's life.
+public final class StdioControllerLink: ControllerLink, @unchecked Sendable {  // the connection is read only by the receiving thread; the rest is behind `lock`
+    public let command: String
+    /// Records name exec controllers by stand-in addresses: 127.0.0.2:1, :2, …
+    public let hostEndpoint = Endpoint(host: "127.0.0.1", port: 0)
+    private let host: StdioHostConnection
+    private let lock = NIOLock()
+    private var opened = 0
+    private var inputEnded = false
+    private var outputEnded = false
+
+    public init(command: String) throws(SocketError) {
+        self.command = command
+        host = try StdioHostConnection(command: command)
+    }
+
+    public var target: LinkTarget { .exec(command) }
+
+    public func openController() throws(SocketError) -> Int {
+        let index: Int? = lock.withLock {
+            guard opened <= Int(UInt16.max) else { return nil }
+            opened += 1
+            return opened - 1
+        }
+        guard let index else { throw SocketError("the stdio adapter has 65,536 controller ids, and this link has used them all") }
+        return index
+    }
+
+    public var controllerCount: Int { lock.withLock { opened } }
+
+    public func endpoint(of controller: Int) -> Endpoint {
+        Endpoint(host: "127.0.0.2", port: UInt16(truncatingIfNeeded: controller + 1))
+    }
+
+    public func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32? {
+        host.send(controller: controller, bytes, deadlineMonotonicNs: deadlineMonotonicNs)
+    }
+
+    public func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
+        host.receive(timeoutMs: timeoutMs, controllers: controllerCount) { event in
+            switch event {
+            case .datagram(let controller, let payload):
+                handle(.datagram(controller: controller, payload: payload, receivedMonoNs: SystemClock.monotonicNs()))
+            case .observation(let controller, let observation):
+                handle(.observation(controller: controller, observation, receivedMonoNs: SystemClock.monotonicNs()))
+            case .protocolError(let why):
+                handle(.protocolError(why))
+            case .closed(let pending):
+                let normal = lock.withLock {
+                    outputEnded = true
+                    return inputEnded
+                }
+                if normal && pending == 0 {
+                    handle(.hostFinished)
+                    return
+                }
+                let status = host.exitStatus(waitingMs: normal ? 1_000 : 500)
+                handle(.hostEnded("the host process closed its output" + (status.map { " and \($0)" } ?? "")
+                                  + (pending > 0 ? ", \(pending) byte(s) into a record" : "")))
+            }
+        }
+    }
+
+    public func endInput() {
+        lock.withLock { inputEnded = true }
+        host.child.closeInput()
+    }
+
+    public var isDrained: Bool { lock.withLock { outputEnded } }
+
+    public func finish(graceMs: Int) -> String? {
+        endInput()
+        return ChildProcess.describe(status: host.child.terminate(graceMs: graceMs))
+    }
+}

@@ -1,0 +1,149 @@
+/// A parsed JSON value, for the parts of a trace that are free-form
+/// (header metadata, event data). Records' fixed fields bypass it.
+public enum JSONValue: Hashable, Sendable {
+    case null
+    case bool(Bool)
+    /// A number written without fraction or exponent that fits in Int64.
+    case integer(Int64)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    public var integerValue: Int64? {
+        switch self {
+        case .integer(let i): return i
+        case .number(let d) where d.rounded() == d && abs(d) < 9.0e18: return Int64(d)
+        default: return nil
+        }
+    }
+    public var doubleValue: Double? {
+        switch self {
+        case .integer(let i): return Double(i)
+        case .number(let d): return d
+        default: return nil
+        }
+    }
+    public var objectValue: [String: JSONValue]? { if case .object(let o) = self { return o } else { return nil } }
+}
+
+extension JSONValue {
+    /// Compact JSON text; object keys sorted so output is deterministic.
+    public var jsonText: String {
+        var out = JSONOutput()
+        out.append(self)
+        return out.text
+    }
+}
+
+/// Appends compact JSON to a byte buffer.
+public struct JSONOutput {
+    public var bytes: [UInt8] = []
+
+    public init() {}
+
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
+    @inlinable public mutating func raw(_ s: StaticString) {
+        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    @inlinable public mutating func raw(_ s: String) { bytes.append(contentsOf: s.utf8) }
+
+    @inlinable public mutating func key(_ s: StaticString) {
+        bytes.append(UInt8(ascii: "\""))
+        raw(s)
+        raw("\":")
+    }
+
+    @inlinable public mutating func string(_ s: String) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in s.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): raw("\\\"")
+            case UInt8(ascii: "\\"): raw("\\\\")
+            case UInt8(ascii: "\n"): raw("\\n")
+            case UInt8(ascii: "\r"): raw("\\r")
+            case UInt8(ascii: "\t"): raw("\\t")
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                raw("\\u00")
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0xF)])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    @inlinable public mutating func integer<T: BinaryInteger>(_ value: T) { raw(String(value)) }
+
+    /// Finite doubles as their shortest round-trip text; JSON has no NaN or
+    /// infinities, so those become the strings "NaN", "Infinity", "-Infinity".
+    @inlinable public mutating func double(_ value: Double) {
+        if value.isFinite { raw(value.description) } else { string(Self.nonFiniteName(value)) }
+    }
+
+    @inlinable public mutating func float(_ value: Float32) {
+        if value.isFinite { raw(value.description) } else { string(Self.nonFiniteName(Double(value))) }
+    }
+
+    @inlinable public static func nonFiniteName(_ value: Double) -> String {
+        value.isNaN ? "NaN" : (value < 0 ? "-Infinity" : "Infinity")
+    }
+
+    @inlinable public mutating func append(_ value: JSONValue) {
+        switch value {
+        case .null: raw("null")
+        case .bool(let b): raw(b ? "true" : "false")
+        case .integer(let i): integer(i)
+        case .number(let d): double(d)
+        case .string(let s): string(s)
+        case .array(let items):
+            bytes.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                append(item)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            for (i, key) in members.keys.sorted().enumerated() {
+                if i > 0 { bytes.append(UInt8(ascii: ",")) }
+                string(key)
+                bytes.append(UInt8(ascii: ":"))
+                append(members[key]!)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+}
+
+/// Why a standalone JSON document (a profile, a config) did not parse.
+public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// Byte offset of the problem in the document.
+    public var offset: Int
+    /// 1-based line of `offset`.
+    public var line: Int
+    public var message: String
+
+    public var description: String { "line \(line) (byte \(offset)): \(message)" }
+}
+
+extension JSONValue {
+    /// Parses one complete JSON document (RFC 8259), rejecting trailing content.
+    public static func parse(_ bytes: [UInt8]) -> Result<JSONValue, JSONParseError> {
+        bytes.withUnsafeBytes { raw in
+            var scanner = JSONScanner(raw)
+            do throws(JSONScanner.SyntaxError) {
+                let value = try scanner.readValue()
+                try scanner.expectEnd()
+                return .success(value)
+            } catch {
+                let line = 1 + raw.prefix(min(error.offset, raw.count)).reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+                return .failure(JSONParseError(offset: error.offset, line: line, message: error.message))
+            }
+        }
+    }
+}

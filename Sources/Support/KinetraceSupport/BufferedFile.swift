@@ -1,0 +1,39 @@
+/// An output file with a write buffer: bytes accumulate in `pending` and go
+/// to the kernel on `flush()`, when the owner decides (by size or age).
+/// Shared by the trace and pcap writers.
+public final class BufferedFile {
+    public let path: String
+    private let file: POSIXFile
+    /// Bytes written but not yet flushed; owners append to it directly.
+    public var pending: [UInt8] = []
+    private var closed = false
+
+    public init(path: String, reserving capacity: Int) throws(FileError) {
+        self.path = path
+        file = try POSIXFile(path: path, mode: .createTruncate)
+        pending.reserveCapacity(capacity)
+    }
+
+    deinit { try? close() }
+
+    public var isClosed: Bool { closed }
+
+    /// Hands everything pending to the kernel.
+    public func flush() throws(FileError) {
+        guard !pending.isEmpty else { return }
+        let result: Result<Void, FileError> = pending.withUnsafeBytes { bytes in
+            do throws(FileError) { try file.write(bytes); return .success(()) } catch { return .failure(error) }
+        }
+        pending.removeAll(keepingCapacity: true)
+        try result.get()
+    }
+
+    /// Flushes and closes; idempotent.
+    public func close() throws(FileError) {
+        guard !closed else { return }
+        closed = true
+        defer { try? file.close() }
+        try flush()
+        try file.close()
+    }
+}

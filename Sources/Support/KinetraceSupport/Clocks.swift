@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CKinetraceSystem
+
+/// Wall-clock and monotonic time without Foundation.
+public enum SystemClock {
+    /// CLOCK_REALTIME in nanoseconds since the UNIX epoch.
+    public static func realtimeNs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+
+    /// CLOCK_MONOTONIC in nanoseconds.
+    public static func monotonicNs() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
+    }
+}
+
+/// Sleeps until an absolute CLOCK_MONOTONIC deadline: no drift accumulates,
+/// however long each send took.
+public enum DeadlineClock {
+    /// Sleeps until `spinNs` before the deadline, then spins on the clock for
+    /// the rest: kernel wake-ups land tens to hundreds of µs late (timer slack,
+    /// a virtual CPU's scheduling), a short spin does not.
+    public static func wait(untilMonotonicNs deadline: Int64, spinNs: Int64) {
+        if spinNs > 0 { sleep(untilMonotonicNs: deadline - spinNs) } else { sleep(untilMonotonicNs: deadline) }
+        while spinNs > 0 && SystemClock.monotonicNs() < deadline {}
+    }
+
+    public static func sleep(untilMonotonicNs deadline: Int64) {
+        #if os(Linux)
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        #else
+        let remaining = deadline - SystemClock.monotonicNs()
+        guard remaining > 0 else { return }
+        var ts = timespec(tv_sec: Int(remaining / 1_000_000_000), tv_nsec: Int(remaining % 1_000_000_000))
+        while nanosleep(&ts, &ts) != 0 && errno == EINTR {}
+        #endif
+    }
+}
+
+extension DeadlineClock {
+    /// Linux lets a normal thread's timed sleeps end up to 50 µs late (timer
+    /// slack) to batch wake-ups; a sender wants its deadline, not a batch.
+    /// Applies to the calling thread; false where unsupported.
+    @discardableResult
+    public static func tightenTimerSlack() -> Bool { kinetrace_set_timer_slack(1) == 0 }
+}

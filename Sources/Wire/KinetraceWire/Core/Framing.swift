@@ -1,0 +1,122 @@
+/// Cuts one direction of one connection into messages as its bytes arrive,
+/// in the shape of SwiftNIO's `ByteToMessageDecoder`: bytes go in as they
+/// come (one datagram, or whatever one read or segment of a stream gave),
+/// whole messages come out, a partial one waits for more, and `finish`
+/// (NIO's `decodeLast`) reports what the end of the stream left over.
+public protocol MessageFramer {
+    /// Adds what arrived.
+    mutating func append(_ bytes: UnsafeRawBufferPointer)
+    /// The next whole message, nil when more bytes are needed. A stream whose
+    /// framing is broken throws, with the stream offset.
+    mutating func next() throws(WireError) -> FramedMessage?
+    /// The input ended: the bytes that never became a whole message, if any.
+    mutating func finish() -> FramedMessage?
+}
+
+/// One message's bytes and where they began in the stream (the datagram's number for datagrams).
+public struct FramedMessage: Hashable, Sendable {
+    public var bytes: [UInt8]
+    public var offset: Int
+    public init(bytes: [UInt8], offset: Int) {
+        self.bytes = bytes
+        self.offset = offset
+    }
+}
+
+extension MessageFramer {
+    public mutating func append(_ bytes: [UInt8]) { bytes.withUnsafeBytes { append($0) } }
+}
+
+/// Datagram protocols: every datagram is one message, whatever its length.
+public struct DatagramFramer: MessageFramer {
+    private var queue: [[UInt8]] = []
+    private var head = 0
+    private var count = 0
+
+    public init() {}
+
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) { queue.append(Array(bytes)) }
+
+    public mutating func next() throws(WireError) -> FramedMessage? {
+        guard head < queue.count else { return nil }
+        defer {
+            head += 1
+            count += 1
+            if head == queue.count { queue.removeAll(keepingCapacity: true); head = 0 }
+        }
+        return FramedMessage(bytes: queue[head], offset: count)
+    }
+
+    public mutating func finish() -> FramedMessage? { nil }
+}
+
+/// How long the record at the front of a byte stream is.
+public protocol RecordBoundary {
+    /// The length of the record starting at `bytes[0]` (stream offset `offset`),
+    /// nil when more bytes are needed to tell; throws when the stream cannot be a
+    /// sequence of records.
+    func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int?
+}
+
+/// Records of one fixed length, back to back with nothing between them.
+public struct FixedLengthRecords: RecordBoundary, Sendable {
+    public let length: Int
+    public init(length: Int) {
+        precondition(length > 0, "a record has at least one byte")
+        self.length = length
+    }
+    public func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int? {
+        bytes.count >= length ? length : nil
+    }
+}
+
+/// Byte-stream protocols: a buffer that keeps the partial record between
+/// appends and cuts whole records by `Boundary`, whatever the chunking.
+public struct StreamFramer<Boundary: RecordBoundary>: MessageFramer {
+    public let boundary: Boundary
+    private var buffer: [UInt8] = []
+    private var start = 0
+    /// Stream offset of the next byte `next` looks at.
+    public private(set) var offset = 0
+
+    public init(_ boundary: Boundary) { self.boundary = boundary }
+
+    /// Bytes received that do not yet form a whole record.
+    public var pendingBytes: Int { buffer.count - start }
+
+    public mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
+
+    public mutating func next() throws(WireError) -> FramedMessage? {
+        let available = buffer.count - start
+        guard available > 0 else { return nil }
+        // withUnsafeBytes cannot forward a typed error, so carry it out in a Result.
+        let measured: Result<Int?, WireError> = buffer.withUnsafeBytes { raw in
+            do throws(WireError) {
+                return .success(try boundary.recordLength(UnsafeRawBufferPointer(rebasing: raw[start...]), at: offset))
+            } catch { return .failure(error) }
+        }
+        let length = try measured.get()
+        guard let length, length > 0, length <= available else { return nil }
+        let message = FramedMessage(bytes: Array(buffer[start..<start + length]), offset: offset)
+        start += length
+        offset += length
+        // Compact once the consumed prefix dominates, so memory stays bounded by the partial record.
+        if start > 65_536 && start * 2 > buffer.count {
+            buffer.removeFirst(start)
+            start = 0
+        }
+        return message
+    }
+
+    public mutating func finish() -> FramedMessage? {
+        guard pendingBytes > 0 else { return nil }
+        defer {
+            offset += pendingBytes
+            buffer.removeAll()
+            start = 0
+        }
+        return FramedMessage(bytes: Array(buffer[start...]), offset: offset)
+    }
+}
+
+extension StreamFramer: Sendable where Boundary: Sendable {}

@@ -1,0 +1,55 @@
+/// What the rule made of one valid frame.
+public enum GestureVerdict: Hashable, Sendable {
+    /// `t_ms` is not newer than the newest accepted frame: ignored entirely (ML-GESTURE-2).
+    case stale
+    /// Accepted; no trigger.
+    case accepted
+    /// Accepted and triggered: the host owes exactly one ack echoing this `t_ms`.
+    case trigger
+}
+
+/// Per-controller rule state. `Controller` is whatever identifies a controller:
+/// the host uses the datagram's source address and port (ML-GESTURE-1).
+public struct GestureTracker<Controller: Hashable> {
+    public let rule: GestureRule
+    // Inlinable so each use site gets a specialised dictionary, not generic witness calls.
+    @usableFromInline var states: [Controller: State] = [:]
+
+    @usableFromInline
+    struct State {
+        @usableFromInline var newestTMs: UInt64
+        @usableFromInline var lastTriggerTMs: UInt64?
+        @inlinable init(newestTMs: UInt64, lastTriggerTMs: UInt64?) {
+            self.newestTMs = newestTMs
+            self.lastTriggerTMs = lastTriggerTMs
+        }
+    }
+
+    public init(rule: GestureRule = .default) { self.rule = rule }
+
+    /// Number of controllers seen so far.
+    public var controllerCount: Int { states.count }
+
+    /// Feeds one valid frame; invalid frames must not reach the tracker (ML-VALID-2).
+    @inlinable
+    public mutating func accept(_ frame: MotionFrame, from controller: Controller) -> GestureVerdict {
+        accept(tMs: frame.tMs, ay: Double(frame.ay), from: controller)
+    }
+
+    /// Feeds one valid frame by its stamp and ay.
+    @inlinable
+    public mutating func accept(tMs: UInt64, ay: Double, from controller: Controller) -> GestureVerdict {
+        let previous = states[controller]
+        if let previous, tMs <= previous.newestTMs { return .stale }
+        var state = previous ?? State(newestTMs: tMs, lastTriggerTMs: nil)
+        state.newestTMs = tMs
+        // Not stale, so tMs > newest ≥ lastTrigger and the subtraction cannot underflow.
+        let fires = ay > rule.threshold && (state.lastTriggerTMs.map { tMs - $0 >= rule.refractoryMs } ?? true)
+        if fires { state.lastTriggerTMs = tMs }
+        states[controller] = state
+        return fires ? .trigger : .accepted
+    }
+
+    /// Forgets every controller.
+    public mutating func reset() { states.removeAll() }
+}
