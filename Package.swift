@@ -8,7 +8,8 @@ import PackageDescription
 //                 KinetraceJSON (the JSON value, writer and pull scanner; pure).
 //   2. Wire     – KinetraceWire: pure codecs, one folder per wire protocol, the protocol
 //                 abstraction and its registry (standard library and KinetraceJSON only).
-//   3. Formats  – KinetraceTrace (trace v1, JSON Lines), KinetracePcap (pcap/pcapng via libpcap).
+//   3. Formats  – KinetraceTrace (trace v1, JSON Lines), KinetracePcap (pcap/pcapng via libpcap,
+//                 read and written as trace records, so it uses KinetraceTrace).
 //   4. Engines  – KinetraceAnalysis, KinetracePlot, KinetraceGestures, KinetraceSimulation,
 //                 KinetraceTransport (sockets, child processes, the controller link),
 //                 KinetraceHost, KinetraceController (uses Simulation's phone model and

@@ -90,6 +90,30 @@ import Testing
         #expect(result.stderr.contains("unsupported trace version 2"))
     }
 
+    /// A trace of a protocol this build does not speak is refused in one line, exit 65, by
+    /// every command that reads traces: never read as MotionLink v1.
+    @Test func anUnknownProtocolExits65WithOneLine() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("v9.jsonl").path
+        // A valid MotionLink v1 session in every way but the protocol its header names.
+        var text = try String(contentsOfFile: Fixture.bundledTrace, encoding: .utf8)
+        text = text.replacingOccurrences(of: #""profile":"motionlink-v1""#, with: #""profile":"motionlink-v9""#)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let out = dir.appendingPathComponent("out.jsonl").path
+        for command in [["inspect", path], ["latency", path], ["replay", path, "--dry-run"], ["conform", "--capture", path],
+                        ["convert", path, out], ["gestures", "eval", "--detector", "threshold", path]] {
+            let result = try kinetrace(command)
+            #expect(result.status == 65, "\(command): \(result.stderr)")
+            #expect(result.stderr == "kinetrace: error: \(path): line 1, byte 0: the header names protocol \"motionlink-v9\", which this kinetrace does not speak (it speaks motionlink-v1)\n",
+                    "\(command)")
+            #expect(result.stdout.isEmpty, "\(command)")
+        }
+        // A protocol asked for by name that this build does not speak is bad usage.
+        let usage = try kinetrace("inspect", Fixture.bundledTrace, "--protocol", "motionlink-v9")
+        #expect(usage.status == 64)
+    }
+
     @Test func truncatedTailIsReadWithAWarning() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

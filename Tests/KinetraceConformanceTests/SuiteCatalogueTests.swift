@@ -60,6 +60,20 @@ import Testing
         #expect(found?.activeCases.count == Self.suite.activeCases.count)
     }
 
+    /// Case inputs come from the rule: at the default τ exactly the values the suite always sent
+    /// (so MotionLink v1 runs are unchanged), and on the right side of any other τ.
+    @Test func triggerLevelsFollowTheRule() {
+        #expect(TriggerLevel.above(.default) == 0.9 && TriggerLevel.below(.default) == 0.05)
+        for tau in [0.95, -0.3, 0, 2.5, 1e-9, 999.5, -1000] {
+            let rule = GestureRule(threshold: tau, refractoryMs: 400)
+            #expect(Double(TriggerLevel.above(rule)) > tau, "τ = \(tau)")
+            #expect(Double(TriggerLevel.below(rule)) <= tau, "τ = \(tau)")
+        }
+        // Through the protocol's own sample maker: a MotionFrame with that ay and nothing else.
+        let bytes = TriggerLevel.sample(MotionLinkV1.self, ay: 0.9, tMs: 42)
+        #expect(bytes == MotionFrame(tMs: 42, ay: 0.9).encoded())
+    }
+
     @Test func theImpairedInputIsSeeded() {
         let a = Self.impaired("x", seed: 7), b = Self.impaired("x", seed: 7), c = Self.impaired("x", seed: 8)
         let rule = GestureRule.default

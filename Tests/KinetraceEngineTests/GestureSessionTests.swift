@@ -133,8 +133,8 @@ private func standardDeviation(_ values: [Double]) -> Double {
     /// most √3·5e-7 (gravity) or √4·5e-7 (attitude).
     @Test(arguments: Persona.presets.map(\.name))
     func gravityAndAttitudeAreUnitAndAgree(user: String) throws {
-        let profile = try #require(Persona.preset(named: user))
-        let session = Session { $0.persona = profile; $0.durationS = 10; $0.motionHz = 50; $0.seed = 3 }
+        let persona = try #require(Persona.preset(named: user))
+        let session = Session { $0.persona = persona; $0.durationS = 10; $0.motionHz = 50; $0.seed = 3 }
         for sample in session.samples {
             let g = try #require(sample.gravity), q = try #require(sample.attitude)
             #expect(abs(g.length - 1) <= 1e-6)
@@ -146,7 +146,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
         // At rest, portrait gravity is about (0, −1, 0) and landscape gravity about (−1, 0, 0).
         for sample in session.samplesBetweenGestures {
             let g = sample.gravity!
-            if profile.orientation == .portrait {
+            if persona.orientation == .portrait {
                 #expect(g.y < -0.8 && abs(g.x) < 0.15)
             } else {
                 #expect(g.x < -0.8 && abs(g.y) < 0.15)
@@ -158,11 +158,11 @@ private func standardDeviation(_ values: [Double]) -> Double {
     /// velocity: compare it with the turn between consecutive attitudes.
     @Test(arguments: ["steering", "ducker", "walking", "tremor"])
     func rotationRateIsTheAttitudesAngularVelocity(user: String) throws {
-        var profile = try #require(Persona.preset(named: user))
-        profile.accelerationNoiseSd = 0
-        profile.rotationRateNoiseSd = 0
-        profile.meanGestureIntervalS = 1.5
-        let session = Session { $0.persona = profile; $0.durationS = 4; $0.motionHz = 1000 }
+        var persona = try #require(Persona.preset(named: user))
+        persona.accelerationNoiseSd = 0
+        persona.rotationRateNoiseSd = 0
+        persona.meanGestureIntervalS = 1.5
+        let session = Session { $0.persona = persona; $0.durationS = 4; $0.motionHz = 1000 }
         #expect(!session.labels.isEmpty)
         var worst = 0.0
         for (a, b) in zip(session.samples, session.samples.dropFirst()) {
@@ -280,8 +280,8 @@ private func standardDeviation(_ values: [Double]) -> Double {
 
     /// Noise is white, so sample-to-sample differences measure it apart from the slow sway.
     @Test func noisyHasThreeTimesTheSensorNoise() {
-        func noise(_ profile: Persona) -> Double {
-            let between = Session { $0.persona = profile; $0.durationS = 20; $0.motionHz = 50 }.samplesBetweenGestures
+        func noise(_ persona: Persona) -> Double {
+            let between = Session { $0.persona = persona; $0.durationS = 20; $0.motionHz = 50 }.samplesBetweenGestures
             return standardDeviation(zip(between, between.dropFirst()).map { $1.userAcceleration.x - $0.userAcceleration.x })
         }
         let ratio = noise(.noisy) / noise(.steady)

@@ -138,7 +138,7 @@ struct CaptureTests {
         _ = try capture.waitForLine(startingWith: "capturing on lo")
         let sim = try kinetrace("simulate", "--to", "127.0.0.1:\(port)", "--controllers", "5", "--duration", "2")
         #expect(sim.status == 0)
-        usleep(600_000)  // more than one flush interval
+        usleep(1_200_000)  // several flush intervals (250 ms each), with room for a loaded machine
         let result = try capture.stop(SIGKILL)
         #expect(result.signalled)
         _ = try host.stop()

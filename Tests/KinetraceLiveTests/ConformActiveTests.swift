@@ -38,6 +38,27 @@ import Testing
         #expect(verdicts["AC-IMPAIRED-HARSH"] == "PASS")
     }
 
+    /// Case inputs come from the rule under test: a host told τ = 0.95 passes every non-timing
+    /// case when the suite is told the same (before, the cases sent ay = 0.9 as "a trigger"
+    /// whatever τ was, and nine of them failed a conforming host).
+    @Test func aHostWithAnotherThresholdPassesWhenTheSuiteIsToldIt() throws {
+        let binary = try Fixture.binary.path
+        for (tau, refractory, impaired) in [("0.95", "400", true), ("-0.3", "250", false), ("2.5", "900", false)] {
+            // --threshold=-0.3: a separate "-0.3" would read as an option.
+            let result = try kinetrace(["conform", "--threshold=\(tau)", "--refractory-ms", refractory, "--format", "json",
+                                        "--exec", "'\(binary)' host --stdio --threshold=\(tau) --refractory-ms \(refractory)"]
+                                       + Self.noTiming + (impaired ? [] : ["--exclude", "AC-IMPAIRED-*"]), timeout: 180)
+            let verdicts = try verdicts(result.stdout)
+            #expect(result.status == 0, "τ = \(tau): \(result.stderr) \(verdicts)")
+            #expect(verdicts.count == (impaired ? 11 : 8) && verdicts.values.allSatisfy { $0 == "PASS" }, "τ = \(tau): \(verdicts)")
+        }
+        // And the suite still tells: the default host (τ = 0.5) is not a τ = 0.95 host.
+        let wrong = try kinetrace(["conform", "--threshold", "0.95", "--format", "json", "--cases", "AC-TRIGGER-THRESHOLD",
+                                   "--exec", "'\(binary)' host --stdio"], timeout: 60)
+        #expect(wrong.status == 1)
+        #expect(try verdicts(wrong.stdout)["AC-TRIGGER-THRESHOLD"] == "FAIL")
+    }
+
     @Test(.enabled(if: Fixture.hasPython, "needs python3"))
     func aFaultyUDPHostBehindTheStdioBridgeIsCaught() throws {
         // The example bridge puts any UDP host behind --exec; the fault must still be found.

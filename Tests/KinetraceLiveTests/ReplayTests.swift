@@ -107,6 +107,39 @@ import Testing
         #expect((e["host_exit"] as? String) == "exited with status 0")
     }
 
+    /// The observation channel (SA-OBS-*): with --observe the reference host reports each
+    /// decision as an observation record too; the replayer counts them and records each as an event.
+    @Test func observationsReachTheRecord() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let record = dir.appendingPathComponent("record.jsonl").path
+        let binary = try Fixture.binary.path
+        let result = try kinetrace(["replay", Self.session, "--exec", "exec '\(binary)' host --stdio --observe", "--format", "json",
+                                    "--record", record, "--strict"] + Self.fast)
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try json(result.stdout)
+        let matched = try #require(try acks(report)["matched"])
+        #expect(matched > 0)
+        #expect(report["observations"] as? Int == matched)
+        let reader = try TraceReader(path: record)
+        var observed: [UInt64] = [], acked: [UInt64] = []
+        while let r = try reader.next() {
+            switch r {
+            case .event(let e) where e.event == "observation":
+                #expect(e.data["decision"] == .string("jump"))
+                observed.append(UInt64(try #require(e.data["t_ms"]?.integerValue)))
+            case .message(let m) where m.direction == .hostToController:
+                if case .success(.ack(let ack)) = m.decoded(as: MotionLinkV1.self) { acked.append(ack.echoTMs) }
+            default: break
+            }
+        }
+        // Each decision observed is the one whose ack came back, and nothing else.
+        #expect(observed.sorted() == acked.sorted())
+        // Without --observe, a decision with a reply on the wire is not observed again.
+        let plain = try kinetrace(["replay", Self.session, "--exec", "exec '\(binary)' host --stdio", "--format", "json"] + Self.fast)
+        #expect(try json(plain.stdout)["observations"] as? Int == 0)
+    }
+
     @Test(.enabled(if: Fixture.hasPython, "needs python3"))
     func thePythonExampleHostAgreesWithTheReferenceHost() throws {
         let example = Fixture.packageRoot.appendingPathComponent("examples/stdio-host/jump_host.py").path
@@ -182,6 +215,15 @@ import Testing
         #expect(result.status == 75)
         #expect(result.stderr.contains("timeout"))
         #expect(Date().timeIntervalSince(started) < 20)
+    }
+
+    /// An observation record whose payload is not an observation breaks the adapter (SA-OBS-2).
+    @Test func aMalformedObservationIsAProtocolError() throws {
+        // One record: length 6, kind 0x03, flags 0, controller 0, payload "{x".
+        let result = try kinetrace(["replay", Self.session, "--exec", #"printf '\000\000\000\006\003\000\000\000{x'; exec cat >/dev/null"#]
+                                   + Self.fast)
+        #expect(result.status == 76, "\(result.stderr)")
+        #expect(result.stderr.contains("an observation payload (SA-OBS-2)"), "\(result.stderr)")
     }
 
     @Test func aHostThatBreaksTheFramingIsAProtocolError() throws {

@@ -16,19 +16,19 @@ import KinetraceSupport
     }
 
     @Test(arguments: bundled)
-    func everyBundledProfileParsesAndIsNamedForItsFile(_ name: String) throws {
-        let profile = try load(name)
-        #expect(profile.name == name)
-        #expect(profile.impairments.problem == nil)
-        #expect(!profile.provenance.isEmpty)
+    func everyBundledNetworkParsesAndIsNamedForItsFile(_ name: String) throws {
+        let network = try load(name)
+        #expect(network.name == name)
+        #expect(network.impairments.problem == nil)
+        #expect(!network.provenance.isEmpty)
     }
 
     @Test func lab5GHzReproducesThePapersOneWayLatency() throws {
-        let profile = try load("lab-5ghz")
-        #expect(profile.impairments.loss == .none)
+        let network = try load("lab-5ghz")
+        #expect(network.impairments.loss == .none)
         var rng = SeededGenerator(seed: 2026)
         let n = 200_000
-        let x = (0..<n).map { _ in profile.impairments.delay.sample(using: &rng) }.sorted()
+        let x = (0..<n).map { _ in network.impairments.delay.sample(using: &rng) }.sorted()
         let mean = x.reduce(0, +) / Double(n)
         let sd = (x.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(n - 1)).squareRoot()
         // The paper: mean 70.4 ms, p95 73.2, min 52.2, max 82.2, sd 3.7.
@@ -36,14 +36,14 @@ import KinetraceSupport
         #expect(abs(sd - 3.7) < 0.05)
         #expect(abs(x[Int(0.95 * Double(n))] - 73.2) < 0.1)
         #expect(x.first! >= 52.2 && x.last! <= 82.2)
-        #expect(abs((profile.impairments.delay.meanMs ?? 0) - 70.4) < 0.01)
+        #expect(abs((network.impairments.delay.meanMs ?? 0) - 70.4) < 0.01)
     }
 
     @Test func crowdedEventIsTheTwentyOnePlayerDeployment() throws {
-        let profile = try load("crowded-event")
-        #expect(profile.controllers == 21)
-        #expect(profile.impairments.loss.expectedLossRate > 0)
-        guard case .gilbertElliott = profile.impairments.loss else {
+        let network = try load("crowded-event")
+        #expect(network.controllers == 21)
+        #expect(network.impairments.loss.expectedLossRate > 0)
+        guard case .gilbertElliott = network.impairments.loss else {
             Issue.record("crowded-event loss is not bursty")
             return
         }
@@ -51,7 +51,7 @@ import KinetraceSupport
 
     @Test func perfectImpairsNothing() throws {
         var expected = Impairments()
-        expected.allowReordering = false  // profiles keep order unless they say otherwise
+        expected.allowReordering = false  // networks keep order unless they say otherwise
         #expect(try load("perfect").impairments == expected)
     }
 

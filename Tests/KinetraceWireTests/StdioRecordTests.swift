@@ -26,7 +26,7 @@ import KinetraceWire
 
     @Test func decodesAndReencodesTheSpecsWorkedExamples() throws {
         let records = try Self.specRecords()
-        #expect(records.map(\.name) == ["record-frame-trigger", "record-ack-trigger", "record-empty"])
+        #expect(records.map(\.name) == ["record-frame-trigger", "record-ack-trigger", "record-empty", "record-observation"])
         for example in records {
             var decoder = StdioRecordDecoder()
             decoder.append(example.bytes)
@@ -43,6 +43,10 @@ import KinetraceWire
             return
         }
         #expect(frame.ay > 0.5 && ack.echoTMs == frame.tMs)
+        // The observation reports that jump (SA-OBS-2), byte for byte as the reference host writes it.
+        let observation = try Observation.decode(Array(records[3].bytes.dropFirst(8)))
+        #expect(observation == Observation(decision: "jump", sampleTimeMs: frame.tMs))
+        #expect(observation.encoded() == Array(records[3].bytes.dropFirst(8)))
     }
 
     @Test func decodesRecordsAcrossAnyChunking() async {

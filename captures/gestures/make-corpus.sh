@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates captures/gestures/*.jsonl: one synthetic phone-as-controller
-# session per user profile of `kinetrace synth --user`, 60 s of device
+# session per persona (synthetic user) of `kinetrace synth --persona`, 60 s of device
 # motion at 50 Hz, frames at 10 Hz, fixed seeds. Deterministic: the same
 # kinetrace writes byte-identical files (GestureSessionTests checks them).
 # KINETRACE=path uses that binary instead of building one.
@@ -11,11 +11,11 @@ if [[ -z "${KINETRACE:-}" ]]; then
     KINETRACE=$(cd "$here/../.." && swift build --show-bin-path)/kinetrace
 fi
 
-# profile, controllers, seed (keep in step with GestureSessionTests.corpus)
-while read -r user controllers seed; do
-    "$KINETRACE" synth --user "$user" --controllers "$controllers" --duration 60 --motion-hz 50 \
-        --seed "$seed" --out "$here/$user.jsonl" >/dev/null
-done <<'PROFILES'
+# persona, controllers, seed (keep in step with GestureSessionTests.corpus)
+while read -r persona controllers seed; do
+    "$KINETRACE" synth --persona "$persona" --controllers "$controllers" --duration 60 --motion-hz 50 \
+        --seed "$seed" --out "$here/$persona.jsonl" >/dev/null
+done <<'PERSONAS'
 steady 2 101
 weak 1 102
 strong 1 103
@@ -24,7 +24,7 @@ tremor 1 105
 walking 2 106
 ducker 1 107
 steering 1 308
-PROFILES
+PERSONAS
 
 cd "$here"
 wc -c -- *.jsonl

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fits the delay quantile table of the lab-5ghz profile (specs/profiles/lab-5ghz.json).
+"""Fits the delay quantile table of the lab-5ghz network (specs/networks/lab-5ghz.json).
 
 The source paper reports five statistics of the one-way latency it measured
 on a lab 5 GHz network: mean 70.4 ms, sd 3.7 ms, p95 73.2 ms, min 52.2 ms and
@@ -18,7 +18,7 @@ Model (continuous, used only to shape the table):
 
 truncated to [52.2, 82.2]. The three components share their centre, so the
 density is unimodal and smooth. L_MS, W_HIGH and H_MS are judgement
-(assumptions, stated in specs/profiles/README.md); mu, sigma and w_low are
+(assumptions, stated in specs/networks/README.md); mu, sigma and w_low are
 solved for so that the *table* (not the continuous model) has exactly the
 published mean, sd and p95. The table is then rounded to 0.01 ms (min, p95
 and max stay exact) and interior points are moved by 0.01 ms where that keeps
@@ -31,8 +31,8 @@ The table's moments are exact: between neighbouring points (p_i, q_i) and
     E[X^2] = sum dp (q_i^2 + q_i q_i+1 + q_i+1^2) / 3
 
 Usage:
-    python3 specs/profiles/fit-lab-5ghz.py           # fit, print, compare with lab-5ghz.json
-    python3 specs/profiles/fit-lab-5ghz.py --write   # also rewrite the table in lab-5ghz.json
+    python3 specs/networks/fit-lab-5ghz.py           # fit, print, compare with lab-5ghz.json
+    python3 specs/networks/fit-lab-5ghz.py --write   # also rewrite the table in lab-5ghz.json
 
 Needs python3 and numpy only. Deterministic: the same numpy gives the same table.
 Exit status: 0 when lab-5ghz.json holds exactly the fitted table, 1 otherwise.
@@ -185,12 +185,12 @@ def points_json(q):
     return "[\n" + ",\n".join("      " + r for r in rows) + "\n    ]"
 
 
-def profile_path():
+def network_path():
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "lab-5ghz.json")
 
 
 def write_points(path, q):
-    """Replaces the "points" array in the profile, leaving the rest of the file as it is."""
+    """Replaces the "points" array in the network file, leaving the rest of the file as it is."""
     text = open(path, encoding="utf-8").read()
     start = text.index('"points"')
     open_at = text.index("[", start)
@@ -227,7 +227,7 @@ def main(argv):
         print("fit FAILED the targets", file=sys.stderr)
         return 1
 
-    path = profile_path()
+    path = network_path()
     if "--write" in argv:
         write_points(path, q)
         print(f"wrote the table to {path}")

@@ -67,6 +67,17 @@ public struct TCPSegment: Hashable, Sendable {
     /// FIN 0x01, SYN 0x02, RST 0x04, PSH 0x08, ACK 0x10.
     public var flags: UInt8
     public var payload: [UInt8]
+
+    public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, sequence: UInt32, flags: UInt8,
+                payload: [UInt8]) {
+        self.timeNs = timeNs
+        self.direction = direction
+        self.source = source
+        self.destination = destination
+        self.sequence = sequence
+        self.flags = flags
+        self.payload = payload
+    }
 }
 
 /// Stream bytes of one direction of a connection, in order.

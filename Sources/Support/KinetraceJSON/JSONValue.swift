@@ -120,7 +120,7 @@ public struct JSONOutput {
     }
 }
 
-/// Why a standalone JSON document (a profile, a config) did not parse.
+/// Why a standalone JSON document (a network, a config) did not parse.
 public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Byte offset of the problem in the document.
     public var offset: Int

@@ -14,6 +14,13 @@ public final class FramingRecordSource: TraceRecordSource {
         /// Stream offset of the first leftover byte.
         public var offset: Int
         public var bytes: Int
+
+        public init(source: Endpoint, destination: Endpoint, offset: Int, bytes: Int) {
+            self.source = source
+            self.destination = destination
+            self.offset = offset
+            self.bytes = bytes
+        }
     }
 
     public let base: any TraceRecordSource
@@ -23,6 +30,8 @@ public final class FramingRecordSource: TraceRecordSource {
     private var ready: [TraceRecord] = []
     private var readyHead = 0
     private var finished = false
+    /// A stream that cannot be framed: thrown once the messages before it are out, and for ever after.
+    private var failure: TraceError?
 
     private struct Flow: Hashable {
         var source: Endpoint
@@ -52,6 +61,7 @@ public final class FramingRecordSource: TraceRecordSource {
                 }
                 return ready[readyHead]
             }
+            if let failure { throw failure }
             guard !finished else { return nil }
             guard let record = try base.next() else {
                 finished = true
@@ -80,8 +90,8 @@ public final class FramingRecordSource: TraceRecordSource {
                                                         destination: chunk.destination, payload: message.bytes)))
                 }
             } catch {
-                throw TraceError(.badRecord, source: source,
-                                 message: "the stream from \(chunk.source) to \(chunk.destination) cannot be framed: byte \(error.offset): expected \(error.expected)")
+                failure = TraceError(.badRecord, source: source,
+                                     message: "the stream from \(chunk.source) to \(chunk.destination) cannot be framed: byte \(error.offset): expected \(error.expected)")
             }
         }
     }

@@ -23,7 +23,8 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var code: Code
-    /// Byte offset of the offending field (for a length error: the length).
+    /// Byte offset of the offending field in the message (for a message of the wrong length: the
+    /// length), or, for a framing error on a stream, the stream offset of the offending record.
     public var offset: Int
     /// What a valid message has there, as a short phrase.
     public var expected: String

@@ -44,29 +44,84 @@ public struct Observation: Hashable, Sendable {
 
     /// Parses a payload; errors name the byte offset and what was expected (SA-OBS-2).
     public static func decode(_ payload: [UInt8]) throws(WireError) -> Observation {
-        let value: JSONValue
-        switch JSONValue.parse(payload) {
-        case .success(let v): value = v
-        case .failure(let e): throw WireError(.malformed, offset: e.offset, expected: "one JSON object: \(e.message)")
+        guard String(validating: payload, as: UTF8.self) != nil else {
+            throw WireError(.malformed, offset: 0, expected: "UTF-8 text")
         }
-        guard let members = value.objectValue else { throw WireError(.malformed, offset: 0, expected: "a JSON object") }
-        guard let decision = members["decision"]?.stringValue, !decision.isEmpty else {
-            throw WireError(.malformed, offset: 0, expected: "a non-empty \"decision\" string")
+        let parsed: Result<Observation, WireError> = payload.withUnsafeBytes { raw in
+            do throws(WireError) { return .success(try parse(raw)) } catch { return .failure(error) }
         }
-        var observation = Observation(decision: decision)
-        if let t = members["t_ms"] {
-            guard let v = t.integerValue, v >= 0 else { throw WireError(.malformed, offset: 0, expected: "\"t_ms\" a non-negative integer") }
-            observation.sampleTimeMs = UInt64(v)
+        return try parsed.get()
+    }
+
+    /// Read with the pull scanner rather than as a `JSONValue`, so `t_ms` keeps all 64 bits.
+    private static func parse(_ raw: UnsafeRawBufferPointer) throws(WireError) -> Observation {
+        var scanner = JSONScanner(raw)
+        func fail(_ expected: String, at offset: Int? = nil) -> WireError {
+            WireError(.malformed, offset: offset ?? scanner.index, expected: expected)
         }
-        if let vs = members["values"] {
-            guard case .array(let items) = vs else { throw WireError(.malformed, offset: 0, expected: "\"values\" an array of numbers") }
-            observation.values = try items.map { (item: JSONValue) throws(WireError) -> Double in
-                guard let d = item.doubleValue, d.isFinite else {
-                    throw WireError(.malformed, offset: 0, expected: "\"values\" an array of finite numbers")
+        var decision: String?, sampleTimeMs: UInt64?, values: [Double] = []
+        do {
+            guard scanner.peek() == UInt8(ascii: "{") else { throw fail("a JSON object") }
+            try scanner.beginObject()
+            var first = true
+            while let key = try scanner.nextKey(first: &first) {
+                scanner.skipWhitespace()
+                let at = scanner.index
+                if key.equals("decision") {
+                    guard scanner.peek() == UInt8(ascii: "\""), let text = try? scanner.readString(), !text.isEmpty else {
+                        throw fail("\"decision\" a non-empty string", at: at)
+                    }
+                    decision = text
+                } else if key.equals("t_ms") {
+                    guard let byte = scanner.peek(), byte == UInt8(ascii: "-") || JSONScanner.isASCIIDigit(byte),
+                          let t = try? scanner.readUInt64("t_ms") else {
+                        throw fail("\"t_ms\" an integer from 0 to 18446744073709551615", at: at)
+                    }
+                    sampleTimeMs = t
+                } else if key.equals("values") {
+                    values = try numbers(&scanner)
+                } else {
+                    try scanner.skipValue()
                 }
-                return d
             }
+            try scanner.expectEnd()
+        } catch let error as WireError {
+            throw error
+        } catch let error as JSONScanner.SyntaxError {
+            throw WireError(.malformed, offset: error.offset, expected: "one JSON object: \(error.message)")
+        } catch {
+            throw fail("one JSON object")
         }
-        return observation
+        guard let decision else { throw fail("a \"decision\" member", at: 0) }
+        return Observation(decision: decision, sampleTimeMs: sampleTimeMs, values: values)
+    }
+
+    /// An array of finite numbers.
+    private static func numbers(_ scanner: inout JSONScanner) throws(WireError) -> [Double] {
+        let bad = WireError(.malformed, offset: scanner.index, expected: "\"values\" an array of finite numbers")
+        var out: [Double] = []
+        do {
+            guard scanner.peek() == UInt8(ascii: "[") else { throw bad }
+            try scanner.expect(UInt8(ascii: "["), "'['")
+            if scanner.peek() == UInt8(ascii: "]") {
+                scanner.index += 1
+                return out
+            }
+            while true {
+                guard let byte = scanner.peek(), byte == UInt8(ascii: "-") || JSONScanner.isASCIIDigit(byte) else { throw bad }
+                let value = try scanner.readDouble("a value")
+                guard value.isFinite else { throw bad }
+                out.append(value)
+                if scanner.peek() == UInt8(ascii: ",") { scanner.index += 1; continue }
+                try scanner.expect(UInt8(ascii: "]"), "',' or ']'")
+                return out
+            }
+        } catch let error as WireError {
+            throw error
+        } catch let error as JSONScanner.SyntaxError {
+            throw WireError(.malformed, offset: error.offset, expected: "one JSON object: \(error.message)")
+        } catch {
+            throw bad
+        }
     }
 }
