@@ -158,15 +158,15 @@ let package = Package(
             path: "Sources/CLI/kinetrace", swiftSettings: strict),
 
         // Tests, one target per layer, plus the process helpers they share.
-        .target(name: "KinetraceTestSupport", path: "Tests/KinetraceTestSupport", swiftSettings: strict),
+        .target(name: "KinetraceTestSupport", dependencies: ["KinetraceWire"], path: "Tests/KinetraceTestSupport", swiftSettings: strict),
         .testTarget(
             name: "KinetraceWireTests",
             dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceWire", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceTraceTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", 
-                "KinetraceTrace", "KinetraceWire",
+            dependencies: [
+                "KinetraceSupport", "KinetraceJSON", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: strict),

@@ -32,6 +32,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "KinetracePcap", package: root),
+                .product(name: "KinetraceSupport", package: root),
                 .product(name: "KinetraceTrace", package: root),
                 .product(name: "KinetraceWire", package: root),
             ],
@@ -53,8 +54,22 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "KinetraceGestures", package: root),
                 .product(name: "KinetraceTrace", package: root),
+                .product(name: "KinetraceWire", package: root),
             ],
             path: "Benchmarks/GestureBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
+        // Not a benchmark suite (the plugin takes every executable target under
+        // Benchmarks/ for one): the workloads identity/perf-compare.sh counts
+        // instructions of under callgrind. See identity/IdentityDrivers/main.swift.
+        .executableTarget(
+            name: "IdentityDrivers",
+            dependencies: [
+                .product(name: "KinetraceReplay", package: root),
+                .product(name: "KinetraceSimulation", package: root),
+                .product(name: "KinetraceSupport", package: root),
+                .product(name: "KinetraceTrace", package: root),
+                .product(name: "KinetraceWire", package: root),
+            ],
+            path: "identity/IdentityDrivers"),
     ]
 )

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates docs/latency-example.{svg,png,txt}: the bundled synthetic session
-# replayed through the paper's lab profile (lab-5ghz) into the reference host on
+# replayed through the paper's lab network (lab-5ghz) into the reference host on
 # loopback, the host's own trace analysed with `kinetrace latency`, and the
 # figure rendered to PNG with librsvg so it can be looked at.
 #
@@ -19,8 +19,8 @@ host_pid=$!
 for _ in $(seq 100); do grep -q "listening on" "$work/host.out" && break; sleep 0.05; done
 address=$(sed -n 's/^listening on //p' "$work/host.out")
 
-# Original timing (60 s) and wall-clock stamps, so the host's raw one-way latency is the profile's delay plus loopback.
-"$kinetrace" replay captures/synthetic-session.jsonl --to "$address" --profile lab-5ghz --seed 5 \
+# Original timing (60 s) and wall-clock stamps, so the host's raw one-way latency is the network's delay plus loopback.
+"$kinetrace" replay captures/synthetic-session.jsonl --to "$address" --network lab-5ghz --seed 5 \
   --timestamps wallclock --record "$work/replay.jsonl" > "$work/replay.txt"
 kill -TERM "$host_pid"; wait "$host_pid" || true; host_pid=""
 
@@ -28,7 +28,7 @@ kill -TERM "$host_pid"; wait "$host_pid" || true; host_pid=""
 (cd "$work" && "$kinetrace" latency host.jsonl --plot-measure one-way-raw --plot "$docs/latency-example.svg") > docs/latency-example.txt
 rsvg-convert -o docs/latency-example.png docs/latency-example.svg
 
-# Where the host's raw latency differs from the profile: the delays the replayer drew (its impair
+# Where the host's raw latency differs from the network: the delays the replayer drew (its impair
 # events), its send to the host's receive stamp, and the whole-ms truncation of t_ms.
 python3 - "$work/replay.jsonl" "$work/host.jsonl" > docs/latency-example-breakdown.txt <<'PY'
 import json, struct, sys, zlib

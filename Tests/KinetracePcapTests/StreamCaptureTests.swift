@@ -6,68 +6,6 @@ import KinetraceTrace
 import KinetraceWire
 import Testing
 
-// MARK: A toy byte-stream protocol (this target's own copy)
-
-/// 12-byte records back to back on TCP: u64 little-endian stamp, u32 value; controller→host only.
-enum ToyStream: WireProtocol {
-    struct Message: Hashable, Sendable {
-        var tMs: UInt64
-        var value: UInt32
-    }
-
-    static let id = ProtocolID("toy-stream-v1")
-    static let summary = "12-byte stamped records back to back on TCP (tests only)"
-    static let specification = "Tests/KinetracePcapTests/StreamCaptureTests.swift"
-    static let transport = TransportKind.byteStream
-    static let defaultPort: UInt16 = 47200
-    static let nominalRateHz = 50.0
-
-    static func makeFramer() -> any MessageFramer { StreamFramer(FixedLengthRecords(length: 12)) }
-
-    static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message {
-        guard bytes.count == 12 else { throw WireError(.invalidLength, offset: bytes.count, expected: "a 12-byte record") }
-        var tMs: UInt64 = 0
-        for i in (0..<8).reversed() { tMs = tMs << 8 | UInt64(bytes[i]) }
-        var value: UInt32 = 0
-        for i in (8..<12).reversed() { value = value << 8 | UInt32(bytes[i]) }
-        return Message(tMs: tMs, value: value)
-    }
-
-    static func encode(_ message: Message) -> [UInt8] {
-        (0..<8).map { UInt8(truncatingIfNeeded: message.tMs >> (8 * $0)) } + (0..<4).map { UInt8(truncatingIfNeeded: message.value >> (8 * $0)) }
-    }
-
-    static func facts(of message: Message) -> MessageFacts {
-        MessageFacts(kind: "record", direction: .controllerToHost, senderTimeMs: message.tMs)
-    }
-
-    static func makeHostModel<Controller: Hashable>(rule: GestureRule, controllers: Controller.Type) -> any HostModel<Controller> {
-        ToyHostModel<Controller>()
-    }
-
-    static let decodedShapes = [
-        DecodedShape(kind: "record", numbers: ["t_ms", "value"]),
-        DecodedShape(kind: "unknown", fields: []),
-    ]
-
-    static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
-        guard let message = try? decode(bytes) else { return visitor.kind("unknown") }
-        visitor.kind("record")
-        visitor.field("t_ms", message.tMs)
-        visitor.field("value", message.value)
-    }
-}
-
-/// Accepts everything, decides nothing.
-struct ToyHostModel<Controller: Hashable>: HostModel {
-    private var seen: Set<Controller> = []
-    var controllerCount: Int { seen.count }
-    mutating func accept(_ message: MessageFacts, from controller: Controller, receivedNs: Int64) -> HostVerdict {
-        seen.insert(controller)
-        return .accepted
-    }
-}
-
 // MARK: Test reassemblers
 
 /// What a reassembler was handed, kept by reference so the test sees it after the reader copied the reassembler.
@@ -159,37 +97,11 @@ struct HoldingReassembler: StreamReassembler {
 
     // MARK: The session
 
-    /// A `TCPSegment`'s fields, comparable and constructible here (its memberwise init is not public).
-    struct Segment: Hashable {
-        var timeNs: Int64
-        var direction: Direction
-        var source: Endpoint
-        var destination: Endpoint
-        var sequence: UInt32
-        var flags: UInt8
-        var payload: [UInt8]
-
-        init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, sequence: UInt32, flags: UInt8, payload: [UInt8]) {
-            self.timeNs = timeNs
-            self.direction = direction
-            self.source = source
-            self.destination = destination
-            self.sequence = sequence
-            self.flags = flags
-            self.payload = payload
-        }
-
-        init(_ s: TCPSegment) {
-            self.init(timeNs: s.timeNs, direction: s.direction, source: s.source, destination: s.destination,
-                      sequence: s.sequence, flags: s.flags, payload: s.payload)
-        }
-    }
-
     /// Two connections to the host's port (A over IPv4, B over IPv6) plus noise.
     struct Session {
         var packets: [(timeNs: Int64, bytes: [UInt8])] = []
         /// The TCP segments to or from the host's port, as the reassembler must see them.
-        var segments: [Segment] = []
+        var segments: [TCPSegment] = []
         var streamA: [UInt8] = []
         var streamB: [UInt8] = []
         var replyA: [UInt8] = []
@@ -216,7 +128,7 @@ struct HoldingReassembler: StreamReassembler {
             let body = tcp(source: source.port, destination: destination.port, sequence: sequence, flags: flags, options: options, payload: payload)
             let bytes = v6 ? (toHost ? ether6(c6, h6, body) : ether6(h6, c6, body)) : (toHost ? ether4(c4, h4, body) : ether4(h4, c4, body))
             add(bytes + [UInt8](repeating: 0xEE, count: padding))
-            s.segments.append(Segment(timeNs: t, direction: toHost ? .controllerToHost : .hostToController, source: source,
+            s.segments.append(TCPSegment(timeNs: t, direction: toHost ? .controllerToHost : .hostToController, source: source,
                                       destination: destination, sequence: sequence, flags: flags, payload: payload))
         }
         let a = s.streamA, b = s.streamB
@@ -283,7 +195,7 @@ struct HoldingReassembler: StreamReassembler {
             #expect(reader.skipped.total == 5)
             #expect(reader.truncation == nil)
             // The reassembler saw every segment of both connections, empty ones included, as captured.
-            #expect(log.segments.map(Segment.init) == Self.session.segments, "\(path)")
+            #expect(log.segments == Self.session.segments, "\(path)")
             #expect(log.finished == 1)
             #expect(try reader.next() == nil)
             #expect(log.finished == 1, "finish is called once")

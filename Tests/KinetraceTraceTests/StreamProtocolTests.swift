@@ -1,74 +1,12 @@
 import Foundation
 import KinetraceJSON
 import KinetraceTrace
+import KinetraceTestSupport
 import KinetraceWire
 import PropertyBased
 import Testing
 
 // MARK: Toy byte-stream protocols
-
-/// A toy byte-stream protocol, defined here to prove one plugs in without
-/// touching the engines: 12-byte records back to back (u64 little-endian
-/// stamp, u32 little-endian value), controller→host only.
-enum ToyStream: WireProtocol {
-    struct Message: Hashable, Sendable {
-        var tMs: UInt64
-        var value: UInt32
-    }
-
-    static let id = ProtocolID("toy-stream-v1")
-    static let summary = "12-byte stamped records back to back on TCP (tests only)"
-    static let specification = "Tests/KinetraceTraceTests/StreamProtocolTests.swift"
-    static let transport = TransportKind.byteStream
-    static let defaultPort: UInt16 = 47200
-    static let nominalRateHz = 50.0
-    static let size = 12
-
-    static func makeFramer() -> any MessageFramer { StreamFramer(FixedLengthRecords(length: size)) }
-
-    static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message {
-        guard bytes.count == size else { throw WireError(.invalidLength, offset: bytes.count, expected: "a 12-byte record") }
-        var tMs: UInt64 = 0
-        for i in (0..<8).reversed() { tMs = tMs << 8 | UInt64(bytes[i]) }
-        var value: UInt32 = 0
-        for i in (8..<12).reversed() { value = value << 8 | UInt32(bytes[i]) }
-        return Message(tMs: tMs, value: value)
-    }
-
-    static func encode(_ message: Message) -> [UInt8] {
-        (0..<8).map { UInt8(truncatingIfNeeded: message.tMs >> (8 * $0)) } + (0..<4).map { UInt8(truncatingIfNeeded: message.value >> (8 * $0)) }
-    }
-
-    static func facts(of message: Message) -> MessageFacts {
-        MessageFacts(kind: "record", direction: .controllerToHost, senderTimeMs: message.tMs)
-    }
-
-    static func makeHostModel<Controller: Hashable>(rule: GestureRule, controllers: Controller.Type) -> any HostModel<Controller> {
-        ToyHostModel<Controller>()
-    }
-
-    static let decodedShapes = [
-        DecodedShape(kind: "record", numbers: ["t_ms", "value"]),
-        DecodedShape(kind: "unknown", fields: []),
-    ]
-
-    static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
-        guard let message = try? decode(bytes) else { return visitor.kind("unknown") }
-        visitor.kind("record")
-        visitor.field("t_ms", message.tMs)
-        visitor.field("value", message.value)
-    }
-}
-
-/// Accepts everything, decides nothing.
-struct ToyHostModel<Controller: Hashable>: HostModel {
-    private var seen: Set<Controller> = []
-    var controllerCount: Int { seen.count }
-    mutating func accept(_ message: MessageFacts, from controller: Controller, receivedNs: Int64) -> HostVerdict {
-        seen.insert(controller)
-        return .accepted
-    }
-}
 
 /// A boundary that can fail: each record starts with its own length (that byte
 /// included), and a zero length cannot be framed.
@@ -97,10 +35,8 @@ enum ToyPrefixed: WireProtocol {
         return Array(bytes)
     }
     static func encode(_ message: [UInt8]) -> [UInt8] { message }
-    static func facts(of message: [UInt8]) -> MessageFacts { MessageFacts(kind: "record", direction: .controllerToHost) }
-    static func makeHostModel<Controller: Hashable>(rule: GestureRule, controllers: Controller.Type) -> any HostModel<Controller> {
-        ToyHostModel<Controller>()
-    }
+    static func facts(of message: [UInt8]) -> MessageFacts { MessageFacts(direction: .controllerToHost) }
+    static func makeHostModel(rule: GestureRule) -> any HostModel { ToyHostModel() }
     static let decodedShapes = [DecodedShape(kind: "record", fields: []), DecodedShape(kind: "unknown", fields: [])]
     static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
         visitor.kind((try? decode(bytes)) == nil ? "unknown" : "record")
@@ -258,7 +194,7 @@ enum ToyPrefixed: WireProtocol {
         #expect(try readAll(reader) == records)
         #expect(reader.unknownRecordCount == 0)
         if case .message(let m) = records[0] {
-            #expect(m.facts(reader.wireProtocol) == MessageFacts(kind: "record", direction: .controllerToHost, senderTimeMs: 1_767_225_600_123))
+            #expect(m.facts(reader.wireProtocol) == MessageFacts(direction: .controllerToHost, senderTimeMs: 1_767_225_600_123))
             #expect(m.decoded(as: ToyStream.self) == .success(.init(tMs: 1_767_225_600_123, value: 0xDEAD_BEEF)))
         }
 
@@ -282,11 +218,13 @@ enum ToyPrefixed: WireProtocol {
     }
 
     @Test func theHostModelAcceptsEverythingAndDecidesNothing() {
-        var model = ToyStream.makeHostModel(rule: .default, controllers: Endpoint.self)
+        var model = ToyStream.makeHostModel(rule: .default)
+        var numbering = ControllerNumbering<Endpoint>()
         let facts = ToyStream.facts(Self.toyRecord(5, 6))
         #expect(facts.isValid && facts.senderTimeMs == 5)
-        #expect(model.accept(facts, from: Self.controller1, receivedNs: 1) == .accepted)
-        #expect(model.accept(ToyStream.facts([1, 2, 3]), from: Self.controller2, receivedNs: 2) == .accepted)
+        #expect(model.accept(facts, from: numbering.number(of: Self.controller1), receivedNs: 1) == .accepted)
+        #expect(model.accept(ToyStream.facts([1, 2, 3]), from: numbering.number(of: Self.controller2), receivedNs: 2) == .accepted)
+        #expect(numbering.number(of: Self.controller1) == 0 && numbering.count == 2)
         #expect(model.controllerCount == 2)
         #expect(ToyStream.facts([1, 2, 3]).error?.code == .invalidLength)
     }

@@ -323,7 +323,7 @@ import KinetraceWire
         #expect(observation == Observation(decision: "jump", sampleTimeMs: 1_767_225_600_123, values: [0.1, 0.2, 0.3]))
         #expect(observation.encoded() == Array(text.utf8))
         #expect(Observation(decision: "jump").encoded() == Array(#"{"decision":"jump"}"#.utf8))
-        #expect(Observation(HostDecision(name: "jump", sampleTimeMs: 5, reply: [1, 2], values: [1.5]))
+        #expect(Observation(HostDecision(name: "jump", sampleTimeMs: 5, owesReply: true, values: [1.5]))
                 == Observation(decision: "jump", sampleTimeMs: 5, values: [1.5]))
     }
 

@@ -36,7 +36,7 @@ let traceBytes: [UInt8] = {
     var synth = SessionSynthesizer(config)
     var records: [TraceRecord] = []
     while records.count < traceRecords, let record = synth.next() { records.append(record) }
-    return TraceEncoder.document(header: synth.header(tool: "bench"), records: records)
+    return try! TraceEncoder.document(header: synth.header(tool: "bench"), records: records)
 }()
 
 let benchmarks: @Sendable () -> Void = {

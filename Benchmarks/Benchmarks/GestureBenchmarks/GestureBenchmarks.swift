@@ -1,6 +1,7 @@
 import Benchmark
 import KinetraceGestures
 import KinetraceTrace
+import KinetraceWire
 
 // A threshold sweep is one pass over the samples with every setting's detector
 // fed in turn, not one run per setting. These measure that pass against the

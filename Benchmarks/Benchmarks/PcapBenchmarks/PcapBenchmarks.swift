@@ -1,6 +1,7 @@
 import Benchmark
 import CPcap
 import KinetracePcap
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
 #if canImport(Glibc)
@@ -52,7 +53,7 @@ let benchmarks: @Sendable () -> Void = {
         let path = capturePath
         for _ in benchmark.scaledIterations {
             do {
-                let reader = try PcapTraceReader(path: path, port: MotionLinkV1.defaultPort)
+                let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1.self, port: MotionLinkV1.defaultPort)
                 var count = 0
                 var sum: Int64 = 0
                 while let message = try reader.nextMessage() {

@@ -87,12 +87,13 @@ public struct TraceSummary: Sendable {
 public struct TraceSummarizer {
     public private(set) var summary: TraceSummary
     public let wireProtocol: any WireProtocol.Type
-    private var model: any HostModel<Endpoint>
+    private var model: any HostModel
+    private var numbering = ControllerNumbering<Endpoint>()
 
     public init(source: String, header: TraceHeader, wireProtocol: any WireProtocol.Type, rule: GestureRule = .default) {
         summary = TraceSummary(source: source, header: header, nominalRateHz: wireProtocol.nominalRateHz, rule: rule)
         self.wireProtocol = wireProtocol
-        model = wireProtocol.makeHostModel(rule: rule, controllers: Endpoint.self)
+        model = wireProtocol.makeHostModel(rule: rule)
     }
 
     /// Reads a whole trace.
@@ -137,12 +138,12 @@ public struct TraceSummarizer {
         summary.messages[message.direction, default: .init()].valid += 1
         switch message.direction {
         case .controllerToHost:
-            let verdict = model.accept(facts, from: endpoint, receivedNs: message.timeNs)
+            let verdict = model.accept(facts, from: numbering.number(of: endpoint), receivedNs: message.timeNs)
             if verdict == .stale { summary.staleFrames += 1 }
             let decision = verdict.decision
             if let decision {
                 summary.triggers += 1
-                if decision.reply != nil { summary.repliesOwed += 1 }
+                if decision.owesReply { summary.repliesOwed += 1 }
             }
             let deltas = Self.addSample(facts.senderTimeMs, decision: decision, stale: verdict == .stale, at: message.timeNs,
                                         period: summary.nominalPeriodMs, gapMs: summary.gapThresholdMs,
@@ -169,7 +170,7 @@ public struct TraceSummarizer {
         if stale { return (nil, nil) }
         if let decision {
             controller.triggers += 1
-            if decision.reply != nil, let echo = decision.sampleTimeMs { controller.pendingTriggers[echo] = timeNs }
+            if decision.owesReply, let echo = decision.sampleTimeMs { controller.pendingTriggers[echo] = timeNs }
         }
         // A host model that does not drop stale samples may let a stamp run backwards: no interval then.
         let senderMs = tMs.flatMap { t in controller.lastTMs.flatMap { t >= $0 ? t - $0 : nil } }

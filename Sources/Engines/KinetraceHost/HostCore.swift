@@ -6,11 +6,12 @@ import KinetraceWire
 public struct HostCore<Controller: Hashable> {
     public let wireProtocol: any WireProtocol.Type
     public private(set) var statistics = HostStatistics()
-    private var model: any HostModel<Controller>
+    private var model: any HostModel
+    private var numbering = ControllerNumbering<Controller>()
 
     public init(wireProtocol: any WireProtocol.Type, rule: GestureRule) {
         self.wireProtocol = wireProtocol
-        model = wireProtocol.makeHostModel(rule: rule, controllers: Controller.self)
+        model = wireProtocol.makeHostModel(rule: rule)
     }
 
     /// Handles one message as received; returns what the host owes, if anything.
@@ -18,7 +19,7 @@ public struct HostCore<Controller: Hashable> {
         statistics.datagrams += 1
         defer { statistics.controllers = model.controllerCount }
         let facts = wireProtocol.facts(bytes)
-        switch model.accept(facts, from: controller, receivedNs: receivedNs) {
+        switch model.accept(facts, from: numbering.number(of: controller), receivedNs: receivedNs) {
         case .dropped(let reason):
             statistics.invalidByReason[reason, default: 0] += 1
             return nil
@@ -32,7 +33,7 @@ public struct HostCore<Controller: Hashable> {
         case .decided(let decision):
             statistics.validFrames += 1
             statistics.triggers += 1
-            if decision.reply != nil { statistics.acksSent += 1 }
+            if decision.owesReply { statistics.acksSent += 1 }
             return decision
         }
     }

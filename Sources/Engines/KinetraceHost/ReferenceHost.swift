@@ -171,7 +171,7 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
         }
         guard let decision else { return }
         logger.info("\(decision.name)", metadata: ["controller": "\(Endpoint(remote))", "t_ms": "\(decision.sampleTimeMs.map(String.init) ?? "-")"])
-        guard let payload = decision.reply else { return }
+        guard let payload = core.wireProtocol.reply(to: decision) else { return }
         let buffer = context.channel.allocator.buffer(bytes: payload)
         // Stamped before the send, as the controllers stamp theirs: a record stamped after the
         // write can show the ack arriving before it left (`latency --join` found 0.1–0.2 ms).

@@ -54,10 +54,11 @@ public struct StdioHost {
                 guard let decision = core.handle(record.payload, from: record.controller, receivedNs: SystemClock.realtimeNs())
                 else { continue }
                 var out: [UInt8] = []
-                if let reply = decision.reply {
+                let reply = wireProtocol.reply(to: decision)
+                if let reply {
                     out += StdioRecord(kind: .hostToController, controller: record.controller, payload: reply).encoded()
                 }
-                if decision.reply == nil || observeAll {
+                if reply == nil || observeAll {
                     out += StdioRecord(kind: .observation, controller: record.controller, payload: Observation(decision).encoded()).encoded()
                 }
                 if let failure = write(out) {

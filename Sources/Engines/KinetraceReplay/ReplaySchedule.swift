@@ -128,7 +128,7 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
     private var link: LinkQueue
     private var lastEmittedNs: Int64 = .min
     private let wireProtocol: any WireProtocol.Type
-    private var hostModel: any HostModel<Int>
+    private var hostModel: any HostModel
     private var lastWallTMs: [UInt64]
 
     public var controllerCount: Int { sourceController.count }
@@ -159,7 +159,7 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
         fifoDeadline = Array(repeating: .min, count: count)
         link = LinkQueue(options.impairments.rate)
         wireProtocol = input.wireProtocol
-        hostModel = input.wireProtocol.makeHostModel(rule: options.rule, controllers: Int.self)
+        hostModel = input.wireProtocol.makeHostModel(rule: options.rule)
         lastWallTMs = Array(repeating: 0, count: count)
         buildPass()
     }
@@ -283,7 +283,7 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
 
     /// The sender stamp of a valid controller→host sample.
     private func stamp(of payload: [UInt8]) -> UInt64? {
-        let facts = wireProtocol.facts(payload)
+        let facts = payload.withUnsafeBytes { wireProtocol.facts($0) }
         return facts.isValid && facts.direction == .controllerToHost ? facts.senderTimeMs : nil
     }
 
@@ -293,10 +293,10 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
             let ready = Swift.max(send.deadlineNs, lastEmittedNs)
             send.deadlineNs = options.impairments.rate.isEmpty ? ready : link.departure(readyNs: ready, length: send.payload.count)
             lastEmittedNs = send.deadlineNs
-            let facts = wireProtocol.facts(send.payload)
+            let facts = send.payload.withUnsafeBytes { wireProtocol.facts($0) }
             if facts.isValid && facts.direction == .controllerToHost { send.tMs = facts.senderTimeMs }
             let verdict = hostModel.accept(facts, from: send.controller, receivedNs: send.deadlineNs)
-            send.predictedTrigger = verdict.decision?.reply != nil
+            send.predictedTrigger = verdict.decision?.owesReply == true
             outbox.append(.send(send))
         }
     }

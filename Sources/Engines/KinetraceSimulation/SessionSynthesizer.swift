@@ -41,7 +41,7 @@ public struct SessionSynthesizer {
     private var pending = RecordQueue()
     private var step = 0
     private let totalSteps: Int
-    private var hostModel: any HostModel<Endpoint>
+    private var hostModel: any HostModel
 
     private struct ControllerState {
         var endpoint: Endpoint
@@ -60,7 +60,7 @@ public struct SessionSynthesizer {
                                    player: Player(rng: rng, script: configuration.script))
         }
         totalSteps = Int((configuration.durationS * configuration.rateHz).rounded(.down))
-        hostModel = configuration.wireProtocol.makeHostModel(rule: configuration.rule, controllers: Endpoint.self)
+        hostModel = configuration.wireProtocol.makeHostModel(rule: configuration.rule)
     }
 
     /// The header for the trace this synthesizer produces.
@@ -136,7 +136,8 @@ public struct SessionSynthesizer {
                                        destination: c.host, payload: payload)))
 
         // The reference host's answer, decided on what actually arrived.
-        if let reply = hostModel.accept(c.wireProtocol.facts(payload), from: state.endpoint, receivedNs: arrivalNs).decision?.reply {
+        if let decision = hostModel.accept(c.wireProtocol.facts(payload), from: index, receivedNs: arrivalNs).decision,
+           let reply = c.wireProtocol.reply(to: decision) {
             let hostDelay = c.hostDelayMs.lowerBound + state.player.unit() * (c.hostDelayMs.upperBound - c.hostDelayMs.lowerBound)
             enqueue(.message(MessageRecord(timeNs: arrivalNs + Int64(hostDelay * 1e6), direction: .hostToController,
                                            source: c.host, destination: state.endpoint, payload: reply)))

@@ -53,15 +53,16 @@ public struct AckMatching: Sendable {
 
     init(_ observation: CaptureObservation, rule: GestureRule) {
         let wireProtocol = observation.wireProtocol
-        var model = wireProtocol.makeHostModel(rule: rule, controllers: Endpoint.self)
+        var model = wireProtocol.makeHostModel(rule: rule)
+        var numbering = ControllerNumbering<Endpoint>()
         var index: [Endpoint: [UInt64: Int]] = [:]
         var byEcho: [UInt64: [Int]] = [:]
         for d in observation.datagrams {
             let facts = wireProtocol.facts(d.payload)
             switch d.direction {
             case .controllerToHost:
-                guard let decision = model.accept(facts, from: d.source, receivedNs: d.timeNs).decision,
-                      decision.reply != nil, let tMs = decision.sampleTimeMs else { continue }
+                guard let decision = model.accept(facts, from: numbering.number(of: d.source), receivedNs: d.timeNs).decision,
+                      decision.owesReply, let tMs = decision.sampleTimeMs else { continue }
                 index[d.source, default: [:]][tMs] = triggers.count
                 byEcho[tMs, default: []].append(triggers.count)
                 triggers.append(Trigger(frame: d, tMs: tMs))

@@ -2,13 +2,35 @@
 /// free of I/O, fed the messages that reach the host in arrival order. The
 /// reference hosts run it; the replayer, the synthesizer, `inspect` and the
 /// conformance suite run it to predict what a host under test owes.
-public protocol HostModel<Controller> {
-    /// Whatever tells controllers apart (a socket address, a stdio id).
-    associatedtype Controller: Hashable
-    /// Feeds one controller→host message (its facts) as the host receives it.
-    mutating func accept(_ message: MessageFacts, from controller: Controller, receivedNs: Int64) -> HostVerdict
+///
+/// The caller gives each controller a number of its own choosing (an index,
+/// or `ControllerNumbering` over socket addresses or stdio ids), so models
+/// stay concrete: a generic controller type behind `any HostModel` made
+/// every message pay for unspecialised dictionary code (1.6× the replay
+/// planner's instructions; Benchmarks/identity/results.md).
+public protocol HostModel {
+    /// Feeds one controller→host message (its facts) from the numbered controller, as the host receives it.
+    mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict
     /// Controllers the model keeps state for.
     var controllerCount: Int { get }
+}
+
+/// Numbers controllers in the order they are met, for a `HostModel`.
+public struct ControllerNumbering<Controller: Hashable> {
+    @usableFromInline var numbers: [Controller: Int] = [:]
+
+    public init() {}
+
+    /// The controller's number, given on first sight.
+    @inlinable
+    public mutating func number(of controller: Controller) -> Int {
+        if let known = numbers[controller] { return known }
+        let next = numbers.count
+        numbers[controller] = next
+        return next
+    }
+
+    public var count: Int { numbers.count }
 }
 
 /// What a conforming host makes of one message that reached it.
@@ -28,21 +50,33 @@ public enum HostVerdict: Hashable, Sendable {
 
 /// Something a conforming host owes: a reply on the wire, a decision
 /// observable only through an observation channel (a game's jump on
-/// screen), or both.
+/// screen), or both. The reply's bytes come from `WireProtocol.reply(to:)`,
+/// made only by those who send them (planners need just `owesReply`).
 public struct HostDecision: Hashable, Sendable {
     /// What the host decided, e.g. `jump`.
-    public var name: String
+    public var name: StaticString
     /// The sender stamp of the sample that caused it, when the protocol stamps samples.
     public var sampleTimeMs: UInt64?
-    /// The reply the host owes on the wire, if the protocol has replies.
-    public var reply: [UInt8]?
+    /// Whether the host owes a reply on the wire for it.
+    public var owesReply: Bool
     /// The decision's values, for decisions that carry some (an attitude applied).
     public var values: [Double]
 
-    public init(name: String, sampleTimeMs: UInt64? = nil, reply: [UInt8]? = nil, values: [Double] = []) {
+    public init(name: StaticString, sampleTimeMs: UInt64? = nil, owesReply: Bool = false, values: [Double] = []) {
         self.name = name
         self.sampleTimeMs = sampleTimeMs
-        self.reply = reply
+        self.owesReply = owesReply
         self.values = values
+    }
+
+    public static func == (a: HostDecision, b: HostDecision) -> Bool {
+        a.name.description == b.name.description && a.sampleTimeMs == b.sampleTimeMs && a.owesReply == b.owesReply && a.values == b.values
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name.description)
+        hasher.combine(sampleTimeMs)
+        hasher.combine(owesReply)
+        hasher.combine(values)
     }
 }

@@ -1,9 +1,10 @@
 /// What every engine needs to know of one message, whatever its protocol:
 /// plain values, so engines that do not know the protocol's types can
 /// summarise, time, score and replay it.
+///
+/// Engines make one per message, so it holds plain values only (no
+/// strings when valid) and stays small to copy.
 public struct MessageFacts: Hashable, Sendable {
-    /// The protocol's name for the message kind ("frame", "ack"); empty when invalid.
-    public var kind: String
     /// Which way this kind of message travels; nil when invalid.
     public var direction: Direction?
     /// Why the bytes are not a valid message; nil when they are.
@@ -15,9 +16,7 @@ public struct MessageFacts: Hashable, Sendable {
     /// The motion a sample carries, if any.
     public var motion: MotionReading?
 
-    public init(kind: String, direction: Direction, senderTimeMs: UInt64? = nil, echoTimeMs: UInt64? = nil,
-                motion: MotionReading? = nil) {
-        self.kind = kind
+    public init(direction: Direction, senderTimeMs: UInt64? = nil, echoTimeMs: UInt64? = nil, motion: MotionReading? = nil) {
         self.direction = direction
         self.senderTimeMs = senderTimeMs
         self.echoTimeMs = echoTimeMs
@@ -26,7 +25,6 @@ public struct MessageFacts: Hashable, Sendable {
 
     /// Facts of bytes that are no valid message.
     public init(invalid error: WireError) {
-        kind = ""
         self.error = error
     }
 

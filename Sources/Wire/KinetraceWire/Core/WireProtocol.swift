@@ -67,8 +67,10 @@ public protocol WireProtocol: Sendable {
     static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]?
 
     // MARK: The host
-    /// What a conforming host keeps and owes, for controllers identified by `Controller`.
-    static func makeHostModel<Controller: Hashable>(rule: GestureRule, controllers: Controller.Type) -> any HostModel<Controller>
+    /// What a conforming host keeps and owes.
+    static func makeHostModel(rule: GestureRule) -> any HostModel
+    /// The reply a decision owes on the wire, if it owes one.
+    static func reply(to decision: HostDecision) -> [UInt8]?
 
     // MARK: Rendering
     /// Every shape `describe` writes, for readers that parse rendered fields fast.
@@ -86,6 +88,7 @@ extension WireProtocol {
     public static func makeFramer() -> any MessageFramer { DatagramFramer() }
     public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { nil }
     public static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { nil }
+    public static func reply(to decision: HostDecision) -> [UInt8]? { nil }
 
     /// Decodes a message held in an array.
     @inlinable

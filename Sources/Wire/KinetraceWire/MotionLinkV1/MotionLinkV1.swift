@@ -44,15 +44,21 @@ public enum MotionLinkV1: WireProtocol {
         }
     }
 
+    @inline(__always)
     public static func facts(of message: Message) -> MessageFacts {
         switch message {
         case .frame(let f):
-            return MessageFacts(kind: "frame", direction: .controllerToHost, senderTimeMs: f.tMs, motion: MotionReading(
+            return MessageFacts(direction: .controllerToHost, senderTimeMs: f.tMs, motion: MotionReading(
                 userAcceleration: Vector3(Double(f.ax), Double(f.ay), Double(f.az)),
                 rotationRate: Vector3(Double(f.wx), Double(f.wy), Double(f.wz))))
         case .ack(let a):
-            return MessageFacts(kind: "ack", direction: .hostToController, echoTimeMs: a.echoTMs)
+            return MessageFacts(direction: .hostToController, echoTimeMs: a.echoTMs)
         }
+    }
+
+    /// Written out rather than left to the protocol's generic default: every engine calls it per message.
+    public static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
+        do throws(WireError) { return facts(of: try decode(bytes)) } catch { return MessageFacts(invalid: error) }
     }
 
     /// A frame of the reading's user acceleration and rotation rate (zero where it has none).
@@ -73,8 +79,12 @@ public enum MotionLinkV1: WireProtocol {
         return frame.encoded()
     }
 
-    public static func makeHostModel<Controller: Hashable>(rule: GestureRule, controllers: Controller.Type) -> any HostModel<Controller> {
-        MotionLinkHostModel<Controller>(rule: rule)
+    public static func makeHostModel(rule: GestureRule) -> any HostModel { MotionLinkHostModel(rule: rule) }
+
+    /// The HapticAck a trigger owes: its frame's `t_ms` echoed, intensity and sharpness 1.0 (ML-ACK-4).
+    public static func reply(to decision: HostDecision) -> [UInt8]? {
+        guard decision.owesReply, let tMs = decision.sampleTimeMs else { return nil }
+        return HapticAck(echoTMs: tMs).encoded()
     }
 
     public static let decodedShapes = [
@@ -118,21 +128,21 @@ public enum MessageKind: String, Hashable, Sendable, CaseIterable {
 /// What a conforming MotionLink v1 host does (ML-GESTURE-*, ML-ACK-RULE-1):
 /// the gesture rule per controller, one HapticAck (intensity and sharpness
 /// 1.0, ML-ACK-4) per trigger; acks sent to it are invalid (ML-VALID-3).
-public struct MotionLinkHostModel<Controller: Hashable>: HostModel {
-    public private(set) var tracker: GestureTracker<Controller>
+public struct MotionLinkHostModel: HostModel {
+    public private(set) var tracker: GestureTracker<Int>
 
     public init(rule: GestureRule) { tracker = GestureTracker(rule: rule) }
 
     public var controllerCount: Int { tracker.controllerCount }
 
-    public mutating func accept(_ message: MessageFacts, from controller: Controller, receivedNs: Int64) -> HostVerdict {
+    public mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
         if let error = message.error { return .dropped(reason: error.code.name) }
         guard message.direction == .controllerToHost, let tMs = message.senderTimeMs,
               let ay = message.motion?.userAcceleration?.y else { return .dropped(reason: "wrong_direction") }
         switch tracker.accept(tMs: tMs, ay: ay, from: controller) {
         case .stale: return .stale
         case .accepted: return .accepted
-        case .trigger: return .decided(HostDecision(name: "jump", sampleTimeMs: tMs, reply: HapticAck(echoTMs: tMs).encoded()))
+        case .trigger: return .decided(HostDecision(name: "jump", sampleTimeMs: tMs, owesReply: true))
         }
     }
 }

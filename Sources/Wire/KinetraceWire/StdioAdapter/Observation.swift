@@ -21,7 +21,7 @@ public struct Observation: Hashable, Sendable {
     }
 
     public init(_ decision: HostDecision) {
-        self.init(decision: decision.name, sampleTimeMs: decision.sampleTimeMs, values: decision.values)
+        self.init(decision: decision.name.description, sampleTimeMs: decision.sampleTimeMs, values: decision.values)
     }
 
     /// The record payload: compact JSON, members in a fixed order.
