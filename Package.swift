@@ -158,7 +158,7 @@ let package = Package(
             path: "Sources/CLI/kinetrace", swiftSettings: strict),
 
         // Tests, one target per layer, plus the process helpers they share.
-        .target(name: "KinetraceTestSupport", dependencies: ["KinetraceWire"], path: "Tests/KinetraceTestSupport", swiftSettings: strict),
+        .target(name: "KinetraceTestSupport", dependencies: ["KinetraceSupport", "KinetraceWire"], path: "Tests/KinetraceTestSupport", swiftSettings: strict),
         .testTarget(
             name: "KinetraceWireTests",
             dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceWire", .product(name: "PropertyBased", package: "swift-property-based")],

@@ -124,6 +124,34 @@ import KinetraceWire
         #expect(framer.finish()?.bytes.count == total % 12)
     }
 
+    /// A boundary that never finds an end, and one that claims absurd lengths: both stop at the limit with the offset.
+    @Test func aRecordThatNeverEndsStopsAtTheLimit() throws {
+        struct NeverEnds: RecordBoundary {
+            func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int? { nil }
+        }
+        struct Claims: RecordBoundary {
+            let length: Int
+            func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int? { length }
+        }
+        var framer = StreamFramer(NeverEnds(), maximumRecordLength: 100)
+        framer.append([UInt8](repeating: 7, count: 100))
+        #expect(try framer.next() == nil, "at the limit it still waits")
+        framer.append([7])
+        #expect(throws: WireError.self) { try framer.next() }
+        do { _ = try framer.next() } catch { #expect(error.code == .invalidLength && error.offset == 0) }
+
+        for length in [0, -1, 101, Int.max] {
+            var claims = StreamFramer(Claims(length: length), maximumRecordLength: 100)
+            claims.append([1, 2, 3])
+            #expect(throws: WireError.self, "length \(length)") { try claims.next() }
+        }
+        // Records up to the limit pass.
+        var fits = StreamFramer(FixedLengthRecords(length: 100), maximumRecordLength: 100)
+        fits.append([UInt8](repeating: 1, count: 200))
+        #expect(try fits.next()?.bytes.count == 100)
+        #expect(try fits.next()?.offset == 100)
+    }
+
     // MARK: DatagramFramer
 
     @Test func everyDatagramIsOneMessageInOrder() async {

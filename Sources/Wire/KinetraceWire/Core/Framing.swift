@@ -74,12 +74,19 @@ public struct FixedLengthRecords: RecordBoundary, Sendable {
 /// appends and cuts whole records by `Boundary`, whatever the chunking.
 public struct StreamFramer<Boundary: RecordBoundary>: MessageFramer {
     public let boundary: Boundary
+    /// The longest record accepted: a peer that never completes a record
+    /// (or a boundary that would wait forever) cannot make the buffer grow past it.
+    public let maximumRecordLength: Int
     private var buffer: [UInt8] = []
     private var start = 0
     /// Stream offset of the next byte `next` looks at.
     public private(set) var offset = 0
 
-    public init(_ boundary: Boundary) { self.boundary = boundary }
+    public init(_ boundary: Boundary, maximumRecordLength: Int = 1 << 20) {
+        precondition(maximumRecordLength > 0, "a record has at least one byte")
+        self.boundary = boundary
+        self.maximumRecordLength = maximumRecordLength
+    }
 
     /// Bytes received that do not yet form a whole record.
     public var pendingBytes: Int { buffer.count - start }
@@ -95,8 +102,16 @@ public struct StreamFramer<Boundary: RecordBoundary>: MessageFramer {
                 return .success(try boundary.recordLength(UnsafeRawBufferPointer(rebasing: raw[start...]), at: offset))
             } catch { return .failure(error) }
         }
-        let length = try measured.get()
-        guard let length, length > 0, length <= available else { return nil }
+        guard let length = try measured.get() else {
+            if available > maximumRecordLength {
+                throw WireError(.invalidLength, offset: offset, expected: "a record within \(maximumRecordLength) bytes, \(available) received without one")
+            }
+            return nil
+        }
+        guard length > 0, length <= maximumRecordLength else {
+            throw WireError(.invalidLength, offset: offset, expected: "a record length from 1 to \(maximumRecordLength), found \(length)")
+        }
+        guard length <= available else { return nil }
         let message = FramedMessage(bytes: Array(buffer[start..<start + length]), offset: offset)
         start += length
         offset += length
