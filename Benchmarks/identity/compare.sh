@@ -56,18 +56,12 @@ synth bundled captures/synthetic-session.jsonl --controllers 3 --duration 60 --s
 synth default -
 synth "21 controllers" - --controllers 21 --duration 30 --seed 7 --corrupt 0.01
 synth idle - --script idle --duration 10 --rate 20
+# The corpus table is make-corpus.sh's own; --user, because the old binary has no --persona.
+corpus=$(sed -n "/<<'PERSONAS'/,/^PERSONAS\$/{//!p}" captures/gestures/make-corpus.sh)
+[[ $(wc -l <<<"$corpus") -ge 8 ]] || { echo "compare.sh: cannot read the persona table from captures/gestures/make-corpus.sh" >&2; exit 2; }
 while read -r user controllers seed; do
     synth "corpus $user" "captures/gestures/$user.jsonl" --user "$user" --controllers "$controllers" --duration 60 --motion-hz 50 --seed "$seed"
-done <<'CORPUS'
-steady 2 101
-weak 1 102
-strong 1 103
-noisy 1 104
-tremor 1 105
-walking 2 106
-ducker 1 107
-steering 1 308
-CORPUS
+done <<<"$corpus"
 
 # 2. replay --dry-run
 inputs=("captures/synthetic-session.jsonl" "captures/loopback-session.jsonl" "captures/loopback-session.pcap --port 41448"

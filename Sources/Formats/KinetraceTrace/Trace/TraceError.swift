@@ -8,14 +8,15 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
         public init(_ name: String) { self.name = name }
         public var description: String { name }
 
+        // The file codes are FileError's, so `init(_: FileError)` keeps the code a file failure had.
         /// The file does not exist.
-        public static let notFound = Code("not_found")
+        public static let notFound = Code(FileError.Code.notFound.name)
         /// The file exists but cannot be opened for reading (permissions, a directory).
-        public static let unreadable = Code("unreadable")
+        public static let unreadable = Code(FileError.Code.unreadable.name)
         /// An output file cannot be created (no such directory, no permission).
-        public static let cannotCreate = Code("cannot_create")
+        public static let cannotCreate = Code(FileError.Code.cannotCreate.name)
         /// The operating system refused a read or write.
-        public static let io = Code("io")
+        public static let io = Code(FileError.Code.io.name)
         /// A line is not valid JSON.
         public static let syntax = Code("syntax")
         /// The first line is not a kinetrace trace header.
