@@ -12,6 +12,8 @@ public struct CaptureObservation: Sendable {
         public var source: Endpoint
         public var destination: Endpoint
         public var payload: [UInt8]
+        /// Why the reader could not trust these bytes as a message (a gap in a captured stream).
+        public var framingError: WireError?
 
         public var controller: Endpoint { direction == .controllerToHost ? source : destination }
 
@@ -57,6 +59,7 @@ public struct CaptureObservation: Sendable {
             observation.datagrams.append(Datagram(
                 number: observation.datagrams.count + 1, timeNs: m.timeNs, direction: m.direction, source: m.source,
                 destination: m.destination, payload: Array(m.payload)))
+            observation.datagrams[observation.datagrams.count - 1].framingError = m.framingError
         }
         observation.truncation = input.truncation
         return observation
@@ -65,7 +68,10 @@ public struct CaptureObservation: Sendable {
     public var startNs: Int64 { datagrams.first?.timeNs ?? 0 }
 
     /// What the protocol makes of a datagram's bytes.
-    public func facts(_ d: Datagram) -> MessageFacts { wireProtocol.facts(d.payload) }
+    public func facts(_ d: Datagram) -> MessageFacts {
+        if let framingError = d.framingError { return MessageFacts(invalid: framingError) }
+        return wireProtocol.facts(d.payload)
+    }
 
     public var frames: [Datagram] { datagrams.filter { $0.direction == .controllerToHost } }
     public var replies: [Datagram] { datagrams.filter { $0.direction == .hostToController } }

@@ -32,6 +32,10 @@ public struct MessageRecord: Hashable, Sendable {
     /// Round-trip time measured by the recorder's own clock, when it knows one
     /// (a controller recording the ack to its frame).
     public var rttNs: Int64?
+    /// Set by a framing reader when these bytes cannot be trusted as a message
+    /// whatever they hold: bytes of a captured stream were missing before or
+    /// inside them (code `stream_gap`). Never written to a trace: the gap is.
+    public var framingError: WireError?
 
     public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint,
                 payload: [UInt8], rttNs: Int64? = nil) {
@@ -49,9 +53,10 @@ public struct MessageRecord: Hashable, Sendable {
         self.rttNs = rttNs
     }
 
-    /// What the engines need of the payload, under `wireProtocol`.
+    /// What the engines need of the payload, under `wireProtocol` (invalid when framing says so).
     public func facts(_ wireProtocol: any WireProtocol.Type) -> MessageFacts {
-        payload.withUnsafeBytes { wireProtocol.facts($0) }
+        if let framingError { return MessageFacts(invalid: framingError) }
+        return payload.withUnsafeBytes { wireProtocol.facts($0) }
     }
 
     /// The payload decoded as one of `P`'s messages, or why it is not one.

@@ -8,6 +8,8 @@ public struct ProtocolRegistry: Sendable {
     /// Every protocol of this build.
     public static let standard = ProtocolRegistry([
         MotionLinkV1.self,
+        KeepCalmJSON.self,
+        AttitudeStream.self,
     ])
 
     /// The protocol of traffic that names none (`--protocol`'s default).

@@ -20,6 +20,9 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let outOfRange = Code("out_of_range")
         /// Text that is not the structure the protocol requires (bad JSON, a missing member).
         public static let malformed = Code("malformed")
+        /// Bytes of a captured byte stream are missing before or inside the record, so where
+        /// records start is lost for the rest of the connection.
+        public static let streamGap = Code("stream_gap")
     }
 
     public var code: Code

@@ -1,0 +1,125 @@
+/// One record of the 3D mouse's stream (specs/attitude-stream.md): roll,
+/// pitch and yaw in radians as little-endian float32, 12 bytes, nothing else.
+public struct AttitudeRecord: Hashable, Sendable {
+    public static let size = 12
+
+    public var roll: Float32
+    public var pitch: Float32
+    public var yaw: Float32
+
+    public init(roll: Float32, pitch: Float32, yaw: Float32) {
+        self.roll = roll
+        self.pitch = pitch
+        self.yaw = yaw
+    }
+
+    /// Decodes and validates (AS-VALUE-*): 12 bytes, finite, roll and yaw in
+    /// [−π, π], pitch in [−π/2, π/2] (CoreMotion's ranges, compared in float32).
+    @inlinable
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> AttitudeRecord {
+        guard bytes.count == size else {
+            throw WireError(.invalidLength, offset: bytes.count, expected: "a 12-byte record")
+        }
+        @inline(__always) func value(_ offset: Int) -> Float32 {
+            Float32(bitPattern: UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        }
+        let record = AttitudeRecord(roll: value(0), pitch: value(4), yaw: value(8))
+        guard record.roll.isFinite else { throw WireError(.nonFinite, offset: 0, expected: "a finite float32") }
+        guard record.pitch.isFinite else { throw WireError(.nonFinite, offset: 4, expected: "a finite float32") }
+        guard record.yaw.isFinite else { throw WireError(.nonFinite, offset: 8, expected: "a finite float32") }
+        guard abs(record.roll) <= Float32.pi else { throw WireError(.outOfRange, offset: 0, expected: "roll within [−π, π]") }
+        guard abs(record.pitch) <= Float32.pi / 2 else { throw WireError(.outOfRange, offset: 4, expected: "pitch within [−π/2, π/2]") }
+        guard abs(record.yaw) <= Float32.pi else { throw WireError(.outOfRange, offset: 8, expected: "yaw within [−π, π]") }
+        return record
+    }
+
+    public func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(Self.size)
+        for v in [roll, pitch, yaw] {
+            let bits = v.bitPattern
+            out.append(contentsOf: (0..<4).map { UInt8(truncatingIfNeeded: bits >> (8 * $0)) })
+        }
+        return out
+    }
+}
+
+/// The 3D mouse (specs/attitude-stream.md): an iPhone writes its attitude
+/// as 12-byte records back to back on a byte stream at 60 Hz, mapped to one
+/// TCP connection per phone; the iPad cube applies each record it reads.
+/// No header, timestamp, checksum or reply.
+public enum AttitudeStream: WireProtocol {
+    public typealias Message = AttitudeRecord
+
+    public static let id = ProtocolID("attitude-stream")
+    public static let summary = "12-byte roll/pitch/yaw float32 records back to back on TCP at 60 Hz, no reply"
+    public static let specification = "specs/attitude-stream.md"
+    public static let transport = TransportKind.byteStream
+    /// AS-TRANSPORT-2.
+    public static let defaultPort: UInt16 = 47130
+    /// AS-RATE-1: one record per display frame.
+    public static let nominalRateHz = 60.0
+
+    /// AS-FRAME-1: records are cut at 12-byte offsets from the stream's start, whatever the reads.
+    public static func makeFramer() -> any MessageFramer { StreamFramer(FixedLengthRecords(length: AttitudeRecord.size)) }
+
+    @inlinable
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> AttitudeRecord {
+        try AttitudeRecord.decode(bytes)
+    }
+
+    public static func encode(_ message: AttitudeRecord) -> [UInt8] { message.encoded() }
+
+    public static func facts(of message: AttitudeRecord) -> MessageFacts {
+        MessageFacts(direction: .controllerToHost, motion: MotionReading(
+            attitude: Vector3(Double(message.roll), Double(message.pitch), Double(message.yaw))))
+    }
+
+    public static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
+        do throws(WireError) { return facts(of: try decode(bytes)) } catch { return MessageFacts(invalid: error) }
+    }
+
+    /// The record of the reading's attitude (zero when it has none).
+    public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
+        let a = reading.attitude ?? .zero
+        return AttitudeRecord(roll: Float32(a.x), pitch: Float32(a.y), yaw: Float32(a.z)).encoded()
+    }
+
+    public static func makeHostModel(rule: GestureRule) -> any HostModel { AttitudeHostModel() }
+
+    public static let decodedShapes = [
+        DecodedShape(kind: "attitude", numbers: ["roll", "pitch", "yaw"]),
+        DecodedShape(kind: "unknown", fields: []),
+    ]
+
+    /// The three floats whenever there are 12 bytes, even non-finite or out of range.
+    public static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
+        let reader = ByteReader(bytes)
+        guard bytes.count == AttitudeRecord.size else { return visitor.kind("unknown") }
+        visitor.kind("attitude")
+        visitor.field("roll", reader.getFloat32(at: 0)!)
+        visitor.field("pitch", reader.getFloat32(at: 4)!)
+        visitor.field("yaw", reader.getFloat32(at: 8)!)
+    }
+}
+
+/// What the attitude host does (AS-HOST-*): it applies every valid record it
+/// reads, in order, as the cube's rotation; invalid ones (non-finite, out of
+/// range) are not applied and the connection stays open.
+public struct AttitudeHostModel: HostModel {
+    private var seen: [Bool] = []
+    public private(set) var controllerCount = 0
+
+    public init() {}
+
+    public mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
+        if controller >= seen.count { seen.append(contentsOf: repeatElement(false, count: controller - seen.count + 1)) }
+        if !seen[controller] {
+            seen[controller] = true
+            controllerCount += 1
+        }
+        if let error = message.error { return .dropped(reason: error.code.name) }
+        guard message.direction == .controllerToHost, let a = message.motion?.attitude else { return .dropped(reason: "wrong_direction") }
+        return .decided(HostDecision(name: "attitude", values: [a.x, a.y, a.z]))
+    }
+}

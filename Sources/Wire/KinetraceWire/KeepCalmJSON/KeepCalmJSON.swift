@@ -1,0 +1,97 @@
+/// The KeepCalm game as shipped (specs/keepcalm-json.md): MultipeerKit's
+/// JSON envelope around a `MotionData` payload, ten a second, one message
+/// per UDP datagram in Kinetrace's mapping of MultipeerConnectivity. No
+/// timestamp, checksum or reply: the host's jump shows only on screen, so
+/// conformance judges it through the stdio adapter's observation channel.
+public enum KeepCalmJSON: WireProtocol {
+    public typealias Message = KeepCalmMotion
+
+    public static let id = ProtocolID("keepcalm-json")
+    public static let summary = "MultipeerKit JSON MotionData at 10 Hz, one message per UDP datagram, no reply"
+    public static let specification = "specs/keepcalm-json.md"
+    public static let transport = TransportKind.datagram
+    /// KC-TRANSPORT-2.
+    public static let defaultPort: UInt16 = 47120
+    /// KC-RATE-1: the game's 0.1 s timer.
+    public static let nominalRateHz = 10.0
+
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> KeepCalmMotion {
+        try KeepCalmMotion.decode(bytes)
+    }
+
+    public static func encode(_ message: KeepCalmMotion) -> [UInt8] { message.encoded() }
+
+    public static func facts(of message: KeepCalmMotion) -> MessageFacts {
+        MessageFacts(direction: .controllerToHost, motion: MotionReading(combined: Vector3(message.x, message.y, message.z)))
+    }
+
+    public static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
+        do throws(WireError) { return facts(of: try decode(bytes)) } catch { return MessageFacts(invalid: error) }
+    }
+
+    /// The message a phone sends for `reading`: its Combined sum, with a version-4 id
+    /// drawn from the stamp and the values (the protocol itself carries no stamp), so
+    /// the same input makes the same bytes and distinct samples distinct ids.
+    public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
+        let sum = reading.combinedSum
+        var state = timeMs ^ sum.x.bitPattern
+        let high = Self.mix(&state) ^ sum.y.bitPattern
+        state ^= sum.z.bitPattern
+        let low = Self.mix(&state)
+        return KeepCalmMotion(id: MessageID(randomHigh: Self.mix(&state) ^ high, randomLow: low), x: sum.x, y: sum.y, z: sum.z).encoded()
+    }
+
+    /// SplitMix64's step: a fixed bijection, so ids are reproducible.
+    private static func mix(_ state: inout UInt64) -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    public static func makeHostModel(rule: GestureRule) -> any HostModel { KeepCalmHostModel(rule: rule) }
+
+    public static let decodedShapes = [
+        DecodedShape(kind: "motion", fields: [("id", .string), ("x", .number), ("y", .number), ("z", .number)]),
+        DecodedShape(kind: "unknown", fields: []),
+    ]
+
+    public static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
+        guard let message = try? decode(bytes) else { return visitor.kind("unknown") }
+        visitor.kind("motion")
+        visitor.field("id", message.id.description)
+        visitor.field("x", message.x)
+        visitor.field("y", message.y)
+        visitor.field("z", message.z)
+    }
+}
+
+/// What the KeepCalm host does (KC-HOST-*): a controller jumps when `y`
+/// exceeds the threshold and it is not already jumping; the jump lasts
+/// `refractoryMs` on the host's own clock from the message that started it.
+/// Nothing is owed on the wire; the jump is reported as a decision.
+public struct KeepCalmHostModel: HostModel {
+    public let rule: GestureRule
+    /// Per controller: when its current jump ends, host clock ns (Int64.min: never jumped).
+    private var jumpEndsNs: [Int64] = []
+
+    public init(rule: GestureRule) { self.rule = rule }
+
+    public var controllerCount: Int { jumpEndsNs.count }
+
+    public mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
+        if let error = message.error { return .dropped(reason: error.code.name) }
+        guard message.direction == .controllerToHost, let y = message.motion?.combined?.y else {
+            return .dropped(reason: "wrong_direction")
+        }
+        if controller >= jumpEndsNs.count {
+            jumpEndsNs.append(contentsOf: repeatElement(Int64.min, count: controller - jumpEndsNs.count + 1))
+        }
+        guard y > rule.threshold, receivedNs >= jumpEndsNs[controller] else { return .accepted }
+        let (window, tooLong) = Int64(clamping: rule.refractoryMs).multipliedReportingOverflow(by: 1_000_000)
+        let (end, overflow) = receivedNs.addingReportingOverflow(window)
+        jumpEndsNs[controller] = tooLong || overflow ? Int64.max : end
+        return .decided(HostDecision(name: "jump", values: [message.motion!.combined!.y]))
+    }
+}

@@ -1,0 +1,250 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import KinetraceJSON
+
+/// A message identifier as Foundation's `UUID` writes it: 16 bytes, shown in
+/// the uppercase 8-4-4-4-12 form (KC-MSG-4).
+public struct MessageID: Hashable, Sendable, CustomStringConvertible {
+    public var high: UInt64
+    public var low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// A version-4 (random) UUID from 128 random bits, as `UUID()` makes one.
+    public init(randomHigh: UInt64, randomLow: UInt64) {
+        high = (randomHigh & ~0xF000) | 0x4000
+        low = (randomLow & ~(0xC000_0000_0000_0000 as UInt64)) | 0x8000_0000_0000_0000
+    }
+
+    public static let textLength = 36
+
+    /// `8-4-4-4-12` uppercase hex, as `UUID().uuidString`.
+    public var description: String { String(decoding: text, as: UTF8.self) }
+
+    var text: [UInt8] {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(Self.textLength)
+        for i in 0..<32 {
+            if i == 8 || i == 12 || i == 16 || i == 20 { out.append(UInt8(ascii: "-")) }
+            let word = i < 16 ? high : low
+            let shift = UInt64(60 - 4 * (i % 16))
+            out.append(digits[Int((word >> shift) & 0xF)])
+        }
+        return out
+    }
+
+    /// Parses exactly 36 bytes of uppercase UUID text; nil on any other form.
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> MessageID? {
+        guard bytes.count == textLength else { return nil }
+        var high: UInt64 = 0, low: UInt64 = 0, nibbles = 0
+        for (i, byte) in bytes.enumerated() {
+            if i == 8 || i == 13 || i == 18 || i == 23 {
+                guard byte == UInt8(ascii: "-") else { return nil }
+                continue
+            }
+            let value: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if nibbles < 16 { high = high << 4 | UInt64(value) } else { low = low << 4 | UInt64(value) }
+            nibbles += 1
+        }
+        return MessageID(high: high, low: low)
+    }
+}
+
+/// One KeepCalm message (specs/keepcalm-json.md): the envelope MultipeerKit
+/// writes around the game's `MotionData` payload,
+///
+///     {"type":"MotionData","payload":{"id":"<UUID>","type":"Combined","x":…,"y":…,"z":…}}
+///
+/// where x, y and z are user acceleration (g) plus rotation rate (rad/s) on
+/// each axis. There is no timestamp, checksum or reply.
+public struct KeepCalmMotion: Hashable, Sendable {
+    public var id: MessageID
+    public var x: Double
+    public var y: Double
+    public var z: Double
+
+    public init(id: MessageID, x: Double, y: Double, z: Double) {
+        self.id = id
+        self.x = x
+        self.y = y
+        self.z = z
+    }
+
+    /// KC-SIZE-1: the longest datagram a host must read. A JSONEncoder message is about 150 bytes.
+    public static let maximumSize = 4096
+    /// KC-VALUE-2: no phone reports a sum this large (±16 g plus ±35 rad/s at most).
+    public static let maximumMagnitude = 100.0
+
+    /// The canonical form: members in the order the game declares them,
+    /// numbers as Swift's shortest round-trip text (what JSONEncoder writes).
+    public func encoded() -> [UInt8] {
+        var out = JSONOutput()
+        out.raw("{\"type\":\"MotionData\",\"payload\":{\"id\":\"")
+        out.bytes.append(contentsOf: id.text)
+        out.raw("\",\"type\":\"Combined\",\"x\":")
+        out.double(x)
+        out.raw(",\"y\":")
+        out.double(y)
+        out.raw(",\"z\":")
+        out.double(z)
+        out.raw("}}")
+        return out.bytes
+    }
+
+    /// Decodes and validates one datagram (KC-MSG-*, KC-VALUE-*, KC-SIZE-1). Members may
+    /// come in any order and unknown ones are ignored; a repeated member is malformed.
+    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> KeepCalmMotion {
+        guard !bytes.isEmpty, bytes.count <= maximumSize else {
+            throw WireError(.invalidLength, offset: bytes.count, expected: "a JSON message of 1 to \(maximumSize) bytes")
+        }
+        var parser = Parser(scanner: JSONScanner(bytes))
+        do {
+            return try parser.message()
+        } catch let error as WireError {
+            throw error
+        } catch let error as JSONScanner.SyntaxError {
+            throw WireError(.malformed, offset: error.offset, expected: "JSON: \(error.message)")
+        } catch {
+            throw WireError(.malformed, offset: parser.scanner.index, expected: "JSON")
+        }
+    }
+
+    private struct Parser {
+        var scanner: JSONScanner
+
+        func fail(_ code: WireError.Code = .malformed, at offset: Int, _ expected: String) -> WireError {
+            WireError(code, offset: offset, expected: expected)
+        }
+
+        mutating func message() throws -> KeepCalmMotion {
+            scanner.skipWhitespace()
+            guard scanner.peek() == UInt8(ascii: "{") else { throw fail(at: scanner.index, "a JSON object") }
+            try scanner.beginObject()
+            var first = true
+            var sawType = false
+            var motion: KeepCalmMotion?
+            while true {
+                let keyAt = scanner.index
+                let key: JSONKey
+                if let fast = scanner.matchKey("type", first: &first) ?? scanner.matchKey("payload", first: &first) {
+                    key = fast
+                } else if let slow = try scanner.nextKey(first: &first) {
+                    key = slow
+                } else {
+                    break
+                }
+                scanner.skipWhitespace()
+                let at = scanner.index
+                if key.equals("type") {
+                    guard !sawType else { throw fail(at: keyAt, "one \"type\" member") }
+                    sawType = true
+                    guard scanner.consume("\"MotionData\"") else { throw fail(at: at, "\"type\" the string \"MotionData\"") }
+                } else if key.equals("payload") {
+                    guard motion == nil else { throw fail(at: keyAt, "one \"payload\" member") }
+                    guard scanner.peek() == UInt8(ascii: "{") else { throw fail(at: at, "\"payload\" an object") }
+                    motion = try payload()
+                } else {
+                    try scanner.skipValue(depth: 1)
+                }
+                scanner.skipWhitespace()
+            }
+            try scanner.expectEnd()
+            guard sawType else { throw fail(at: bytesCount, "a \"type\" member") }
+            guard let motion else { throw fail(at: bytesCount, "a \"payload\" member") }
+            return motion
+        }
+
+        var bytesCount: Int { scanner.bytes.count }
+
+        mutating func payload() throws -> KeepCalmMotion {
+            let start = scanner.index
+            try scanner.beginObject()
+            var first = true
+            var id: MessageID?, sawType = false
+            var values: [Double?] = [nil, nil, nil]
+            let names: [StaticString] = ["x", "y", "z"]
+            while true {
+                let keyAt = scanner.index
+                let key: JSONKey
+                if let fast = scanner.matchKey("id", first: &first) ?? scanner.matchKey("type", first: &first)
+                    ?? scanner.matchKey("x", first: &first) ?? scanner.matchKey("y", first: &first) ?? scanner.matchKey("z", first: &first) {
+                    key = fast
+                } else if let slow = try scanner.nextKey(first: &first) {
+                    key = slow
+                } else {
+                    break
+                }
+                scanner.skipWhitespace()
+                let at = scanner.index
+                if key.equals("id") {
+                    guard id == nil else { throw fail(at: keyAt, "one \"id\" member") }
+                    id = try uuid(at: at)
+                } else if key.equals("type") {
+                    guard !sawType else { throw fail(at: keyAt, "one payload \"type\" member") }
+                    sawType = true
+                    guard scanner.consume("\"Combined\"") else { throw fail(at: at, "payload \"type\" the string \"Combined\"") }
+                } else if let axis = names.firstIndex(where: { key.equals($0) }) {
+                    guard values[axis] == nil else { throw fail(at: keyAt, "one \"\(names[axis])\" member") }
+                    values[axis] = try number(names[axis], at: at)
+                } else {
+                    try scanner.skipValue(depth: 2)
+                }
+                scanner.skipWhitespace()
+            }
+            guard let id else { throw fail(at: start, "payload member \"id\"") }
+            guard sawType else { throw fail(at: start, "payload member \"type\"") }
+            for axis in 0..<3 where values[axis] == nil { throw fail(at: start, "payload member \"\(names[axis])\"") }
+            return KeepCalmMotion(id: id, x: values[0]!, y: values[1]!, z: values[2]!)
+        }
+
+        mutating func uuid(at at: Int) throws -> MessageID {
+            guard scanner.peek() == UInt8(ascii: "\"") else { throw fail(at: at, "\"id\" a UUID string") }
+            let token = try scanner.readStringToken()
+            guard !token.escaped, let id = MessageID.parse(token.raw) else {
+                throw fail(at: at, "\"id\" an uppercase UUID, 8-4-4-4-12 hex digits")
+            }
+            return id
+        }
+
+        mutating func number(_ name: StaticString, at at: Int) throws -> Double {
+            if scanner.peek() == UInt8(ascii: "\"") {
+                // JSONEncoder's nonConformingFloatEncodingStrategy writes NaN and infinities as strings.
+                let text = (try? scanner.readString()) ?? ""
+                let nonFinite = ["nan", "inf", "-inf", "+inf", "infinity", "-infinity", "+infinity"]
+                throw fail(nonFinite.contains(text.lowercased()) ? .nonFinite : .malformed, at: at, "\"\(name)\" a finite JSON number")
+            }
+            guard let byte = scanner.peek(), byte == UInt8(ascii: "-") || JSONScanner.isASCIIDigit(byte) else {
+                throw fail(at: at, "\"\(name)\" a JSON number")
+            }
+            let token = try scanner.readNumberToken()
+            let value = KeepCalmMotion.parseDouble(UnsafeRawBufferPointer(rebasing: scanner.bytes[token.start..<token.end]))
+            guard value.isFinite, abs(value) <= KeepCalmMotion.maximumMagnitude else {
+                throw fail(.outOfRange, at: at, "\"\(name)\" within ±\(Int(KeepCalmMotion.maximumMagnitude))")
+            }
+            return value
+        }
+    }
+
+    /// A JSON number token's value, correctly rounded (strtod), without making a String.
+    static func parseDouble(_ token: UnsafeRawBufferPointer) -> Double {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: token.count + 1) { buffer in
+            for i in 0..<token.count { buffer[i] = CChar(bitPattern: token[i]) }
+            buffer[token.count] = 0
+            return strtod(buffer.baseAddress!, nil)
+        }
+    }
+}
