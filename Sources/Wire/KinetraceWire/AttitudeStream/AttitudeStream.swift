@@ -14,7 +14,8 @@ public struct AttitudeRecord: Hashable, Sendable {
     }
 
     /// Decodes and validates (AS-VALUE-*): 12 bytes, finite, roll and yaw in
-    /// [−π, π], pitch in [−π/2, π/2] (CoreMotion's ranges, compared in float32).
+    /// [−π, π], pitch in [−π/2, π/2] (CoreMotion's ranges, compared in float32),
+    /// checked field by field so the error names the first bad one.
     @inlinable
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> AttitudeRecord {
         guard bytes.count == size else {
@@ -24,13 +25,21 @@ public struct AttitudeRecord: Hashable, Sendable {
             Float32(bitPattern: UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
         }
         let record = AttitudeRecord(roll: value(0), pitch: value(4), yaw: value(8))
-        guard record.roll.isFinite else { throw WireError(.nonFinite, offset: 0, expected: "a finite float32") }
-        guard record.pitch.isFinite else { throw WireError(.nonFinite, offset: 4, expected: "a finite float32") }
-        guard record.yaw.isFinite else { throw WireError(.nonFinite, offset: 8, expected: "a finite float32") }
-        guard abs(record.roll) <= Float32.pi else { throw WireError(.outOfRange, offset: 0, expected: "roll within [−π, π]") }
-        guard abs(record.pitch) <= Float32.pi / 2 else { throw WireError(.outOfRange, offset: 4, expected: "pitch within [−π/2, π/2]") }
-        guard abs(record.yaw) <= Float32.pi else { throw WireError(.outOfRange, offset: 8, expected: "yaw within [−π, π]") }
+        try check(record.roll, at: 0, within: piFloat32, "roll within [−π, π]")
+        try check(record.pitch, at: 4, within: halfPiFloat32, "pitch within [−π/2, π/2]")
+        try check(record.yaw, at: 8, within: piFloat32, "yaw within [−π, π]")
         return record
+    }
+
+    /// π and π/2 rounded to nearest in binary32, as CoreMotion's own limits are
+    /// (Swift's `Float.pi` is rounded toward zero, one ulp inside).
+    public static let piFloat32 = Float32(Double.pi)
+    public static let halfPiFloat32 = Float32(Double.pi / 2)
+
+    @inlinable @inline(__always)
+    static func check(_ value: Float32, at offset: Int, within limit: Float32, _ expected: StaticString) throws(WireError) {
+        guard value.isFinite else { throw WireError(.nonFinite, offset: offset, expected: "a finite float32") }
+        guard abs(value) <= limit else { throw WireError(.outOfRange, offset: offset, expected: expected.description) }
     }
 
     public func encoded() -> [UInt8] {

@@ -88,7 +88,9 @@ public struct KeepCalmHostModel: HostModel {
         if controller >= jumpEndsNs.count {
             jumpEndsNs.append(contentsOf: repeatElement(Int64.min, count: controller - jumpEndsNs.count + 1))
         }
-        guard y > rule.threshold, receivedNs >= jumpEndsNs[controller] else { return .accepted }
+        // A jump whose end overflowed the clock never ends (only absurd clocks or windows get there).
+        let jumpEnd = jumpEndsNs[controller]
+        guard y > rule.threshold, receivedNs >= jumpEnd, jumpEnd != Int64.max else { return .accepted }
         let (window, tooLong) = Int64(clamping: rule.refractoryMs).multipliedReportingOverflow(by: 1_000_000)
         let (end, overflow) = receivedNs.addingReportingOverflow(window)
         jumpEndsNs[controller] = tooLong || overflow ? Int64.max : end
