@@ -7,11 +7,18 @@ import Darwin
 #endif
 import KinetraceSupport
 import KinetraceTrace
+import KinetraceWire
 
 /// Builds a nanosecond pcap (magic 0xA1B23C4D, little-endian, link type
 /// EN10MB) from message records: each becomes one Ethernet + IPv4 or IPv6
 /// + UDP packet with correct IPv4 header and UDP checksums, so Wireshark's
 /// checksum validation passes. Pure: bytes out, no I/O (see `PcapWriter`).
+///
+/// For a byte-stream protocol (`transport: .tcp`) each record is a chunk of
+/// a connection's stream and becomes one TCP segment, so the chunking
+/// survives; a connection opens with a three-way handshake at its first
+/// chunk and closes with FINs at `finish`, and a `stream_gap` skips the
+/// sequence numbers of the missing bytes.
 ///
 /// Fixed, locally administered MAC addresses stand for the two sides, so a
 /// converted trace is reproducible: the controller is 02:4b:54:00:00:01 and
@@ -24,11 +31,16 @@ public struct PcapEncoder {
 
     /// Names the output in errors.
     public let source: String
+    /// UDP datagrams (datagram protocols) or TCP segments (byte-stream protocols).
+    public let transport: IPTransport
     /// Packets encoded so far; the next one's number is this plus one.
     public private(set) var packetCount = 0
     private var addressCache: [String: [UInt8]] = [:]
 
-    public init(source: String) { self.source = source }
+    public init(source: String, transport: IPTransport = .udp) {
+        self.source = source
+        self.transport = transport
+    }
 
     /// The 24-byte file header.
     public static var fileHeader: [UInt8] {
@@ -43,7 +55,9 @@ public struct PcapEncoder {
         return out
     }
 
-    /// Appends one packet record (16-byte record header, then the frame) for `message`.
+    /// Appends the packet records for `message`: one UDP datagram, or, for a
+    /// TCP encoder, the segment(s) carrying the chunk (after a synthesised
+    /// three-way handshake on a connection's first chunk).
     public mutating func append(_ message: MessageRecord, to out: inout [UInt8]) throws(TraceError) {
         let number = packetCount + 1
         func failure(_ why: String) -> TraceError {
@@ -58,63 +72,217 @@ public struct PcapEncoder {
         guard sourceAddress.count == destinationAddress.count else {
             throw failure("the source \(message.source) and destination \(message.destination) are of different IP versions")
         }
-        let isIPv6 = sourceAddress.count == 16
-        let udpLength = 8 + message.payload.count
-        let ipHeaderLength = isIPv6 ? 40 : 20
-        guard udpLength + (isIPv6 ? 0 : ipHeaderLength) <= 65535 else {
-            throw failure("a payload of \(message.payload.count) bytes does not fit in one UDP datagram")
+        let packet = Packet(timeNs: message.timeNs, fromController: message.direction == .controllerToHost,
+                            source: sourceAddress, destination: destinationAddress,
+                            sourcePort: message.source.port, destinationPort: message.destination.port)
+        guard transport == .tcp else {
+            guard 8 + message.payload.count + (sourceAddress.count == 16 ? 0 : 20) <= 65535 else {
+                throw failure("a payload of \(message.payload.count) bytes does not fit in one UDP datagram")
+            }
+            return message.payload.withUnsafeBytes { appendPacket(packet, udpPayload: $0, to: &out) }
         }
-        let frameLength = 14 + ipHeaderLength + udpLength
+        let key = connectionKey(message)
+        if connections[key] == nil {
+            guard connections.count < Self.maximumOpenConnections else {
+                throw failure("more than \(Self.maximumOpenConnections) TCP connections open at once")
+            }
+            openConnection(key, packet, to: &out)
+        }
+        message.payload.withUnsafeBytes { payload in
+            // A chunk longer than one IP packet holds goes out as several segments at the same time.
+            var offset = 0
+            repeat {
+                let count = min(Self.maximumSegment, payload.count - offset)
+                sendSegment(key, packet, flags: TCPFlags.ack | TCPFlags.push,
+                            payload: UnsafeRawBufferPointer(rebasing: payload[offset..<offset + count]), to: &out)
+                offset += count
+            } while offset < payload.count
+        }
+    }
+
+    /// Bytes of one direction of a connection missing from the record (a capture's hole):
+    /// the sequence numbers skip them, so reading the pcap back finds the same gap.
+    public mutating func skip(_ missing: Int, from source: Endpoint, to destination: Endpoint, direction: Direction) {
+        guard transport == .tcp, missing > 0 else { return }
+        let key = direction == .controllerToHost ? ConnectionKey(controller: source, host: destination) : ConnectionKey(controller: destination, host: source)
+        guard var connection = connections[key] else { return }
+        if direction == .controllerToHost {
+            connection.controllerNext &+= UInt32(truncatingIfNeeded: missing)
+        } else {
+            connection.hostNext &+= UInt32(truncatingIfNeeded: missing)
+        }
+        connections[key] = connection
+    }
+
+    /// Closes every open TCP connection with a FIN from each side, at its last packet's time.
+    public mutating func finish(to out: inout [UInt8]) {
+        for key in connectionOrder where connections[key] != nil {
+            let connection = connections[key]!
+            var packet = connection.lastPacket
+            packet.timeNs = connection.lastTimeNs
+            for fromController in [true, false] {
+                sendSegment(key, packet.from(controller: fromController), flags: TCPFlags.fin | TCPFlags.ack, payload: UnsafeRawBufferPointer(start: nil, count: 0), to: &out)
+            }
+            var last = packet.from(controller: true)
+            last.timeNs = connection.lastTimeNs
+            sendSegment(key, last, flags: TCPFlags.ack, payload: UnsafeRawBufferPointer(start: nil, count: 0), to: &out)
+            connections[key] = nil
+        }
+        connectionOrder.removeAll()
+    }
+
+    // MARK: TCP
+
+    public static let maximumOpenConnections = 65_536
+    static let maximumSegment = 65_000
+
+    enum TCPFlags {
+        static let fin: UInt8 = 0x01, syn: UInt8 = 0x02, push: UInt8 = 0x08, ack: UInt8 = 0x10
+    }
+
+    struct ConnectionKey: Hashable {
+        var controller: Endpoint
+        var host: Endpoint
+    }
+
+    struct Connection {
+        /// Next sequence number each side sends.
+        var controllerNext: UInt32
+        var hostNext: UInt32
+        var lastPacket: Packet
+        var lastTimeNs: Int64
+    }
+
+    /// One packet's addressing, oriented as sent.
+    struct Packet {
+        var timeNs: Int64
+        var fromController: Bool
+        var source: [UInt8]
+        var destination: [UInt8]
+        var sourcePort: UInt16
+        var destinationPort: UInt16
+
+        /// The same connection's packet in the direction asked for.
+        func from(controller: Bool) -> Packet {
+            guard controller != fromController else { return self }
+            return Packet(timeNs: timeNs, fromController: controller, source: destination, destination: source,
+                          sourcePort: destinationPort, destinationPort: sourcePort)
+        }
+    }
+
+    private var connections: [ConnectionKey: Connection] = [:]
+    private var connectionOrder: [ConnectionKey] = []
+
+    private func connectionKey(_ message: MessageRecord) -> ConnectionKey {
+        message.direction == .controllerToHost ? ConnectionKey(controller: message.source, host: message.destination)
+            : ConnectionKey(controller: message.destination, host: message.source)
+    }
+
+    /// A three-way handshake at the first chunk's time, with initial sequence numbers
+    /// drawn from the connection's number so a conversion is reproducible.
+    private mutating func openConnection(_ key: ConnectionKey, _ packet: Packet, to out: inout [UInt8]) {
+        let n = UInt32(truncatingIfNeeded: connectionOrder.count)
+        let controllerISN = 0x4B54_0000 &+ n &* 0x0101_0000
+        let hostISN = 0x8000_0000 &+ n &* 0x0202_0000
+        connections[key] = Connection(controllerNext: controllerISN, hostNext: hostISN, lastPacket: packet, lastTimeNs: packet.timeNs)
+        connectionOrder.append(key)
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        sendSegment(key, packet.from(controller: true), flags: TCPFlags.syn, payload: none, to: &out)
+        sendSegment(key, packet.from(controller: false), flags: TCPFlags.syn | TCPFlags.ack, payload: none, to: &out)
+        sendSegment(key, packet.from(controller: true), flags: TCPFlags.ack, payload: none, to: &out)
+    }
+
+    private mutating func sendSegment(_ key: ConnectionKey, _ packet: Packet, flags: UInt8, payload: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        var connection = connections[key]!
+        let sequence = packet.fromController ? connection.controllerNext : connection.hostNext
+        let acknowledgement = packet.fromController ? connection.hostNext : connection.controllerNext
+        let consumed = UInt32(payload.count) &+ (flags & (TCPFlags.syn | TCPFlags.fin) != 0 ? 1 : 0)
+        if packet.fromController { connection.controllerNext &+= consumed } else { connection.hostNext &+= consumed }
+        connection.lastPacket = packet
+        connection.lastTimeNs = packet.timeNs
+        connections[key] = connection
+        var header = [UInt8]()
+        header.reserveCapacity(20)
+        header.appendBigEndian(packet.sourcePort)
+        header.appendBigEndian(packet.destinationPort)
+        header.appendBigEndian(sequence)
+        // The very first SYN acknowledges nothing.
+        header.appendBigEndian(flags == TCPFlags.syn ? UInt32(0) : acknowledgement)
+        header.append(5 << 4)  // data offset: 20 bytes, no options
+        header.append(flags == TCPFlags.syn ? flags : flags | TCPFlags.ack)
+        header.appendBigEndian(UInt16(65535))  // window
+        header.appendBigEndian(UInt16(0))  // checksum, filled in below
+        header.appendBigEndian(UInt16(0))  // urgent pointer
+        appendPacket(packet, protocolNumber: 6, transportHeader: header, checksumOffset: 16, payload: payload, to: &out)
+    }
+
+    // MARK: Packets
+
+    private mutating func appendPacket(_ packet: Packet, udpPayload: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        var header = [UInt8]()
+        header.appendBigEndian(packet.sourcePort)
+        header.appendBigEndian(packet.destinationPort)
+        header.appendBigEndian(UInt16(8 + udpPayload.count))
+        header.appendBigEndian(UInt16(0))  // checksum, filled in below
+        appendPacket(packet, protocolNumber: 17, transportHeader: header, checksumOffset: 6, payload: udpPayload, to: &out)
+    }
+
+    /// One record: Ethernet, IPv4 or IPv6, the transport header and payload, with the
+    /// IPv4 header checksum and the transport checksum (pseudo-header included) filled in.
+    private mutating func appendPacket(_ packet: Packet, protocolNumber: UInt8, transportHeader: [UInt8], checksumOffset: Int,
+                                       payload: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        let number = packetCount + 1
+        let isIPv6 = packet.source.count == 16
+        let transportLength = transportHeader.count + payload.count
+        let ipHeaderLength = isIPv6 ? 40 : 20
+        let frameLength = 14 + ipHeaderLength + transportLength
 
         out.reserveCapacity(out.count + 16 + frameLength)
-        out.appendLittleEndian(UInt32(message.timeNs / 1_000_000_000))
-        out.appendLittleEndian(UInt32(message.timeNs % 1_000_000_000))
+        out.appendLittleEndian(UInt32(packet.timeNs / 1_000_000_000))
+        out.appendLittleEndian(UInt32(packet.timeNs % 1_000_000_000))
         out.appendLittleEndian(UInt32(frameLength))
         out.appendLittleEndian(UInt32(frameLength))
 
-        let fromController = message.direction == .controllerToHost
-        out += fromController ? Self.hostMAC : Self.controllerMAC  // destination MAC first
-        out += fromController ? Self.controllerMAC : Self.hostMAC
+        out += packet.fromController ? Self.hostMAC : Self.controllerMAC  // destination MAC first
+        out += packet.fromController ? Self.controllerMAC : Self.hostMAC
         out.appendBigEndian(UInt16(isIPv6 ? 0x86DD : 0x0800))
 
         let ipStart = out.count
         if isIPv6 {
             out.appendBigEndian(UInt32(0x6000_0000))
-            out.appendBigEndian(UInt16(udpLength))
-            out.append(17)
+            out.appendBigEndian(UInt16(transportLength))
+            out.append(protocolNumber)
             out.append(Self.hopLimit)
         } else {
             out.append(0x45)
             out.append(0)
-            out.appendBigEndian(UInt16(ipHeaderLength + udpLength))
+            out.appendBigEndian(UInt16(ipHeaderLength + transportLength))
             out.appendBigEndian(UInt16(truncatingIfNeeded: number))  // identification
             out.appendBigEndian(UInt16(0x4000))  // don't fragment
             out.append(Self.hopLimit)
-            out.append(17)
+            out.append(protocolNumber)
             out.appendBigEndian(UInt16(0))  // header checksum, filled in below
         }
-        out += sourceAddress
-        out += destinationAddress
+        out += packet.source
+        out += packet.destination
 
-        let udpStart = out.count
-        out.appendBigEndian(message.source.port)
-        out.appendBigEndian(message.destination.port)
-        out.appendBigEndian(UInt16(udpLength))
-        out.appendBigEndian(UInt16(0))  // checksum, filled in below
-        out += message.payload
+        let transportStart = out.count
+        out += transportHeader
+        out.append(contentsOf: payload)
 
+        let addressLength = packet.source.count
         out.withUnsafeMutableBytes { raw in
             if !isIPv6 {
                 let sum = InternetChecksum.sum(UnsafeRawBufferPointer(rebasing: raw[ipStart..<ipStart + 20]))
                 raw.storeBytes(of: (~InternetChecksum.fold(sum)).bigEndian, toByteOffset: ipStart + 10, as: UInt16.self)
             }
-            // Pseudo-header: both addresses, the protocol and the UDP length.
-            var sum = InternetChecksum.sum(UnsafeRawBufferPointer(rebasing: raw[udpStart - 2 * sourceAddress.count..<udpStart]))
-            sum += 17 + UInt64(udpLength)
-            sum += InternetChecksum.sum(UnsafeRawBufferPointer(rebasing: raw[udpStart..<udpStart + udpLength]))
+            // Pseudo-header: both addresses, the protocol and the transport length.
+            var sum = InternetChecksum.sum(UnsafeRawBufferPointer(rebasing: raw[transportStart - 2 * addressLength..<transportStart]))
+            sum += UInt64(protocolNumber) + UInt64(transportLength)
+            sum += InternetChecksum.sum(UnsafeRawBufferPointer(rebasing: raw[transportStart..<transportStart + transportLength]))
             var checksum = ~InternetChecksum.fold(sum)
-            if checksum == 0 { checksum = 0xFFFF }  // zero means "no checksum" in UDP
-            raw.storeBytes(of: checksum.bigEndian, toByteOffset: udpStart + 6, as: UInt16.self)
+            if checksum == 0 && protocolNumber == 17 { checksum = 0xFFFF }  // zero means "no checksum" in UDP
+            raw.storeBytes(of: checksum.bigEndian, toByteOffset: transportStart + checksumOffset, as: UInt16.self)
         }
         packetCount += 1
     }
@@ -168,11 +336,11 @@ public final class PcapWriter {
     private var encoder: PcapEncoder
     private static let flushBytes = 64 << 10
 
-    public init(path: String) throws(TraceError) {
+    public init(path: String, transport: IPTransport = .udp) throws(TraceError) {
         self.path = path
         do throws(FileError) { file = try BufferedFile(path: path, reserving: Self.flushBytes + 2048) }
         catch { throw TraceError(error) }
-        encoder = PcapEncoder(source: path)
+        encoder = PcapEncoder(source: path, transport: transport)
         file.pending += PcapEncoder.fileHeader
     }
 
@@ -206,8 +374,9 @@ public final class PcapWriter {
         do throws(FileError) { try file.flush() } catch { throw TraceError(error) }
     }
 
-    /// Flushes and closes; further writes are a programming error.
+    /// Closes open TCP connections, flushes and closes; further writes are a programming error.
     public func close() throws(TraceError) {
+        encoder.finish(to: &file.pending)
         do throws(FileError) { try file.close() } catch { throw TraceError(error) }
     }
 }

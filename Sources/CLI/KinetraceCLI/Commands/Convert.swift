@@ -99,7 +99,7 @@ struct Convert: ParsableCommand {
                 try writer.close()
                 summary.recordsWritten = writer.recordCount
             case .pcap:
-                let writer = try PcapWriter(path: output)
+                let writer = try PcapWriter(path: output, transport: IPTransport(reader.wireProtocol.transport))
                 try copyRecords { (record) throws(TraceError) in try writer.write(record) }
                 try writer.close()
                 summary.recordsWritten = writer.packetCount
