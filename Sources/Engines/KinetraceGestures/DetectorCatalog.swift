@@ -102,7 +102,8 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
             return [.init(name: "threshold", defaultValue: 20, unit: "°", summary: "τ on the tilt angle", minimum: 0),
                     .init(name: "hysteresis", defaultValue: 0.8, unit: "", summary: "back within this fraction of τ re-arms a side", minimum: 0)]
         case .attitudeTilt:
-            return [.init(name: "threshold", defaultValue: 15, unit: "°", summary: "τ on the angle", minimum: 0),
+            // 12°: the smallest persona tilt (15° about the screen normal) shows as about 13.5° of pitch with the screen leaning back.
+            return [.init(name: "threshold", defaultValue: 12, unit: "°", summary: "τ on the angle", minimum: 0),
                     .init(name: "hysteresis", defaultValue: 0.8, unit: "", summary: "back within this fraction of τ re-arms a side", minimum: 0),
                     .init(name: "axis", defaultValue: 0, unit: "", summary: "roll for a phone held flat or in portrait, pitch for landscape",
                           choices: AttitudeTiltDetector.Axis.allCases.map(\.rawValue))]
