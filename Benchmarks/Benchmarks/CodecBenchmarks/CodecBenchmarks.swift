@@ -39,6 +39,29 @@ let traceBytes: [UInt8] = {
     return try! TraceEncoder.document(header: synth.header(tool: "bench"), records: records)
 }()
 
+let keepCalmBatch = 4096
+
+/// 4096 KeepCalm messages made by the protocol from synthesized motion, with their members
+/// re-ordered six ways in the payload and two in the envelope (JSONEncoder promises no order).
+let keepCalmMessages: [[UInt8]] = {
+    var config = SessionSynthesizer.Configuration()
+    config.wireProtocol = KeepCalmJSON.self
+    config.controllers = 8
+    config.durationS = 60
+    var synth = SessionSynthesizer(config)
+    var messages: [[UInt8]] = []
+    while messages.count < keepCalmBatch, let record = synth.next() {
+        guard case .message(let m) = record, case .success(let motion) = m.decoded(as: KeepCalmJSON.self) else { continue }
+        let n = messages.count
+        let members = ["\"id\":\"\(motion.id)\"", "\"type\":\"Combined\"", "\"x\":\(motion.x)", "\"y\":\(motion.y)", "\"z\":\(motion.z)"]
+        let orders = [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [2, 0, 4, 1, 3], [1, 2, 3, 4, 0], [3, 4, 0, 2, 1], [0, 2, 1, 4, 3]]
+        let payload = "{" + orders[n % orders.count].map { members[$0] }.joined(separator: ",") + "}"
+        let text = n % 2 == 0 ? "{\"type\":\"MotionData\",\"payload\":\(payload)}" : "{\"payload\":\(payload),\"type\":\"MotionData\"}"
+        messages.append(Array(text.utf8))
+    }
+    return messages
+}()
+
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(
         metrics: [.throughput, .wallClock, .mallocCountTotal],
@@ -56,6 +79,17 @@ let benchmarks: @Sendable () -> Void = {
                 }
                 blackHole(sum)
             }
+        }
+    }
+
+    Benchmark("keepcalm-json decode+validate (4096 messages, members in six orders)") { benchmark in
+        let messages = keepCalmMessages
+        for _ in benchmark.scaledIterations {
+            var sum = 0.0
+            for message in messages {
+                if case .success(let motion) = KeepCalmJSON.decodeResult(message) { sum += motion.y }
+            }
+            blackHole(sum)
         }
     }
 

@@ -19,6 +19,11 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
     case joinedOneWay = "one_way_joined"
     /// Two recordings joined: an ack's send at the host → its receipt at the controller.
     case joinedAckOneWay = "ack_one_way_joined"
+    /// Protocols without a sender clock: capture time since the controller's previous valid message.
+    case arrivalInterval = "arrival_interval"
+    /// RFC 3550's interarrival jitter estimate after each message, with the protocol's
+    /// nominal period standing in for the sender's spacing (no sender clock to read it from).
+    case interarrivalJitter = "interarrival_jitter"
 
     public var title: String {
         switch self {
@@ -30,6 +35,8 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
         case .ackTurnaround: return "Ack turnaround on the capture clock (frame seen → its ack seen)"
         case .joinedOneWay: return "One-way latency, c2h, joined (controller send → host receive)"
         case .joinedAckOneWay: return "One-way latency, h2c, joined (host ack send → controller receive)"
+        case .arrivalInterval: return "Arrival interval (c2h messages: t_receive − the previous one's, per controller)"
+        case .interarrivalJitter: return "Interarrival jitter, RFC 3550 estimate (nominal period as the sender's spacing)"
         }
     }
 
@@ -44,17 +51,29 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
         case .ackTurnaround: return "ack turnaround"
         case .joinedOneWay: return "one-way latency, c2h (joined)"
         case .joinedAckOneWay: return "one-way latency, h2c (joined)"
+        case .arrivalInterval: return "arrival interval"
+        case .interarrivalJitter: return "interarrival jitter"
         }
     }
 
     /// What a sample is: a frame (c2h measures) or an ack.
-    public var sampleNoun: String { self == .oneWayRaw || self == .oneWayRelative || self == .joinedOneWay ? "frame" : "ack" }
+    public var sampleNoun: String {
+        switch self {
+        case .oneWayRaw, .oneWayRelative, .joinedOneWay: return "frame"
+        case .arrivalInterval, .interarrivalJitter: return "message"
+        default: return "ack"
+        }
+    }
 
     public var isRelative: Bool { self == .oneWayRelative || self == .ackEchoRelative }
 
     /// What the numbers mean at a capture point, in one sentence.
     public func meaning(at point: CapturePoint) -> String {
         switch (self, point) {
+        case (.arrivalInterval, _):
+            return "Time between successive valid messages of one controller on the recorder's clock: the sender's rate as delivered, with the network's variation on top; messages that arrive together (one read of a stream) are 0 apart."
+        case (.interarrivalJitter, _):
+            return "J += (|D| − J)/16 after each message, D being its arrival interval minus the nominal period (RFC 3550, 6.4.1, without sender timestamps): the smoothed variation of the spacing; the last value per controller is RFC 3550's figure."
         case (.joinedOneWay, _):
             return "Each frame's send in the controller's trace to its receipt in the host's trace: the true one-way latency when the two recorders share a clock (one machine) or synchronised clocks."
         case (.joinedAckOneWay, _):
@@ -143,10 +162,21 @@ public struct LatencyCollector {
     static let pairingWindowNs: Int64 = 60_000_000_000
 
     public let wireProtocol: any WireProtocol.Type
+    /// Without a sender clock, what can be measured is when messages arrive.
+    private let hasSenderClock: Bool
+    private let hasReplies: Bool
+    private let nominalPeriodMs: Double
+    private var lastArrivalNs: [Int64?] = []
+    private var jitterMs: [Double] = []
+    private var arrivalIntervals: [LatencySample] = []
+    private var jitters: [LatencySample] = []
 
     public init(header: TraceHeader, wireProtocol: any WireProtocol.Type) {
         self.header = header
         self.wireProtocol = wireProtocol
+        hasSenderClock = ProtocolTraits.hasSenderClock(wireProtocol)
+        hasReplies = ProtocolTraits.hasReplies(wireProtocol)
+        nominalPeriodMs = 1000 / wireProtocol.nominalRateHz
     }
 
     public mutating func add(_ record: TraceRecord) {
@@ -160,6 +190,7 @@ public struct LatencyCollector {
         switch message.direction {
         case .controllerToHost:
             frameCount[c] += 1
+            if !hasSenderClock { return addArrival(of: c, at: message.timeNs) }
             guard let tMs = facts.senderTimeMs else {
                 unusableStamps += 1
                 return
@@ -196,6 +227,18 @@ public struct LatencyCollector {
         }
     }
 
+    /// The interval since the controller's previous message, and RFC 3550's jitter after it.
+    private mutating func addArrival(of c: Int, at timeNs: Int64) {
+        defer { lastArrivalNs[c] = timeNs }
+        guard let previous = lastArrivalNs[c] else { return }
+        let (difference, overflow) = timeNs.subtractingReportingOverflow(previous)
+        guard !overflow else { return unusableStamps += 1 }
+        let intervalMs = Double(difference) / 1e6
+        arrivalIntervals.append(LatencySample(controller: c, ordinal: frameCount[c], timeNs: timeNs, ms: intervalMs))
+        jitterMs[c] += (abs(intervalMs - nominalPeriodMs) - jitterMs[c]) / 16
+        jitters.append(LatencySample(controller: c, ordinal: frameCount[c], timeNs: timeNs, ms: jitterMs[c]))
+    }
+
     /// Capture time minus a millisecond stamp, in ms; exact in integers until the final division.
     static func sinceStamp(_ timeNs: Int64, _ tMs: UInt64) -> Double? {
         guard tMs <= UInt64(Int64.max / 1_000_000) else { return nil }
@@ -211,6 +254,8 @@ public struct LatencyCollector {
         ackCount.append(0)
         seenFrames.append([:])
         pruneAt.append(4096)
+        lastArrivalNs.append(nil)
+        jitterMs.append(0)
         return controllers.count - 1
     }
 
@@ -242,6 +287,7 @@ public struct LatencyCollector {
             measures.append(.init(measure: measure, samples: relative, controllers: controllers.count,
                                   sigmas: options.sigmas, medians: medians, baseMs: options.baseMs))
         }
+        if !hasSenderClock { return arrivalAnalysis(options: options) }
         add(.oneWayRaw, oneWay, missing: "no valid frames")
         addRelative(.oneWayRelative, from: oneWay, missing: "no valid frames")
         add(.ackEchoRaw, ackEcho, missing: "no valid acks")
@@ -254,6 +300,38 @@ public struct LatencyCollector {
         }
         if header.capturePoint != .controller {
             add(.ackTurnaround, turnarounds, missing: "no ack answered a frame in this trace")
+        }
+        return LatencyAnalysis(header: header, controllers: controllers, options: options, measures: measures,
+                               unavailable: unavailable, invalidMessages: invalidMessages, unpairedAcks: unpairedAcks,
+                               unusableStamps: unusableStamps)
+    }
+
+    /// A protocol without a sender clock: arrival intervals and jitter, and plainly what cannot be measured.
+    private func arrivalAnalysis(options: LatencyOptions) -> LatencyAnalysis {
+        let name = wireProtocol.id
+        var unavailable: [LatencyAnalysis.Unavailable] = []
+        let noClock = "no sender clock: \(name) messages carry no timestamp; one-way latency needs --join with the sender's own trace"
+        unavailable.append(.init(measure: .oneWayRaw, reason: noClock))
+        unavailable.append(.init(measure: .oneWayRelative, reason: noClock))
+        if !hasReplies {
+            let noReplies = "no replies: \(name) hosts answer nothing, so there is no ack latency or round trip"
+            for measure in [LatencyMeasure.ackEchoRaw, .ackEchoRelative, .ackRoundTrip, .ackTurnaround] {
+                unavailable.append(.init(measure: measure, reason: noReplies))
+            }
+        }
+        var measures: [LatencyAnalysis.MeasureResult] = []
+        let tooFew = "no controller sent two valid messages"
+        for (measure, samples) in [(LatencyMeasure.arrivalInterval, arrivalIntervals), (.interarrivalJitter, jitters)] {
+            if samples.isEmpty {
+                unavailable.append(.init(measure: measure, reason: tooFew))
+            } else {
+                var result = LatencyAnalysis.MeasureResult(measure: measure, samples: samples, controllers: controllers.count,
+                                                           sigmas: options.sigmas, medians: nil, baseMs: 0)
+                if measure == .interarrivalJitter {
+                    result.finalValues = controllers.indices.map { c in lastArrivalNs[c] != nil && frameCount[c] > 1 ? jitterMs[c] : nil }
+                }
+                measures.append(result)
+            }
         }
         return LatencyAnalysis(header: header, controllers: controllers, options: options, measures: measures,
                                unavailable: unavailable, invalidMessages: invalidMessages, unpairedAcks: unpairedAcks,
@@ -290,6 +368,8 @@ public struct LatencyAnalysis: Sendable {
     public var invalidMessages: Int
     public var unpairedAcks: Int
     public var unusableStamps: Int
+    /// How the measures were made, when that needs saying (a join by position, say).
+    public var notes: [String] = []
 
     public func result(for measure: LatencyMeasure) -> MeasureResult? { measures.first { $0.measure == measure } }
 
@@ -308,6 +388,8 @@ public struct LatencyAnalysis: Sendable {
         /// For relative measures, the median subtracted from each controller's samples.
         public var medians: [Double]?
         public var baseMs: Double
+        /// For interarrival jitter: each controller's estimate after its last message (RFC 3550's figure).
+        public var finalValues: [Double?]?
 
         init(measure: LatencyMeasure, samples: [LatencySample], controllers: Int, sigmas: Double, medians: [Double]?, baseMs: Double) {
             self.measure = measure

@@ -7,11 +7,21 @@ import KinetraceWire
 /// its bytes, so no address needs to match (a NAT may rewrite them); each ack by
 /// the bytes of the frame it echoes. Meaningful when the two recorders read one
 /// clock (one machine) or synchronised clocks.
+///
+/// A byte-stream protocol's records need not be unique (a phone held still
+/// sends the same attitude again and again), so they are matched by position
+/// instead: the nth record of a connection in one trace is the nth of the same
+/// connection in the other. Connections pair by their controller's address,
+/// or, when the addresses differ (a NAT), by order of appearance if both traces
+/// hold the same number; the report says which, and what could not be paired.
 public enum LatencyJoin {
     public static func join(controller: some TraceRecordSource, host: some TraceRecordSource,
                             options: LatencyOptions = .init()) throws(TraceError) -> LatencyAnalysis {
         let sent = try Side.read(controller)
         let received = try Side.read(host)
+        if controller.wireProtocol.transport == .byteStream {
+            return joinByPosition(sent, received, controllerSource: controller.source, hostSource: host.source, options: options)
+        }
         var controllers: [Endpoint] = []
         var index: [Endpoint: Int] = [:]
         func slot(_ endpoint: Endpoint) -> Int {
@@ -40,9 +50,12 @@ public enum LatencyJoin {
         }
         var measures: [LatencyAnalysis.MeasureResult] = []
         var unavailable: [LatencyAnalysis.Unavailable] = []
+        let hasReplies = ProtocolTraits.hasReplies(controller.wireProtocol)
         for (measure, samples) in [(LatencyMeasure.joinedOneWay, oneWay), (.joinedAckOneWay, ackOneWay)] {
             if samples.isEmpty {
-                unavailable.append(.init(measure: measure, reason: "no message appears in both traces"))
+                let reason = measure == .joinedAckOneWay && !hasReplies
+                    ? "no replies: \(controller.wireProtocol.id) hosts answer nothing" : "no message appears in both traces"
+                unavailable.append(.init(measure: measure, reason: reason))
             } else {
                 measures.append(.init(measure: measure, samples: samples, controllers: controllers.count,
                                       sigmas: options.sigmas, medians: nil, baseMs: 0))
@@ -56,6 +69,61 @@ public enum LatencyJoin {
                                unpairedAcks: unmatched, unusableStamps: 0)
     }
 
+    /// Byte streams: the nth record of a connection in the controller's trace against the nth of the same connection in the host's.
+    static func joinByPosition(_ sent: Side, _ received: Side, controllerSource: String, hostSource: String,
+                               options: LatencyOptions) -> LatencyAnalysis {
+        var notes: [String] = []
+        let sentConnections = sent.connectionOrder, receivedConnections = received.connectionOrder
+        var pairs: [(Endpoint, Endpoint)] = []
+        let common = sentConnections.filter { received.records[$0] != nil }
+        if !common.isEmpty {
+            pairs = common.map { ($0, $0) }
+            notes.append("records matched by position in each connection, connections paired by the controller's address")
+            let unpaired = sentConnections.count - common.count + receivedConnections.count - common.count
+            if unpaired > 0 {
+                notes.append("ambiguous: \(unpaired) connection(s) appear in one trace only and were left out")
+            }
+        } else if sentConnections.count == receivedConnections.count {
+            pairs = Array(zip(sentConnections, receivedConnections))
+            notes.append("records matched by position in each connection; no address is in both traces, so connections were paired in order of appearance"
+                         + (pairs.count > 1 ? " (ambiguous: check they opened in the same order)" : ""))
+        } else {
+            notes.append("ambiguous: no address is in both traces and they hold \(sentConnections.count) and \(receivedConnections.count) connections; nothing matched")
+        }
+        var oneWay: [LatencySample] = []
+        var unmatched = 0, differing = 0
+        for (c, (sender, receiver)) in pairs.enumerated() {
+            let mine = sent.records[sender] ?? [], theirs = received.records[receiver] ?? []
+            for (n, record) in mine.enumerated() {
+                guard n < theirs.count else { unmatched += 1; continue }
+                guard theirs[n].payload == record.payload else { differing += 1; continue }
+                oneWay.append(LatencySample(controller: c, ordinal: n + 1, timeNs: theirs[n].timeNs,
+                                            ms: Double(theirs[n].timeNs - record.timeNs) / 1e6))
+            }
+            unmatched += max(0, theirs.count - mine.count)
+        }
+        if differing > 0 {
+            notes.append("ambiguous: \(differing) record(s) differ at the same position in the two traces (bytes lost or reordered before a recorder); left out")
+        }
+        var measures: [LatencyAnalysis.MeasureResult] = []
+        var unavailable: [LatencyAnalysis.Unavailable] = []
+        if oneWay.isEmpty {
+            unavailable.append(.init(measure: .joinedOneWay, reason: "no record could be matched by position"))
+        } else {
+            measures.append(.init(measure: .joinedOneWay, samples: oneWay, controllers: pairs.count, sigmas: options.sigmas,
+                                  medians: nil, baseMs: 0))
+        }
+        unavailable.append(.init(measure: .joinedAckOneWay, reason: "no replies: byte-stream hosts here answer nothing"))
+        var header = received.header
+        header.capturePoint = CapturePoint("joined")
+        header.notes = "\(controllerSource) (\(sent.header.capturePoint)) joined with \(hostSource) (\(received.header.capturePoint)) by position"
+        var analysis = LatencyAnalysis(header: header, controllers: pairs.map(\.0), options: options, measures: measures,
+                                       unavailable: unavailable, invalidMessages: sent.invalid + received.invalid,
+                                       unpairedAcks: unmatched, unusableStamps: 0)
+        analysis.notes = notes
+        return analysis
+    }
+
     /// What one recording says about when each valid message was seen.
     struct Side {
         var header: TraceHeader
@@ -67,14 +135,22 @@ public enum LatencyJoin {
         var acks: [(controller: Endpoint, timeNs: Int64, framePayload: Payload)] = []
         var ackTimes: [Payload: Int64] = [:]
         var invalid = 0
+        /// Every c2h record of each connection in stream order, invalid ones included (they hold a position).
+        var records: [Endpoint: [(timeNs: Int64, payload: Payload)]] = [:]
+        var connectionOrder: [Endpoint] = []
 
         static func read(_ reader: some TraceRecordSource) throws(TraceError) -> Side {
             var side = Side(header: reader.header)
             // Per controller: its frames' bytes by t_ms, to find what an ack echoes.
             var framesByStamp: [Endpoint: [UInt64: Payload]] = [:]
             let wireProtocol = reader.wireProtocol
+            let byStream = wireProtocol.transport == .byteStream
             while let record = try reader.next() {
                 guard case .message(let m) = record else { continue }
+                if byStream && m.direction == .controllerToHost {
+                    if side.records[m.source] == nil { side.connectionOrder.append(m.source) }
+                    side.records[m.source, default: []].append((m.timeNs, m.payload))
+                }
                 let facts = m.facts(wireProtocol)
                 guard facts.isValid, facts.direction == m.direction else {
                     side.invalid += 1

@@ -44,6 +44,26 @@ public struct TraceSummary: Sendable {
     public var truncation: TraceTruncation?
     public var unknownRecords = 0
 
+    /// Whether the protocol's host owes replies at all (`ProtocolTraits`): without them
+    /// there are no acks to match, and the report says so instead of counting them missing.
+    public var hasReplies = true
+    /// Whether the protocol's samples carry the sender's clock; without it, intervals
+    /// exist on the capture clock only.
+    public var hasSenderClock = true
+    /// Datagrams, or records cut from byte streams (which can end inside a record).
+    public var transport = TransportKind.datagram
+    /// The host model's decisions by name (MotionLink: `trigger`; KeepCalm: `jump`; attitude: `attitude`).
+    public var decisions: [String: Int] = [:]
+    /// Messages whose `id` (as the protocol describes it) was seen before within
+    /// `duplicateWindowNs`; nil when the protocol's messages have no id.
+    public var duplicateIDs: Int?
+    /// The smallest and largest attitude (roll, pitch, yaw, rad) of the valid samples, when they carry one.
+    public var attitudeRange: (min: Vector3, max: Vector3)?
+    /// Byte streams that ended inside a record (`FramingRecordSource.unfinished`).
+    public var unfinishedStreams: [FramingRecordSource.Unfinished] = []
+    /// How long an id is remembered to find duplicates: a duplicate on the network arrives within it.
+    public static let duplicateWindowNs: Int64 = 60_000_000_000
+
     public struct DirectionCounts: Sendable, Equatable {
         public var total = 0
         public var valid = 0
@@ -63,6 +83,16 @@ public struct TraceSummary: Sendable {
         /// Frames the gaps imply were lost at the protocol's nominal rate.
         public var framesMissing = 0
         public var senderIntervals = DurationStatistics()
+        /// Intervals between successive valid samples on the capture clock.
+        public var captureIntervals = DurationStatistics()
+        /// Capture times of the first and last valid sample.
+        public var firstValidNs: Int64?
+        public var lastValidNs: Int64?
+        /// Valid samples per second over the controller's span on the capture clock; nil under two samples.
+        public var samplesPerSecond: Double? {
+            guard validFrames > 1, let first = firstValidNs, let last = lastValidNs, last > first else { return nil }
+            return Double(validFrames - 1) / (Double(last - first) / 1e9)
+        }
         var lastTMs: UInt64?
         var lastCaptureNs: Int64?
         var pendingTriggers: [UInt64: Int64] = [:]
@@ -89,19 +119,32 @@ public struct TraceSummarizer {
     public let wireProtocol: any WireProtocol.Type
     private var model: any HostModel
     private var numbering = ControllerNumbering<Endpoint>()
+    private var recentIDs = RecentIDs()
+    private let describesIDs: Bool
 
     public init(source: String, header: TraceHeader, wireProtocol: any WireProtocol.Type, rule: GestureRule = .default) {
         summary = TraceSummary(source: source, header: header, nominalRateHz: wireProtocol.nominalRateHz, rule: rule)
         self.wireProtocol = wireProtocol
         model = wireProtocol.makeHostModel(rule: rule)
+        summary.hasReplies = ProtocolTraits.hasReplies(wireProtocol)
+        summary.hasSenderClock = ProtocolTraits.hasSenderClock(wireProtocol)
+        summary.transport = wireProtocol.transport
+        describesIDs = ProtocolTraits.describesIDs(wireProtocol)
+        if describesIDs { summary.duplicateIDs = 0 }
+    }
+
+    /// What the reader reported at the end: truncation, skipped records, streams that ended inside a record.
+    public mutating func finish(_ reader: some TraceRecordSource) {
+        summary.truncation = reader.truncation
+        summary.unknownRecords = reader.unknownRecordCount
+        if let framed = reader as? FramingRecordSource { summary.unfinishedStreams = framed.unfinished }
     }
 
     /// Reads a whole trace.
     public static func summarize(_ reader: some TraceRecordSource, rule: GestureRule = .default) throws(TraceError) -> TraceSummary {
         var summarizer = TraceSummarizer(source: reader.source, header: reader.header, wireProtocol: reader.wireProtocol, rule: rule)
         while let record = try reader.next() { summarizer.add(record) }
-        summarizer.summary.truncation = reader.truncation
-        summarizer.summary.unknownRecords = reader.unknownRecordCount
+        summarizer.finish(reader)
         return summarizer.summary
     }
 
@@ -143,7 +186,13 @@ public struct TraceSummarizer {
             let decision = verdict.decision
             if let decision {
                 summary.triggers += 1
+                summary.decisions[decision.name.description, default: 0] += 1
                 if decision.owesReply { summary.repliesOwed += 1 }
+            }
+            if let attitude = facts.motion?.attitude { widenAttitudeRange(attitude) }
+            if describesIDs, let id = ProtocolTraits.describedID(of: message, wireProtocol),
+               recentIDs.isRepeat(id, at: message.timeNs, window: TraceSummary.duplicateWindowNs) {
+                summary.duplicateIDs! += 1
             }
             let deltas = Self.addSample(facts.senderTimeMs, decision: decision, stale: verdict == .stale, at: message.timeNs,
                                         period: summary.nominalPeriodMs, gapMs: summary.gapThresholdMs,
@@ -175,6 +224,9 @@ public struct TraceSummarizer {
         // A host model that does not drop stale samples may let a stamp run backwards: no interval then.
         let senderMs = tMs.flatMap { t in controller.lastTMs.flatMap { t >= $0 ? t - $0 : nil } }
         let captureNs = controller.lastCaptureNs.map { timeNs - $0 }
+        if let captureNs { controller.captureIntervals.record(ns: captureNs) }
+        if controller.firstValidNs == nil { controller.firstValidNs = timeNs }
+        controller.lastValidNs = timeNs
         if let senderMs {
             controller.senderIntervals.record(ns: Int64(senderMs) * 1_000_000)
             if senderMs > gapMs {
@@ -187,11 +239,34 @@ public struct TraceSummarizer {
         return (senderMs, captureNs)
     }
 
+    private mutating func widenAttitudeRange(_ a: Vector3) {
+        guard let range = summary.attitudeRange else { return summary.attitudeRange = (a, a) }
+        summary.attitudeRange = (Vector3(min(range.min.x, a.x), min(range.min.y, a.y), min(range.min.z, a.z)),
+                                 Vector3(max(range.max.x, a.x), max(range.max.y, a.y), max(range.max.z, a.z)))
+    }
+
     /// Counts a reply; returns the capture time of the sample it answers, if any.
     private static func addReply(_ echo: UInt64?, to controller: inout TraceSummary.ControllerSummary) -> Int64? {
         controller.acks += 1
         guard let echo, let triggerNs = controller.pendingTriggers.removeValue(forKey: echo) else { return nil }
         controller.matchedAcks += 1
         return triggerNs
+    }
+}
+
+/// Ids seen recently, to count duplicates in bounded memory: an id is
+/// forgotten `window` after it was seen (network duplicates arrive within it).
+struct RecentIDs {
+    private var seenNs: [String: Int64] = [:]
+    private var pruneAt = 4096
+
+    mutating func isRepeat(_ id: String, at timeNs: Int64, window: Int64) -> Bool {
+        if let earlier = seenNs[id], timeNs - earlier <= window { return true }
+        seenNs[id] = timeNs
+        if seenNs.count > pruneAt {
+            seenNs = seenNs.filter { timeNs - $0.value <= window }
+            pruneAt = max(4096, 2 * seenNs.count)
+        }
+        return false
     }
 }

@@ -5,6 +5,8 @@ public struct GestureError: Error, CustomStringConvertible, Hashable, Sendable {
         case unknownParameter = "unknown_parameter"
         case badValue = "bad_value"
         case needsGravity = "needs_gravity"
+        /// The trace's samples lack what the detector reads (its protocol does not carry it).
+        case notApplicable = "not_applicable"
     }
     public var code: Code
     public var message: String
@@ -36,6 +38,7 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
     case badgerJump = "badger-jump"
     case badgerDuck = "badger-duck"
     case badgerTilt = "badger-tilt"
+    case attitudeTilt = "attitude-tilt"
 
     public var summary: String {
         switch self {
@@ -45,6 +48,7 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
         case .badgerJump: return "WWDC 2017 \"Badger with Attitude\" jump: the mean rotation rate about y over a window crosses τ."
         case .badgerDuck: return "WWDC 2017 \"Badger with Attitude\" duck: the mean user acceleration along gravity over a window crosses τ."
         case .badgerTilt: return "WWDC 2017 \"Badger with Attitude\" tilt: atan2(g.y, |g.xz|) beyond ±τ degrees; needs gravity samples."
+        case .attitudeTilt: return "The 3D mouse's attitude: roll (or pitch, held in landscape) beyond ±τ degrees; needs attitude samples."
         }
     }
 
@@ -52,11 +56,29 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .threshold, .keepcalm, .motionlinkV1, .badgerJump: return ["jump"]
         case .badgerDuck: return ["duck"]
-        case .badgerTilt: return ["tilt_left", "tilt_right"]
+        case .badgerTilt, .attitudeTilt: return ["tilt_left", "tilt_right"]
         }
     }
 
     public var needsGravity: Bool { self == .badgerTilt }
+
+    /// What the detector reads, as alternatives: a controller's samples must carry all of one of them.
+    public var reads: [SampleContents] {
+        switch self {
+        case .threshold, .badgerDuck: return [.userAcceleration]
+        case .keepcalm: return [.combined, .userAcceleration]
+        case .motionlinkV1: return [[.userAcceleration, .senderClock]]
+        case .badgerJump: return [.rotationRate]
+        case .badgerTilt: return [.gravity]
+        case .attitudeTilt: return [.attitude]
+        }
+    }
+
+    /// Why the detector cannot run on samples carrying `contents`, or nil when it can.
+    public func unmet(by contents: SampleContents) -> String? {
+        guard !reads.contains(where: { contents.isSuperset(of: $0) }) else { return nil }
+        return reads.map { $0.names.joined(separator: " and ") }.joined(separator: " or ")
+    }
 
     public var parameters: [DetectorParameter] {
         switch self {
@@ -79,6 +101,12 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
         case .badgerTilt:
             return [.init(name: "threshold", defaultValue: 20, unit: "°", summary: "τ on the tilt angle", minimum: 0),
                     .init(name: "hysteresis", defaultValue: 0.8, unit: "", summary: "back within this fraction of τ re-arms a side", minimum: 0)]
+        case .attitudeTilt:
+            // 12°: the smallest persona tilt (15° about the screen normal) shows as about 13.5° of pitch with the screen leaning back.
+            return [.init(name: "threshold", defaultValue: 12, unit: "°", summary: "τ on the angle", minimum: 0),
+                    .init(name: "hysteresis", defaultValue: 0.8, unit: "", summary: "back within this fraction of τ re-arms a side", minimum: 0),
+                    .init(name: "axis", defaultValue: 0, unit: "", summary: "roll for a phone held flat or in portrait, pitch for landscape",
+                          choices: AttitudeTiltDetector.Axis.allCases.map(\.rawValue))]
         }
     }
 

@@ -30,6 +30,8 @@ public struct ThresholdDetector: GestureDetector {
 
 /// The shipped KeepCalm game: y > τ starts a jump that latches for 0.4 s on
 /// the game's own clock (when the sample arrived), whatever the phone's stamps say.
+/// y is the Combined sum's (user acceleration plus rotation rate) when the sample
+/// carries it, as KeepCalm messages do; otherwise user acceleration's.
 public struct KeepCalmDetector: GestureDetector {
     public var threshold: Double
     public var latchNs: Int64
@@ -41,7 +43,7 @@ public struct KeepCalmDetector: GestureDetector {
     }
 
     public mutating func accept(_ sample: GestureSample) -> String? {
-        guard sample.timeNs >= latchedUntilNs, sample.userAcceleration.y > threshold else { return nil }
+        guard sample.timeNs >= latchedUntilNs, (sample.combined?.y ?? sample.userAcceleration.y) > threshold else { return nil }
         latchedUntilNs = sample.timeNs + latchNs
         return "jump"
     }
@@ -194,6 +196,48 @@ public struct BadgerTiltDetector: GestureDetector {
         if angle < -thresholdDegrees && current != -1 {
             side = -1
             return "tilt_right"
+        }
+        return nil
+    }
+}
+
+/// A tilt read from the attitude (roll, pitch, yaw), as the 3D mouse streams it: the chosen
+/// angle beyond +τ degrees is tilt_right, beyond −τ tilt_left (CoreMotion's signs: a positive
+/// roll drops the phone's right edge; held in landscape with its top to the player's left, a
+/// negative pitch drops the left side). Roll suits a phone held flat or upright in portrait,
+/// pitch one held in landscape. Like the badger tilt, the angle must come back within
+/// `hysteresis`·τ before the same side fires again, and nothing fires until the phone has
+/// been that level once.
+public struct AttitudeTiltDetector: GestureDetector {
+    public enum Axis: String, CaseIterable, Hashable, Sendable { case roll, pitch }
+
+    public var thresholdDegrees: Double
+    public var hysteresis: Double
+    public var axis: Axis
+    /// nil until the phone has been level; then −1, 0 or +1 for the side it is on.
+    private var side: Int?
+
+    public init(thresholdDegrees: Double, hysteresis: Double, axis: Axis) {
+        self.thresholdDegrees = thresholdDegrees
+        self.hysteresis = hysteresis
+        self.axis = axis
+    }
+
+    public mutating func accept(_ sample: GestureSample) -> String? {
+        guard let attitude = sample.attitude else { return nil }
+        let angle = (axis == .roll ? attitude.x : attitude.y) * 180 / .pi
+        if abs(angle) < hysteresis * thresholdDegrees {
+            side = 0
+            return nil
+        }
+        guard let current = side else { return nil }
+        if angle > thresholdDegrees && current != 1 {
+            side = 1
+            return "tilt_right"
+        }
+        if angle < -thresholdDegrees && current != -1 {
+            side = -1
+            return "tilt_left"
         }
         return nil
     }

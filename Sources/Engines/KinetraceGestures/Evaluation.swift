@@ -113,6 +113,15 @@ public enum GestureEvaluation {
             throw GestureError(.needsGravity, "\(trace.source): \(kind.rawValue) needs gravity, and \(trace.controllers[missing])'s samples "
                                + "(\(trace.sampleKinds[missing].rawValue)) carry none; record device-motion samples (trace minor 1 \"motion\" records)")
         }
+        let contents = trace.sampleContents
+        for c in trace.controllers.indices where !trace.samples[c].isEmpty {
+            if let needed = kind.unmet(by: contents[c]) {
+                let carried = contents[c].names
+                throw GestureError(.notApplicable, "\(trace.source): \(kind.rawValue) reads \(needed), and \(trace.controllers[c])'s samples "
+                                   + "(\(trace.sampleKinds[c].rawValue) of \(trace.protocolID)) carry "
+                                   + (carried.isEmpty ? "none of it" : "only " + carried.joined(separator: ", ")))
+            }
+        }
         let settingCount = settings.count, gestures = kind.gestures
         let gestureIndex = Dictionary(uniqueKeysWithValues: gestures.enumerated().map { ($1, $0) })
         let controllerIndex = Dictionary(uniqueKeysWithValues: trace.controllers.enumerated().map { ($1, $0) })
@@ -205,6 +214,11 @@ public enum GestureEvaluation {
             }, samples)
         case .badgerTilt:
             return run(settings.map { BadgerTiltDetector(thresholdDegrees: $0["threshold"], hysteresis: $0["hysteresis"]) }, samples)
+        case .attitudeTilt:
+            return run(settings.map {
+                AttitudeTiltDetector(thresholdDegrees: $0["threshold"], hysteresis: $0["hysteresis"],
+                                     axis: AttitudeTiltDetector.Axis.allCases[Int($0["axis"])])
+            }, samples)
         }
     }
 

@@ -1,5 +1,32 @@
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
+
+/// What a sample carries: protocols carry different parts of the phone's motion.
+public struct SampleContents: OptionSet, Hashable, Sendable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let userAcceleration = SampleContents(rawValue: 1 << 0)
+    public static let rotationRate = SampleContents(rawValue: 1 << 1)
+    /// `tMs` is the sender's clock; without it, it is the arrival time in ms.
+    public static let senderClock = SampleContents(rawValue: 1 << 2)
+    public static let gravity = SampleContents(rawValue: 1 << 3)
+    public static let attitude = SampleContents(rawValue: 1 << 4)
+    /// KeepCalm's sum of user acceleration and rotation rate.
+    public static let combined = SampleContents(rawValue: 1 << 5)
+
+    /// Every part, for sets being intersected.
+    public static let everything = SampleContents(rawValue: 0x3F)
+
+    /// The parts in words, for errors.
+    public var names: [String] {
+        let words: [(SampleContents, String)] = [(.userAcceleration, "user acceleration"), (.rotationRate, "rotation rate"),
+                                                 (.senderClock, "sender timestamps"), (.gravity, "gravity"), (.attitude, "attitude"),
+                                                 (.combined, "KeepCalm's combined sum")]
+        return words.filter { contains($0.0) }.map(\.1)
+    }
+}
 
 /// What a detector sees: one motion sample of one controller.
 public struct GestureSample: Hashable, Sendable {
@@ -11,23 +38,53 @@ public struct GestureSample: Hashable, Sendable {
     public var userAcceleration: Vector3
     /// Rotation rate in rad/s.
     public var rotationRate: Vector3
-    /// Gravity in g, when the trace carries device-motion samples with it.
+    /// Gravity in g, when the trace carries device-motion samples with it or an attitude it follows from.
     public var gravity: Vector3?
+    /// Roll, pitch and yaw in radians (CoreMotion's, `AttitudeAngles`), when carried.
+    public var attitude: Vector3?
+    /// User acceleration plus rotation rate, as KeepCalm sends it, when the protocol carries the sum.
+    public var combined: Vector3?
+    /// Which of the above are real (the others are zero or nil).
+    public var contents: SampleContents
 
-    public init(tMs: UInt64, timeNs: Int64, userAcceleration: Vector3, rotationRate: Vector3, gravity: Vector3? = nil) {
+    public init(tMs: UInt64, timeNs: Int64, userAcceleration: Vector3, rotationRate: Vector3, gravity: Vector3? = nil,
+                attitude: Vector3? = nil, combined: Vector3? = nil, contents: SampleContents? = nil) {
         self.tMs = tMs
         self.timeNs = timeNs
         self.userAcceleration = userAcceleration
         self.rotationRate = rotationRate
         self.gravity = gravity
+        self.attitude = attitude
+        self.combined = combined
+        var implied: SampleContents = [.userAcceleration, .rotationRate, .senderClock]
+        if gravity != nil { implied.insert(.gravity) }
+        if attitude != nil { implied.insert(.attitude) }
+        if combined != nil { implied.insert(.combined) }
+        self.contents = contents ?? implied
     }
 
-    /// A valid sample message, when it carries a sender stamp and user acceleration.
+    /// A valid sample message with motion. A protocol without sender stamps gives the arrival
+    /// time as `tMs`; gravity follows from an attitude when the message has no gravity.
     public init?(_ facts: MessageFacts, timeNs: Int64) {
-        guard facts.isValid, facts.direction == .controllerToHost, let tMs = facts.senderTimeMs,
-              let motion = facts.motion, let acceleration = motion.userAcceleration else { return nil }
-        self.init(tMs: tMs, timeNs: timeNs, userAcceleration: acceleration, rotationRate: motion.rotationRate ?? .zero,
-                  gravity: motion.gravity)
+        guard facts.isValid, facts.direction == .controllerToHost, let motion = facts.motion else { return nil }
+        var contents: SampleContents = []
+        if facts.senderTimeMs != nil { contents.insert(.senderClock) }
+        if motion.userAcceleration != nil { contents.insert(.userAcceleration) }
+        if motion.rotationRate != nil { contents.insert(.rotationRate) }
+        if motion.combined != nil { contents.insert(.combined) }
+        var gravity = motion.gravity
+        if let a = motion.attitude {
+            contents.insert(.attitude)
+            if gravity == nil {
+                let g = AttitudeAngles.gravity(roll: a.x, pitch: a.y)
+                gravity = Vector3(g.x, g.y, g.z)
+            }
+        }
+        if gravity != nil { contents.insert(.gravity) }
+        guard !contents.subtracting(.senderClock).isEmpty else { return nil }
+        self.init(tMs: facts.senderTimeMs ?? UInt64(max(0, timeNs) / 1_000_000), timeNs: timeNs,
+                  userAcceleration: motion.userAcceleration ?? .zero, rotationRate: motion.rotationRate ?? .zero,
+                  gravity: gravity, attitude: motion.attitude, combined: motion.combined, contents: contents)
     }
 }
 
@@ -67,6 +124,12 @@ public struct GestureTrace: Sendable {
     public var samples: [[GestureSample]]
     /// Which kind of record each controller's samples came from.
     public var sampleKinds: [SampleSource]
+    /// What every one of a controller's samples carries, indexed like `controllers`.
+    public var sampleContents: [SampleContents] {
+        samples.map { $0.reduce(SampleContents.everything) { $0.intersection($1.contents) } }
+    }
+    /// The protocol of the trace's messages.
+    public var protocolID: ProtocolID { header.protocolID }
     public var labels: [GestureLabel]
     public var sampleCount: Int { samples.reduce(0) { $0 + $1.count } }
 
@@ -90,6 +153,9 @@ public struct GestureTrace: Sendable {
         var frames: [[GestureSample]] = [], motion: [[GestureSample]] = []
         var labels: [GestureLabel] = []
         let wireProtocol = reader.wireProtocol
+        // Device-motion samples of a protocol that sends KeepCalm's sum carry the sum too, so its detector sees what the game would.
+        let sendsCombined = wireProtocol.sample(MotionReading(userAcceleration: .zero, rotationRate: .zero), timeMs: 1)
+            .map { wireProtocol.facts($0).motion?.combined != nil } ?? false
         func slot(_ controller: Endpoint) -> Int {
             if let i = slots[controller] { return i }
             slots[controller] = order.count
@@ -104,9 +170,14 @@ public struct GestureTrace: Sendable {
                 guard let sample = GestureSample(message.facts(wireProtocol), timeNs: message.timeNs) else { continue }
                 frames[slot(message.source)].append(sample)
             case .motion(let m):
+                let attitude = m.attitude.map { q in
+                    let a = AttitudeAngles.rollPitchYaw(w: q.w, x: q.x, y: q.y, z: q.z)
+                    return Vector3(a.roll, a.pitch, a.yaw)
+                }
+                let sum = MotionReading(userAcceleration: m.userAcceleration, rotationRate: m.rotationRate).combinedSum
                 motion[slot(m.controller)].append(GestureSample(
                     tMs: m.tMs, timeNs: m.timeNs, userAcceleration: m.userAcceleration, rotationRate: m.rotationRate,
-                    gravity: m.gravity))
+                    gravity: m.gravity, attitude: attitude, combined: sendsCombined ? sum : nil))
             case .label(let label):
                 labels.append(GestureLabel(gesture: label.gesture, controller: label.controller,
                                            tMs: label.tMs.map { Double($0) } ?? Double(label.timeNs) / 1e6,
@@ -130,11 +201,19 @@ public struct GestureTrace: Sendable {
                             sampleKinds: kinds, labels: labels)
     }
 
-    /// Keeps samples in arrival order, each newer than all before it on the controller's clock.
+    /// Keeps samples in arrival order, each stamped one newer than every stamped one before it on
+    /// the controller's clock. Samples without a sender stamp are never stale: arrival order is all there is.
     static func dropStale(_ samples: [GestureSample]) -> [GestureSample] {
         var kept: [GestureSample] = []
         kept.reserveCapacity(samples.count)
-        for sample in samples where kept.last.map({ sample.tMs > $0.tMs }) ?? true { kept.append(sample) }
+        var newestMs: UInt64?
+        for sample in samples {
+            if sample.contents.contains(.senderClock) {
+                if let newestMs, sample.tMs <= newestMs { continue }
+                newestMs = sample.tMs
+            }
+            kept.append(sample)
+        }
         return kept
     }
 }

@@ -94,6 +94,7 @@ public struct GestureSessionSynthesizer {
         var active: [GestureInstance] = []
         var latencyRNG: SeededGenerator
         var nextFrame = 0
+        var lastArrivalNs = Int64.min
     }
 
     /// Stream numbers under each controller's derived generator.
@@ -201,12 +202,25 @@ public struct GestureSessionSynthesizer {
             guard isLastStep || sendNs < nextSampleNs else { break }
             let latencyMs = c.network.latencyMs { state.latencyRNG.normal(mean: $0, sd: $1) }
             let reading = MotionReading(userAcceleration: sample.userAcceleration, rotationRate: sample.rotationRate,
-                                        gravity: sample.gravity)
+                                        gravity: sample.gravity, attitude: Self.angles(sample.attitude))
             let payload = c.wireProtocol.sample(reading, timeMs: UInt64(sendNs / 1_000_000))!
-            enqueue(.message(MessageRecord(timeNs: sendNs + Int64(latencyMs * 1e6), direction: .controllerToHost,
+            var arrivalNs = sendNs + Int64(latencyMs * 1e6)
+            // A byte stream delivers in order: a record cannot overtake the one written before it.
+            if c.wireProtocol.transport == .byteStream {
+                arrivalNs = max(arrivalNs, state.lastArrivalNs)
+                state.lastArrivalNs = arrivalNs
+            }
+            enqueue(.message(MessageRecord(timeNs: arrivalNs, direction: .controllerToHost,
                                            source: state.endpoint, destination: c.host, payload: payload)))
             state.nextFrame += 1
         }
+    }
+
+    /// CoreMotion's roll, pitch and yaw of the sample's attitude (the attitude stream sends them).
+    private static func angles(_ attitude: MotionSampleRecord.Attitude?) -> Vector3? {
+        guard let q = attitude else { return nil }
+        let a = AttitudeAngles.rollPitchYaw(w: q.w, x: q.x, y: q.y, z: q.z)
+        return Vector3(a.roll, a.pitch, a.yaw)
     }
 
     /// `value` rounded to 1/`scale` (a power of ten), never negative zero.

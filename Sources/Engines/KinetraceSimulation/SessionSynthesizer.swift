@@ -47,6 +47,7 @@ public struct SessionSynthesizer {
         var endpoint: Endpoint
         var phaseMs: Double
         var player: Player
+        var lastArrivalNs = Int64.min
     }
 
     public init(_ configuration: Configuration) {
@@ -122,7 +123,12 @@ public struct SessionSynthesizer {
                                        gesture: "jump", tMs: jump.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)))
         }
         let latency = c.network.latencyMs { state.player.normal(mean: $0, sd: $1) }
-        let arrivalNs = Int64(tMs) * 1_000_000 + Int64(latency * 1e6)
+        var arrivalNs = Int64(tMs) * 1_000_000 + Int64(latency * 1e6)
+        // A byte stream delivers in order: a record cannot overtake the one written before it.
+        if c.wireProtocol.transport == .byteStream {
+            arrivalNs = max(arrivalNs, state.lastArrivalNs)
+            state.lastArrivalNs = arrivalNs
+        }
         // The CLI checks the protocol makes samples before it builds a synthesizer.
         var payload = c.wireProtocol.sample(reading, timeMs: tMs)!
         if c.corruptProbability > 0, state.player.unit() < c.corruptProbability {

@@ -38,10 +38,8 @@ struct Inspect: ParsableCommand {
                 progress.update(recordCount)
             }
             progress.finish()
-            var summary = summarizer.summary
-            summary.truncation = reader.truncation
-            summary.unknownRecords = reader.unknownRecordCount
-            return summary
+            summarizer.finish(reader)
+            return summarizer.summary
         }
         if let truncation = summary.truncation { printWarning("\(file): \(truncation)") }
         switch report.format {

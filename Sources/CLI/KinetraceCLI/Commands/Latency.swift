@@ -96,7 +96,8 @@ struct Latency: ParsableCommand {
                 return try LatencyJoin.join(controller: controller, host: host, options: options)
             }
             guard !analysis.measures.isEmpty else {
-                printError("\(traces[0]) and \(traces[1]) have no message in common; are they the same session (controller's first)?")
+                let ambiguity = analysis.notes.last { $0.hasPrefix("ambiguous") }.map { " (\($0))" } ?? ""
+                printError("\(traces[0]) and \(traces[1]) have no message in common\(ambiguity); are they the same session (controller's first)?")
                 throw ExitStatus.dataError
             }
             reports.append(LatencyReport(source: "\(traces[0]) + \(traces[1])", analysis: analysis))

@@ -24,11 +24,16 @@ enum LatencyRendering {
                 lines.append("  \(a.invalidMessages) invalid message(s) left out; \(a.unpairedAcks) ack(s) echo no frame in the trace"
                              + (a.unusableStamps > 0 ? "; \(a.unusableStamps) stamp(s) too far from the capture time to use" : ""))
             }
+            for note in a.notes { lines.append("  " + note) }
             for result in a.measures {
                 lines.append("")
                 lines.append(result.measure.title + ", ms")
                 lines.append("  " + result.measure.meaning(at: a.header.capturePoint))
                 lines += table(result, controllers: a.controllers).map { "  " + $0 }
+                if let finals = result.finalValues {
+                    lines.append("  after the last message: " + zip(a.controllers, finals).compactMap { controller, value in
+                        value.map { "\(controller) \(number($0)) ms" } }.joined(separator: ", "))
+                }
             }
             for missing in a.unavailable {
                 lines.append("")
@@ -86,7 +91,7 @@ enum LatencyRendering {
 
     private static func traceJSON(_ report: LatencyReport) -> JSONValue {
         let a = report.analysis
-        return .object([
+        var object: [String: JSONValue] = [
             "source": .string(report.source),
             "capture_point": .string(a.header.capturePoint.name), "clock": .string(a.header.clock.name),
             "controllers": .array(a.controllers.map { .string($0.description) }),
@@ -102,6 +107,7 @@ enum LatencyRendering {
                         var object = statisticsJSON(stats).objectValue!
                         object["controller"] = .string(a.controllers[c].description)
                         if let medians = result.medians { object["median_ms"] = .number(medians[c]) }
+                        if let final = result.finalValues?[c] { object["final_ms"] = .number(final) }
                         return .object(object)
                     }),
                 ]
@@ -109,7 +115,9 @@ enum LatencyRendering {
                 return .object(member)
             }),
             "unavailable": .array(a.unavailable.map { .object(["measure": .string($0.measure.rawValue), "reason": .string($0.reason)]) }),
-        ])
+        ]
+        if !a.notes.isEmpty { object["notes"] = .array(a.notes.map { .string($0) }) }
+        return .object(object)
     }
 
     private static func statisticsJSON(_ stats: SeriesStatistics) -> JSONValue {

@@ -29,33 +29,49 @@ enum SummaryRendering {
         var table = TextTable(["Direction", "Messages", "Valid", "Invalid", "Invalid by reason"])
         for direction in Direction.allCases {
             let c = s.messages[direction] ?? .init()
+            // A protocol without replies has no host→controller row, unless something travelled that way.
+            if direction == .hostToController && !s.hasReplies && c.total == 0 { continue }
             let name = direction == .controllerToHost ? "controller→host" : "host→controller"
             table.add([name, "\(c.total)", "\(c.valid)", "\(c.invalid)", reasons(c.invalidByReason)])
         }
         out += table.render()
         line()
-
-        var controllers = TextTable(["Controller", "Frames", "Valid", "Triggers", "Acks", "Matched", "Gaps>\(s.gapThresholdMs)ms",
-                                     "Interval mean/p50/p99 ms"])
-        for endpoint in s.controllers.keys.sorted() {
-            let c = s.controllers[endpoint]!
-            controllers.add([endpoint.description, "\(c.frames)", "\(c.validFrames)", "\(c.triggers)", "\(c.acks)",
-                             "\(c.matchedAcks)", c.gaps == 0 ? "0" : "\(c.gaps) (~\(c.framesMissing) lost)",
-                             triple(c.senderIntervals)])
+        if s.hasReplies {
+            out += repliedControllers(s)
+        } else {
+            line("Replies    none: \(h.protocolID) has no replies, so there are no acks to match or miss.")
+            line()
+            out += unrepliedControllers(s)
         }
-        out += controllers.render()
         line()
 
-        line("Frame intervals, per controller, all controllers pooled:")
-        line("  sender clock (t_ms)   \(stats(s.senderIntervals))")
+        line("\(s.hasReplies ? "Frame" : "Sample") intervals, per controller, all controllers pooled:")
+        if s.hasSenderClock {
+            line("  sender clock (t_ms)   \(stats(s.senderIntervals))")
+        } else {
+            line("  sender clock          none: \(h.protocolID) messages carry no sender timestamp")
+        }
         line("  capture clock (t_ns)  \(stats(s.captureIntervals))")
         if s.staleFrames > 0 { line("  stale frames ignored  \(s.staleFrames)") }
         line()
-        line("Gesture rule (τ = \(s.rule.threshold) g, R = \(s.rule.refractoryMs) ms):")
-        line("  triggers \(s.triggers), acks seen \(s.acks), matched \(s.matchedAcks), "
-             + "missing \(s.missingAcks), unexpected \(s.unexpectedAcks)")
-        if s.ackDelay.count > 0 { line("  ack after trigger frame (capture clock)  \(stats(s.ackDelay))") }
+        if s.hasReplies {
+            line("Gesture rule (τ = \(s.rule.threshold) g, R = \(s.rule.refractoryMs) ms):")
+            line("  triggers \(s.triggers), acks seen \(s.acks), matched \(s.matchedAcks), "
+                 + "missing \(s.missingAcks), unexpected \(s.unexpectedAcks)")
+            if s.ackDelay.count > 0 { line("  ack after trigger frame (capture clock)  \(stats(s.ackDelay))") }
+        } else {
+            line("Host model (τ = \(s.rule.threshold), window \(s.rule.refractoryMs) ms on the capture clock, where the protocol uses them):")
+            line("  decisions " + (s.decisions.isEmpty ? "none" : s.decisions.keys.sorted().map { "\($0) \(s.decisions[$0]!)" }.joined(separator: ", ")))
+        }
         if s.roundTrips.count > 0 { line("  round trips measured by the recorder       \(stats(s.roundTrips))") }
+        if let duplicates = s.duplicateIDs { line("Duplicate ids  \(duplicates) (an id seen again within \(TraceSummary.duplicateWindowNs / 1_000_000_000) s)") }
+        if let range = s.attitudeRange {
+            line("Attitude   roll \(interval(range.min.x, range.max.x)), pitch \(interval(range.min.y, range.max.y)), "
+                 + "yaw \(interval(range.min.z, range.max.z)) rad")
+        }
+        for u in s.unfinishedStreams {
+            line("Unfinished the stream \(u.source) → \(u.destination) ended inside a record: \(u.bytes) byte(s) from stream offset \(u.offset)")
+        }
         if !s.labels.isEmpty {
             line("Labels     " + s.labels.keys.sorted().map { "\($0) \(s.labels[$0]!)" }.joined(separator: ", "))
         }
@@ -65,6 +81,35 @@ enum SummaryRendering {
         if let t = s.truncation { line("Truncated  \(t)") }
         return out
     }
+
+    /// MotionLink's controller table: frames, triggers and the acks that answered them.
+    private static func repliedControllers(_ s: TraceSummary) -> String {
+        var controllers = TextTable(["Controller", "Frames", "Valid", "Triggers", "Acks", "Matched", "Gaps>\(s.gapThresholdMs)ms",
+                                     "Interval mean/p50/p99 ms"])
+        for endpoint in s.controllers.keys.sorted() {
+            let c = s.controllers[endpoint]!
+            controllers.add([endpoint.description, "\(c.frames)", "\(c.validFrames)", "\(c.triggers)", "\(c.acks)",
+                             "\(c.matchedAcks)", c.gaps == 0 ? "0" : "\(c.gaps) (~\(c.framesMissing) lost)",
+                             triple(c.senderIntervals)])
+        }
+        return controllers.render()
+    }
+
+    /// A protocol without replies: messages, the host model's decisions and the arrival rate.
+    private static func unrepliedControllers(_ s: TraceSummary) -> String {
+        let clock = s.hasSenderClock ? "sender" : "capture"
+        var controllers = TextTable(["Controller", "Messages", "Valid", "Decisions", "Valid/s",
+                                     "Interval mean/p50/p99 ms (\(clock) clock)"])
+        for endpoint in s.controllers.keys.sorted() {
+            let c = s.controllers[endpoint]!
+            controllers.add([endpoint.description, "\(c.frames)", "\(c.validFrames)", "\(c.triggers)",
+                             c.samplesPerSecond.map { ms($0, 1) } ?? "–",
+                             triple(s.hasSenderClock ? c.senderIntervals : c.captureIntervals)])
+        }
+        return controllers.render()
+    }
+
+    private static func interval(_ low: Double, _ high: Double) -> String { "[\(ms(low, 3)), \(ms(high, 3))]" }
 
     static func json(_ s: TraceSummary) -> JSONValue {
         let h = s.header
@@ -78,7 +123,16 @@ enum SummaryRendering {
             return .object(members)
         }
         var controllers: [JSONValue] = []
-        for endpoint in s.controllers.keys.sorted() {
+        for endpoint in s.controllers.keys.sorted() where !s.hasReplies {
+            let c = s.controllers[endpoint]!
+            controllers.append(.object([
+                "controller": .string(endpoint.description), "frames": .integer(Int64(c.frames)),
+                "valid_frames": .integer(Int64(c.validFrames)), "decisions": .integer(Int64(c.triggers)),
+                "samples_per_s": c.samplesPerSecond.map { .number(($0 * 1000).rounded() / 1000) } ?? .null,
+                "sender_intervals_ms": stats(c.senderIntervals), "capture_intervals_ms": stats(c.captureIntervals),
+            ]))
+        }
+        for endpoint in s.controllers.keys.sorted() where s.hasReplies {
             let c = s.controllers[endpoint]!
             controllers.append(.object([
                 "controller": .string(endpoint.description), "frames": .integer(Int64(c.frames)),
@@ -111,6 +165,25 @@ enum SummaryRendering {
             "unknown_records": .integer(Int64(s.unknownRecords)),
             "motion_samples": .integer(Int64(s.motionSamples)),
         ]
+        if !s.hasReplies {
+            // No replies: no ack members at all (none can be missing), and what the host decided instead.
+            for member in ["acks", "matched_acks", "missing_acks", "unexpected_acks", "ack_delay_ms"] { object[member] = nil }
+            object["replies"] = .bool(false)
+            object["decisions"] = .object(s.decisions.mapValues { .integer(Int64($0)) })
+        }
+        if !s.hasSenderClock { object["sender_clock"] = .bool(false) }
+        if let duplicates = s.duplicateIDs { object["duplicate_ids"] = .integer(Int64(duplicates)) }
+        if let range = s.attitudeRange {
+            func axis(_ low: Double, _ high: Double) -> JSONValue { .object(["min": .number(low), "max": .number(high)]) }
+            object["attitude_range_rad"] = .object(["roll": axis(range.min.x, range.max.x), "pitch": axis(range.min.y, range.max.y),
+                                                    "yaw": axis(range.min.z, range.max.z)])
+        }
+        if !s.unfinishedStreams.isEmpty || s.transport == .byteStream {
+            object["unfinished_streams"] = .array(s.unfinishedStreams.map { u in
+                .object(["source": .string(u.source.description), "destination": .string(u.destination.description),
+                         "offset": .integer(Int64(u.offset)), "bytes": .integer(Int64(u.bytes))])
+            })
+        }
         if let t = s.truncation {
             object["truncation"] = .object(["line": .integer(Int64(t.line)), "byte_offset": .integer(Int64(t.byteOffset)),
                                             "dropped_bytes": .integer(Int64(t.droppedBytes))])

@@ -175,8 +175,8 @@ public struct KeepCalmMotion: Hashable, Sendable {
             try scanner.beginObject()
             var first = true
             var id: MessageID?, sawType = false
-            var values: [Double?] = [nil, nil, nil]
-            let names: [StaticString] = ["x", "y", "z"]
+            // Three locals, not an array: no allocation per message.
+            var x: Double?, y: Double?, z: Double?
             while true {
                 let keyAt = scanner.index
                 let key: JSONKey
@@ -197,9 +197,15 @@ public struct KeepCalmMotion: Hashable, Sendable {
                     guard !sawType else { throw fail(at: keyAt, "one payload \"type\" member") }
                     sawType = true
                     guard scanner.consume("\"Combined\"") else { throw fail(at: at, "payload \"type\" the string \"Combined\"") }
-                } else if let axis = names.firstIndex(where: { key.equals($0) }) {
-                    guard values[axis] == nil else { throw fail(at: keyAt, "one \"\(names[axis])\" member") }
-                    values[axis] = try number(names[axis], at: at)
+                } else if key.equals("x") {
+                    guard x == nil else { throw fail(at: keyAt, "one \"x\" member") }
+                    x = try number("x", at: at)
+                } else if key.equals("y") {
+                    guard y == nil else { throw fail(at: keyAt, "one \"y\" member") }
+                    y = try number("y", at: at)
+                } else if key.equals("z") {
+                    guard z == nil else { throw fail(at: keyAt, "one \"z\" member") }
+                    z = try number("z", at: at)
                 } else {
                     try scanner.skipValue(depth: 2)
                 }
@@ -207,8 +213,10 @@ public struct KeepCalmMotion: Hashable, Sendable {
             }
             guard let id else { throw fail(at: start, "payload member \"id\"") }
             guard sawType else { throw fail(at: start, "payload member \"type\"") }
-            for axis in 0..<3 where values[axis] == nil { throw fail(at: start, "payload member \"\(names[axis])\"") }
-            return KeepCalmMotion(id: id, x: values[0]!, y: values[1]!, z: values[2]!)
+            guard let x else { throw fail(at: start, "payload member \"x\"") }
+            guard let y else { throw fail(at: start, "payload member \"y\"") }
+            guard let z else { throw fail(at: start, "payload member \"z\"") }
+            return KeepCalmMotion(id: id, x: x, y: y, z: z)
         }
 
         mutating func uuid(at at: Int) throws -> MessageID {
