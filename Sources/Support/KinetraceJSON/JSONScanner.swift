@@ -376,8 +376,8 @@ public struct JSONScanner {
 
     @inlinable public mutating func readDouble(_ what: String) throws(SyntaxError) -> Double {
         let token = try readNumberToken()
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[token.start..<token.end]), as: UTF8.self)
-        guard let value = Double(text) else { throw fail("\(what) is not a number", at: token.start) }
+        let value = JSONNumber.double(UnsafeRawBufferPointer(rebasing: bytes[token.start..<token.end]))
+        guard !value.isNaN else { throw fail("\(what) is not a number", at: token.start) }
         return value
     }
 

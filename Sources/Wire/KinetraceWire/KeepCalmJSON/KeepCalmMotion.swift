@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import KinetraceJSON
 
 /// A message identifier as Foundation's `UUID` writes it: 16 bytes, shown in
@@ -44,23 +37,26 @@ public struct MessageID: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses exactly 36 bytes of uppercase UUID text; nil on any other form.
     static func parse(_ bytes: UnsafeRawBufferPointer) -> MessageID? {
-        guard bytes.count == textLength else { return nil }
-        var high: UInt64 = 0, low: UInt64 = 0, nibbles = 0
-        for (i, byte) in bytes.enumerated() {
-            if i == 8 || i == 13 || i == 18 || i == 23 {
-                guard byte == UInt8(ascii: "-") else { return nil }
-                continue
+        guard bytes.count == textLength, bytes[8] == UInt8(ascii: "-"), bytes[13] == UInt8(ascii: "-"),
+              bytes[18] == UInt8(ascii: "-"), bytes[23] == UInt8(ascii: "-") else { return nil }
+        var invalid = false
+        // Branch-light: one pass per group, invalid digits remembered rather than returned from.
+        @inline(__always) func digits(_ range: Range<Int>, into word: inout UInt64) {
+            for i in range {
+                let byte = bytes[i]
+                let decimal = byte &- UInt8(ascii: "0"), letter = byte &- UInt8(ascii: "A")
+                let value = decimal < 10 ? decimal : letter &+ 10
+                invalid = invalid || (decimal >= 10 && letter >= 6)
+                word = word << 4 | UInt64(value & 0xF)
             }
-            let value: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = byte - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            if nibbles < 16 { high = high << 4 | UInt64(value) } else { low = low << 4 | UInt64(value) }
-            nibbles += 1
         }
-        return MessageID(high: high, low: low)
+        var high: UInt64 = 0, low: UInt64 = 0
+        digits(0..<8, into: &high)
+        digits(9..<13, into: &high)
+        digits(14..<18, into: &high)
+        digits(19..<23, into: &low)
+        digits(24..<36, into: &low)
+        return invalid ? nil : MessageID(high: high, low: low)
     }
 }
 
@@ -239,7 +235,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
                 throw fail(at: at, "\"\(name)\" a JSON number")
             }
             let token = try scanner.readNumberToken()
-            let value = KeepCalmMotion.parseDouble(UnsafeRawBufferPointer(rebasing: scanner.bytes[token.start..<token.end]))
+            let value = JSONNumber.double(UnsafeRawBufferPointer(rebasing: scanner.bytes[token.start..<token.end]))
             guard value.isFinite, abs(value) <= KeepCalmMotion.maximumMagnitude else {
                 throw fail(.outOfRange, at: at, "\"\(name)\" within ±\(Int(KeepCalmMotion.maximumMagnitude))")
             }
@@ -247,12 +243,4 @@ public struct KeepCalmMotion: Hashable, Sendable {
         }
     }
 
-    /// A JSON number token's value, correctly rounded (strtod), without making a String.
-    static func parseDouble(_ token: UnsafeRawBufferPointer) -> Double {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: token.count + 1) { buffer in
-            for i in 0..<token.count { buffer[i] = CChar(bitPattern: token[i]) }
-            buffer[token.count] = 0
-            return strtod(buffer.baseAddress!, nil)
-        }
-    }
 }
