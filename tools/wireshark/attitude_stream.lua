@@ -20,7 +20,7 @@ local RECORD_SIZE = 12
 local PI_F32 = 13176794 / 4194304
 local HALF_PI_F32 = 13176794 / 8388608
 
-local attitude = Proto("AttitudeStream", "Attitude stream (3D mouse roll/pitch/yaw records over TCP)")
+local attitude = Proto("Attitude", "Attitude stream (3D mouse roll/pitch/yaw records over TCP)")
 
 local f = {
     index = ProtoField.uint64("attitude.index", "Record index", base.DEC, nil, nil,
@@ -75,7 +75,8 @@ end
 
 local NAMES = { "roll", "pitch", "yaw" }
 local BOUNDS = { roll = PI_F32, pitch = HALF_PI_F32, yaw = PI_F32 }
-local BOUND_TEXT = { roll = "[−π, π]", pitch = "[−π/2, π/2]", yaw = "[−π, π]" }
+-- No commas: tshark joins repeated fields with them.
+local BOUND_TEXT = { roll = "±π", pitch = "±π/2", yaw = "±π" }
 
 -- One record; returns its reason (nil when valid) and a summary.
 local function dissect_record(range, stream_offset, tree, offset_trusted)
@@ -85,8 +86,8 @@ local function dissect_record(range, stream_offset, tree, offset_trusted)
     local offset_item = subtree:add(f.offset, range, UInt64(stream_offset))
     offset_item:set_generated()
     if not offset_trusted then
-        offset_item:add_proto_expert_info(e.mid_stream, "No SYN in the capture before this record: offsets count "
-            .. "from the first byte captured, which may not be a record boundary")
+        offset_item:add_proto_expert_info(e.mid_stream, "No SYN in the capture before this record: offsets count from the first byte "
+            .. "captured and may not fall on record boundaries")
     end
     local values, items = {}, {}
     for k, name in ipairs(NAMES) do
@@ -101,7 +102,7 @@ local function dissect_record(range, stream_offset, tree, offset_trusted)
         local value_range = range:range(4 * (k - 1), 4)
         if is_non_finite(value_range) then
             reason, item = "non_finite", items[name]
-            message = string.format("%s is not finite (0x%08x: exponent bits all ones, NaN or infinity) (non_finite)",
+            message = string.format("%s is not finite (0x%08x: exponent bits all ones: NaN or infinity) (non_finite)",
                 name, value_range:le_uint())
             break
         end
@@ -110,7 +111,7 @@ local function dissect_record(range, stream_offset, tree, offset_trusted)
         for _, name in ipairs(NAMES) do
             if math.abs(values[name]) > BOUNDS[name] then
                 reason, item = "out_of_range", items[name]
-                message = string.format("%s %.9g is outside %s (out_of_range)", name, values[name], BOUND_TEXT[name])
+                message = string.format("%s %.9g is beyond %s (out_of_range)", name, values[name], BOUND_TEXT[name])
                 break
             end
         end
@@ -154,7 +155,7 @@ function attitude.dissector(tvb, pinfo, tree)
         item:append_text(string.format(", %d byte%s of record #%d, whose start is missing",
             skipped, skipped == 1 and "" or "s", math.floor(base / RECORD_SIZE)))
         item:add_proto_expert_info(e.gap, string.format(
-            "Stream offset %d is inside record #%d, whose first bytes were not reassembled: "
+            "Stream offset %d is inside record #%d (its first bytes were not reassembled): "
                 .. "skipped to the next record boundary (stream_gap)", base, math.floor(base / RECORD_SIZE)))
         offset = skipped
     end
