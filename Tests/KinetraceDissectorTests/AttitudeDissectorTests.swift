@@ -223,6 +223,11 @@ struct AttitudeDissectorTests {
                              + "skipped to the next record boundary (stream_gap)"])
         Self.expectRecords(shown.filter { Int($0.index)! >= 4 }, records, stream: 0, firstIndex: 4, "after the gap")
 
+        // With out-of-order reassembly on, the hole holds back everything after it.
+        let held = try Self.decode(lost.frames([segments[0], segments[2], segments[3]]),
+                                   extra: ["-o", "tcp.reassemble_out_of_order:TRUE"])
+        #expect(held.records.map(\.index) == ["0", "1"])
+
         // Retransmitted segments show nothing twice.
         Self.expectRecords(shown, records, stream: 1, "retransmissions")
         // Out of order: whole with tcp.reassemble_out_of_order; without it the late segment is taken
@@ -256,6 +261,7 @@ struct AttitudeDissectorTests {
         #expect(try indices([]) == ["0", ""])
         #expect(try indices(["-o", "attitude.port:47999"]) == ["", "0"])
         #expect(try indices(["-d", "tcp.port==47999,attitude"]) == ["0", "0"])
+        #expect(try indices(["-o", "attitude.port:0"]) == ["", ""])
     }
 
     /// Every display filter tools/wireshark/README.md shows.

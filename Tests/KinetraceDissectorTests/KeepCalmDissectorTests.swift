@@ -219,6 +219,19 @@ struct KeepCalmDissectorTests {
         #expect(empty["_ws.col.Info"] == "50000 → 47120 Len=0", "a 0-byte datagram stays plain UDP (a documented limit)")
     }
 
+    /// A datagram the capture's snapshot length cut is noted, not judged.
+    @Test func truncatedDatagramsAreNotChecked() throws {
+        let tshark = try TShark()
+        let full = try tshark.capture(frames: [Datagram.toHost(Self.message(), port: 47120).ethernetFrame()])
+        let cut = tshark.directory.appendingPathComponent("cut.pcapng").path
+        _ = try tshark.run("editcap", ["-s", "100", full, cut])
+        let row = try tshark.decode(cut, script: Self.script, fields: Self.fields)
+        try #require(row.count == 1)
+        #expect(row[0]["keepcalm.valid"] == "" && row[0]["keepcalm.reason"] == "")
+        #expect(row[0]["_ws.col.Info"] == "Truncated (58 of \(Self.message().count) bytes captured)")
+        #expect(row[0]["_ws.expert.message"] == "Only 58 of the datagram's \(Self.message().count) bytes were captured; not checked")
+    }
+
     /// Every display filter tools/wireshark/README.md shows.
     @Test func documentedFilters() throws {
         let payloads = [
