@@ -138,23 +138,25 @@ struct AttitudeDissectorTests {
     /// NaN, infinities and the float32 bounds, split across seeded segments:
     /// each record's verdict is the one stated here and the codec's.
     @Test func invalidRecordsAgreeWithTheCodec() throws {
-        let pi = Float.pi, halfPi = Float.pi / 2
+        // The spec's bounds: π and π/2 rounded to the nearest float32 (Swift's Float.pi is one ulp inside).
+        let pi = Float(Double.pi), halfPi = Float(Double.pi / 2)
         let cases: [(String, AttitudeRecord, String)] = [
             ("zero", AttitudeRecord(roll: 0, pitch: 0, yaw: 0), ""),
-            ("roll and yaw at ±Float.pi, pitch at Float.pi/2", AttitudeRecord(roll: pi, pitch: halfPi, yaw: -pi), ""),
+            ("roll and yaw at ±π, pitch at π/2, in float32", AttitudeRecord(roll: pi, pitch: halfPi, yaw: -pi), ""),
             ("-0, the least subnormal", AttitudeRecord(roll: -0.0, pitch: .leastNonzeroMagnitude, yaw: -.leastNonzeroMagnitude), ""),
-            ("roll one ulp past Float.pi (the float32 nearest π)", AttitudeRecord(roll: pi.nextUp, pitch: 0, yaw: 0), "out_of_range"),
-            ("pitch one ulp past Float.pi/2", AttitudeRecord(roll: 0, pitch: halfPi.nextUp, yaw: 0), "out_of_range"),
-            ("pitch one ulp below -Float.pi/2", AttitudeRecord(roll: 0, pitch: -halfPi.nextUp, yaw: 0), "out_of_range"),
-            ("yaw one ulp below -Float.pi", AttitudeRecord(roll: 0, pitch: 0, yaw: -pi.nextUp), "out_of_range"),
+            ("roll one ulp past the float32 nearest π", AttitudeRecord(roll: pi.nextUp, pitch: 0, yaw: 0), "out_of_range"),
+            ("pitch one ulp past π/2", AttitudeRecord(roll: 0, pitch: halfPi.nextUp, yaw: 0), "out_of_range"),
+            ("pitch one ulp below -π/2", AttitudeRecord(roll: 0, pitch: -halfPi.nextUp, yaw: 0), "out_of_range"),
+            ("yaw one ulp below -π", AttitudeRecord(roll: 0, pitch: 0, yaw: -pi.nextUp), "out_of_range"),
             ("roll 4 and pitch 2", AttitudeRecord(roll: 4, pitch: 2, yaw: 0), "out_of_range"),
             ("the largest float", AttitudeRecord(roll: 0, pitch: 0, yaw: .greatestFiniteMagnitude), "out_of_range"),
             ("roll NaN", AttitudeRecord(roll: .nan, pitch: 0, yaw: 0), "non_finite"),
             ("pitch +inf", AttitudeRecord(roll: 0, pitch: .infinity, yaw: 0), "non_finite"),
             ("yaw -inf", AttitudeRecord(roll: 0, pitch: 0, yaw: -.infinity), "non_finite"),
             ("a signalling NaN with payload", AttitudeRecord(roll: 0, pitch: Float(bitPattern: 0xFF80_0001), yaw: 0), "non_finite"),
-            ("roll out of range before a NaN yaw: non_finite wins",
-             AttitudeRecord(roll: 4, pitch: 0, yaw: .nan), "non_finite"),
+            ("roll out of range before a NaN yaw: the first bad field decides",
+             AttitudeRecord(roll: 4, pitch: 0, yaw: .nan), "out_of_range"),
+            ("a NaN roll before an out-of-range yaw", AttitudeRecord(roll: .nan, pitch: 0, yaw: 9), "non_finite"),
             ("back in range after the invalid ones", AttitudeRecord(roll: -1, pitch: 1, yaw: 3), ""),
         ]
         let records = cases.map(\.1)
@@ -171,8 +173,8 @@ struct AttitudeDissectorTests {
         let experts = rows.flatMap { ($0["_ws.expert.message"] ?? "").split(separator: ",").map(String.init) }
             .filter { $0.hasSuffix("(non_finite)") || $0.hasSuffix("(out_of_range)") }
         #expect(experts.count == cases.filter { !$0.2.isEmpty }.count, "one expert item per invalid record: \(experts)")
-        #expect(experts.contains("roll 3.14159274 is beyond ±π (out_of_range)"))
-        #expect(experts.contains("yaw is not finite (0x7fc00000: exponent bits all ones: NaN or infinity) (non_finite)"))
+        #expect(experts.contains("roll 3.14159298 is beyond ±π (out_of_range)"), "one ulp past float32(π)")
+        #expect(experts.contains("roll is not finite (0x7fc00000: exponent bits all ones: NaN or infinity) (non_finite)"))
     }
 
     /// Seeded random records (a third with random bit patterns) in random

@@ -15,10 +15,10 @@
 
 local DEFAULT_PORT = 47130
 local RECORD_SIZE = 12
--- Swift's Float.pi and Float.pi / 2 (0x40490FDA, 0x3FC90FDA: π rounded
--- toward zero), the bounds Kinetrace's codec compares float32 values with.
-local PI_F32 = 13176794 / 4194304
-local HALF_PI_F32 = 13176794 / 8388608
+-- π and π/2 rounded to the nearest float32 (0x40490FDB, 0x3FC90FDB), the
+-- bounds the spec (AS-VALUE-2) and Kinetrace's codec compare float32 values with.
+local PI_F32 = 13176795 / 4194304
+local HALF_PI_F32 = 13176795 / 8388608
 
 local attitude = Proto("Attitude", "Attitude stream (3D mouse roll/pitch/yaw records over TCP)")
 
@@ -96,7 +96,7 @@ local function dissect_record(range, stream_offset, tree, offset_trusted)
         values[name] = value_range:le_float()
         subtree:add(f[name .. "_deg"], value_range, values[name] * 180 / math.pi):set_generated()
     end
-    -- The codec's order: any non-finite value first, then the ranges, each in wire order.
+    -- The codec's order: field by field in wire order, finiteness before range.
     local reason, message, item
     for k, name in ipairs(NAMES) do
         local value_range = range:range(4 * (k - 1), 4)
@@ -105,15 +105,10 @@ local function dissect_record(range, stream_offset, tree, offset_trusted)
             message = string.format("%s is not finite (0x%08x: exponent bits all ones: NaN or infinity) (non_finite)",
                 name, value_range:le_uint())
             break
-        end
-    end
-    if reason == nil then
-        for _, name in ipairs(NAMES) do
-            if math.abs(values[name]) > BOUNDS[name] then
-                reason, item = "out_of_range", items[name]
-                message = string.format("%s %.9g is beyond %s (out_of_range)", name, values[name], BOUND_TEXT[name])
-                break
-            end
+        elseif math.abs(values[name]) > BOUNDS[name] then
+            reason, item = "out_of_range", items[name]
+            message = string.format("%s %.9g is beyond %s (out_of_range)", name, values[name], BOUND_TEXT[name])
+            break
         end
     end
     subtree:add(f.valid, reason == nil):set_generated()
