@@ -49,6 +49,8 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         public var settleMs: Int64 = 300
         /// Spin this long before each deadline instead of sleeping (0: sleep only).
         public var spinNs: Int64 = 200_000
+        /// Byte streams: the connection's kernel send buffer (SO_SNDBUF); nil lets the kernel size it.
+        public var sendBufferBytes: Int?
 
         public init(wireProtocol: any WireProtocol.Type, target: SocketAddressBox) {
             self.wireProtocol = wireProtocol
@@ -235,6 +237,8 @@ public struct SimulationReport: Sendable {
     public var blockedWrites = 0
     public var partialWrites = 0
     public var bytesSent = 0
+    /// Byte streams: records the run ended inside of (their rest never written).
+    public var tornRecords = 0
     /// Byte streams: connections the host closed or reset while the phone was still sending.
     public var connectionsEndedByHost = 0
     /// Socket errors by reason, from sending or from the host's ICMP answers ("Connection refused").

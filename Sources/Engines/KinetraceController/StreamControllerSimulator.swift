@@ -51,7 +51,7 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
         guard c.wireProtocol.transport == .byteStream, c.wireProtocol.sample(MotionReading(), timeMs: 0) != nil else {
             throw SocketError("the stream simulator sends byte-stream protocols that make samples; \(c.wireProtocol.id) is not one")
         }
-        let sockets = try (0..<c.controllers).map { _ throws(SocketError) in try ConnectedTCPSocket(to: c.target) }
+        let sockets = try (0..<c.controllers).map { _ throws(SocketError) in try ConnectedTCPSocket(to: c.target, sendBufferBytes: c.sendBufferBytes) }
         hostClosed = Array(repeating: false, count: c.controllers)
         if let path = c.tracePath {
             writer = try TraceWriter(path: path, header: TraceHeader(
@@ -121,6 +121,15 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
                 if !bytes.isEmpty { report.partialWrites += 1 }
                 unfinished[index] = bytes
                 report.framesSent += 1
+            }
+        }
+        // A record the socket took only in part and never finished: the stream ends torn, and says so.
+        lock.withLock {
+            for (index, rest) in unfinished.enumerated() where !rest.isEmpty {
+                report.tornRecords += 1
+                unlockedRecord(.event(EventRecord(timeNs: SystemClock.realtimeNs(), event: "torn_record", data: [
+                    "controller": .string(sockets[index].local.description), "unwritten_bytes": .integer(Int64(rest.count)),
+                ])))
             }
         }
     }

@@ -21,6 +21,8 @@ public final class TCPControllerLink: ControllerLink, @unchecked Sendable {  // 
     public let hostEndpoint: Endpoint
     private let lock = NIOLock()
     private var sockets: [ConnectedTCPSocket] = []
+    /// Kept after `finish`, so records and reports can still name every controller.
+    private var endpoints: [Endpoint] = []
     private var polled: [pollfd] = []
     private var buffer = [UInt8](repeating: 0, count: 65_536)
 
@@ -35,18 +37,21 @@ public final class TCPControllerLink: ControllerLink, @unchecked Sendable {  // 
         let socket = try ConnectedTCPSocket(to: address)
         return lock.withLock {
             sockets.append(socket)
+            endpoints.append(socket.local)
             return sockets.count - 1
         }
     }
 
-    public var controllerCount: Int { lock.withLock { sockets.count } }
+    public var controllerCount: Int { lock.withLock { endpoints.count } }
 
-    public func endpoint(of controller: Int) -> Endpoint { lock.withLock { sockets[controller].local } }
+    public func endpoint(of controller: Int) -> Endpoint { lock.withLock { endpoints[controller] } }
 
     /// Writes `bytes` as one write of the controller's stream; ETIMEDOUT when the
     /// host stopped reading before all of it went (the stream then holds part of it).
     public func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32? {
-        lock.withLock { sockets[controller] }.write(bytes, deadlineMonotonicNs: deadlineMonotonicNs)
+        // EBADF once the link has finished: its connections are gone.
+        guard let socket = lock.withLock({ controller < sockets.count ? sockets[controller] : nil }) else { return EBADF }
+        return socket.write(bytes, deadlineMonotonicNs: deadlineMonotonicNs)
     }
 
     public func unsentBytes(of controller: Int) -> Int? {

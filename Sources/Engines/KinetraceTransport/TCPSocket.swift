@@ -30,7 +30,9 @@ public final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor 
     public let local: Endpoint
 
     /// Connects within `timeoutMs` (a host that drops SYNs must not hang the caller for minutes).
-    public init(to peer: SocketAddressBox, timeoutMs: Int32 = 5_000) throws(SocketError) {
+    /// `sendBufferBytes` fixes the kernel's send buffer (SO_SNDBUF, which Linux doubles) instead
+    /// of letting it grow to megabytes: a small one models a phone's stream buffer.
+    public init(to peer: SocketAddressBox, timeoutMs: Int32 = 5_000, sendBufferBytes: Int? = nil) throws(SocketError) {
         #if canImport(Glibc) || canImport(Musl)
         let fd = socket(peer.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         #else
@@ -40,6 +42,9 @@ public final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor 
         guard fd >= 0 else { throw .fromErrno("socket") }
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        if var size = sendBufferBytes.map({ Int32(clamping: $0) }) {
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         #if canImport(Darwin)
         setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
         #endif

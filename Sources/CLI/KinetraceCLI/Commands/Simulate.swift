@@ -62,6 +62,9 @@ struct Simulate: ParsableCommand {
     @Option(name: .customLong("spin-us"), help: ArgumentHelp("Spin this many µs before each send deadline instead of sleeping, for precise timing; 0 only sleeps.", valueName: "µs"))
     var spinUs: Int64 = 200
 
+    @Option(name: .customLong("send-buffer"), help: ArgumentHelp("For a byte-stream protocol, the kernel send buffer per connection in bytes (SO_SNDBUF); a small one models a phone's stream buffer, so a slow host shows sooner (default: the kernel's, which grows to megabytes).", valueName: "bytes"))
+    var sendBuffer: Int?
+
     @OptionGroup var summaryFormat: SummaryFormatOptions
 
     func validate() throws {
@@ -70,6 +73,7 @@ struct Simulate: ParsableCommand {
         guard (0...100_000).contains(spinUs) else { throw ValidationError("--spin-us must be between 0 and 100000.") }
         if let duration { guard duration.isFinite, duration > 0 else { throw ValidationError("--duration must be a positive number of seconds.") } }
         do { _ = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") }
+        if let sendBuffer { guard (1...(64 << 20)).contains(sendBuffer) else { throw ValidationError("--send-buffer must be between 1 and 67108864 bytes.") } }
         if script != nil && persona != nil { throw ValidationError("Give one of --script and --persona.") }
         if let persona, Persona.preset(named: persona) == nil {
             throw ValidationError("--persona must be one of \(Persona.presets.map(\.name).joined(separator: ", ")), not \(persona).")
@@ -86,6 +90,7 @@ struct Simulate: ParsableCommand {
         configuration.seed = seed
         configuration.tracePath = trace
         configuration.spinNs = spinUs * 1000
+        configuration.sendBufferBytes = sendBuffer
         let stream = wire.wireProtocol.transport == .byteStream
         switch script ?? (persona == nil && !stream ? "jumps" : nil) {
         case nil: configuration.motion = .persona(Persona.preset(named: persona ?? "steering")!)  // checked in validate()
@@ -180,6 +185,7 @@ struct Simulate: ParsableCommand {
             if report.blockedWrites > 0 {
                 printWarning("\(report.blockedWrites) ticks found no room in the stream: the host read slower than \(rate ?? wire.wireProtocol.nominalRateHz) Hz")
             }
+            if report.tornRecords > 0 { printWarning("\(report.tornRecords) stream(s) ended inside a record the host could not take") }
             if report.connectionsEndedByHost > 0 { printWarning("the host ended \(report.connectionsEndedByHost) connection(s) while they were sending") }
             for (reason, count) in report.sendErrors.sorted(by: { $0.key < $1.key }) { printWarning("\(count) writes failed: \(reason)") }
         case .json:
@@ -187,6 +193,7 @@ struct Simulate: ParsableCommand {
             printNow(JSONValue.object([
                 "records_written": .integer(Int64(report.framesSent)), "bytes_written": .integer(Int64(report.bytesSent)),
                 "blocked_writes": .integer(Int64(report.blockedWrites)), "partial_writes": .integer(Int64(report.partialWrites)),
+                "torn_records": .integer(Int64(report.tornRecords)),
                 "gestures": .integer(Int64(report.labels)), "reads_received": .integer(Int64(report.datagramsReceived)),
                 "connections_ended_by_host": .integer(Int64(report.connectionsEndedByHost)),
                 "send_errors": .object(report.sendErrors.mapValues { .integer(Int64($0)) }),
