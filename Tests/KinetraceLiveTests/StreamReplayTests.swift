@@ -85,4 +85,34 @@ import Testing
         #expect(lines.count == 1)
         #expect(lines.first?.contains("TCP, which repairs") == true, "\(result.stderr)")
     }
+
+    @Test func aHostThatClosesTheConnectionEndsTheReplayAsDied() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let input = dir.appendingPathComponent("input.jsonl").path
+        _ = try writeInput(input)
+        // A listener that closes every connection it accepts.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        #expect(listen(listener, 8) == 0)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        let port = UInt16(bigEndian: address.sin_port)
+        let closer = Thread {
+            while true {
+                let fd = accept(listener, nil, nil)
+                if fd < 0 { return }
+                close(fd)
+            }
+        }
+        closer.start()
+        defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+        let result = try kinetrace(["replay", input, "--to", "127.0.0.1:\(port)", "--format", "json"])
+        #expect(result.status == 69, "\(result.stdout) \(result.stderr)")
+        #expect(result.stderr.contains("the host closed the connection of controller") || result.stderr.contains("the host reset the connection of controller"),
+                "\(result.stderr)")
+    }
 }

@@ -369,9 +369,17 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                      heardFromHost ? "the host stopped listening: ICMP port unreachable after \(report.datagramsReceived) datagram(s) from it"
                                    : "the host refused: ICMP port unreachable (nothing listens on \(report.target))")
         case EPIPE, ECONNRESET:
-            setFatal(.hostDied, "the host process stopped reading its input (it exited or closed standard input)")
+            if case .tcp = configuration.target {
+                setFatal(.hostDied, "the host \(code == EPIPE ? "closed" : "reset") the connection of controller \(v + 1) (\(report.controllers[v].endpoint))")
+            } else {
+                setFatal(.hostDied, "the host process stopped reading its input (it exited or closed standard input)")
+            }
         case ETIMEDOUT:
-            setFatal(.timedOut, "the host process stopped reading its input, and the timeout ran out waiting for it")
+            if case .tcp = configuration.target {
+                setFatal(.timedOut, "the host stopped reading the stream of controller \(v + 1), and the timeout ran out waiting for it")
+            } else {
+                setFatal(.timedOut, "the host process stopped reading its input, and the timeout ran out waiting for it")
+            }
         default:
             break
         }
