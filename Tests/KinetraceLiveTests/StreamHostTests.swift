@@ -246,4 +246,31 @@ func lastJSONLine(_ text: String) throws -> [String: Any] {
         let final = try host.shutdown()
         #expect(final.closedMidRecord == 0)
     }
+
+    @Test func aHostThatStopsReadingGrowsTheSendQueueAndTimesTheSendOut() throws {
+        // A listener that never accepts: the kernel takes the stream until the windows close.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        #expect(listen(listener, 4) == 0)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        let link = TCPControllerLink(target: try SocketAddressBox.resolve("127.0.0.1:\(UInt16(bigEndian: address.sin_port))"), sendBufferBytes: 16_384)
+        let controller = try link.openController()
+        #if os(Linux)
+        #expect(link.unsentBytes(of: controller) == 0)
+        #endif
+        // 8 MB cannot fit: the send gives up at its deadline, part of it queued.
+        let failure = link.send([UInt8](repeating: 0, count: 8 << 20), from: controller, deadlineMonotonicNs: SystemClock.monotonicNs() + 300_000_000)
+        #expect(failure == ETIMEDOUT)
+        #if os(Linux)
+        #expect((link.unsentBytes(of: controller) ?? 0) > 0)
+        #endif
+        #expect(link.unsentBytes(of: 99) == nil)
+        _ = link.finish(graceMs: 0)
+        #expect(link.send([1], from: controller, deadlineMonotonicNs: SystemClock.monotonicNs()) == EBADF)
+    }
 }
