@@ -179,15 +179,10 @@ struct MotionTicks {
 
 extension MotionSampleRecord.Attitude {
     /// Roll, pitch and yaw in radians as CoreMotion's `CMAttitude` reports them
-    /// for this device-to-reference quaternion: R = Rz(yaw) · Rx(pitch) · Ry(roll),
-    /// roll about the device's y axis, pitch about x, yaw about z; pitch in
-    /// [−π/2, π/2], roll and yaw in [−π, π], each kept within the float32
-    /// bounds a 3D-mouse host checks (AS-VALUE-*), where π rounds down.
+    /// (`AttitudeAngles`, shared with the gesture engine): pitch in [−π/2, π/2],
+    /// roll and yaw in [−π, π], so their float32 forms are within AS-VALUE-2.
     public var coreMotionAngles: Vector3 {
-        let roll = atan2(2 * (w * y - x * z), 1 - 2 * (x * x + y * y))
-        let pitch = asin(min(max(2 * (w * x + y * z), -1), 1))
-        let yaw = atan2(2 * (w * z - x * y), 1 - 2 * (x * x + z * z))
-        let halfTurn = Double(Float32.pi), quarterTurn = Double(Float32.pi / 2)
-        return Vector3(min(max(roll, -halfTurn), halfTurn), min(max(pitch, -quarterTurn), quarterTurn), min(max(yaw, -halfTurn), halfTurn))
+        let angles = AttitudeAngles.rollPitchYaw(w: w, x: x, y: y, z: z)
+        return Vector3(angles.roll, angles.pitch, angles.yaw)
     }
 }
