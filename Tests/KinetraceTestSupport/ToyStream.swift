@@ -19,6 +19,7 @@ public enum ToyStream: WireProtocol {
     public static let transport = TransportKind.byteStream
     public static let defaultPort: UInt16 = 47200
     public static let nominalRateHz = 50.0
+    public static let samplesCarrySenderClock = true
     public static let size = 12
 
     public static func makeFramer() -> any MessageFramer { StreamFramer(FixedLengthRecords(length: size)) }

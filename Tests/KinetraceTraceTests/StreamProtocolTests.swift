@@ -27,6 +27,7 @@ enum ToyPrefixed: WireProtocol {
     static let transport = TransportKind.byteStream
     static let defaultPort: UInt16 = 47201
     static let nominalRateHz = 10.0
+    static let samplesCarrySenderClock = true
     static func makeFramer() -> any MessageFramer { StreamFramer(LengthPrefixedRecords()) }
     static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> [UInt8] {
         guard let first = bytes.first, Int(first) == bytes.count else {

@@ -5,19 +5,11 @@ import KinetraceWire
 /// alone (so a new protocol needs no entry here): whether it has replies to
 /// match, a sender clock to measure on, and message ids to find duplicates by.
 public enum ProtocolTraits {
-    /// Whether a host decision can owe bytes on the wire: asked with a decision that owes a
-    /// reply to a stamped sample. MotionLink v1 answers with an ack; KeepCalm and the attitude
-    /// stream answer nothing, ever.
-    public static func hasReplies(_ wireProtocol: any WireProtocol.Type) -> Bool {
-        wireProtocol.reply(to: HostDecision(name: "probe", sampleTimeMs: 1, owesReply: true)) != nil
-    }
+    /// Whether a host answers on the wire (MotionLink v1's acks; KeepCalm and the attitude stream never do).
+    public static func hasReplies(_ wireProtocol: any WireProtocol.Type) -> Bool { wireProtocol.hostReplies }
 
-    /// Whether the protocol's samples carry the sender's clock. A protocol that makes no
-    /// samples is taken to have one, so its reports say "no data" rather than claim otherwise.
-    public static func hasSenderClock(_ wireProtocol: any WireProtocol.Type) -> Bool {
-        guard let bytes = wireProtocol.sample(MotionReading(), timeMs: 1) else { return true }
-        return wireProtocol.facts(bytes).senderTimeMs != nil
-    }
+    /// Whether the protocol's samples carry the sender's clock.
+    public static func hasSenderClock(_ wireProtocol: any WireProtocol.Type) -> Bool { wireProtocol.samplesCarrySenderClock }
 
     /// Whether `describe` writes a string field `id` for the protocol's samples (KeepCalm's UUID).
     public static func describesIDs(_ wireProtocol: any WireProtocol.Type) -> Bool {

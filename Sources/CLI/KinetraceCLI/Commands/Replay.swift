@@ -241,7 +241,7 @@ struct Replay: ParsableCommand {
             throw error.code == .badOptions ? ExitCode.validationFailure : ExitStatus.dataError
         }
         if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
-        try emit(render(report, options: options))
+        try emit(render(report, options: options, replies: replayInput.wireProtocol.hostReplies, protocolName: replayInput.wireProtocol.id.name))
         if let detail = report.detail, report.outcome != .completed { printError(detail) }
         switch report.outcome {
         case .completed:
@@ -348,7 +348,7 @@ struct Replay: ParsableCommand {
             if !impaired.isEmpty {
                 lines.append("impaired: " + impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
-            lines.append("acks predicted by the gesture rule: \(predicted)")
+            lines.append(input.wireProtocol.hostReplies ? "acks predicted by the gesture rule: \(predicted)" : "replies: none in \(input.wireProtocol.id.name)")
             lines.append("schedule digest: \(digest)")
         case .json:
             lines.append(JSONValue.object([
@@ -363,7 +363,7 @@ struct Replay: ParsableCommand {
 
     // MARK: Report
 
-    private func render(_ report: ReplayReport, options: ReplayOptions) -> [String] {
+    private func render(_ report: ReplayReport, options: ReplayOptions, replies: Bool, protocolName: String) -> [String] {
         var lines: [String] = []
         func statsJSON(_ d: DurationStatistics, scale: Double) -> JSONValue {
             guard d.count > 0 else { return .object(["count": .integer(0)]) }
@@ -415,8 +415,14 @@ struct Replay: ParsableCommand {
             if !report.impaired.isEmpty {
                 lines.append("impaired: " + report.impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
-            lines.append("acks: \(report.acksPredicted) predicted by the gesture rule, \(report.acksMatched) matched, \(report.acksMissing) missing, \(report.acksUnexpected) unexpected"
-                     + (report.invalidReceived > 0 ? ", \(report.invalidReceived) invalid datagram(s)" : ""))
+            if replies {
+                lines.append("acks: \(report.acksPredicted) predicted by the gesture rule, \(report.acksMatched) matched, \(report.acksMissing) missing, \(report.acksUnexpected) unexpected"
+                             + (report.invalidReceived > 0 ? ", \(report.invalidReceived) invalid datagram(s)" : ""))
+            } else {
+                // Nothing to match: the host's decisions show only on an observation channel (conform judges them).
+                lines.append("replies: none in \(protocolName), so none were matched; conform judges the host's decisions"
+                             + (report.invalidReceived > 0 ? " (\(report.invalidReceived) unexpected message(s) came back)" : ""))
+            }
             let rt = report.roundTrips
             if rt.count > 0 {
                 lines.append("round trip: p50 \(SummaryRendering.ms(rt.percentileMs(50)!, 3)) ms, p99 \(SummaryRendering.ms(rt.percentileMs(99)!, 3)) ms, max \(SummaryRendering.ms(rt.maxMs!, 3)) ms")

@@ -140,8 +140,9 @@ struct Simulate: ParsableCommand {
         if stream { return try summarizeStream(report) }
         switch summaryFormat.format {
         case .text:
-            var line = "sent \(report.framesSent) frames from \(controllers) controller(s), \(report.labels) gestures; "
-                + "received \(report.acksReceived) acks (\(report.unexpectedAcks) unexpected)"
+            var line = "sent \(report.framesSent) \(wire.wireProtocol.hostReplies ? "frames" : "messages") from \(controllers) controller(s), \(report.labels) gestures; "
+                + (wire.wireProtocol.hostReplies ? "received \(report.acksReceived) acks (\(report.unexpectedAcks) unexpected)"
+                   : "no replies in \(wire.wireProtocol.id.name)" + (report.unexpectedAcks > 0 ? " (\(report.unexpectedAcks) unexpected messages came back)" : ""))
             if let p50 = percentile(50), let p99 = percentile(99) {
                 line += "; round trip p50 \(SummaryRendering.ms(p50, 3)) ms, p99 \(SummaryRendering.ms(p99, 3)) ms"
             }

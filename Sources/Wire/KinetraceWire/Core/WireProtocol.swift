@@ -46,6 +46,10 @@ public protocol WireProtocol: Sendable {
     static var defaultPort: UInt16 { get }
     /// Samples per second a controller sends (the rate gaps and loss are judged against).
     static var nominalRateHz: Double { get }
+    /// Whether a host ever answers on the wire (so reports match replies, or say there are none).
+    static var hostReplies: Bool { get }
+    /// Whether samples carry the sender's clock (so latency can be measured without a join).
+    static var samplesCarrySenderClock: Bool { get }
 
     /// Cuts one direction of one connection into messages as its bytes arrive.
     static func makeFramer() -> any MessageFramer
@@ -86,6 +90,8 @@ extension WireProtocol {
     }
 
     public static func makeFramer() -> any MessageFramer { DatagramFramer() }
+    public static var hostReplies: Bool { false }
+    public static var samplesCarrySenderClock: Bool { false }
     public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { nil }
     public static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { nil }
     public static func reply(to decision: HostDecision) -> [UInt8]? { nil }

@@ -10,6 +10,10 @@ public enum MotionLinkV1: WireProtocol {
     public static let defaultPort: UInt16 = 47110
     /// ML-RATE-2: 10 Hz.
     public static let nominalRateHz = 10.0
+    /// ML-ACK-RULE-1: a HapticAck per trigger.
+    public static let hostReplies = true
+    /// ML-FRAME-4: every frame carries `t_ms`.
+    public static let samplesCarrySenderClock = true
 
     public enum Message: Hashable, Sendable {
         case frame(MotionFrame)
