@@ -35,6 +35,7 @@ public struct StdioHost {
     public func run() throws(StdioHostError) -> HostStatistics {
         var core = HostCore<UInt16>(wireProtocol: wireProtocol, rule: rule)
         var decoder = StdioRecordDecoder()
+        var streams = ControllerStreams()
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
@@ -51,20 +52,28 @@ public struct StdioHost {
             decoder.append(buffer[0..<n])
             while let record = try nextRecord(&decoder) {
                 guard record.kind == .controllerToHost else { continue }  // nothing else is addressed to a host
-                guard let decision = core.handle(record.payload, from: record.controller, receivedNs: SystemClock.realtimeNs())
-                else { continue }
-                var out: [UInt8] = []
-                let reply = wireProtocol.reply(to: decision)
-                if let reply {
-                    out += StdioRecord(kind: .hostToController, controller: record.controller, payload: reply).encoded()
-                }
-                if reply == nil || observeAll {
-                    out += StdioRecord(kind: .observation, controller: record.controller, payload: Observation(decision).encoded()).encoded()
-                }
-                if let failure = write(out) {
-                    throw StdioHostError("cannot write the output: \(String(cString: strerror(failure)))")
+                // A byte-stream protocol's records carry writes, not messages (SA-PAYLOAD-5): reassemble per controller.
+                let messages = try streams.messages(in: record, of: wireProtocol)
+                for message in messages {
+                    guard let decision = core.handle(message, from: record.controller, receivedNs: SystemClock.realtimeNs()) else { continue }
+                    try answer(decision, to: record.controller)
                 }
             }
+        }
+    }
+
+    /// Writes the reply a decision owes, and its observation when it owes none (or with `observeAll`).
+    private func answer(_ decision: HostDecision, to controller: UInt16) throws(StdioHostError) {
+        var out: [UInt8] = []
+        let reply = wireProtocol.reply(to: decision)
+        if let reply {
+            out += StdioRecord(kind: .hostToController, controller: controller, payload: reply).encoded()
+        }
+        if reply == nil || observeAll {
+            out += StdioRecord(kind: .observation, controller: controller, payload: Observation(decision).encoded()).encoded()
+        }
+        if let failure = write(out) {
+            throw StdioHostError("cannot write the output: \(String(cString: strerror(failure)))")
         }
     }
 
@@ -84,6 +93,26 @@ public struct StdioHost {
             offset += n
         }
         return nil
+    }
+}
+
+/// Each controller's stream for a byte-stream protocol, cut by the protocol's framer.
+struct ControllerStreams {
+    private var framers: [UInt16: any MessageFramer] = [:]
+
+    /// The whole messages a controller→host record completes: the record itself for a datagram protocol.
+    mutating func messages(in record: StdioRecord, of wireProtocol: any WireProtocol.Type) throws(StdioHostError) -> [[UInt8]] {
+        guard wireProtocol.transport == .byteStream else { return [record.payload] }
+        var framer = framers.removeValue(forKey: record.controller) ?? wireProtocol.makeFramer()
+        defer { framers[record.controller] = framer }
+        framer.append(record.payload)
+        var out: [[UInt8]] = []
+        do throws(WireError) {
+            while let message = try framer.next() { out.append(message.bytes) }
+        } catch {
+            throw StdioHostError("controller \(record.controller)'s stream cannot be framed: byte \(error.offset): expected \(error.expected)")
+        }
+        return out
     }
 }
 

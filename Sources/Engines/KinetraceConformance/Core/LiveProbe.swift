@@ -60,6 +60,9 @@ public final class LiveProbe {
         self.t0 = t0
     }
 
+    /// Where the host is: over `exec` it may report decisions on the observation channel; over a socket it cannot.
+    public var target: LinkTarget { link.target }
+
     /// Opens `count` new controllers; returns their indices.
     public func controllers(_ count: Int) throws(SocketError) -> Range<Int> {
         let first = mine.count
@@ -85,6 +88,9 @@ public final class LiveProbe {
             }
         }
     }
+
+    /// Bytes a controller wrote that the host has not read yet (the socket's send queue), when the link can tell.
+    public func unsentBytes(of controller: Int) -> Int? { nil }
 
     /// Collects replies for `ms` milliseconds (or until `until` says enough).
     public func collect(forMs ms: Int, until: ([Reply]) -> Bool = { _ in false }) {
