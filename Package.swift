@@ -178,7 +178,7 @@ let package = Package(
         .testTarget(
             name: "KinetraceLiveTests",
             dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire",
-                           "KinetraceTestSupport"],
+                           "KinetraceTransport", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceReplayTests",

@@ -16,7 +16,7 @@ struct NewProtocolFaultyHostTests {
     ]
     static let attitudeFaults: [(fault: String, caughtBy: String)] = [
         ("big-endian", "AC-AS-BIT-EXACT"), ("one-record-per-read", "AC-AS-SPLIT"), ("one-record-per-read", "AC-AS-COALESCED"),
-        ("one-record-per-read", "AC-AS-BYTEWISE"), ("dies-on-nan", "AC-AS-INVALID-KEPT"), ("no-range-check", "AC-AS-INVALID-KEPT"),
+        ("one-record-per-read", "AC-AS-BYTEWISE"), ("dies-on-nan", "AC-AS-INVALID-KEPT"), ("dies-on-nan", "AC-AS-NONFINITE-OPEN"), ("no-range-check", "AC-AS-INVALID-KEPT"),
         ("stops-reading", "AC-AS-KEEPS-READING"),
     ]
 
@@ -52,7 +52,7 @@ struct NewProtocolFaultyHostTests {
     }
 
     /// The control: the scripts without a fault pass every case their faults fail.
-    @Test(arguments: [("keepcalm-json", "keepcalm_faulty_host.py", 8), ("attitude-stream", "attitude_faulty_host.py", 6)])
+    @Test(arguments: [("keepcalm-json", "keepcalm_faulty_host.py", 8), ("attitude-stream", "attitude_faulty_host.py", 7)])
     func theCorrectScriptsPassEveryCase(_ wireProtocol: String, _ script: String, _ count: Int) throws {
         let (status, verdicts) = try conform(wireProtocol, exec: "python3 '\(Self.script(script))' --fault none", [])
         #expect(status == 0, "\(verdicts)")
@@ -60,7 +60,7 @@ struct NewProtocolFaultyHostTests {
     }
 
     /// The reference host passes every case of both protocols, with no target given and through --exec.
-    @Test(arguments: [("keepcalm-json", 8), ("attitude-stream", 6)])
+    @Test(arguments: [("keepcalm-json", 8), ("attitude-stream", 7)])
     func theReferenceHostPassesEveryCase(_ wireProtocol: String, _ count: Int) throws {
         let binary = try Fixture.binary.path
         for target in [[], ["--exec", "'\(binary)' host --stdio --observe --protocol \(wireProtocol)"]] {
@@ -96,5 +96,37 @@ struct NewProtocolFaultyHostTests {
                                     "--cases", "AC-KC-INVALID-JSON"], timeout: 60)
         #expect(caught.status == 1)
         #expect(try Self.verdicts(caught)["AC-KC-INVALID-JSON"] == "FAIL", "\(caught.stdout)")
+    }
+
+    /// Over TCP the attitude host shows nothing but its connection and its reading: the cases that need the
+    /// applied attitudes are INCONCLUSIVE with that reason, the connection and send-queue cases judge, and
+    /// catch a host that closes on NaN and one that stops reading (SIOCOUTQ).
+    @Test func overTCPTheConnectionAndTheSendQueueJudge() throws {
+        let reference = try Background.kinetrace("host", "--protocol", "attitude-stream", "--port", "0")
+        defer { _ = try? reference.stop(SIGTERM) }
+        let referencePort = try port(in: try reference.waitForLine(startingWith: "listening on"))
+        let result = try kinetrace(["conform", "--protocol", "attitude-stream", "--host", "127.0.0.1:\(referencePort)", "--format", "json"], timeout: 120)
+        let verdicts = try Self.verdicts(result)
+        #expect(result.status == 0, "\(verdicts)")
+        #expect(verdicts["AC-AS-NONFINITE-OPEN"] == "PASS" && verdicts["AC-AS-KEEPS-READING"] == "PASS", "\(verdicts)")
+        #expect(verdicts.filter { $0.value == "INCONCLUSIVE" }.count == 5, "\(verdicts)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let details = (report["cases"] as? [[String: Any]] ?? []).filter { $0["verdict"] as? String == "INCONCLUSIVE" }.compactMap { $0["detail"] as? String }
+        #expect(details.allSatisfy { $0.contains("no observation channel") && $0.contains("no FIN or RST") }, "\(details)")
+
+        for (fault, caughtBy) in [("dies-on-nan", "AC-AS-NONFINITE-OPEN"), ("stops-reading", "AC-AS-KEEPS-READING"), ("none", "")] {
+            let host = try Background(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.script("attitude_faulty_host.py"), "--fault", fault, "--tcp"])
+            defer { _ = try? host.stop(SIGKILL) }
+            let hostPort = try port(in: try host.waitForLine(startingWith: "listening on"))
+            let run = try kinetrace(["conform", "--protocol", "attitude-stream", "--host", "127.0.0.1:\(hostPort)", "--format", "json",
+                                     "--cases", "AC-AS-NONFINITE-OPEN", "--cases", "AC-AS-KEEPS-READING"], timeout: 60)
+            let got = try Self.verdicts(run)
+            if caughtBy.isEmpty {
+                #expect(run.status == 0 && got.values.allSatisfy { $0 == "PASS" }, "\(got)")
+            } else {
+                #expect(run.status == 1)
+                #expect(got[caughtBy] == "FAIL", "\(fault): \(got)")
+            }
+        }
     }
 }

@@ -29,6 +29,9 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         case script(GestureScript)
         /// Recorded IMU samples, resampled to the stream rate.
         case samples(MotionSamples)
+        /// The persona synthesizer's device motion (with attitude), sampled at the stream
+        /// rate, its gestures labelled.
+        case persona(Persona)
     }
 
     public struct Configuration: Sendable {
@@ -46,6 +49,8 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         public var settleMs: Int64 = 300
         /// Spin this long before each deadline instead of sleeping (0: sleep only).
         public var spinNs: Int64 = 200_000
+        /// Byte streams: the connection's kernel send buffer (SO_SNDBUF); nil lets the kernel size it.
+        public var sendBufferBytes: Int?
 
         public init(wireProtocol: any WireProtocol.Type, target: SocketAddressBox) {
             self.wireProtocol = wireProtocol
@@ -88,97 +93,51 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
                 notes: "\(c.controllers) controller(s) at \(rateHz) Hz to \(c.target), seed \(c.seed)",
                 extra: ["seed": .integer(Int64(bitPattern: c.seed))]))
         }
-        let root = SeededGenerator(seed: c.seed)
-        var players: [Player] = []
-        var phasesNs: [Int64] = []
-        let periodNs = Int64((1e9 / rateHz).rounded())
-        for index in 0..<c.controllers {
-            var rng = root.derived(UInt64(index))
-            phasesNs.append(Int64(rng.unit() * Double(periodNs)))
-            let script: GestureScript
-            if case .script(let s) = c.motion { script = s } else { script = .idle }
-            players.append(Player(rng: rng, script: script))
-        }
-        let order = (0..<c.controllers).sorted { phasesNs[$0] < phasesNs[$1] }
+        // Protocols whose samples carry no stamp get no reply to match: nothing to await.
+        let awaitsReplies = c.wireProtocol.facts(c.wireProtocol.sample(MotionReading(), timeMs: 1)!).senderTimeMs != nil
 
         let receiver = WorkerThread { [self] in receiveLoop(sockets) }
         defer { receiver.join() }
 
-        let startMono = SystemClock.monotonicNs() + 20_000_000
-        let startWallNs = SystemClock.realtimeNs() + 20_000_000
-        let startWallMs = UInt64(startWallNs / 1_000_000)
+        let (startMono, startWallNs) = Self.sessionStart()
         record(.event(EventRecord(timeNs: SystemClock.realtimeNs(), event: "seed", data: [
             "seed": .integer(Int64(bitPattern: c.seed)), "controllers": .integer(Int64(c.controllers)),
             "rate_hz": .number(rateHz), "target": .string(c.target.description),
         ])))
-        let durationNs: Int64? = {
-            if let d = c.durationS { return Int64(d * 1e9) }
-            if case .samples(let s) = c.motion { return Int64(s.durationS * 1e9) }
-            return nil
-        }()
-        var lastTMs = [UInt64](repeating: 0, count: c.controllers)
-        var step: Int64 = 0
-        var labelCursor = [Int](repeating: 0, count: c.controllers)
+        var ticks = MotionTicks(c, rateHz: rateHz, startWallNs: startWallNs)
         DeadlineClock.tightenTimerSlack()
-        sendLoop: while true {
-            for index in order {
-                let offsetNs = step * periodNs + phasesNs[index]
-                if let durationNs, offsetNs >= durationNs { break sendLoop }
-                if lock.withLock({ stopRequested }) { break sendLoop }
-                // ML-FRAME-4 and ML-RATE-1: the wall clock at the scheduled send time,
-                // strictly increasing per controller. The frame is built before the
-                // sleep so that nothing but the send follows the wake-up.
-                let tMs = max(UInt64((startWallNs + offsetNs) / 1_000_000), lastTMs[index] + 1)
-                lastTMs[index] = tMs
-                let elapsedMs = Double(offsetNs) / 1e6
-                let reading: MotionReading
-                var labels: [LabelRecord] = []
-                switch c.motion {
-                case .script:
-                    let (sample, started) = players[index].sample(elapsedMs: elapsedMs, tMs: tMs, startMs: startWallMs)
-                    reading = sample
-                    labels = started.map {
-                        LabelRecord(timeNs: Int64($0.onsetMs) * 1_000_000, controller: sockets[index].local, gesture: "jump",
-                                    tMs: $0.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)
-                    }
-                case .samples(let samples):
-                    reading = samples.reading(atS: elapsedMs / 1000)
-                    while labelCursor[index] < samples.labels.count, samples.labels[labelCursor[index]].atS * 1000 <= elapsedMs {
-                        let label = samples.labels[labelCursor[index]]
-                        labels.append(LabelRecord(timeNs: Int64(tMs) * 1_000_000, controller: sockets[index].local,
-                                                  gesture: label.gesture, tMs: tMs))
-                        labelCursor[index] += 1
-                    }
+        while let tick = ticks.next() {
+            if lock.withLock({ stopRequested }) { break }
+            let index = tick.controller, offsetNs = tick.offsetNs, tMs = tick.tMs
+            // The sample is built before the sleep so that nothing but the send follows the wake-up.
+            let labels = tick.labels.map { $0.record(controller: sockets[index].local) }
+            let payload = c.wireProtocol.sample(tick.reading, timeMs: tMs)!  // checked above
+            if awaitsReplies { lock.withLock { awaiting[index][tMs] = startMono + offsetNs } }
+            DeadlineClock.wait(untilMonotonicNs: startMono + offsetNs, spinNs: c.spinNs)
+            // Send and record under one lock, so the trace never shows an ack before its frame.
+            lock.withLock {
+                let sentMono = SystemClock.monotonicNs()
+                let sentWall = SystemClock.realtimeNs()  // before the send: an ack can never predate its frame
+                let failure = sockets[index].send(payload)
+                let lateness = sentMono - (startMono + offsetNs)
+                if let failure {
+                    report.sendErrors[String(cString: strerror(failure)), default: 0] += 1
+                    awaiting[index][tMs] = nil
+                } else {
+                    report.framesSent += 1
+                    report.sendLateness.record(ns: lateness)
+                    // Round trips start at the actual send; an ack fast enough to beat
+                    // this line was timed from the deadline, at most `lateness` longer.
+                    if awaiting[index][tMs] != nil { awaiting[index][tMs] = sentMono }
                 }
-                let payload = c.wireProtocol.sample(reading, timeMs: tMs)!  // checked above
-                lock.withLock { awaiting[index][tMs] = startMono + offsetNs }
-                DeadlineClock.wait(untilMonotonicNs: startMono + offsetNs, spinNs: c.spinNs)
-                // Send and record under one lock, so the trace never shows an ack before its frame.
-                lock.withLock {
-                    let sentMono = SystemClock.monotonicNs()
-                    let sentWall = SystemClock.realtimeNs()  // before the send: an ack can never predate its frame
-                    let failure = sockets[index].send(payload)
-                    let lateness = sentMono - (startMono + offsetNs)
-                    if let failure {
-                        report.sendErrors[String(cString: strerror(failure)), default: 0] += 1
-                        awaiting[index][tMs] = nil
-                    } else {
-                        report.framesSent += 1
-                        report.sendLateness.record(ns: lateness)
-                        // Round trips start at the actual send; an ack fast enough to beat
-                        // this line was timed from the deadline, at most `lateness` longer.
-                        if awaiting[index][tMs] != nil { awaiting[index][tMs] = sentMono }
-                    }
-                    report.labels += labels.count
-                    for label in labels { unlockedRecord(.label(label)) }
-                    if failure == nil {
-                        unlockedRecord(.message(MessageRecord(timeNs: sentWall, direction: .controllerToHost,
-                                                              source: sockets[index].local, destination: c.target.endpoint,
-                                                              payload: payload)))
-                    }
+                report.labels += labels.count
+                for label in labels { unlockedRecord(.label(label)) }
+                if failure == nil {
+                    unlockedRecord(.message(MessageRecord(timeNs: sentWall, direction: .controllerToHost,
+                                                          source: sockets[index].local, destination: c.target.endpoint,
+                                                          payload: payload)))
                 }
             }
-            step += 1
         }
         // Late acks still count: listen a little longer, then stop the receiver.
         DeadlineClock.sleep(untilMonotonicNs: SystemClock.monotonicNs() + c.settleMs * 1_000_000)
@@ -190,6 +149,14 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
             if let writeFailure { throw writeFailure }
             return report
         }
+    }
+
+    /// The session start about 20 ms from now on both clocks, on a whole
+    /// millisecond of the wall clock, so the motion's model clock and the wall clock agree.
+    static func sessionStart() -> (monotonicNs: Int64, wallNs: Int64) {
+        let nowWall = SystemClock.realtimeNs(), nowMono = SystemClock.monotonicNs()
+        let startWall = (nowWall / 1_000_000 + 20) * 1_000_000
+        return (nowMono + (startWall - nowWall), startWall)
     }
 
     private func record(_ record: TraceRecord) { lock.withLock { unlockedRecord(record) } }
@@ -265,6 +232,15 @@ public struct SimulationReport: Sendable {
     public var invalidReceived = 0
     /// Frames still waiting for an ack when the run ended (not triggers: most frames are never acked).
     public var acksOutstanding = 0
+    /// Byte streams: ticks whose sample was not written because the stream had no room
+    /// (the host read slower than the phone wrote), and samples the socket took only in part.
+    public var blockedWrites = 0
+    public var partialWrites = 0
+    public var bytesSent = 0
+    /// Byte streams: records the run ended inside of (their rest never written).
+    public var tornRecords = 0
+    /// Byte streams: connections the host closed or reset while the phone was still sending.
+    public var connectionsEndedByHost = 0
     /// Socket errors by reason, from sending or from the host's ICMP answers ("Connection refused").
     public var sendErrors: [String: Int] = [:]
     /// Round-trip time of every matched ack, on the controller's monotonic clock.

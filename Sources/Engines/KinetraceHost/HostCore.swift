@@ -1,4 +1,7 @@
+import KinetraceJSON
+import KinetraceTrace
 import KinetraceWire
+import Logging
 
 /// The reference host's decisions, free of I/O: what to make of one message
 /// from one controller, by the protocol's host model, and the counters.
@@ -40,5 +43,26 @@ public struct HostCore<Controller: Hashable> {
 
     public mutating func handle(_ bytes: [UInt8], from controller: Controller, receivedNs: Int64) -> HostDecision? {
         bytes.withUnsafeBytes { handle($0, from: controller, receivedNs: receivedNs) }
+    }
+}
+
+extension HostDecision {
+    /// The decision as the host's trace records it: an `event` record named
+    /// `decision`, with the controller, the decision's name, and its values
+    /// and sample stamp when it has them (the same members as an observation).
+    public func eventRecord(timeNs: Int64, controller: Endpoint) -> EventRecord {
+        var data: [String: JSONValue] = ["controller": .string(controller.description), "decision": .string(name.description)]
+        if !values.isEmpty { data["values"] = .array(values.map { .number($0) }) }
+        if let sampleTimeMs { data["t_ms"] = .integer(Int64(clamping: sampleTimeMs)) }
+        return EventRecord(timeNs: timeNs, event: "decision", data: data)
+    }
+}
+
+extension HostDecision {
+    /// Logs the decision at info level (the host's `-v`), with its values when it has some.
+    func log(to logger: Logger, controller: Endpoint) {
+        var metadata: Logger.Metadata = ["controller": "\(controller)", "t_ms": "\(sampleTimeMs.map(String.init) ?? "-")"]
+        if !values.isEmpty { metadata["values"] = "\(values.map { "\($0)" }.joined(separator: " "))" }
+        logger.info("\(name)", metadata: metadata)
     }
 }

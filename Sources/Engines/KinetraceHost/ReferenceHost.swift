@@ -19,6 +19,8 @@ public final class ReferenceHost: Sendable {
         public var rule = GestureRule.default
         /// Records what the host received and sent, when set.
         public var tracePath: String?
+        /// A byte-stream host's limit on open connections; more are closed as they come.
+        public var maximumConnections = 1024
         public init(wireProtocol: any WireProtocol.Type) { self.wireProtocol = wireProtocol }
         /// The port to bind.
         public var boundPort: Int { port ?? Int(wireProtocol.defaultPort) }
@@ -108,6 +110,12 @@ public struct HostStatistics: Sendable, Equatable {
     public var triggers = 0
     public var acksSent = 0
     public var controllers = 0
+    /// Byte-stream hosts: connections accepted, refused over the limit, closed
+    /// inside a record, and closed because their stream could not be framed.
+    public var connections = 0
+    public var connectionsRefused = 0
+    public var closedMidRecord = 0
+    public var framingErrors = 0
     public init() {}
 }
 
@@ -170,8 +178,12 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
                 destination: localEndpoint, payload: Array(envelope.data.readableBytesView))))
         }
         guard let decision else { return }
-        logger.info("\(decision.name)", metadata: ["controller": "\(Endpoint(remote))", "t_ms": "\(decision.sampleTimeMs.map(String.init) ?? "-")"])
-        guard let payload = core.wireProtocol.reply(to: decision) else { return }
+        decision.log(to: logger, controller: Endpoint(remote))
+        guard let payload = core.wireProtocol.reply(to: decision) else {
+            // A decision with no reply shows nowhere on the wire: the trace keeps it.
+            recorder?.write(.event(decision.eventRecord(timeNs: receivedNs, controller: Endpoint(remote))))
+            return
+        }
         let buffer = context.channel.allocator.buffer(bytes: payload)
         // Stamped before the send, as the controllers stamp theirs: a record stamped after the
         // write can show the ack arriving before it left (`latency --join` found 0.1–0.2 ms).

@@ -20,7 +20,9 @@ private let systemWrite = Darwin.write
 /// reads controller→host records on one descriptor and writes, on another,
 /// a host→controller record for every reply the protocol's host model owes
 /// and an observation record (SA-OBS-*) for every decision with no reply on
-/// the wire (with `observeAll`, for every decision), until end of input.
+/// the wire (with `observeAll`, for every decision), until end of input. A
+/// byte-stream protocol's records carry writes, not messages (SA-PAYLOAD-5):
+/// each controller's stream is framed on its own, whatever the record boundaries.
 public struct StdioHost {
     public var wireProtocol: any WireProtocol.Type
     public var input: Int32 = STDIN_FILENO
@@ -35,8 +37,8 @@ public struct StdioHost {
     public func run() throws(StdioHostError) -> HostStatistics {
         var core = HostCore<UInt16>(wireProtocol: wireProtocol, rule: rule)
         var decoder = StdioRecordDecoder()
-        var streams = ControllerStreams()
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        var streams = ControllerStreams(wireProtocol: wireProtocol)
         while true {
             let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
             if n < 0 {
@@ -47,33 +49,29 @@ public struct StdioHost {
                 if decoder.pendingBytes > 0 {
                     throw StdioHostError("the input ended \(decoder.pendingBytes) byte(s) into a record at byte \(decoder.offset)")
                 }
-                return core.statistics
+                var statistics = core.statistics
+                streams.finish(into: &statistics)
+                return statistics
             }
             decoder.append(buffer[0..<n])
             while let record = try nextRecord(&decoder) {
                 guard record.kind == .controllerToHost else { continue }  // nothing else is addressed to a host
-                // A byte-stream protocol's records carry writes, not messages (SA-PAYLOAD-5): reassemble per controller.
-                let messages = try streams.messages(in: record, of: wireProtocol)
-                for message in messages {
-                    guard let decision = core.handle(message, from: record.controller, receivedNs: SystemClock.realtimeNs()) else { continue }
-                    try answer(decision, to: record.controller)
+                for message in streams.messages(of: record) {
+                    guard let decision = core.handle(message, from: record.controller, receivedNs: SystemClock.realtimeNs())
+                    else { continue }
+                    var out: [UInt8] = []
+                    let reply = wireProtocol.reply(to: decision)
+                    if let reply {
+                        out += StdioRecord(kind: .hostToController, controller: record.controller, payload: reply).encoded()
+                    }
+                    if reply == nil || observeAll {
+                        out += StdioRecord(kind: .observation, controller: record.controller, payload: Observation(decision).encoded()).encoded()
+                    }
+                    if let failure = write(out) {
+                        throw StdioHostError("cannot write the output: \(String(cString: strerror(failure)))")
+                    }
                 }
             }
-        }
-    }
-
-    /// Writes the reply a decision owes, and its observation when it owes none (or with `observeAll`).
-    private func answer(_ decision: HostDecision, to controller: UInt16) throws(StdioHostError) {
-        var out: [UInt8] = []
-        let reply = wireProtocol.reply(to: decision)
-        if let reply {
-            out += StdioRecord(kind: .hostToController, controller: controller, payload: reply).encoded()
-        }
-        if reply == nil || observeAll {
-            out += StdioRecord(kind: .observation, controller: controller, payload: Observation(decision).encoded()).encoded()
-        }
-        if let failure = write(out) {
-            throw StdioHostError("cannot write the output: \(String(cString: strerror(failure)))")
         }
     }
 
@@ -96,13 +94,19 @@ public struct StdioHost {
     }
 }
 
-/// Each controller's stream for a byte-stream protocol, cut by the protocol's framer.
+/// The messages stdio records carry: each record's payload for a datagram
+/// protocol; for a byte-stream protocol, whatever each controller's stream
+/// completes, framed per controller id as a TCP host frames per connection.
 struct ControllerStreams {
+    let wireProtocol: any WireProtocol.Type
     private var framers: [UInt16: any MessageFramer] = [:]
+    private var broken: Set<UInt16> = []
 
-    /// The whole messages a controller→host record completes: the record itself for a datagram protocol.
-    mutating func messages(in record: StdioRecord, of wireProtocol: any WireProtocol.Type) throws(StdioHostError) -> [[UInt8]] {
+    init(wireProtocol: any WireProtocol.Type) { self.wireProtocol = wireProtocol }
+
+    mutating func messages(of record: StdioRecord) -> [[UInt8]] {
         guard wireProtocol.transport == .byteStream else { return [record.payload] }
+        guard !broken.contains(record.controller) else { return [] }
         var framer = framers.removeValue(forKey: record.controller) ?? wireProtocol.makeFramer()
         defer { framers[record.controller] = framer }
         framer.append(record.payload)
@@ -110,9 +114,18 @@ struct ControllerStreams {
         do throws(WireError) {
             while let message = try framer.next() { out.append(message.bytes) }
         } catch {
-            throw StdioHostError("controller \(record.controller)'s stream cannot be framed: byte \(error.offset): expected \(error.expected)")
+            // A stream that cannot be framed is ignored from here on, as a TCP host closes it.
+            broken.insert(record.controller)
         }
         return out
+    }
+
+    /// The input ended: streams left inside a message count as connections closed mid-record.
+    mutating func finish(into statistics: inout HostStatistics) {
+        guard wireProtocol.transport == .byteStream else { return }
+        statistics.connections = framers.count + broken.subtracting(framers.keys).count
+        for key in Array(framers.keys) where framers[key]!.finish() != nil { statistics.closedMidRecord += 1 }
+        statistics.framingErrors = broken.count
     }
 }
 

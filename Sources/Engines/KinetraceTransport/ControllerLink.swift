@@ -14,14 +14,22 @@ import NIOConcurrencyHelpers
 public enum LinkTarget: Sendable, CustomStringConvertible {
     /// A host listening on UDP: one connected socket per controller.
     case udp(SocketAddressBox)
+    /// A host listening on TCP, for a byte-stream protocol: one connection per controller.
+    case tcp(SocketAddressBox)
     /// A host run as `/bin/sh -c COMMAND` behind the stdio adapter (specs/stdio-adapter-v1.md).
     case exec(String)
 
     public var description: String {
         switch self {
         case .udp(let address): return "udp://\(address)"
+        case .tcp(let address): return "tcp://\(address)"
         case .exec(let command): return "exec: \(command)"
         }
+    }
+
+    /// A host at `address` on the transport a protocol uses: TCP for a byte stream, UDP for datagrams.
+    public static func network(_ address: SocketAddressBox, for transport: TransportKind) -> LinkTarget {
+        transport == .byteStream ? .tcp(address) : .udp(address)
     }
 }
 
@@ -32,6 +40,8 @@ public enum LinkEvent: Sendable {
     /// A decision the host reported about a controller on the stdio adapter's observation channel (SA-OBS-*).
     case observation(controller: Int, Observation, receivedMonoNs: Int64)
     /// A socket error on a controller's link (ECONNREFUSED: the host's port answered ICMP port unreachable).
+    /// On TCP, the host ending a controller's connection, reported once: EPIPE when it
+    /// closed it in order (FIN), ECONNRESET when it reset it; nothing more comes from it.
     case error(controller: Int, code: Int32)
     /// The host process closed its output or exited while it still had input to read.
     case hostEnded(String)
@@ -68,9 +78,14 @@ public protocol ControllerLink: AnyObject, Sendable {
     var isDrained: Bool { get }
     /// Ends the link, giving an exec host `graceMs` to exit; how it ended, for exec.
     func finish(graceMs: Int) -> String?
+    /// Bytes a controller wrote that the host has not yet taken (Linux SIOCOUTQ: TCP, and the
+    /// exec link's one stream for all its controllers); nil where the link cannot tell (UDP, other platforms).
+    func unsentBytes(of controller: Int) -> Int?
 }
 
 extension ControllerLink {
+    public func unsentBytes(of controller: Int) -> Int? { nil }
+
     /// Opens `count` controllers.
     public func openControllers(_ count: Int) throws(SocketError) -> Range<Int> {
         let first = controllerCount
@@ -88,6 +103,7 @@ extension ControllerLink {
 public func openLink(to target: LinkTarget) throws(SocketError) -> any ControllerLink {
     switch target {
     case .udp(let address): return UDPControllerLink(target: address)
+    case .tcp(let address): return TCPControllerLink(target: address)
     case .exec(let command): return try StdioControllerLink(command: command)
     }
 }
@@ -233,6 +249,19 @@ public final class StdioControllerLink: ControllerLink, @unchecked Sendable {  /
     }
 
     public var isDrained: Bool { lock.withLock { outputEnded } }
+
+    /// Bytes of the adapter's stream the host has not read yet (Linux SIOCOUTQ on the
+    /// socketpair): every controller's records travel on that one stream, so it is theirs together.
+    public func unsentBytes(of controller: Int) -> Int? {
+        #if os(Linux)
+        var queued: Int32 = 0
+        // SIOCOUTQ is TIOCOUTQ (0x5411) on Linux; Glibc does not export the name.
+        let status = withUnsafeMutablePointer(to: &queued) { ioctl(host.child.fd, UInt(0x5411), $0) }
+        return status == 0 ? Int(queued) : nil
+        #else
+        return nil
+        #endif
+    }
 
     public func finish(graceMs: Int) -> String? {
         endInput()

@@ -145,7 +145,7 @@ struct Conform: ParsableCommand {
     }
 
     private func runActive(_ cases: [any ActiveCase], of suite: ProtocolSuite, _ parameters: SuiteParameters) throws -> SuiteReport {
-        var reference: ReferenceHost?
+        var reference: (any RunningReferenceHost)?
         let link: any ControllerLink
         let target: String
         if let exec {
@@ -157,8 +157,13 @@ struct Conform: ParsableCommand {
         } else if let host {
             let address: SocketAddressBox
             do { address = try SocketAddressBox.resolve(host) } catch { throw ValidationError("--host \(error.description)") }
-            link = UDPControllerLink(target: address)
-            target = "host \(address)"
+            // A byte-stream protocol's host listens on TCP, a datagram protocol's on UDP.
+            let network = LinkTarget.network(address, for: suite.wireProtocol.transport)
+            do { link = try openLink(to: network) } catch {
+                printError("cannot reach the host: \(error.description)")
+                throw ExitStatus.unavailable
+            }
+            target = "host \(network)"
         } else if suite.judgesObservations {
             // Decisions that show nowhere on the wire: the reference host behind the stdio adapter, reporting them.
             let command = referenceStdioCommand(suite.wireProtocol, parameters.rule)
@@ -173,10 +178,10 @@ struct Conform: ParsableCommand {
             configuration.port = 0
             configuration.rule = parameters.rule
             do {
-                let started = try ReferenceHost(configuration: configuration, logger: Logger(label: "kinetrace.conform.host") { _ in SwiftLogNoOpLogHandler() })
+                let started = try startReferenceHost(configuration: configuration, logger: Logger(label: "kinetrace.conform.host") { _ in SwiftLogNoOpLogHandler() })
                 reference = started
                 let address = try SocketAddressBox.resolve("127.0.0.1:\(started.localAddress.port ?? 0)")
-                link = UDPControllerLink(target: address)
+                link = try openLink(to: .network(address, for: suite.wireProtocol.transport))
                 target = "the reference host on \(address)"
             } catch {
                 printError("cannot start the reference host: \(error)")

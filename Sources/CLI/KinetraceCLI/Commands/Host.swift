@@ -18,6 +18,12 @@ struct Host: ParsableCommand {
             dropped silently and the host keeps serving. Prints "listening on ADDRESS:PORT" \
             once bound (use --port 0 for any free port) and a summary on SIGINT or SIGTERM.
 
+            A byte-stream protocol (attitude-stream) is served on TCP instead, one connection \
+            per controller (at most 1024 open), each framed on its own whatever its reads \
+            return; invalid records are not applied and the connection stays open. With \
+            --trace every read is recorded as it came, and every decision that has no reply \
+            on the wire (a KeepCalm jump, an attitude applied) as a "decision" event.
+
             With --stdio the host has no socket: it reads controller messages as stdio adapter \
             records on standard input and writes its replies as records on standard output \
             (specs/stdio-adapter-v1.md), as `kinetrace replay --exec` expects, and exits with \
@@ -29,13 +35,13 @@ struct Host: ParsableCommand {
     @Option(help: ArgumentHelp("The address to bind: 127.0.0.1, ::1, 0.0.0.0 or ::.", valueName: "address"))
     var bind = "127.0.0.1"
 
-    @Option(help: ArgumentHelp("The UDP port to listen on (default: the protocol's, 47110 for motionlink-v1); 0 picks a free one.", valueName: "port"))
+    @Option(help: ArgumentHelp("The UDP or TCP port to listen on (default: the protocol's, 47110 for motionlink-v1); 0 picks a free one.", valueName: "port"))
     var port: Int?
 
     @OptionGroup var wire: ProtocolOptions
     @OptionGroup var ruleOptions: GestureRuleOptions
 
-    @Option(help: ArgumentHelp("Record every datagram received and every ack sent to this trace file.", valueName: "file"), completion: .file())
+    @Option(help: ArgumentHelp("Record what the host received and sent, and its decisions, to this trace file.", valueName: "file"), completion: .file())
     var trace: String?
 
     @OptionGroup var summaryFormat: SummaryFormatOptions
@@ -64,9 +70,9 @@ struct Host: ParsableCommand {
         configuration.port = port
         configuration.rule = ruleOptions.rule
         configuration.tracePath = trace
-        let host: ReferenceHost
+        let host: any RunningReferenceHost
         do {
-            host = try ReferenceHost(configuration: configuration, logger: logger)
+            host = try startReferenceHost(configuration: configuration, logger: logger)
         } catch let error as TraceError {
             printError(error.description)
             throw ExitStatus.forTraceError(error)
@@ -112,16 +118,29 @@ struct Host: ParsableCommand {
         switch summaryFormat.format {
         case .text:
             let invalid = stats.invalidByReason.keys.sorted().map { "\($0) \(stats.invalidByReason[$0]!)" }.joined(separator: ", ")
+            if wire.wireProtocol.transport == .byteStream {
+                emit("received \(stats.datagrams) records on \(stats.connections) connection(s): \(stats.validFrames) valid"
+                         + ", invalid: \(invalid.isEmpty ? "none" : invalid); \(stats.triggers) decisions; "
+                         + "\(stats.closedMidRecord) closed inside a record, \(stats.framingErrors) unframeable, \(stats.connectionsRefused) refused")
+                return
+            }
             emit("received \(stats.datagrams) datagrams from \(stats.controllers) controller(s): \(stats.validFrames) valid frames"
                      + " (\(stats.staleFrames) stale), invalid: \(invalid.isEmpty ? "none" : invalid); "
                      + "\(stats.triggers) triggers, \(stats.acksSent) acks sent")
         case .json:
-            emit(JSONValue.object([
+            var members: [String: JSONValue] = [
                 "datagrams": .integer(Int64(stats.datagrams)), "valid_frames": .integer(Int64(stats.validFrames)),
                 "stale_frames": .integer(Int64(stats.staleFrames)), "controllers": .integer(Int64(stats.controllers)),
                 "invalid_by_reason": .object(stats.invalidByReason.mapValues { .integer(Int64($0)) }),
                 "triggers": .integer(Int64(stats.triggers)), "acks_sent": .integer(Int64(stats.acksSent)),
-            ]).jsonText)
+            ]
+            if wire.wireProtocol.transport == .byteStream {
+                members["connections"] = .integer(Int64(stats.connections))
+                members["connections_refused"] = .integer(Int64(stats.connectionsRefused))
+                members["closed_mid_record"] = .integer(Int64(stats.closedMidRecord))
+                members["framing_errors"] = .integer(Int64(stats.framingErrors))
+            }
+            emit(JSONValue.object(members).jsonText)
         }
     }
 }

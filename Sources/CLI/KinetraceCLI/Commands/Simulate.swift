@@ -23,10 +23,17 @@ struct Simulate: ParsableCommand {
             round-trip times, and a ground-truth label for every gesture performed.
 
             --script takes idle, jumps or random, or a CSV file of recorded samples \
-            (t,ax,ay,az,wx,wy,wz[,gesture], t in seconds), resampled to the stream rate.
+            (t,ax,ay,az,wx,wy,wz[,gesture], t in seconds), resampled to the stream rate. \
+            --persona takes the gesture synthesizer's device motion instead (with attitude, and \
+            every gesture labelled), sampled at the stream rate.
+
+            A byte-stream protocol (attitude-stream: --persona steering by default) goes over \
+            one TCP connection per controller: on every tick the phone writes its record only \
+            when the stream has room, so a host that reads too slowly shows up as blocked \
+            writes (counted, and recorded as blocked_write events), never as lost records.
             """)
 
-    @Option(help: ArgumentHelp("The host to stream to, as HOST:PORT or [IPV6]:PORT.", valueName: "host:port"))
+    @Option(help: ArgumentHelp("The host to stream to, as HOST:PORT or [IPV6]:PORT (TCP for a byte-stream protocol).", valueName: "host:port"))
     var to: String
 
     @Option(help: ArgumentHelp("Number of controllers, each on its own socket.", valueName: "n"))
@@ -40,8 +47,11 @@ struct Simulate: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds to stream (default: until SIGINT, or the end of a CSV script).", valueName: "seconds"))
     var duration: Double?
 
-    @Option(help: ArgumentHelp("Motion: idle, jumps (every 2–4 s), random (Poisson, 3 s mean), or a CSV file.", valueName: "script"))
-    var script = "jumps"
+    @Option(help: ArgumentHelp("Motion: idle, jumps (every 2–4 s; the default), random (Poisson, 3 s mean), or a CSV file.", valueName: "script"))
+    var script: String?
+
+    @Option(help: ArgumentHelp("Motion from the gesture synthesizer's persona instead: \(Persona.presets.map(\.name).joined(separator: ", ")).", valueName: "name"))
+    var persona: String?
 
     @Option(help: ArgumentHelp("Seed for every random choice; the same seed gives the same motion.", valueName: "n"))
     var seed: UInt64 = 1
@@ -52,6 +62,9 @@ struct Simulate: ParsableCommand {
     @Option(name: .customLong("spin-us"), help: ArgumentHelp("Spin this many µs before each send deadline instead of sleeping, for precise timing; 0 only sleeps.", valueName: "µs"))
     var spinUs: Int64 = 200
 
+    @Option(name: .customLong("send-buffer"), help: ArgumentHelp("For a byte-stream protocol, the kernel send buffer per connection in bytes (SO_SNDBUF); a small one models a phone's stream buffer, so a slow host shows sooner (default: the kernel's, which grows to megabytes).", valueName: "bytes"))
+    var sendBuffer: Int?
+
     @OptionGroup var summaryFormat: SummaryFormatOptions
 
     func validate() throws {
@@ -60,6 +73,11 @@ struct Simulate: ParsableCommand {
         guard (0...100_000).contains(spinUs) else { throw ValidationError("--spin-us must be between 0 and 100000.") }
         if let duration { guard duration.isFinite, duration > 0 else { throw ValidationError("--duration must be a positive number of seconds.") } }
         do { _ = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") }
+        if let sendBuffer { guard (1...(64 << 20)).contains(sendBuffer) else { throw ValidationError("--send-buffer must be between 1 and 67108864 bytes.") } }
+        if script != nil && persona != nil { throw ValidationError("Give one of --script and --persona.") }
+        if let persona, Persona.preset(named: persona) == nil {
+            throw ValidationError("--persona must be one of \(Persona.presets.map(\.name).joined(separator: ", ")), not \(persona).")
+        }
     }
 
     func run() throws {
@@ -72,11 +90,14 @@ struct Simulate: ParsableCommand {
         configuration.seed = seed
         configuration.tracePath = trace
         configuration.spinNs = spinUs * 1000
-        switch script {
+        configuration.sendBufferBytes = sendBuffer
+        let stream = wire.wireProtocol.transport == .byteStream
+        switch script ?? (persona == nil && !stream ? "jumps" : nil) {
+        case nil: configuration.motion = .persona(Persona.preset(named: persona ?? "steering")!)  // checked in validate()
         case "idle": configuration.motion = .script(.idle)
         case "jumps": configuration.motion = .script(.jumps)
         case "random": configuration.motion = .script(.random)
-        default:
+        case let script?:
             guard let data = FileManager.default.contents(atPath: script) else {
                 printError("\(script): cannot open: no such file (and not one of idle, jumps, random)")
                 throw ExitStatus.noInput
@@ -88,12 +109,20 @@ struct Simulate: ParsableCommand {
                 throw ExitStatus.dataError
             }
         }
-        let simulator = ControllerSimulator(configuration: configuration, logger: Logger(label: "kinetrace.simulate"))
-        let signals = onTermination { _ in simulator.stop() }
+        let logger = Logger(label: "kinetrace.simulate")
+        let run: () throws -> SimulationReport, stop: @Sendable () -> Void
+        if stream {
+            let simulator = StreamControllerSimulator(configuration: configuration, logger: logger)
+            (run, stop) = (simulator.run, simulator.stop)
+        } else {
+            let simulator = ControllerSimulator(configuration: configuration, logger: logger)
+            (run, stop) = (simulator.run, simulator.stop)
+        }
+        let signals = onTermination { _ in stop() }
         defer { _ = signals }
         let report: SimulationReport
         do {
-            report = try simulator.run()
+            report = try run()
         } catch let error as TraceError {
             printError(error.description)
             throw ExitStatus.forTraceError(error)
@@ -105,6 +134,7 @@ struct Simulate: ParsableCommand {
         func percentile(_ p: Double) -> Double? {
             rtts.isEmpty ? nil : Double(rtts[min(rtts.count - 1, Int((p / 100 * Double(rtts.count)).rounded(.up)) - 1)]) / 1e6
         }
+        if stream { return try summarizeStream(report) }
         switch summaryFormat.format {
         case .text:
             var line = "sent \(report.framesSent) frames from \(controllers) controller(s), \(report.labels) gestures; "
@@ -142,6 +172,40 @@ struct Simulate: ParsableCommand {
         }
         if report.framesSent == 0 {
             printError("no frame could be sent to \(to)")
+            throw ExitStatus.unavailable
+        }
+    }
+
+    /// The summary of a byte-stream run: records written, blocked writes, connections the host ended.
+    private func summarizeStream(_ report: SimulationReport) throws {
+        switch summaryFormat.format {
+        case .text:
+            printNow("wrote \(report.framesSent) records (\(report.bytesSent) bytes) on \(controllers) connection(s), \(report.labels) gestures; "
+                     + "\(report.blockedWrites) blocked writes, \(report.partialWrites) partial")
+            if report.blockedWrites > 0 {
+                printWarning("\(report.blockedWrites) ticks found no room in the stream: the host read slower than \(rate ?? wire.wireProtocol.nominalRateHz) Hz")
+            }
+            if report.tornRecords > 0 { printWarning("\(report.tornRecords) stream(s) ended inside a record the host could not take") }
+            if report.connectionsEndedByHost > 0 { printWarning("the host ended \(report.connectionsEndedByHost) connection(s) while they were sending") }
+            for (reason, count) in report.sendErrors.sorted(by: { $0.key < $1.key }) { printWarning("\(count) writes failed: \(reason)") }
+        case .json:
+            let late = report.sendLateness
+            printNow(JSONValue.object([
+                "records_written": .integer(Int64(report.framesSent)), "bytes_written": .integer(Int64(report.bytesSent)),
+                "blocked_writes": .integer(Int64(report.blockedWrites)), "partial_writes": .integer(Int64(report.partialWrites)),
+                "torn_records": .integer(Int64(report.tornRecords)),
+                "gestures": .integer(Int64(report.labels)), "reads_received": .integer(Int64(report.datagramsReceived)),
+                "connections_ended_by_host": .integer(Int64(report.connectionsEndedByHost)),
+                "send_errors": .object(report.sendErrors.mapValues { .integer(Int64($0)) }),
+                "send_lateness_us": late.count > 0
+                    ? .object(["count": .integer(Int64(late.count)), "p50": .number(late.percentileMs(50)! * 1000),
+                               "p99": .number(late.percentileMs(99)! * 1000), "max": .number(Double(late.maxNs) / 1000)])
+                    : .object(["count": .integer(0)]),
+                "seed": .integer(Int64(bitPattern: seed)),
+            ]).jsonText)
+        }
+        if report.framesSent == 0 {
+            printError("no record could be written to \(to)")
             throw ExitStatus.unavailable
         }
     }

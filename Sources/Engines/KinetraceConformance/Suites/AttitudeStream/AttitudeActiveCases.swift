@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import KinetraceSupport
 import KinetraceTransport
 import KinetraceWire
@@ -51,6 +58,11 @@ extension AttitudeRecord {
     var text: String { "(\(roll), \(pitch), \(yaw))" }
 }
 
+/// How the host ended a TCP connection, from the link's errno.
+func connectionEnd(_ code: Int32) -> String {
+    code == ECONNRESET ? "reset the connection (RST)" : "closed the connection (FIN)"
+}
+
 /// One whole record from a fresh controller, when the host has reported nothing yet: a host
 /// with an observation channel reports it, which tells a host that reports nothing at all
 /// (INCONCLUSIVE, SA-OBS-5) from one that missed only what the case sent (FAIL).
@@ -80,7 +92,7 @@ struct AppliedAttitudes {
             p.collect(forMs: info.timeoutMs) { _ in p.hostFailure != nil || p.observed("attitude", on: c).count >= expected.count }
             p.collect(forMs: 50)  // stragglers: more applied than sent
         } else {
-            p.collect(forMs: 300) { _ in p.refused || p.hostFailure != nil }
+            p.collect(forMs: 300) { _ in p.refused || p.hostFailure != nil || p.closedByHost[c] != nil }
         }
         try sendAttitudeWitness(p, timeoutMs: info.timeoutMs)
         return judge(p, controller: c, writes: writes.count, expected: expected)
@@ -96,7 +108,13 @@ struct AppliedAttitudes {
             return CaseResult(info, .fail("the host ended on \(what): \(failure)"), measurements: measurements,
                               evidence: ["expected the host to keep the connection and apply every valid record (AS-HOST-2), found: \(failure)"])
         }
-        if let missing = p.observationsMissing("which attitudes the host applied from \(what)") {
+        if let code = p.closedByHost[c] {
+            let how = connectionEnd(code)
+            return CaseResult(info, .fail("the host \(how) on \(what)"), measurements: measurements,
+                              evidence: ["expected the connection to stay open (AS-HOST-2), found that the host \(how)"])
+        }
+        if var missing = p.observationsMissing("which attitudes the host applied from \(what)") {
+            if case .tcp = p.target { missing += "; the connection stayed open (no FIN or RST), which is all TCP shows" }
             return CaseResult(info, .inconclusive(missing), measurements: measurements)
         }
         var evidence: [String] = []
@@ -249,6 +267,16 @@ public struct AttitudeKeepsReadingCase: ActiveCase {
         var rng = AttitudeRecords(seed: 0x4153_4B52)
         let c = try p.controllers(1).lowerBound
         let periodNs: Int64 = 1_000_000_000 / 60
+        var primed = 0
+        if case .tcp = p.target {
+            // A host that stops reading first fills its receive window: 256 KiB overflows a
+            // stalled host's window (about 128 KiB on Linux), so from then on what it leaves unread
+            // shows in this side's send queue. A host that reads takes it in milliseconds.
+            for _ in 0..<21 {
+                p.send(AttitudeRecords.stream(rng.next(1024)), from: c)
+                primed += 1024
+            }
+        }
         let start = SystemClock.monotonicNs()
         var backlog: [Double] = []  // records sent but not yet applied, sampled after each send
         var queued: [Double] = []   // bytes in the send queue, when the link can tell
@@ -263,27 +291,33 @@ public struct AttitudeKeepsReadingCase: ActiveCase {
         }
         let sentNs = SystemClock.monotonicNs()
         p.collect(forMs: Self.settleMs) { _ in
-            p.hostFailure != nil || (p.observed("attitude", on: c).count >= expected.count && (p.unsentBytes(of: c) ?? 0) == 0)
+            p.hostFailure != nil || p.closedByHost[c] != nil
+                || (p.observed("attitude", on: c).count >= (p.canObserve ? primed + expected.count : 0) && (p.unsentBytes(of: c) ?? 0) == 0)
         }
         let leftBytes = p.unsentBytes(of: c)
         try sendAttitudeWitness(p, timeoutMs: info.timeoutMs)
         let applied = p.observed("attitude", on: c).count
-        var measurements = [Measurement("records_sent", Double(expected.count)), Measurement("records_applied", Double(applied)),
+        var measurements = [Measurement("records_primed", Double(primed)), Measurement("records_sent", Double(expected.count)),
                             Measurement("send_ms", Double(sentNs - start) / 1e6, "ms")]
         if !queued.isEmpty {
             measurements += [Measurement("send_queue_max", queued.max()!, "bytes"), Measurement("send_queue_after_settle", Double(leftBytes ?? 0), "bytes")]
         }
         let observedAny = !p.observations.isEmpty
-        if observedAny { measurements.append(Measurement("backlog_max", backlog.max() ?? 0, "records")) }
+        if observedAny {
+            measurements += [Measurement("records_applied", Double(applied)), Measurement("backlog_max", backlog.max() ?? 0, "records")]
+        }
         if let failure = p.hostFailure {
-            return CaseResult(info, .fail("the host ended while records came at 60 Hz: \(failure)"), measurements: measurements)
+            return CaseResult(info, .fail("the host does not keep up with 60 Hz: \(failure)"), measurements: measurements)
+        }
+        if let code = p.closedByHost[c] {
+            return CaseResult(info, .fail("the host \(connectionEnd(code)) while records came at 60 Hz"), measurements: measurements)
         }
         var evidence: [String] = []
         if let leftBytes, leftBytes > 0 {
             evidence.append("expected an empty send queue \(Self.settleMs) ms after the last record, found \(leftBytes) bytes unread (peak \(Int(queued.max()!)))")
         }
-        if observedAny && applied < expected.count {
-            evidence.append("expected \(expected.count) records applied \(Self.settleMs) ms after the last, found \(applied)")
+        if observedAny && applied < primed + expected.count {
+            evidence.append("expected \(primed + expected.count) records applied \(Self.settleMs) ms after the last, found \(applied)")
         }
         if !evidence.isEmpty {
             return CaseResult(info, .fail("the host does not keep up with 60 Hz: records are left unread after the stream stops"),
@@ -297,5 +331,63 @@ public struct AttitudeKeepsReadingCase: ActiveCase {
         result.samples = queued.isEmpty ? [SampleSeries(name: "backlog", unit: "records", values: backlog)]
                                         : [SampleSeries(name: "send queue", unit: "bytes", values: queued)]
         return result
+    }
+}
+
+/// NaN and infinite records do not end the connection: the host reads on past them.
+public struct AttitudeNonFiniteOpenCase: ActiveCase {
+    public let info = CaseInfo(
+        id: "AC-AS-NONFINITE-OPEN", requirements: ["AS-HOST-2", "AS-VALUE-1"], level: .must,
+        summary: "After NaN (quiet and signalling) and ±inf records the connection stays open and the host reads on: over TCP no FIN or RST and an empty send queue; behind the stdio adapter, the valid record after them is applied.",
+        timeoutMs: 2_000)
+    public init() {}
+
+    static let nonFinite: [AttitudeRecord] = [
+        AttitudeRecord(roll: .nan, pitch: 0, yaw: 0), AttitudeRecord(roll: 0, pitch: .infinity, yaw: 0),
+        AttitudeRecord(roll: 0, pitch: 0, yaw: -.infinity), AttitudeRecord(roll: Float32(bitPattern: 0xFF80_0001), pitch: .nan, yaw: .infinity),
+    ]
+
+    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        let c = try p.controllers(1).lowerBound
+        let after = AttitudeRecord(roll: 1.0, pitch: -0.5, yaw: 2.0)
+        for record in Self.nonFinite { p.send(record.encoded(), from: c) }
+        p.send(after.encoded(), from: c)
+        if p.canObserve {
+            p.collect(forMs: info.timeoutMs) { _ in p.hostFailure != nil || !p.observed("attitude", on: c).isEmpty }
+        } else {
+            p.collect(forMs: 300) { _ in p.refused || p.closedByHost[c] != nil }
+        }
+        let unsent = p.unsentBytes(of: c)
+        try sendAttitudeWitness(p, timeoutMs: info.timeoutMs)
+        var measurements = [Measurement("non_finite_records", Double(Self.nonFinite.count))]
+        if let unsent { measurements.append(Measurement("send_queue_after", Double(unsent), "bytes")) }
+        if let failure = p.hostFailure {
+            return CaseResult(info, .fail("the host ended on NaN and infinite records: \(failure)"), measurements: measurements,
+                              evidence: ["expected the connection to stay open (AS-HOST-2), found: \(failure)"])
+        }
+        if let code = p.closedByHost[c] {
+            return CaseResult(info, .fail("the host \(connectionEnd(code)) on NaN and infinite records"), measurements: measurements,
+                              evidence: ["expected the connection to stay open (AS-HOST-2), found that the host \(connectionEnd(code))"])
+        }
+        if p.canObserve {
+            if let missing = p.observationsMissing("whether the host reads on past NaN and infinite records") {
+                return CaseResult(info, .inconclusive(missing), measurements: measurements)
+            }
+            let applied = p.observed("attitude", on: c).compactMap { AttitudeRecord(observed: $0.observation.values) }
+            guard applied.contains(where: { $0.bits == after.bits }) else {
+                return CaseResult(info, .fail("the valid record after NaN and infinite records was not applied"), measurements: measurements,
+                                  evidence: ["expected \(after.text) applied, found \(applied.isEmpty ? "nothing" : applied.map(\.text).joined(separator: ", "))"])
+            }
+            return CaseResult(info, .pass, measurements: measurements)
+        }
+        guard let unsent else {
+            return CaseResult(info, .inconclusive(p.observationsMissing("whether the host reads on past NaN and infinite records") ?? "nothing to judge by"),
+                              measurements: measurements)
+        }
+        guard unsent == 0 else {
+            return CaseResult(info, .fail("the host stopped reading after NaN and infinite records"), measurements: measurements,
+                              evidence: ["expected the send queue empty, found \(unsent) bytes unread"])
+        }
+        return CaseResult(info, .pass, measurements: measurements)
     }
 }

@@ -9,7 +9,7 @@ extension AttitudeStream: ConformanceSuiteProviding {
         specVersion: "attitude-stream 1.0",
         activeCases: [
             AttitudeBitExactCase(), AttitudeSplitCase(), AttitudeCoalescedCase(), AttitudeBytewiseCase(), AttitudeInvalidCase(),
-            AttitudeKeepsReadingCase(),
+            AttitudeNonFiniteOpenCase(), AttitudeKeepsReadingCase(),
         ],
         passiveCases: [
             AttitudeValueCase(), AttitudeStreamLengthCase(), AttitudeStreamGapCase(),
