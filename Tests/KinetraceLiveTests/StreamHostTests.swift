@@ -1,10 +1,12 @@
 import Foundation
+import KinetraceHost
 import KinetraceJSON
 import KinetraceSupport
 import KinetraceTestSupport
 import KinetraceTrace
 import KinetraceTransport
 import KinetraceWire
+import Logging
 import Testing
 
 /// What a trace says about each connection of a byte-stream protocol (or each
@@ -218,5 +220,57 @@ func lastJSONLine(_ text: String) throws -> [String: Any] {
         #expect(report["bytes_written"] as? Int == bytes)
         // Whole records, except one the socket took in part at the very end, if any.
         #expect(bytes / 12 == written || (bytes + 11) / 12 == written)
+    }
+
+    @Test func connectionsOverTheLimitAreClosedAndCounted() throws {
+        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream.self)
+        configuration.port = 0
+        configuration.maximumConnections = 2
+        let host = try StreamReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let link = TCPControllerLink(target: try SocketAddressBox.resolve("127.0.0.1:\(host.localAddress.port!)"))
+        let record = AttitudeRecord(roll: 0.5, pitch: -0.25, yaw: 1).encoded()
+        for _ in 0..<3 { _ = try link.openController() }
+        // The third is closed at once; the first two are served.
+        var ended: [Int: Int32] = [:]
+        for _ in 0..<20 where ended.isEmpty { link.receive(timeoutMs: 100) { if case .error(let c, let code) = $0 { ended[c] = code } } }
+        #expect(ended.keys.sorted() == [2])
+        #expect(ended[2] == EPIPE || ended[2] == ECONNRESET)
+        for controller in 0..<2 { #expect(link.send(record, from: controller, deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000) == nil) }
+        var stats = try host.statistics()
+        for _ in 0..<100 where stats.datagrams < 2 { usleep(10_000); stats = try host.statistics() }
+        #expect(stats.datagrams == 2)
+        #expect(stats.triggers == 2)
+        #expect(stats.connections == 2)
+        #expect(stats.connectionsRefused == 1)
+        _ = link.finish(graceMs: 0)
+        let final = try host.shutdown()
+        #expect(final.closedMidRecord == 0)
+    }
+
+    @Test func aHostThatStopsReadingGrowsTheSendQueueAndTimesTheSendOut() throws {
+        // A listener that never accepts: the kernel takes the stream until the windows close.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
+        #expect(listen(listener, 4) == 0)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        let link = TCPControllerLink(target: try SocketAddressBox.resolve("127.0.0.1:\(UInt16(bigEndian: address.sin_port))"), sendBufferBytes: 16_384)
+        let controller = try link.openController()
+        #if os(Linux)
+        #expect(link.unsentBytes(of: controller) == 0)
+        #endif
+        // 8 MB cannot fit: the send gives up at its deadline, part of it queued.
+        let failure = link.send([UInt8](repeating: 0, count: 8 << 20), from: controller, deadlineMonotonicNs: SystemClock.monotonicNs() + 300_000_000)
+        #expect(failure == ETIMEDOUT)
+        #if os(Linux)
+        #expect((link.unsentBytes(of: controller) ?? 0) > 0)
+        #endif
+        #expect(link.unsentBytes(of: 99) == nil)
+        _ = link.finish(graceMs: 0)
+        #expect(link.send([1], from: controller, deadlineMonotonicNs: SystemClock.monotonicNs()) == EBADF)
     }
 }

@@ -142,12 +142,20 @@ final class StreamHostState: @unchecked Sendable {  // confined to one event loo
 
     /// Whether a new connection fits under the limit (refusals are counted).
     func admit() -> Bool {
-        guard open.count < configuration.maximumConnections else {
+        guard admitted < configuration.maximumConnections else {
             counters.connectionsRefused += 1
             return false
         }
+        admitted += 1
         return true
     }
+
+    /// An admitted connection's handler left its pipeline (the connection is gone).
+    func released() { admitted -= 1 }
+
+    /// Connections admitted and not yet gone: counted from admission, since several
+    /// can be accepted before the first becomes active.
+    private var admitted = 0
 
     /// A connection became active: its number, the host model's controller.
     func opened(_ channel: Channel) -> Int {
@@ -235,6 +243,8 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
         state.logger.debug("connection closed", metadata: ["controller": "\(peer)"])
         context.fireChannelInactive()
     }
+
+    func handlerRemoved(context: ChannelHandlerContext) { state.released() }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         // A reset or the like: this connection ends, the host keeps serving.

@@ -1,6 +1,7 @@
 import KinetracePcap
 import KinetraceTrace
 import KinetraceSupport
+import KinetraceTransport
 import KinetraceWire
 
 /// What a replay sends: the controller→host messages of one or more inputs
@@ -38,6 +39,8 @@ public struct ReplayInput: Sendable {
     public var skippedRecords = 0
     /// Inputs that ended inside a record (read up to it).
     public var truncations: [String: TraceTruncation] = [:]
+    /// For a byte-stream protocol, how `messages` were cut into writes (`segmented`); nil: as recorded.
+    public var segmentation: Segmentation?
 
     public init(wireProtocol: any WireProtocol.Type, messages: [Message], controllers: [Endpoint], paths: [String] = []) {
         self.wireProtocol = wireProtocol

@@ -1,5 +1,6 @@
 import HeapModule
 import KinetraceSupport
+import KinetraceTransport
 import KinetraceTrace
 import KinetraceWire
 
@@ -40,6 +41,8 @@ public struct ReplayOptions: Hashable, Sendable {
     public var staggerNs: Int64 = 100_000_000
     public var timestamps = Timestamps.shift
     public var impairments = Impairments()
+    /// A byte-stream protocol's writes (`ReplayInput.segmented`); datagrams ignore it.
+    public var segmentation: Segmentation = .recorded
     /// Seeds every random choice: impairments and fan-out offsets.
     public var seed: UInt64 = 1
     /// The rule the host model predicts the acks with.

@@ -45,7 +45,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         }
     }
 
-    public let configuration: Configuration
+    public private(set) var configuration: Configuration
     private let logger: Logger
     private let lock = NIOLock()
     private var report = ReplayReport()
@@ -68,14 +68,31 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         self.logger = logger
     }
 
+    /// A byte stream: its chunks cut into the planned writes (unless the caller did), and no
+    /// write may overtake an earlier one of its connection (TCP delivers bytes in order).
+    private func prepareStream() throws(ReplayError) {
+        configuration.options.impairments.allowReordering = false
+        guard configuration.input.segmentation == nil else { return }
+        do throws(WireError) {
+            configuration.input = try configuration.input.segmented(configuration.options.segmentation, seed: configuration.options.seed)
+        } catch {
+            throw ReplayError(.badStream, "--segmentation record: the stream cannot be framed: byte \(error.offset): expected \(error.expected)")
+        }
+    }
+
     /// Asks a running replay to stop (any thread).
     public func stop() { lock.withLock { stopRequested = true } }
 
     /// Runs the replay. Throws only when the record cannot be written or the
     /// options are unusable; a host that fails is reported in the outcome.
     public func run() throws(ReplayError) -> ReplayReport {
+        if let problem = configuration.options.problem(for: configuration.input.wireProtocol.transport) {
+            throw ReplayError(.badOptions, problem)
+        }
+        if configuration.input.wireProtocol.transport == .byteStream {
+            try prepareStream()
+        }
         let c = configuration
-        if let problem = c.options.problem { throw ReplayError(.badOptions, problem) }
         var schedule = ReplaySchedule(input: c.input, options: c.options, anchorWallNs: 0)
         let count = schedule.controllerCount
         guard count > 0, !schedule.messages.isEmpty else {
@@ -120,6 +137,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         record(.event(EventRecord(timeNs: anchorWallNs, event: "replay_start", data: [
             "target": .string(c.target.description), "controllers": .integer(Int64(count)),
             "seed": .integer(Int64(bitPattern: c.options.seed)),
+            "segmentation": c.input.segmentation.map { .string($0.rawValue) } ?? .null,
             // Deadlines are anchor + the schedule's offsets: with the seed, every message's lateness can be recomputed.
             "anchor_wall_ns": .integer(anchorWallNs),
             "offsets_ns": .array(schedule.offsetsNs.map { .integer($0) }),
@@ -351,9 +369,17 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                      heardFromHost ? "the host stopped listening: ICMP port unreachable after \(report.datagramsReceived) datagram(s) from it"
                                    : "the host refused: ICMP port unreachable (nothing listens on \(report.target))")
         case EPIPE, ECONNRESET:
-            setFatal(.hostDied, "the host process stopped reading its input (it exited or closed standard input)")
+            if case .tcp = configuration.target {
+                setFatal(.hostDied, "the host \(code == EPIPE ? "closed" : "reset") the connection of controller \(v + 1) (\(report.controllers[v].endpoint))")
+            } else {
+                setFatal(.hostDied, "the host process stopped reading its input (it exited or closed standard input)")
+            }
         case ETIMEDOUT:
-            setFatal(.timedOut, "the host process stopped reading its input, and the timeout ran out waiting for it")
+            if case .tcp = configuration.target {
+                setFatal(.timedOut, "the host stopped reading the stream of controller \(v + 1), and the timeout ran out waiting for it")
+            } else {
+                setFatal(.timedOut, "the host process stopped reading its input, and the timeout ran out waiting for it")
+            }
         default:
             break
         }
@@ -432,6 +458,8 @@ public struct ReplayError: Error, CustomStringConvertible, Sendable {
         public init(_ name: String) { self.name = name }
         public static let badOptions = Code("bad_options")
         public static let emptyInput = Code("empty_input")
+        /// A byte stream that cannot be cut into the records `--segmentation record` asks for.
+        public static let badStream = Code("bad_stream")
         /// The record file could not be written.
         public static let record = Code("record")
     }

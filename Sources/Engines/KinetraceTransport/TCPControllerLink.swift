@@ -26,15 +26,20 @@ public final class TCPControllerLink: ControllerLink, @unchecked Sendable {  // 
     private var polled: [pollfd] = []
     private var buffer = [UInt8](repeating: 0, count: 65_536)
 
-    public init(target: SocketAddressBox) {
+    /// Each connection's kernel send buffer (SO_SNDBUF) when set: a small one makes a
+    /// host that stops reading show up sooner as `unsentBytes` and ETIMEDOUT.
+    public let sendBufferBytes: Int?
+
+    public init(target: SocketAddressBox, sendBufferBytes: Int? = nil) {
         address = target
         hostEndpoint = target.endpoint
+        self.sendBufferBytes = sendBufferBytes
     }
 
     public var target: LinkTarget { .tcp(address) }
 
     public func openController() throws(SocketError) -> Int {
-        let socket = try ConnectedTCPSocket(to: address)
+        let socket = try ConnectedTCPSocket(to: address, sendBufferBytes: sendBufferBytes)
         return lock.withLock {
             sockets.append(socket)
             endpoints.append(socket.local)

@@ -39,7 +39,7 @@ struct Replay: ParsableCommand {
     @Argument(help: ArgumentHelp("The recordings to replay: traces, pcaps or pcapngs.", valueName: "input"), completion: .file())
     var inputs: [String]
 
-    @Option(help: ArgumentHelp("Send to the host at HOST:PORT over UDP.", valueName: "host:port"))
+    @Option(help: ArgumentHelp("Send to the host at HOST:PORT: over UDP, or TCP for a byte-stream protocol (one connection per controller).", valueName: "host:port"))
     var to: String?
 
     @Option(help: ArgumentHelp("Run this command (with /bin/sh -c) as the host and feed it through the stdio adapter.", valueName: "command"))
@@ -69,6 +69,9 @@ struct Replay: ParsableCommand {
 
     @Option(name: .customLong("stagger-ms"), help: ArgumentHelp("Fanned-out copies start at a seeded offset below this many ms (default: 100, or the network's).", valueName: "ms"))
     var staggerMs: Double?
+
+    @Option(help: ArgumentHelp("A byte-stream protocol's writes: recorded (as the trace's chunks), record (one per record), random (seeded cuts), or byte (one byte each).", valueName: "mode"))
+    var segmentation: Segmentation = .recorded
 
     @Option(help: ArgumentHelp("Frame timestamps: shift (keep them rising across passes and copies), original, or wallclock.", valueName: "mode"))
     var timestamps: ReplayOptions.Timestamps = .shift
@@ -171,6 +174,7 @@ struct Replay: ParsableCommand {
         options.seed = seed
         options.rule = ruleOptions.rule
         options.impairments.allowReordering = false
+        options.segmentation = segmentation
         var recordExtra: [String: JSONValue] = ["command": .string(CommandLine.arguments.dropFirst().joined(separator: " "))]
         if legacyProfile != nil { printWarning("--profile is now --network; the old name goes away in the next minor version") }
         if let name = network ?? legacyProfile {
@@ -183,17 +187,29 @@ struct Replay: ParsableCommand {
         try applyFlags(to: &options)
         if let problem = options.problem { throw ValidationError(problem) }
 
-        let replayInput: ReplayInput = try reportingFailures { () throws(TraceError) in
+        var replayInput: ReplayInput = try reportingFailures { () throws(TraceError) in
             try ReplayInput.load(paths: inputs, wireProtocol: input.wire.given, port: input.port)
         }
         for (path, truncation) in replayInput.truncations.sorted(by: { $0.key < $1.key }) {
             printWarning("\(path): \(truncation.description); replaying what precedes it")
         }
+        if let problem = options.problem(for: replayInput.wireProtocol.transport) {
+            printError(problem)
+            throw ExitCode.validationFailure
+        }
+        if replayInput.wireProtocol.transport == .byteStream {
+            // Cut here, so a dry run plans the writes the replay makes.
+            options.impairments.allowReordering = false
+            do throws(WireError) { replayInput = try replayInput.segmented(segmentation, seed: seed) } catch {
+                printError("--segmentation record: the stream cannot be framed: byte \(error.offset): expected \(error.expected)")
+                throw ExitStatus.dataError
+            }
+        }
         if dryRun { return try emit(plan(input: replayInput, options: options)) }
 
         let target: LinkTarget
         if let to {
-            do { target = .udp(try SocketAddressBox.resolve(to)) } catch { throw ValidationError("--to \(error.description)") }
+            do { target = .network(try SocketAddressBox.resolve(to), for: replayInput.wireProtocol.transport) } catch { throw ValidationError("--to \(error.description)") }
         } else {
             target = .exec(exec!)
         }
@@ -438,3 +454,4 @@ struct Replay: ParsableCommand {
 
 extension ReplayOptions.Timing: ExpressibleByArgument {}
 extension ReplayOptions.Timestamps: ExpressibleByArgument {}
+extension Segmentation: ExpressibleByArgument {}

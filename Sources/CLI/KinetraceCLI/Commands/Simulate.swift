@@ -109,6 +109,9 @@ struct Simulate: ParsableCommand {
                 throw ExitStatus.dataError
             }
         }
+        if stream, script != nil {
+            printWarning("--script motion has no attitude, so every record carries zero roll, pitch and yaw; --persona gives attitude")
+        }
         let logger = Logger(label: "kinetrace.simulate")
         let run: () throws -> SimulationReport, stop: @Sendable () -> Void
         if stream {
