@@ -78,8 +78,8 @@ public protocol ControllerLink: AnyObject, Sendable {
     var isDrained: Bool { get }
     /// Ends the link, giving an exec host `graceMs` to exit; how it ended, for exec.
     func finish(graceMs: Int) -> String?
-    /// Bytes a controller wrote that the host has not yet taken (TCP on Linux: SIOCOUTQ);
-    /// nil where the link cannot tell (UDP, exec, other platforms).
+    /// Bytes a controller wrote that the host has not yet taken (Linux SIOCOUTQ: TCP, and the
+    /// exec link's one stream for all its controllers); nil where the link cannot tell (UDP, other platforms).
     func unsentBytes(of controller: Int) -> Int?
 }
 
@@ -249,6 +249,19 @@ public final class StdioControllerLink: ControllerLink, @unchecked Sendable {  /
     }
 
     public var isDrained: Bool { lock.withLock { outputEnded } }
+
+    /// Bytes of the adapter's stream the host has not read yet (Linux SIOCOUTQ on the
+    /// socketpair): every controller's records travel on that one stream, so it is theirs together.
+    public func unsentBytes(of controller: Int) -> Int? {
+        #if os(Linux)
+        var queued: Int32 = 0
+        // SIOCOUTQ is TIOCOUTQ (0x5411) on Linux; Glibc does not export the name.
+        let status = withUnsafeMutablePointer(to: &queued) { ioctl(host.child.fd, UInt(0x5411), $0) }
+        return status == 0 ? Int(queued) : nil
+        #else
+        return nil
+        #endif
+    }
 
     public func finish(graceMs: Int) -> String? {
         endInput()

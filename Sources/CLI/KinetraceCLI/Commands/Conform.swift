@@ -164,6 +164,14 @@ struct Conform: ParsableCommand {
                 throw ExitStatus.unavailable
             }
             target = "host \(network)"
+        } else if suite.judgesObservations {
+            // Decisions that show nowhere on the wire: the reference host behind the stdio adapter, reporting them.
+            let command = referenceStdioCommand(suite.wireProtocol, parameters.rule)
+            do { link = try StdioControllerLink(command: command) } catch {
+                printError("cannot start the reference host: \(error.description)")
+                throw ExitStatus.unavailable
+            }
+            target = "the reference host through the stdio adapter (host --stdio --observe)"
         } else {
             // The README's main job: the whole suite against the reference host on loopback.
             var configuration = ReferenceHost.Configuration(wireProtocol: suite.wireProtocol)
@@ -194,6 +202,13 @@ struct Conform: ParsableCommand {
             throw ExitStatus.unavailable
         }
         return result
+    }
+
+    /// This very program as the stdio reference host of `wireProtocol`, told the rule under test.
+    private func referenceStdioCommand(_ wireProtocol: any WireProtocol.Type, _ rule: GestureRule) -> String {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let quoted = "'" + executable.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        return "\(quoted) host --stdio --observe --protocol \(wireProtocol.id) --threshold=\(rule.threshold) --refractory-ms \(rule.refractoryMs)"
     }
 
     private func readCapture(_ path: String) throws -> CaptureObservation {

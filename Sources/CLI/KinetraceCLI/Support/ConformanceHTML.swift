@@ -45,7 +45,7 @@ enum ConformanceHTML {
     /// The overall outcome, with the same summary line as the text report.
     static func banner(_ report: SuiteReport, strict: Bool) -> [String] {
         let failed = report.failed(strict: strict)
-        let status = failed ? "NOT CONFORMANT" : "conformant in what was checked"
+        let status = report.status(strict: strict)
         let counts = report.counts
         let line = verdictNames.map { "\(counts[$0] ?? 0) \($0.lowercased())" }.joined(separator: ", ")
             + ": \(status) (\(elapsedMs(report)) ms)"

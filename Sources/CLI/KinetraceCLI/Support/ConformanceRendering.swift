@@ -23,7 +23,7 @@ enum ConformanceRendering {
         lines.append("")
         lines.append(["PASS", "FAIL", "NON-STRICT", "INFORMATIONAL", "INCONCLUSIVE", "ERROR"]
             .map { "\(counts[$0] ?? 0) \($0.lowercased())" }.joined(separator: ", ")
-            + ": " + (report.failed(strict: strict) ? "NOT CONFORMANT" : "conformant in what was checked")
+            + ": " + report.status(strict: strict)
             + " (\(SummaryRendering.ms(Double(report.elapsedNs) / 1e6, 0)) ms)")
         return lines.joined(separator: "\n") + "\n"
     }

@@ -17,7 +17,9 @@ public struct CaptureObservation: Sendable {
 
         public var controller: Endpoint { direction == .controllerToHost ? source : destination }
 
-        public init(number: Int, timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, payload: [UInt8]) {
+        public init(number: Int, timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, payload: [UInt8],
+                    framingError: WireError? = nil) {
+            self.framingError = framingError
             self.number = number
             self.timeNs = timeNs
             self.direction = direction
@@ -40,6 +42,10 @@ public struct CaptureObservation: Sendable {
     public var datagrams: [Datagram] = []
     /// Records of other kinds (labels, events) and packets the reader skipped.
     public var otherRecords = 0
+    /// Byte streams that ended inside a message (a stream protocol's framing reader reports them).
+    public var unfinished: [FramingRecordSource.Unfinished] = []
+    /// The reader's events about streams (`stream_gap`, `stream_end`, …), in capture order.
+    public var streamEvents: [EventRecord] = []
     public var truncation: TraceTruncation?
 
     public init(source: String, wireProtocol: any WireProtocol.Type, capturePoint: CapturePoint) {
@@ -53,6 +59,7 @@ public struct CaptureObservation: Sendable {
         var observation = CaptureObservation(source: input.source, wireProtocol: input.wireProtocol, capturePoint: input.header.capturePoint)
         while let record = try input.next() {
             guard case .message(let m) = record else {
+                if case .event(let event) = record, event.event.hasPrefix("stream_") { observation.streamEvents.append(event) }
                 observation.otherRecords += 1
                 continue
             }
@@ -62,6 +69,7 @@ public struct CaptureObservation: Sendable {
             observation.datagrams[observation.datagrams.count - 1].framingError = m.framingError
         }
         observation.truncation = input.truncation
+        if let framing = input as? FramingRecordSource { observation.unfinished = framing.unfinished }
         return observation
     }
 

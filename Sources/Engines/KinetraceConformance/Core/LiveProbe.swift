@@ -51,6 +51,8 @@ public final class LiveProbe {
     public private(set) var refused = false
     /// Set when an exec host exited or broke the framing.
     public private(set) var hostFailure: String?
+    /// Controllers whose TCP connection the host ended: EPIPE when it closed it (FIN), ECONNRESET when it reset it.
+    public private(set) var closedByHost: [Int: Int32] = [:]
     /// The newest sample stamp this case sent.
     public private(set) var newestTMs: UInt64 = 0
 
@@ -59,6 +61,9 @@ public final class LiveProbe {
         self.wireProtocol = wireProtocol
         self.t0 = t0
     }
+
+    /// Where the host is: over `exec` it may report decisions on the observation channel; over a socket it cannot.
+    public var target: LinkTarget { link.target }
 
     /// Opens `count` new controllers; returns their indices.
     public func controllers(_ count: Int) throws(SocketError) -> Range<Int> {
@@ -80,11 +85,16 @@ public final class LiveProbe {
         }
         if let code = link.send(bytes, from: mine[controller], deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000) {
             // EPIPE: an exec host has gone; the next collect says how it ended.
-            if code == ECONNREFUSED { refused = true } else if code != EPIPE, hostFailure == nil {
+            if case .tcp = link.target, code == EPIPE || code == ECONNRESET {
+                closedByHost[controller] = closedByHost[controller] ?? code
+            } else if code == ECONNREFUSED { refused = true } else if code != EPIPE, hostFailure == nil {
                 hostFailure = "cannot send to the host: \(String(cString: strerror(code)))"
             }
         }
     }
+
+    /// Bytes a controller wrote that the host has not read yet (the send queue, SIOCOUTQ), when the link can tell.
+    public func unsentBytes(of controller: Int) -> Int? { link.unsentBytes(of: mine[controller]) }
 
     /// Collects replies for `ms` milliseconds (or until `until` says enough).
     public func collect(forMs ms: Int, until: ([Reply]) -> Bool = { _ in false }) {
@@ -105,8 +115,10 @@ public final class LiveProbe {
                     if let c = local[controller] { replies.append(Reply(controller: c, payload: payload, monoNs: monoNs)) }
                 case .observation(let controller, let observation, let monoNs):
                     if let c = local[controller] { observations.append(Observed(controller: c, observation: observation, monoNs: monoNs)) }
-                case .error(_, let code):
-                    if code == ECONNREFUSED { refused = true }
+                case .error(let controller, let code):
+                    if case .tcp = link.target, code == EPIPE || code == ECONNRESET {
+                        if let c = local[controller] { closedByHost[c] = closedByHost[c] ?? code }
+                    } else if code == ECONNREFUSED { refused = true }
                 case .hostEnded(let why), .protocolError(let why):
                     hostFailure = hostFailure ?? why
                 case .hostFinished:

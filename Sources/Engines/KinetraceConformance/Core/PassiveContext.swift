@@ -58,7 +58,7 @@ public struct AckMatching: Sendable {
         var index: [Endpoint: [UInt64: Int]] = [:]
         var byEcho: [UInt64: [Int]] = [:]
         for d in observation.datagrams {
-            let facts = wireProtocol.facts(d.payload)
+            let facts = observation.facts(d)
             switch d.direction {
             case .controllerToHost:
                 guard let decision = model.accept(facts, from: numbering.number(of: d.source), receivedNs: d.timeNs).decision,

@@ -24,9 +24,14 @@ public struct ProtocolSuite: Sendable {
     /// A message a conforming host answers (given the stamp to use and the rule): sent once,
     /// from a fresh controller, before the cases run.
     public var preflight: @Sendable (_ tMs: UInt64, _ parameters: SuiteParameters) -> [UInt8]
+    /// The host's decisions show nowhere on the wire: the active cases judge them on the
+    /// stdio adapter's observation channel only, so a host on a socket leaves them INCONCLUSIVE.
+    public var judgesObservations: Bool
 
     public init(wireProtocol: any WireProtocol.Type, specVersion: String, activeCases: [any ActiveCase],
-                passiveCases: [any PassiveCase], preflight: @escaping @Sendable (UInt64, SuiteParameters) -> [UInt8]) {
+                passiveCases: [any PassiveCase], judgesObservations: Bool = false,
+                preflight: @escaping @Sendable (UInt64, SuiteParameters) -> [UInt8]) {
+        self.judgesObservations = judgesObservations
         self.wireProtocol = wireProtocol
         self.specVersion = specVersion
         self.activeCases = activeCases
@@ -160,6 +165,25 @@ public struct SuiteReport: Sendable {
         Dictionary(grouping: results, by: \.verdict.name).mapValues(\.count)
     }
 
-    /// The run fails when a MUST case fails, or, under `strict`, any SHOULD is missed too.
-    public func failed(strict: Bool) -> Bool { results.contains { $0.fails(strict: strict) } }
+    /// The run fails when a MUST case fails, or, under `strict`, any SHOULD is missed too;
+    /// and a run that judged nothing never passes.
+    public func failed(strict: Bool) -> Bool { judgedNothing || results.contains { $0.fails(strict: strict) } }
+
+    /// No MUST or SHOULD case reached a judgement (PASS, FAIL or NON-STRICT): every one was
+    /// INCONCLUSIVE, INFORMATIONAL or an ERROR, so the run shows nothing about conformance.
+    public var judgedNothing: Bool {
+        !results.contains {
+            guard $0.info.level != .observation else { return false }
+            switch $0.verdict {
+            case .pass, .fail, .nonStrict: return true
+            default: return false
+            }
+        }
+    }
+
+    /// The run's one-word outcome for people.
+    public func status(strict: Bool) -> String {
+        if judgedNothing { return "NOTHING JUDGED (no case could decide: not shown conformant)" }
+        return failed(strict: strict) ? "NOT CONFORMANT" : "conformant in what was checked"
+    }
 }

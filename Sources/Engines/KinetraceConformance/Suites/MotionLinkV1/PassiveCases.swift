@@ -74,42 +74,21 @@ public struct RateBandCase: PassiveCase {
         summary: "The mean frame interval over any 10 s window is 100 ms ± 2 ms (nominal 10 Hz)."), toleranceMs: 2)
 
     public func evaluate(_ context: PassiveContext) -> CaseResult {
-        var worst: (controller: Endpoint, meanMs: Double, startTMs: UInt64)?
-        var windows = 0, skipped = 0
-        var means: [Double] = []
-        for (controller, frames) in context.observation.framesByController {
-            // Valid frames' t_ms with their position among all the controller's datagrams,
-            // so an invalid frame still counts as a frame sent.
-            let stamped = frames.enumerated().compactMap { (ordinal, d) -> (tMs: UInt64, ordinal: Int)? in
-                if case .success(.frame(let f)) = d.decoded { return (f.tMs, ordinal) } else { return nil }
-            }
-            guard stamped.count > 1 else { continue }
-            let intervals = zip(stamped, stamped.dropFirst()).map { Double($1.tMs &- $0.tMs) / Double(max(1, $1.ordinal - $0.ordinal)) }.sorted()
-            // A gap well over the usual interval is a lost frame, not the controller's rate (ML-RATE-4 calls
-            // gaps over 300 ms loss); windows holding one say nothing about the rate.
-            let lossGap = Swift.min(300, 1.5 * intervals[intervals.count / 2])
-            var end = 0
-            for start in stamped.indices {
-                while end + 1 < stamped.count && stamped[end + 1].tMs <= stamped[start].tMs + 10_000 { end += 1 }
-                // Only full windows: the stream must run on past this one.
-                guard end + 1 < stamped.count, end > start else { break }
-                let slice = stamped[start...end]
-                if zip(slice, slice.dropFirst()).contains(where: { Double($1.tMs &- $0.tMs) / Double(max(1, $1.ordinal - $0.ordinal)) > lossGap }) {
-                    skipped += 1
-                    continue
-                }
-                windows += 1
-                let mean = Double(stamped[end].tMs &- stamped[start].tMs) / Double(stamped[end].ordinal - stamped[start].ordinal)
-                means.append(mean)
-                if abs(mean - 100) > abs((worst?.meanMs ?? 100) - 100) { worst = (controller, mean, stamped[start].tMs) }
+        // Valid frames' t_ms with their position among all the controller's datagrams,
+        // so an invalid frame still counts as a frame sent.
+        let series = context.observation.framesByController.mapValues { frames in
+            frames.enumerated().compactMap { (ordinal, d) -> RateSample? in
+                if case .success(.frame(let f)) = d.decoded { return RateSample(time: f.tMs, ordinal: ordinal) } else { return nil }
             }
         }
+        let rate = RateWindows(series, nominalMs: 100, ticksPerMs: 1, detectLoss: true)
+        let windows = rate.windows, skipped = rate.skipped, means = rate.means
+        let worst = rate.worst.map { (controller: $0.controller, meanMs: $0.meanMs, startTMs: $0.startTime) }
         guard windows > 0 else {
             return CaseResult(info, .inconclusive(skipped > 0 ? "every full 10 s window holds a lost frame (a gap over 1.5 × the usual interval)"
                                                               : "no controller streams for more than 10 s"),
                               measurements: [Measurement("windows_with_loss", Double(skipped))])
         }
-        means.sort()
         let measurements = [Measurement("windows", Double(windows)), Measurement("windows_with_loss", Double(skipped)),
                             Measurement("mean_interval_min", means.first!, "ms"), Measurement("mean_interval_max", means.last!, "ms")]
         guard let worst, abs(worst.meanMs - 100) > toleranceMs else { return CaseResult(info, .pass, measurements: measurements) }

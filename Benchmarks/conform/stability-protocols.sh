@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The reference host must pass every case of keepcalm-json and of
+# attitude-stream in N consecutive runs (issue 14). For each protocol, runs
+# stability.sh (default 20 runs) against the reference host behind the stdio
+# adapter, reporting its decisions (`kinetrace host --stdio --observe`), then
+# checks that every case of every run is PASS, not merely that no MUST failed.
+#
+#   Benchmarks/conform/stability-protocols.sh [RUNS]
+#   KINETRACE=path/to/kinetrace OUT=dir Benchmarks/conform/stability-protocols.sh 20
+#
+# Exit status: 0 when every case of every run passed, 1 otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+runs="${1:-20}"
+if [[ -z "${KINETRACE:-}" ]]; then
+  swift build -c release --product kinetrace >/dev/null
+  KINETRACE="$(swift build -c release --show-bin-path)/kinetrace"
+fi
+export KINETRACE
+out="${OUT:-$(mktemp -d /tmp/kinetrace-stability-protocols.XXXXXX)}"
+failed=0
+for protocol in keepcalm-json attitude-stream; do
+  echo "== $protocol"
+  OUT="$out/$protocol" Benchmarks/conform/stability.sh "$runs" --protocol "$protocol" \
+    --exec "'$KINETRACE' host --stdio --observe --protocol $protocol" || failed=1
+  python3 - "$out/$protocol" "$runs" <<'PY' || failed=1
+import glob, json, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+reports = sorted(glob.glob(out + "/run-*.json"))
+bad = [(p, c["id"], c["verdict"]) for p in reports for c in json.load(open(p))["cases"] if c["verdict"] != "PASS"]
+for path, cid, verdict in bad:
+    print(f"not PASS: {path.rsplit('/', 1)[1]} {cid} {verdict}")
+print(f"{len(reports)} of {runs} reports, {len(bad)} case result(s) not PASS")
+sys.exit(0 if len(reports) == runs and not bad else 1)
+PY
+done
+echo "reports in $out"
+[[ $failed -eq 0 ]]

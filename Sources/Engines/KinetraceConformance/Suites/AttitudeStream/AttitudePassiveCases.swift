@@ -1,0 +1,108 @@
+import KinetraceJSON
+import KinetraceTrace
+import KinetraceWire
+
+extension CaptureObservation {
+    /// Flows (source → destination) whose captured stream lost bytes: records after the gap cannot be framed.
+    var gappedFlows: Set<[Endpoint]> {
+        Set(datagrams.filter { $0.framingError?.code == .streamGap }.map { [$0.source, $0.destination] })
+    }
+}
+
+/// Every record is finite, with roll and yaw in [−π, π] and pitch in [−π/2, π/2].
+public struct AttitudeValueCase: PassiveCase {
+    public let info = CaseInfo(
+        id: "PC-AS-VALUES", requirements: ["AS-VALUE-1", "AS-VALUE-2"], level: .must,
+        summary: "Every record holds finite float32 roll, pitch and yaw, roll and yaw in [−π, π] and pitch in [−π/2, π/2].")
+    public init() {}
+
+    public func evaluate(_ context: PassiveContext) -> CaseResult {
+        var checked = 0, afterGap = 0
+        var bad: [(CaptureObservation.Datagram, WireError)] = []
+        for d in context.observation.frames {
+            guard d.framingError == nil else { afterGap += 1; continue }
+            checked += 1
+            if case .failure(let error) = AttitudeStream.decodeResult(d.payload) { bad.append((d, error)) }
+        }
+        let nonFinite = bad.filter { $0.1.code == .nonFinite }.count
+        let measurements = [Measurement("records", Double(checked)), Measurement("non_finite", Double(nonFinite)),
+                            Measurement("out_of_range", Double(bad.count - nonFinite)), Measurement("after_a_gap", Double(afterGap))]
+        guard checked > 0 else {
+            return CaseResult(info, .inconclusive(afterGap > 0 ? "every record follows a gap in the captured stream" : "the capture holds no controller→host records"),
+                              measurements: measurements)
+        }
+        guard !bad.isEmpty else { return CaseResult(info, .pass, measurements: measurements) }
+        return CaseResult(info, .fail("\(bad.count) of \(checked) records are not finite or out of range"), measurements: measurements,
+                          evidence: evidence(bad) { "\(context.describe($0.0)): expected an attitude in range, found \($0.1)" })
+    }
+}
+
+/// Each stream is whole records when it ends: its length is a multiple of 12.
+public struct AttitudeStreamLengthCase: PassiveCase {
+    public let info = CaseInfo(
+        id: "PC-AS-STREAM-LENGTH", requirements: ["AS-STREAM-1"], level: .must,
+        summary: "Each connection's stream ends on a record boundary: its length is a multiple of 12 bytes.")
+    public init() {}
+
+    public func evaluate(_ context: PassiveContext) -> CaseResult {
+        let observation = context.observation
+        let gapped = observation.gappedFlows
+        let flows = Set(observation.datagrams.map { [$0.source, $0.destination] })
+        let partial = observation.unfinished.filter { !gapped.contains([$0.source, $0.destination]) }
+        let measurements = [Measurement("streams", Double(flows.count)), Measurement("ending_inside_a_record", Double(partial.count)),
+                            Measurement("not_judged_after_a_gap", Double(gapped.count))]
+        guard !flows.isEmpty else { return CaseResult(info, .inconclusive("the capture holds no stream bytes"), measurements: measurements) }
+        guard partial.isEmpty else {
+            var why = "\(partial.count) stream(s) end inside a record"
+            if let truncation = observation.truncation { why += " (the capture itself is cut short: \(truncation.description))" }
+            return CaseResult(info, .fail(why), measurements: measurements,
+                              evidence: evidence(partial) {
+                                  "\($0.source) → \($0.destination): expected a multiple of 12 bytes, found \($0.offset + $0.bytes) (\($0.bytes) byte(s) into the record at offset \($0.offset))"
+                              })
+        }
+        if gapped.count == flows.count {
+            return CaseResult(info, .inconclusive("every stream lost bytes in the capture, so where its records end is unknown"), measurements: measurements)
+        }
+        return CaseResult(info, .pass, measurements: measurements)
+    }
+}
+
+/// No bytes are missing from a captured stream: after a gap no record boundary can be trusted.
+public struct AttitudeStreamGapCase: PassiveCase {
+    public let info = CaseInfo(
+        id: "PC-AS-STREAM-GAPS", requirements: ["AS-STREAM-2"], level: .must,
+        summary: "No bytes are missing from any stream: a gap makes every later record of the connection unrecoverable (the protocol cannot resynchronise).")
+    public init() {}
+
+    public func evaluate(_ context: PassiveContext) -> CaseResult {
+        let observation = context.observation
+        var firstAfterGap: [[Endpoint]: CaptureObservation.Datagram] = [:]
+        var lost = 0
+        for d in observation.datagrams where d.framingError?.code == .streamGap {
+            lost += 1
+            if firstAfterGap[[d.source, d.destination]] == nil { firstAfterGap[[d.source, d.destination]] = d }
+        }
+        let gapEvents = observation.streamEvents.filter { $0.event == "stream_gap" }
+        let measurements = [Measurement("streams_with_gaps", Double(max(firstAfterGap.count, gapEvents.isEmpty ? 0 : 1))),
+                            Measurement("gap_events", Double(gapEvents.count)), Measurement("records_unrecoverable", Double(lost))]
+        guard observation.datagrams.isEmpty == false || !gapEvents.isEmpty else {
+            return CaseResult(info, .inconclusive("the capture holds no stream bytes"), measurements: measurements)
+        }
+        guard firstAfterGap.isEmpty && gapEvents.isEmpty else {
+            var lines = firstAfterGap.values.sorted { $0.number < $1.number }.map {
+                "\(context.describe($0)): expected the stream's bytes without a gap, found \($0.framingError!)"
+            }
+            lines += evidence(gapEvents) { "stream_gap event at \(fixed(Double($0.timeNs - observation.startNs) / 1e9, 3)) s: \(JSONValueText.describe($0.data))" }
+            return CaseResult(info, .fail("bytes are missing from \(max(firstAfterGap.count, 1)) stream(s) (lost by the capture, or never sent); \(lost) record(s) after the gap cannot be framed"),
+                              measurements: measurements, evidence: Array(lines.prefix(evidenceLimit + 1)))
+        }
+        return CaseResult(info, .pass, measurements: measurements)
+    }
+}
+
+/// A trace event's data in one line, members sorted.
+enum JSONValueText {
+    static func describe(_ data: [String: JSONValue]) -> String {
+        data.keys.sorted().map { "\($0) \(data[$0]!.jsonText)" }.joined(separator: ", ")
+    }
+}

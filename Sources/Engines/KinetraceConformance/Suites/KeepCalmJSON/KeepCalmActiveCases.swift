@@ -1,0 +1,456 @@
+import KinetraceSupport
+import KinetraceTransport
+import KinetraceWire
+
+// KeepCalm's host answers nothing on the wire: its jumps show only on the
+// observation channel (SA-OBS-*), so every case here judges observations and
+// is INCONCLUSIVE, never PASS, when a host reports none.
+
+/// The jumps a host reported about one controller, each matched to the spike
+/// whose y it reports (`values` [y]); a jump without values counts by when it came.
+struct JumpLog {
+    var matched: [Double: Int] = [:]
+    /// Jumps whose y is none of the spikes the case expects to jump.
+    var unexpected: [LiveProbe.Observed] = []
+    var total = 0
+
+    init(_ p: LiveProbe, controller: Int, expected: Set<Double>) {
+        for jump in p.observed("jump", on: controller) {
+            total += 1
+            if let y = jump.observation.values.first, expected.contains(y) {
+                matched[y, default: 0] += 1
+            } else {
+                unexpected.append(jump)
+            }
+        }
+    }
+
+    static func describe(_ jump: LiveProbe.Observed) -> String {
+        jump.observation.values.first.map { "a jump with y = \($0)" } ?? "a jump reporting no y"
+    }
+}
+
+/// Waits for the jump the spike `y` owes on `controller` (or the host's end); over a
+/// socket, long enough for a dead host's port to refuse the next datagram.
+func awaitJump(_ p: LiveProbe, controller: Int, y: Double, timeoutMs: Int) {
+    if p.canObserve {
+        p.collect(forMs: timeoutMs) { _ in
+            p.hostFailure != nil || p.observed("jump", on: controller).contains { $0.observation.values.first == y }
+        }
+        p.collect(forMs: 50)  // stragglers: a second jump, say
+    } else {
+        p.collect(forMs: 300) { _ in p.refused }
+    }
+}
+
+/// A plain spike from a fresh controller, which a host with an observation channel
+/// reports: it tells a host that reports nothing at all (INCONCLUSIVE, SA-OBS-5) from
+/// one that missed only what the case owed (FAIL).
+func sendWitness(_ p: LiveProbe, _ m: inout KeepCalmMessages, timeoutMs: Int) throws(SocketError) {
+    guard p.canObserve, p.hostFailure == nil, p.observations.isEmpty else { return }
+    let w = try p.controllers(1).lowerBound
+    let y = m.spike(999)
+    p.send(m.message(y: y), from: w)
+    awaitJump(p, controller: w, y: y, timeoutMs: timeoutMs)
+}
+
+/// Hostile messages from one controller, then, after a pause, one valid spike
+/// that must jump: a host that took any hostile message as a jump reports it
+/// (and its latch would silence the spike), and a host that died or hung on
+/// one reports nothing for the spike (KC-HOST-3).
+struct HostileBurst {
+    let info: CaseInfo
+    /// What the messages are, for verdicts: "invalid JSON texts".
+    let what: String
+    let seed: UInt64
+    /// The hostile messages, given the case's messages; spike levels from 1 on are theirs to use.
+    let make: @Sendable (inout KeepCalmMessages) -> [[UInt8]]
+    /// The valid spike sent last, given its y (canonical by default).
+    var positive: @Sendable (inout KeepCalmMessages, Double) -> [UInt8] = { m, y in m.message(y: y) }
+    /// What the valid spike is, for verdicts.
+    var positiveWhat = "a valid spike"
+
+    func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        var messages = KeepCalmMessages(rule: parameters.rule, seed: seed)
+        let c = try p.controllers(1).lowerBound
+        let hostile = make(&messages)
+        let mark = messages.spike(0)
+        for bytes in hostile { p.send(bytes, from: c) }
+        // A pause, so a jump on a hostile message arrives before the spike leaves, values or not.
+        p.collect(forMs: 100) { _ in p.refused || p.hostFailure != nil }
+        let spikeSentNs = SystemClock.monotonicNs()
+        p.send(positive(&messages, mark), from: c)
+        awaitJump(p, controller: c, y: mark, timeoutMs: info.timeoutMs)
+        if !p.canObserve {
+            // A second datagram after the spike: a host that died on it refuses this one.
+            p.send(messages.message(y: messages.below), from: c)
+            p.collect(forMs: 200) { _ in p.refused }
+        }
+        try sendWitness(p, &messages, timeoutMs: info.timeoutMs)
+        var log = JumpLog(p, controller: c, expected: [mark])
+        // A jump reporting no y counts for the spike only if it came after the spike left.
+        let late = log.unexpected.filter { $0.observation.values.isEmpty && $0.monoNs >= spikeSentNs }
+        if !late.isEmpty {
+            log.matched[mark, default: 0] += late.count
+            log.unexpected.removeAll { $0.observation.values.isEmpty && $0.monoNs >= spikeSentNs }
+        }
+        let spikeJumps = log.matched[mark] ?? 0
+        let measurements = [Measurement("seed", Double(seed)), Measurement("hostile_messages", Double(hostile.count)),
+                            Measurement("jumps_observed", Double(log.total)), Measurement("spike_jumps", Double(spikeJumps))]
+        if p.refused {
+            return CaseResult(info, .fail("the host stopped listening after \(hostile.count) \(what): ICMP port unreachable"),
+                              measurements: measurements,
+                              evidence: ["expected the host to drop them and stay live (KC-HOST-3), found its port closed"])
+        }
+        if let failure = p.hostFailure {
+            return CaseResult(info, .fail("the host ended on \(hostile.count) \(what): \(failure)"), measurements: measurements,
+                              evidence: ["expected the host to drop them and stay live (KC-HOST-3), found: \(failure)"])
+        }
+        if !p.canObserve {
+            return CaseResult(info, .inconclusive(
+                "over \(p.target) a KeepCalm host sends nothing back and has no observation channel: whether it dropped the \(hostile.count) \(what) "
+                + "cannot be seen, and its liveness cannot be proven (its port did not answer ICMP port unreachable, the one sign of a dead UDP host, "
+                + "but a hung host looks the same); run it with --exec behind the stdio adapter, reporting jumps as observation records, to judge it"),
+                measurements: measurements)
+        }
+        if let missing = p.observationsMissing("whether the host dropped the \(hostile.count) \(what) and stayed live") {
+            return CaseResult(info, .inconclusive(missing), measurements: measurements)
+        }
+        var evidence = evidence(log.unexpected) { "expected no jump on a hostile message, found \(JumpLog.describe($0))" }
+        if spikeJumps == 0 {
+            evidence.append("expected a jump for \(positiveWhat) (y = \(mark)) sent after them, found none")
+        } else if spikeJumps > 1 {
+            evidence.append("expected one jump for the valid spike y = \(mark), found \(spikeJumps)")
+        }
+        guard evidence.isEmpty else {
+            let why = !log.unexpected.isEmpty
+                ? "jumped on \(log.unexpected.count) of \(hostile.count) \(what)"
+                : "no jump for \(positiveWhat) sent right after \(hostile.count) \(what): the host did not stay live, one of them changed its state, or it dropped the spike itself"
+            return CaseResult(info, .fail(why), measurements: measurements, evidence: evidence)
+        }
+        return CaseResult(info, .pass, measurements: measurements)
+    }
+}
+
+/// Not JSON, or not one JSON object: the host drops each and stays live.
+public struct KeepCalmInvalidJSONCase: ActiveCase {
+    public let info = CaseInfo(
+        id: "AC-KC-INVALID-JSON", requirements: ["KC-MSG-1", "KC-HOST-3"], level: .must,
+        summary: "Datagrams that are not one JSON object (truncated, trailing bytes, two objects, bad UTF-8, deep nesting, comments) are dropped and the host stays live.",
+        timeoutMs: 2_000)
+    public init() {}
+
+    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        try HostileBurst(info: info, what: "datagrams that are not one JSON object", seed: 0x4B43_4A53, make: { m in
+            let whole = m.text(KeepCalmMessages.canonical, y: m.spike(1))
+            let deep = String(repeating: "[", count: 5_000) + String(repeating: "]", count: 5_000)
+            var texts: [[UInt8]] = [
+                Array("not JSON at all".utf8),
+                Array(whole.prefix(whole.count / 2)),
+                Array(whole.dropLast()),
+                Array("[".utf8) + m.text(KeepCalmMessages.canonical, y: m.spike(2)) + Array("]".utf8),
+                Array(#""MotionData""#.utf8), Array("null".utf8), Array("{}".utf8), Array("{".utf8),
+                m.text(KeepCalmMessages.canonical, y: m.spike(3)) + Array("x".utf8),
+                m.text(KeepCalmMessages.canonical, y: m.spike(4)) + m.text(KeepCalmMessages.canonical, y: m.spike(5)),
+                m.text(KeepCalmMessages.canonical, y: m.spike(6)) + [0],
+                m.text(#"{'type':'MotionData','payload':{'id':'$ID','type':'Combined','x':0,'y':$Y,'z':0}}"#, y: m.spike(7)),
+                m.text(#"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":$Y,"z":0,},}"#, y: m.spike(8)),
+                m.text(#"{"type":"MotionData",/* a comment */"payload":{"id":"$ID","type":"Combined","x":0,"y":$Y,"z":0}}"#, y: m.spike(9)),
+                m.text(#"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":$Y,"z":0}"#, y: m.spike(10)),
+                m.text(#"{"type":"MotionData","payload":{"id":"$ID,"type":"Combined","x":0,"y":$Y,"z":0}}"#, y: m.spike(11)),
+                Array(#"{"type":"MotionData","nested":"#.utf8) + Array(deep.utf8) + Array("}".utf8),
+            ]
+            // Invalid UTF-8 inside the envelope's type.
+            var badUTF8 = m.text(KeepCalmMessages.canonical, y: m.spike(12))
+            badUTF8.insert(contentsOf: [0xC3, 0x28], at: 18)
+            texts.append(badUTF8)
+            return texts
+        }).run(p, parameters)
+    }
+}
+
+/// JSON of the wrong shape: a wrong envelope or payload `type`, members missing or mistyped, ids not in UUID form.
+public struct KeepCalmSchemaCase: ActiveCase {
+    public let info = CaseInfo(
+        id: "AC-KC-SCHEMA", requirements: ["KC-MSG-1", "KC-MSG-2", "KC-MSG-4", "KC-HOST-3"], level: .must,
+        summary: "Messages with a wrong envelope or payload type, a missing or mistyped member, or an id not an uppercase UUID are dropped (no jump, though y is above τ) and the host stays live.",
+        timeoutMs: 2_000)
+    public init() {}
+
+    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        try HostileBurst(info: info, what: "messages of the wrong shape", seed: 0x4B43_5343, make: { m in
+            let payload = #""id":"$ID","type":"Combined","x":0.03125,"y":$Y,"z":-0.015625"#
+            let templates = [
+                // The envelope.
+                #"{"type":"MotionDatum","payload":{\#(payload)}}"#, #"{"type":"motiondata","payload":{\#(payload)}}"#,
+                #"{"type":"","payload":{\#(payload)}}"#, #"{"type":1,"payload":{\#(payload)}}"#, #"{"type":null,"payload":{\#(payload)}}"#,
+                #"{"payload":{\#(payload)}}"#, #"{"type":"MotionData"}"#, #"{"type":"MotionData","payload":null}"#,
+                #"{"type":"MotionData","payload":[{\#(payload)}]}"#, #"{"type":"MotionData","Payload":{\#(payload)}}"#,
+                // The payload's members.
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Gyro","x":0,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"combined","x":0,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","x":0,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"type":"Combined","x":0,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":$Y}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"Y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":"$Y","z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":"0","y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":[$Y],"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":{"value":$Y},"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":true,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":null,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":null,"y":$Y,"z":0}}"#,
+                // The id: not an uppercase 8-4-4-4-12 UUID string.
+                #"{"type":"MotionData","payload":{"id":42,"type":"Combined","x":0,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"","type":"Combined","x":0,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"{$ID}","type":"Combined","x":0,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID0","type":"Combined","x":0,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"not-a-uuid","type":"Combined","x":0,"y":$Y,"z":0}}"#,
+            ]
+            var texts = templates.enumerated().map { m.text($1, y: m.spike($0 + 1)) }
+            let next = templates.count + 1
+            let id = m.id().description
+            texts.append(m.text(#"{"type":"MotionData","payload":{"id":"\#(id.lowercased())","type":"Combined","x":0,"y":$Y,"z":0}}"#, y: m.spike(next)))
+            texts.append(m.text(#"{"type":"MotionData","payload":{"id":"\#(id.filter { $0 != "-" })","type":"Combined","x":0,"y":$Y,"z":0}}"#,
+                                y: m.spike(next + 1)))
+            return texts
+        }).run(p, parameters)
+    }
+}
+
+/// Non-finite values (as JSONEncoder's string strategy writes them, or as bare tokens) and numbers past ±100.
+public struct KeepCalmValuesCase: ActiveCase {
+    public let info = CaseInfo(
+        id: "AC-KC-VALUES", requirements: ["KC-VALUE-1", "KC-VALUE-2", "KC-HOST-3"], level: .must,
+        summary: "Non-finite values (strings \"NaN\", \"Infinity\", \"-inf\", bare NaN tokens, 1e309) and numbers past ±100 (1e300, 100.000001, a 400-digit integer) are dropped and the host stays live.",
+        timeoutMs: 2_000)
+    public init() {}
+
+    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        try HostileBurst(info: info, what: "messages with non-finite or out-of-range values", seed: 0x4B43_5641, make: { m in
+            func with(y: String, x: String = "0.03125", z: String = "0") -> String {
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":\#(x),"y":\#(y),"z":\#(z)}}"#
+            }
+            var ys = [#""NaN""#, #""nan""#, #""Infinity""#, #""-Infinity""#, #""inf""#, #""+inf""#, #""-inf""#,
+                      "NaN", "Infinity", "-Infinity", "1e309", "-1e309", "1e300", "150", "100.000001", "-100.5",
+                      "1" + String(repeating: "0", count: 400)]
+            ys += ["1E+309"]
+            var texts = ys.map { m.text(with(y: $0)) }
+            // A spike whose other axis breaks a rule.
+            for (x, z) in [("1e309", "0"), (#""NaN""#, "0"), ("0", #""Infinity""#), ("-250", "0"), ("0", "1e100")] {
+                texts.append(m.text(with(y: "$Y", x: x, z: z), y: m.spike(texts.count + 1)))
+            }
+            return texts
+        }).run(p, parameters)
+    }
+}
+
+/// Empty and oversized datagrams are dropped; one of exactly the largest size (KC-SIZE-1) is read.
+public struct KeepCalmSizeCase: ActiveCase {
+    public let info = CaseInfo(
+        id: "AC-KC-SIZE", requirements: ["KC-SIZE-1", "KC-HOST-3"], level: .must,
+        summary: "Empty datagrams and messages over 4,096 bytes (4,097, 9,000 and 65,000 bytes of valid JSON) are dropped; a valid spike of exactly 4,096 bytes then jumps.",
+        timeoutMs: 2_000)
+    public init() {}
+
+    /// `bytes` grown to `size` with whitespace after the opening brace (still one JSON object).
+    static func padded(_ bytes: [UInt8], to size: Int) -> [UInt8] {
+        guard size > bytes.count else { return bytes }
+        var out = bytes
+        out.insert(contentsOf: repeatElement(UInt8(ascii: " "), count: size - bytes.count), at: 1)
+        return out
+    }
+
+    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        var burst = HostileBurst(info: info, what: "empty or oversized datagrams", seed: 0x4B43_535A, make: { m in
+            var texts: [[UInt8]] = [[]]
+            for (k, size) in [KeepCalmMotion.maximumSize + 1, 9_000, 65_000].enumerated() {
+                texts.append(Self.padded(m.message(y: m.spike(k + 1)), to: size))
+            }
+            texts.append([])
+            return texts
+        })
+        burst.positive = { m, y in Self.padded(m.message(y: y), to: KeepCalmMotion.maximumSize) }
+        burst.positiveWhat = "a valid spike of exactly \(KeepCalmMotion.maximumSize) bytes"
+        return try burst.run(p, parameters)
+    }
+}
+
+/// Unknown members are ignored, and member order and whitespace are free (JSONEncoder promises neither).
+public struct KeepCalmUnknownMembersCase: ActiveCase {
+    public let info = CaseInfo(
+        id: "AC-KC-UNKNOWN-MEMBERS", requirements: ["KC-MSG-3", "KC-HOST-1"], level: .must,
+        summary: "Spikes with unknown members (in the envelope and the payload, nested, with escaped names), members in another order, or pretty-printed, each from a fresh controller, all jump.",
+        timeoutMs: 2_000)
+    public init() {}
+
+    static let variants = [
+        #"{"type":"MotionData","sender":"iPhone","payload":{"id":"$ID","type":"Combined","x":0.03125,"y":$Y,"z":-0.015625}}"#,
+        #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0.03125,"y":$Y,"z":-0.015625,"timestamp":1767225600.25}}"#,
+        #"{"payload":{"z":-0.015625,"y":$Y,"x":0.03125,"type":"Combined","id":"$ID"},"type":"MotionData"}"#,
+        #"{"meta":{"a":[1,2,{"b":null}],"c":true},"type":"MotionData","payload":{"extra":[[],{}],"id":"$ID","type":"Combined","x":0.03125,"y":$Y,"z":-0.015625,"flag":false}}"#,
+        "{\n  \"payload\" : {\n    \"id\" : \"$ID\",\n    \"type\" : \"Combined\",\n    \"x\" : 0.03125,\n    \"y\" : $Y,\n    \"z\" : -0.015625\n  },\n  \"type\" : \"MotionData\"\n}",
+        #"{"type":"MotionData","\u00e9t\u00e9":"\u2603","payload":{"id":"$ID","type":"Combined","x":0.03125,"y":$Y,"z":-0.015625,"n\u00fcll":null}}"#,
+    ]
+
+    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        var m = KeepCalmMessages(rule: parameters.rule, seed: 0x4B43_554D)
+        let controllers = try p.controllers(Self.variants.count)
+        var owed: [(controller: Int, y: Double)] = []
+        for (k, template) in Self.variants.enumerated() {
+            let c = controllers.lowerBound + k
+            owed.append((c, m.spike(k)))
+            p.send(m.text(template, y: m.spike(k)), from: c)
+        }
+        if p.canObserve {
+            p.collect(forMs: info.timeoutMs) { _ in
+                p.hostFailure != nil || owed.allSatisfy { o in p.observed("jump", on: o.controller).contains { $0.observation.values.first == o.y } }
+            }
+            p.collect(forMs: 50)
+        } else {
+            p.collect(forMs: 300) { _ in p.refused }
+        }
+        try sendWitness(p, &m, timeoutMs: info.timeoutMs)
+        let measurements = [Measurement("messages", Double(owed.count)), Measurement("jumps_observed", Double(p.observations.count))]
+        if let missing = p.observationsMissing("whether the host accepts messages with unknown members") {
+            return CaseResult(info, .inconclusive(missing), measurements: measurements)
+        }
+        var evidence: [String] = []
+        var missed = 0
+        for (k, o) in owed.enumerated() {
+            let log = JumpLog(p, controller: o.controller, expected: [o.y])
+            if log.total == 0 { missed += 1; evidence.append("expected a jump for variant \(k + 1) (\(Self.describe(k))), found none") }
+            else if log.total > 1 { evidence.append("expected one jump for variant \(k + 1), found \(log.total)") }
+        }
+        guard evidence.isEmpty else {
+            return CaseResult(info, .fail("\(missed) of \(owed.count) valid spikes with unknown members or another layout did not jump"),
+                              measurements: measurements, evidence: evidence)
+        }
+        return CaseResult(info, .pass, measurements: measurements)
+    }
+
+    static func describe(_ k: Int) -> String {
+        ["an unknown envelope member", "an unknown payload member", "members in reverse order", "nested unknown members",
+         "pretty-printed", "escaped unknown member names"][k]
+    }
+}
+
+/// y exactly at τ does not jump; the next double above it does.
+public struct KeepCalmThresholdCase: ActiveCase {
+    public let info = CaseInfo(
+        id: "AC-KC-THRESHOLD", requirements: ["KC-HOST-1", "KC-MSG-2"], level: .must,
+        summary: "y below and exactly at τ (as doubles) does not jump; the next double above τ does.", timeoutMs: 2_000)
+    public init() {}
+
+    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        var m = KeepCalmMessages(rule: parameters.rule, seed: 0x4B43_5448)
+        let tau = parameters.rule.threshold
+        let c = try p.controllers(1).lowerBound
+        let quiet = [m.below, tau - 0.25, tau.nextDown, tau]
+        for y in quiet { p.send(m.message(y: y), from: c) }
+        p.send(m.message(y: tau.nextUp), from: c)
+        awaitJump(p, controller: c, y: tau.nextUp, timeoutMs: info.timeoutMs)
+        try sendWitness(p, &m, timeoutMs: info.timeoutMs)
+        let log = JumpLog(p, controller: c, expected: [tau.nextUp])
+        let measurements = [Measurement("jumps_observed", Double(log.total))]
+        if let missing = p.observationsMissing("where the host's threshold is") {
+            return CaseResult(info, .inconclusive(missing), measurements: measurements)
+        }
+        var evidence = evidence(log.unexpected) { "expected no jump for y ≤ τ = \(tau), found \(JumpLog.describe($0))" }
+        if log.matched[tau.nextUp] == nil { evidence.append("expected a jump for y = \(tau.nextUp), the next double above τ, found none") }
+        guard evidence.isEmpty else {
+            return CaseResult(info, .fail(log.unexpected.isEmpty ? "no jump just above τ = \(tau)" : "jumped at or below τ = \(tau)"),
+                              measurements: measurements, evidence: evidence)
+        }
+        return CaseResult(info, .pass, measurements: measurements)
+    }
+}
+
+/// The latch: a jump lasts R on the host's clock from the message that started it,
+/// whatever else arrives and however fast messages come.
+public struct KeepCalmLatchCase: ActiveCase {
+    public let info = CaseInfo(
+        id: "AC-KC-LATCH", requirements: ["KC-HOST-1", "KC-HOST-2"], level: .must,
+        summary: "A spike jumps; six quiet messages 20 ms later and a spike at R/2 do not (the jump lasts R on the host clock, not a count of messages); a spike at 2R, after silence, jumps again.",
+        timeoutMs: 2_000)
+    public init() {}
+
+    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        var m = KeepCalmMessages(rule: parameters.rule, seed: 0x4B43_4C41)
+        let r = Int64(parameters.rule.refractoryMs)
+        let c = try p.controllers(1).lowerBound
+        let first = m.spike(0), inside = m.spike(1), after = m.spike(2)
+        let start = SystemClock.monotonicNs()
+        p.send(m.message(y: first), from: c)
+        p.collect(untilMonotonicNs: start + 20_000_000)
+        // Faster than 10 Hz: a latch that counts messages runs out here.
+        for _ in 0..<6 { p.send(m.message(y: m.below), from: c) }
+        p.collect(untilMonotonicNs: start + r * 1_000_000 / 2)
+        p.send(m.message(y: inside), from: c)
+        // Then silence until 2R: a latch that counts messages never runs out.
+        p.collect(untilMonotonicNs: start + 2 * r * 1_000_000)
+        p.send(m.message(y: after), from: c)
+        awaitJump(p, controller: c, y: after, timeoutMs: info.timeoutMs)
+        try sendWitness(p, &m, timeoutMs: info.timeoutMs)
+        let log = JumpLog(p, controller: c, expected: [first, inside, after])
+        let measurements = [Measurement("refractory", Double(r), "ms"), Measurement("jumps_observed", Double(log.total))]
+        if let missing = p.observationsMissing("the jump latch") {
+            return CaseResult(info, .inconclusive(missing), measurements: measurements)
+        }
+        var evidence: [String] = []
+        if log.matched[first] != 1 { evidence.append("expected one jump for the first spike (y = \(first)), found \(log.matched[first] ?? 0)") }
+        if let n = log.matched[inside] { evidence.append("expected no jump for the spike \(r / 2) ms later (still jumping), found \(n)") }
+        if log.matched[after] != 1 {
+            evidence.append("expected one jump for the spike \(2 * r) ms after the first (the jump over), found \(log.matched[after] ?? 0)")
+        }
+        evidence += JumpLogEvidence.unexpected(log)
+        guard evidence.isEmpty else {
+            let why = log.matched[inside] != nil
+                ? "jumped again \(r / 2) ms into a jump: the latch does not last R = \(r) ms on the host clock"
+                : "the jump latch is not R = \(r) ms on the host clock"
+            return CaseResult(info, .fail(why), measurements: measurements, evidence: evidence)
+        }
+        return CaseResult(info, .pass, measurements: measurements)
+    }
+}
+
+/// Each controller has its own latch.
+public struct KeepCalmControllersCase: ActiveCase {
+    public let info = CaseInfo(
+        id: "AC-KC-CONTROLLERS", requirements: ["KC-HOST-1", "KC-HOST-2"], level: .must,
+        summary: "A spike from a second controller 50 ms into the first one's jump jumps too: each controller has its own latch.",
+        timeoutMs: 2_000)
+    public init() {}
+
+    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        var m = KeepCalmMessages(rule: parameters.rule, seed: 0x4B43_4354)
+        let pair = try p.controllers(2)
+        let a = pair.lowerBound, b = a + 1
+        let ya = m.spike(0), yb = m.spike(1)
+        p.send(m.message(y: ya), from: a)
+        p.collect(forMs: 50)
+        p.send(m.message(y: yb), from: b)
+        awaitJump(p, controller: b, y: yb, timeoutMs: info.timeoutMs)
+        try sendWitness(p, &m, timeoutMs: info.timeoutMs)
+        let logA = JumpLog(p, controller: a, expected: [ya]), logB = JumpLog(p, controller: b, expected: [yb])
+        let measurements = [Measurement("jumps_observed", Double(logA.total + logB.total))]
+        if let missing = p.observationsMissing("whether controllers keep separate latches") {
+            return CaseResult(info, .inconclusive(missing), measurements: measurements)
+        }
+        var evidence: [String] = []
+        if logA.matched[ya] != 1 { evidence.append("expected one jump on controller A, found \(logA.matched[ya] ?? 0)") }
+        if logB.matched[yb] != 1 { evidence.append("expected one jump on controller B (its own latch), found \(logB.matched[yb] ?? 0)") }
+        evidence += JumpLogEvidence.unexpected(logA) + JumpLogEvidence.unexpected(logB)
+        guard evidence.isEmpty else {
+            return CaseResult(info, .fail("controllers do not keep separate latches"), measurements: measurements, evidence: evidence)
+        }
+        return CaseResult(info, .pass, measurements: measurements)
+    }
+}
+
+enum JumpLogEvidence {
+    static func unexpected(_ log: JumpLog) -> [String] {
+        evidence(log.unexpected) { "expected no other jump, found \(JumpLog.describe($0))" }
+    }
+}

@@ -1,0 +1,29 @@
+import KinetraceWire
+
+/// The KeepCalm suite (specs/keepcalm-json.md), composed from its case types
+/// in report order. The host answers nothing on the wire, so the active cases
+/// judge its jumps on the stdio adapter's observation channel.
+extension KeepCalmJSON: ConformanceSuiteProviding {
+    public static let conformanceSuite = ProtocolSuite(
+        wireProtocol: KeepCalmJSON.self,
+        specVersion: "keepcalm-json 1.0",
+        activeCases: [
+            KeepCalmThresholdCase(), KeepCalmLatchCase(), KeepCalmControllersCase(), KeepCalmUnknownMembersCase(),
+            KeepCalmInvalidJSONCase(), KeepCalmSchemaCase(), KeepCalmValuesCase(), KeepCalmSizeCase(),
+        ],
+        passiveCases: [
+            KeepCalmMessageCase(), KeepCalmValueCase(), KeepCalmUniqueIDCase(),
+            CaptureRateCase(info: CaseInfo(id: "PC-KC-RATE-BAND", requirements: ["KC-RATE-1"], level: .must,
+                                           summary: "The mean interval between one controller's messages (capture time) over any 10 s window is 100 ms ± 10 ms."),
+                            tolerance: 0.1),
+            CaptureRateCase(info: CaseInfo(id: "PC-KC-RATE-NOMINAL", requirements: ["KC-RATE-2"], level: .should,
+                                           summary: "The mean interval between one controller's messages (capture time) over any 10 s window is 100 ms ± 2 ms (nominal 10 Hz)."),
+                            tolerance: 0.02),
+            KeepCalmGapCase(),
+        ],
+        judgesObservations: true,
+        // A quiet message: a host with nothing to say stays silent, so only a refusal or an exec host's end tells.
+        preflight: { _, parameters in
+            KeepCalmMotion(id: MessageID(randomHigh: 0x4B43_5052_4546_4C49, randomLow: 0x4748_5400_0000_0001), x: 0, y: Double(TriggerLevel.below(parameters.rule)), z: 0).encoded()
+        })
+}

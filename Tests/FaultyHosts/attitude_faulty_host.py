@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""A 3D-mouse host (attitude-stream) with one deliberate fault, for the conformance suite's own tests.
+
+    attitude_faulty_host.py --fault NAME         speaks the stdio adapter on stdin/stdout (each kind 0x01
+                                                 record is one write of a controller's stream) and reports
+                                                 each attitude it applies as an observation record (kind 0x03)
+    attitude_faulty_host.py --fault NAME --tcp   prints "listening on 127.0.0.1:PORT" and serves TCP until
+                                                 killed, one thread per connection (no observation channel)
+
+Faults (each must be failed by the case meant to catch it, see AttitudeFaultyHostTests):
+  none                  a correct host (the control)
+  one-record-per-read   assumes one read is one record: applies the first 12 bytes of each read, drops the rest
+  big-endian            reads the floats big-endian
+  no-range-check        applies finite records whatever their range
+  dies-on-nan           closes the connection (on stdio: exits) on a non-finite record
+  stops-reading         stops reading after 30 records
+Python 3 standard library only.
+"""
+
+import argparse
+import json
+import math
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+SIZE = 12
+
+
+class Stream:
+    """One controller's stream: records cut at 12-byte offsets, whatever the reads."""
+
+    def __init__(self, fault):
+        self.fault, self.buffer, self.records = fault, b"", 0
+
+    def read(self, data):
+        """The attitudes this read makes the host apply; raises SystemExit when the host gives up."""
+        if self.fault == "one-record-per-read":
+            chunks = [data[:SIZE]] if len(data) >= SIZE else []
+        else:
+            self.buffer += data
+            cut = len(self.buffer) // SIZE * SIZE
+            chunks = [self.buffer[i:i + SIZE] for i in range(0, cut, SIZE)]
+            self.buffer = self.buffer[cut:]
+        applied = []
+        for chunk in chunks:
+            self.records += 1
+            roll, pitch, yaw = struct.unpack(">3f" if self.fault == "big-endian" else "<3f", chunk)
+            if not all(math.isfinite(v) for v in (roll, pitch, yaw)):
+                if self.fault == "dies-on-nan":
+                    raise SystemExit("crash: a non-finite record")
+                continue
+            # Compared with pi itself in double: the float32 nearest pi lies above it.
+            in_range = abs(roll) <= math.pi and abs(pitch) <= math.pi / 2 and abs(yaw) <= math.pi
+            if in_range or self.fault == "no-range-check":
+                applied.append([roll, pitch, yaw])
+        return applied
+
+    @property
+    def stalled(self):
+        return self.fault == "stops-reading" and self.records >= 30
+
+
+def read_exactly(fd, n):
+    data = b""
+    while len(data) < n:
+        chunk = os.read(fd, n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def serve_stdio(fault):
+    streams = {}
+    while True:
+        if any(s.stalled for s in streams.values()):
+            time.sleep(3600)  # stops reading its input altogether
+        header = read_exactly(0, 8)
+        if header is None:
+            return
+        length, kind, flags, controller = struct.unpack(">IBBH", header)
+        payload = read_exactly(0, length - 4)
+        if payload is None:
+            raise SystemExit("the input ended inside a record")
+        if kind != 1:
+            continue
+        stream = streams.setdefault(controller, Stream(fault))
+        for values in stream.read(payload):
+            body = json.dumps({"decision": "attitude", "values": values}).encode()
+            os.write(1, struct.pack(">IBBH", len(body) + 4, 3, 0, controller) + body)
+
+
+def serve_connection(conn, fault):
+    stream = Stream(fault)
+    with conn:
+        while True:
+            if stream.stalled:
+                time.sleep(3600)
+            data = conn.recv(4096)
+            if not data:
+                return
+            try:
+                stream.read(data)
+            except SystemExit:
+                return  # closes the connection
+
+
+def serve_tcp(fault):
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    print("listening on 127.0.0.1:%d" % server.getsockname()[1], flush=True)
+    while True:
+        conn, _ = server.accept()
+        threading.Thread(target=serve_connection, args=(conn, fault), daemon=True).start()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fault", default="none")
+    parser.add_argument("--tcp", action="store_true")
+    args = parser.parse_args()
+    serve_tcp(args.fault) if args.tcp else serve_stdio(args.fault)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+import Foundation
+import KinetraceTestSupport
+import Testing
+
+/// `kinetrace conform` for keepcalm-json and attitude-stream against
+/// deliberately faulty hosts behind the stdio adapter
+/// (Tests/FaultyHosts/keepcalm_faulty_host.py, attitude_faulty_host.py):
+/// each fault is failed by the case meant to catch it, and each case passes
+/// the same script with no fault and the reference host.
+@Suite(.enabled(if: Fixture.hasPython, "needs python3 for the faulty hosts"))
+struct NewProtocolFaultyHostTests {
+    static let keepCalmFaults: [(fault: String, caughtBy: String)] = [
+        ("at-threshold", "AC-KC-THRESHOLD"), ("no-latch", "AC-KC-LATCH"), ("count-latch", "AC-KC-LATCH"),
+        ("shared-latch", "AC-KC-CONTROLLERS"), ("strict-members", "AC-KC-UNKNOWN-MEMBERS"), ("crash-on-bad-json", "AC-KC-INVALID-JSON"),
+        ("no-type-check", "AC-KC-SCHEMA"), ("no-range-check", "AC-KC-VALUES"), ("small-buffer", "AC-KC-SIZE"),
+    ]
+    static let attitudeFaults: [(fault: String, caughtBy: String)] = [
+        ("big-endian", "AC-AS-BIT-EXACT"), ("one-record-per-read", "AC-AS-SPLIT"), ("one-record-per-read", "AC-AS-COALESCED"),
+        ("one-record-per-read", "AC-AS-BYTEWISE"), ("dies-on-nan", "AC-AS-INVALID-KEPT"), ("dies-on-nan", "AC-AS-NONFINITE-OPEN"), ("no-range-check", "AC-AS-INVALID-KEPT"),
+        ("stops-reading", "AC-AS-KEEPS-READING"),
+    ]
+
+    static func script(_ name: String) -> String { Fixture.packageRoot.appendingPathComponent("Tests/FaultyHosts/\(name)").path }
+
+    static func verdicts(_ result: RunResult) throws -> [String: String] {
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        let cases = try #require(report["cases"] as? [[String: Any]])
+        return Dictionary(uniqueKeysWithValues: cases.map { ($0["id"] as! String, $0["verdict"] as! String) })
+    }
+
+    func conform(_ wireProtocol: String, exec: String, _ extra: [String]) throws -> (status: Int32, verdicts: [String: String]) {
+        let result = try kinetrace(["conform", "--protocol", wireProtocol, "--exec", exec, "--format", "json"] + extra, timeout: 120)
+        return (result.status, try Self.verdicts(result))
+    }
+
+    @Test(arguments: keepCalmFaults.map { "\($0.fault) \($0.caughtBy)" })
+    func eachKeepCalmFaultIsFailedByItsCase(_ pair: String) throws {
+        let parts = pair.split(separator: " ").map(String.init)
+        let (status, verdicts) = try conform("keepcalm-json", exec: "python3 '\(Self.script("keepcalm_faulty_host.py"))' --fault \(parts[0])",
+                                             ["--cases", parts[1]])
+        #expect(status == 1)
+        #expect(verdicts[parts[1]] == "FAIL", "\(parts[0]): \(verdicts)")
+    }
+
+    @Test(arguments: attitudeFaults.map { "\($0.fault) \($0.caughtBy)" })
+    func eachAttitudeFaultIsFailedByItsCase(_ pair: String) throws {
+        let parts = pair.split(separator: " ").map(String.init)
+        let (status, verdicts) = try conform("attitude-stream", exec: "python3 '\(Self.script("attitude_faulty_host.py"))' --fault \(parts[0])",
+                                             ["--cases", parts[1]])
+        #expect(status == 1)
+        #expect(verdicts[parts[1]] == "FAIL", "\(parts[0]): \(verdicts)")
+    }
+
+    /// The control: the scripts without a fault pass every case their faults fail.
+    @Test(arguments: [("keepcalm-json", "keepcalm_faulty_host.py", 8), ("attitude-stream", "attitude_faulty_host.py", 7)])
+    func theCorrectScriptsPassEveryCase(_ wireProtocol: String, _ script: String, _ count: Int) throws {
+        let (status, verdicts) = try conform(wireProtocol, exec: "python3 '\(Self.script(script))' --fault none", [])
+        #expect(status == 0, "\(verdicts)")
+        #expect(verdicts.count == count && verdicts.values.allSatisfy { $0 == "PASS" }, "\(verdicts)")
+    }
+
+    /// The reference host passes every case of both protocols, with no target given and through --exec.
+    @Test(arguments: [("keepcalm-json", 8), ("attitude-stream", 7)])
+    func theReferenceHostPassesEveryCase(_ wireProtocol: String, _ count: Int) throws {
+        let binary = try Fixture.binary.path
+        for target in [[], ["--exec", "'\(binary)' host --stdio --observe --protocol \(wireProtocol)"]] {
+            let result = try kinetrace(["conform", "--protocol", wireProtocol, "--format", "json"] + target, timeout: 120)
+            let verdicts = try Self.verdicts(result)
+            #expect(result.status == 0, "\(target): \(result.stderr) \(verdicts)")
+            #expect(verdicts.count == count && verdicts.values.allSatisfy { $0 == "PASS" }, "\(target): \(verdicts)")
+        }
+    }
+
+    /// Over UDP a KeepCalm host shows nothing: the cases are INCONCLUSIVE with that reason, never PASS, and
+    /// the run does not claim conformance; a host that dies on a hostile datagram is still caught (ICMP port unreachable).
+    @Test func overUDPKeepCalmIsInconclusiveButDeathIsCaught() throws {
+        let host = try Background.kinetrace("host", "--protocol", "keepcalm-json", "--port", "0")
+        defer { _ = try? host.stop(SIGTERM) }
+        let hostPort = try port(in: try host.waitForLine(startingWith: "listening on"))
+        let result = try kinetrace(["conform", "--protocol", "keepcalm-json", "--host", "127.0.0.1:\(hostPort)", "--format", "json"], timeout: 120)
+        let verdicts = try Self.verdicts(result)
+        #expect(result.status == 1, "a run that judged nothing must not pass: \(verdicts)")
+        #expect(verdicts.count == 8 && verdicts.values.allSatisfy { $0 == "INCONCLUSIVE" }, "\(verdicts)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let details = (report["cases"] as? [[String: Any]] ?? []).compactMap { $0["detail"] as? String }
+        #expect(details.allSatisfy { $0.contains("no observation channel") }, "\(details)")
+        #expect(details.contains { $0.contains("liveness cannot be proven") }, "\(details)")
+        let text = try kinetrace(["conform", "--protocol", "keepcalm-json", "--host", "127.0.0.1:\(hostPort)", "--cases", "AC-KC-LATCH"], timeout: 60)
+        #expect(text.status == 1 && text.stdout.contains("NOTHING JUDGED"), "\(text.stdout)")
+
+        let crashing = try Background(URL(fileURLWithPath: "/usr/bin/env"),
+                                      ["python3", Self.script("keepcalm_faulty_host.py"), "--fault", "crash-on-bad-json", "--udp"])
+        defer { _ = try? crashing.stop(SIGKILL) }
+        let crashPort = try port(in: try crashing.waitForLine(startingWith: "listening on"))
+        let caught = try kinetrace(["conform", "--protocol", "keepcalm-json", "--host", "127.0.0.1:\(crashPort)", "--format", "json",
+                                    "--cases", "AC-KC-INVALID-JSON"], timeout: 60)
+        #expect(caught.status == 1)
+        #expect(try Self.verdicts(caught)["AC-KC-INVALID-JSON"] == "FAIL", "\(caught.stdout)")
+    }
+
+    /// Over TCP the attitude host shows nothing but its connection and its reading: the cases that need the
+    /// applied attitudes are INCONCLUSIVE with that reason, the connection and send-queue cases judge, and
+    /// catch a host that closes on NaN and one that stops reading (SIOCOUTQ).
+    @Test func overTCPTheConnectionAndTheSendQueueJudge() throws {
+        let reference = try Background.kinetrace("host", "--protocol", "attitude-stream", "--port", "0")
+        defer { _ = try? reference.stop(SIGTERM) }
+        let referencePort = try port(in: try reference.waitForLine(startingWith: "listening on"))
+        let result = try kinetrace(["conform", "--protocol", "attitude-stream", "--host", "127.0.0.1:\(referencePort)", "--format", "json"], timeout: 120)
+        let verdicts = try Self.verdicts(result)
+        #expect(result.status == 0, "\(verdicts)")
+        #expect(verdicts["AC-AS-NONFINITE-OPEN"] == "PASS" && verdicts["AC-AS-KEEPS-READING"] == "PASS", "\(verdicts)")
+        #expect(verdicts.filter { $0.value == "INCONCLUSIVE" }.count == 5, "\(verdicts)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let details = (report["cases"] as? [[String: Any]] ?? []).filter { $0["verdict"] as? String == "INCONCLUSIVE" }.compactMap { $0["detail"] as? String }
+        #expect(details.allSatisfy { $0.contains("no observation channel") && $0.contains("no FIN or RST") }, "\(details)")
+
+        for (fault, caughtBy) in [("dies-on-nan", "AC-AS-NONFINITE-OPEN"), ("stops-reading", "AC-AS-KEEPS-READING"), ("none", "")] {
+            let host = try Background(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.script("attitude_faulty_host.py"), "--fault", fault, "--tcp"])
+            defer { _ = try? host.stop(SIGKILL) }
+            let hostPort = try port(in: try host.waitForLine(startingWith: "listening on"))
+            let run = try kinetrace(["conform", "--protocol", "attitude-stream", "--host", "127.0.0.1:\(hostPort)", "--format", "json",
+                                     "--cases", "AC-AS-NONFINITE-OPEN", "--cases", "AC-AS-KEEPS-READING"], timeout: 60)
+            let got = try Self.verdicts(run)
+            if caughtBy.isEmpty {
+                #expect(run.status == 0 && got.values.allSatisfy { $0 == "PASS" }, "\(got)")
+            } else {
+                #expect(run.status == 1)
+                #expect(got[caughtBy] == "FAIL", "\(fault): \(got)")
+            }
+        }
+    }
+}
