@@ -27,6 +27,9 @@ import sys
 import threading
 import time
 
+PI_F32 = struct.unpack("<f", struct.pack("<f", math.pi))[0]
+HALF_PI_F32 = struct.unpack("<f", struct.pack("<f", math.pi / 2))[0]
+
 SIZE = 12
 
 
@@ -53,8 +56,8 @@ class Stream:
                 if self.fault == "dies-on-nan":
                     raise SystemExit("crash: a non-finite record")
                 continue
-            # Compared with pi itself in double: the float32 nearest pi lies above it.
-            in_range = abs(roll) <= math.pi and abs(pitch) <= math.pi / 2 and abs(yaw) <= math.pi
+            # AS-VALUE-2: bounds are pi and pi/2 rounded to the nearest float32.
+            in_range = abs(roll) <= PI_F32 and abs(pitch) <= HALF_PI_F32 and abs(yaw) <= PI_F32
             if in_range or self.fault == "no-range-check":
                 applied.append([roll, pitch, yaw])
         return applied

@@ -202,8 +202,9 @@ public struct AttitudeBitExactCase: ActiveCase {
     public init() {}
 
     static let records: [AttitudeRecord] = [
-        AttitudeRecord(roll: .pi, pitch: .pi / 2, yaw: -.pi),
-        AttitudeRecord(roll: -.pi, pitch: -.pi / 2, yaw: .pi),
+        // The edges themselves: π and π/2 rounded to the nearest float32 (AS-VALUE-2).
+        AttitudeRecord(roll: AttitudeRecord.piFloat32, pitch: AttitudeRecord.halfPiFloat32, yaw: -AttitudeRecord.piFloat32),
+        AttitudeRecord(roll: -AttitudeRecord.piFloat32, pitch: -AttitudeRecord.halfPiFloat32, yaw: AttitudeRecord.piFloat32),
         AttitudeRecord(roll: 0, pitch: -0.0, yaw: .leastNonzeroMagnitude),
         AttitudeRecord(roll: -.leastNormalMagnitude, pitch: Float32(0.25).nextUp, yaw: Float32(0.25).nextDown),
         AttitudeRecord(roll: 1.0e-30, pitch: -1.25, yaw: 2.5),
@@ -229,8 +230,8 @@ public struct AttitudeInvalidCase: ActiveCase {
         AttitudeRecord(roll: 0, pitch: .infinity, yaw: 0),
         AttitudeRecord(roll: 0, pitch: 0, yaw: -.infinity),
         AttitudeRecord(roll: Float32(bitPattern: 0x7FA0_0001), pitch: 0.5, yaw: 0.5),  // a signalling NaN
-        AttitudeRecord(roll: Float32.pi.nextUp, pitch: 0, yaw: 0),
-        AttitudeRecord(roll: 0, pitch: (Float32.pi / 2).nextUp.nextUp, yaw: 0),
+        AttitudeRecord(roll: AttitudeRecord.piFloat32.nextUp, pitch: 0, yaw: 0),
+        AttitudeRecord(roll: 0, pitch: AttitudeRecord.halfPiFloat32.nextUp, yaw: 0),
         AttitudeRecord(roll: 0, pitch: 0, yaw: -4),
         AttitudeRecord(roll: 1e30, pitch: -1e30, yaw: 1e30),
     ]
