@@ -132,6 +132,11 @@ struct Synth: ParsableCommand {
             print("wrote \(count) records to \(out) (persona \(persona.name), seed \(seed))")
             return
         }
+        // The scripted motion is an acceleration pulse: a protocol whose samples cannot carry it sends only level samples.
+        let pulse = MotionReading(userAcceleration: Vector3(0, 1, 0), rotationRate: Vector3(0, 1, 0))
+        if wire.wireProtocol.sample(pulse, timeMs: 0) == wire.wireProtocol.sample(MotionReading(), timeMs: 0) {
+            printWarning("\(wire.wireProtocol.id) samples carry none of the scripted motion (an acceleration pulse), so every sample is level; --persona gives the protocol's motion")
+        }
         var configuration = SessionSynthesizer.Configuration()
         configuration.wireProtocol = wire.wireProtocol
         configuration.controllers = controllers
