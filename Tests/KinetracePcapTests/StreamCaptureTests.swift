@@ -237,24 +237,35 @@ struct HoldingReassembler: StreamReassembler {
         ])
     }
 
-    @Test func withoutAReassemblerTheReaderRefuses() throws {
+    @Test func withoutAReassemblerTheReaderReassemblesTCP() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let path = Self.writeSession(in: dir)
-        do {
-            _ = try PcapTraceReader(path: path, wireProtocol: ToyStream.self, port: Self.hostPort)
-            Issue.record("a byte-stream protocol was read without a reassembler")
-        } catch {
-            #expect(error.source == path)
-            #expect(error.message.contains("toy-stream-v1"), "\(error)")
+        let reader = try PcapTraceReader(path: path, wireProtocol: ToyStream.self, port: Self.hostPort)
+        let records = try Self.readEverything(reader)
+        // The session's segments are in order, so the chunks are the pass-through ones, between stream events.
+        #expect(records.filter { if case .message = $0 { true } else { false } } == Self.expectedChunks)
+        let events = records.compactMap { record -> StreamEvent? in
+            if case .event(let e) = record { return StreamEvent(e) }
+            return nil
         }
-        // TraceInput gives none, so it refuses too.
-        #expect(throws: TraceError.self) { try TraceInput.open(path: path, wireProtocol: ToyStream.self) }
+        #expect(events == [
+            .start(source: Self.controllerA, destination: Self.hostA, handshake: true),
+            .start(source: Self.hostA, destination: Self.controllerA, handshake: true),
+            .start(source: Self.controllerB, destination: Self.hostB, handshake: true),
+            .end(source: Self.controllerB, destination: Self.hostB, how: .fin, offset: 48),
+            .end(source: Self.controllerA, destination: Self.hostA, how: .captureEnd, offset: 40),
+            .end(source: Self.hostA, destination: Self.controllerA, how: .captureEnd, offset: 5),
+        ])
+        #expect(reader.reassemblyCounts?.segmentsIgnored == 0)
+        // TraceInput frames it.
+        let framed = try TraceInput.open(path: path, wireProtocol: ToyStream.self, port: Self.hostPort)
+        #expect(try Self.readEverything(framed).filter { if case .message = $0 { true } else { false } }.count == 7)
         // Read as a datagram protocol, the same capture holds only the one UDP datagram to the port.
         let udp = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1.self, port: Self.hostPort)
-        let records = try Self.readEverything(udp)
-        #expect(records.count == 1)
-        if case .message(let m) = records.first { #expect(Array(m.payload) == [1, 2, 3]) }
+        let datagrams = try Self.readEverything(udp)
+        #expect(datagrams.count == 1)
+        if case .message(let m) = datagrams.first { #expect(Array(m.payload) == [1, 2, 3]) }
         #expect(udp.skipped[.notUDP] == Self.session.segments.count + 2 + 1, "every TCP segment and the ICMP echo")
         #expect(udp.skipped[.notIP] == 1)
     }

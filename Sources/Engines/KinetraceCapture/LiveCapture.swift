@@ -13,11 +13,15 @@ import Musl
 import Darwin
 #endif
 
-/// Live capture of a datagram protocol's traffic through libpcap, written at
-/// once to a nanosecond pcap (libpcap's own dumper) and to a trace.
+/// Live capture of a protocol's traffic through libpcap, written at once to
+/// a nanosecond pcap (libpcap's own dumper) and to a trace: a datagram
+/// protocol's datagrams, or a byte-stream protocol's TCP segments put back in
+/// stream order by a `TCPReassembler`, one chunk record per segment with the
+/// `StreamEvent`s (start, gap, end) between them, as `convert` makes of the pcap.
 ///
 /// The handle is made with pcap_create in immediate mode with nanosecond
-/// timestamps, a 2 KiB snapshot length and a 32 MiB buffer. Both files are flushed at least every
+/// timestamps, a 2 KiB snapshot length (at least 256 KiB for a byte stream, whose
+/// segments must not be cut) and a 32 MiB buffer. Both files are flushed at least every
 /// 250 ms. On stop (a signal, the duration or the count) the handle is put
 /// in non-blocking mode and drained until the kernel has nothing left, so
 /// nothing captured before the stop is lost.
@@ -51,6 +55,11 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         /// The host's port in use.
         public var hostPort: UInt16 { port ?? wireProtocol.defaultPort }
 
+        /// The snapshot length used: a byte stream's is at least 256 KiB, since a cut segment loses stream bytes.
+        public var effectiveSnaplen: Int32 {
+            wireProtocol.transport == .byteStream ? max(snaplen, 262_144) : snaplen
+        }
+
         /// The BPF program actually compiled.
         public var effectiveFilter: String {
             let base = "\(wireProtocol.transport == .datagram ? "udp" : "tcp") port \(hostPort)"
@@ -66,6 +75,10 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
     private let writer: TraceWriter
     private let linkType: LinkType
     private var decoder = PacketDecoder()
+    /// For a byte-stream protocol.
+    private var reassembler: TCPReassembler?
+    private var chunks: [StreamChunk] = []
+    private var records: [TraceRecord] = []
     private let lock = NIOLock()
     private var stopRequested = false
     private var report = CaptureReport()
@@ -73,17 +86,15 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
 
     /// Opens and activates the capture and creates both output files.
     public init(configuration: Configuration, logger: Logger) throws(CaptureError) {
-        guard configuration.wireProtocol.transport == .datagram else {
-            throw CaptureError(.other, "capturing \(configuration.wireProtocol.id) to a trace needs TCP stream reassembly, which this build lacks")
-        }
         self.configuration = configuration
+        if configuration.wireProtocol.transport == .byteStream { reassembler = TCPReassembler() }
         self.logger = logger
         var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let handle = pcap_create(configuration.interface, &errorBuffer) else {
             throw CaptureError(.other, "cannot open \(configuration.interface): \(cText(errorBuffer))")
         }
         func fail(_ error: CaptureError) -> CaptureError { pcap_close(handle); return error }
-        pcap_set_snaplen(handle, configuration.snaplen)
+        pcap_set_snaplen(handle, configuration.effectiveSnaplen)
         pcap_set_immediate_mode(handle, 1)
         pcap_set_timeout(handle, 100)
         pcap_set_buffer_size(handle, configuration.bufferBytes)
@@ -169,6 +180,11 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
             let budget = configuration.count.map { Int32(clamping: $0 - report.packets) } ?? -1
             if pcap_dispatch(handle, budget, captureCallback, context.assumingMemoryBound(to: UInt8.self)) <= 0 { break }
         }
+        if reassembler != nil {
+            chunks = reassembler!.finish()
+            write(chunks)
+            report.reassembly = reassembler!.counts
+        }
         try flush()
         var stats = pcap_stat()
         if pcap_stats(handle, &stats) == 0 {
@@ -192,6 +208,7 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         // With nanosecond precision the field named tv_usec holds nanoseconds.
         let timeNs = Int64(header.pointee.ts.tv_sec) * 1_000_000_000 + Int64(header.pointee.ts.tv_usec)
         let packet = UnsafeRawBufferPointer(start: bytes, count: Int(header.pointee.caplen))
+        if reassembler != nil { return handleSegment(packet, timeNs: timeNs) }
         switch decoder.decode(packet, linkType: linkType) {
         case .skipped(let reason):
             report.skipped[reason.rawValue, default: 0] += 1
@@ -213,6 +230,45 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
     }
 }
 
+extension LiveCapture {
+    fileprivate func handleSegment(_ packet: UnsafeRawBufferPointer, timeNs: Int64) {
+        let location: TransportLocation
+        switch PacketDecoder.locate(in: packet, linkType: linkType, transport: .tcp) {
+        case .skipped(let reason):
+            report.skipped[reason.rawValue, default: 0] += 1
+            return
+        case .found(let found):
+            location = found
+        }
+        guard let direction = Direction(sourcePort: location.sourcePort, destinationPort: location.destinationPort,
+                                        hostPort: configuration.hostPort) else {
+            report.skipped[PacketSkipReason.otherPort.rawValue, default: 0] += 1
+            return
+        }
+        let (source, destination) = decoder.endpoints(of: location, in: packet)
+        let payload = Array(UnsafeRawBufferPointer(rebasing: packet[location.payloadOffset..<location.payloadOffset + location.payloadCount]))
+        chunks.removeAll(keepingCapacity: true)
+        reassembler!.add(TCPSegment(timeNs: timeNs, direction: direction, source: source, destination: destination,
+                                    sequence: location.sequence, flags: location.flags, payload: payload), into: &chunks)
+        write(chunks)
+    }
+
+    /// Writes the chunks' records: stream bytes as messages, and the stream events.
+    fileprivate func write(_ chunks: [StreamChunk]) {
+        records.removeAll(keepingCapacity: true)
+        for chunk in chunks { chunk.records(into: &records) }
+        for record in records {
+            switch record {
+            case .message(let message): report.messages[message.direction.rawValue, default: 0] += 1
+            case .event(let event): report.streamEvents[event.event, default: 0] += 1
+            default: break
+            }
+            guard writeFailure == nil else { continue }
+            do throws(TraceError) { try writer.write(record) } catch { writeFailure = error }
+        }
+    }
+}
+
 private func captureCallback(_ user: UnsafeMutablePointer<UInt8>?, _ header: UnsafePointer<pcap_pkthdr>?, _ bytes: UnsafePointer<UInt8>?) {
     guard let user, let header, let bytes else { return }
     Unmanaged<LiveCapture>.fromOpaque(UnsafeRawPointer(user)).takeUnretainedValue().handle(header: header, bytes: bytes)
@@ -222,8 +278,12 @@ private func captureCallback(_ user: UnsafeMutablePointer<UInt8>?, _ header: Uns
 public struct CaptureReport: Sendable, Equatable {
     /// Packets that passed the filter and were written to the pcap.
     public var packets = 0
-    /// Messages written to the trace, by direction (`c2h`, `h2c`).
+    /// Messages written to the trace, by direction (`c2h`, `h2c`): datagrams, or a byte stream's chunks.
     public var messages: [String: Int] = [:]
+    /// A byte stream's `StreamEvent`s written to the trace, by name (`stream_start`, `stream_gap`, `stream_end`).
+    public var streamEvents: [String: Int] = [:]
+    /// A byte stream's reassembly counts (gaps, duplicates, …), once the capture has ended.
+    public var reassembly: TCPReassembler.Counts?
     /// Packets not written to the trace, by reason.
     public var skipped: [String: Int] = [:]
     /// libpcap's pcap_stats: packets the kernel saw, dropped for lack of buffer, dropped by the interface.

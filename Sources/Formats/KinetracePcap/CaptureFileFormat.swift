@@ -83,7 +83,8 @@ public enum TraceInput {
         let source: any TraceRecordSource
         if format.isCapture {
             let chosen = wireProtocol ?? registry[ProtocolRegistry.defaultID]!
-            source = try PcapTraceReader(path: path, wireProtocol: chosen, port: port)
+            source = try PcapTraceReader(path: path, wireProtocol: chosen, port: port,
+                                         reassembler: chosen.transport == .byteStream ? TCPReassembler() : nil)
         } else {
             let reader = try TraceReader(path: path, registry: registry)
             if let wireProtocol, wireProtocol.id != reader.header.protocolID {

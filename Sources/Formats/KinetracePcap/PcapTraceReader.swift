@@ -80,20 +80,55 @@ public struct TCPSegment: Hashable, Sendable {
     }
 }
 
-/// Stream bytes of one direction of a connection, in order.
+/// Stream bytes of one direction of a connection, in order, with what the
+/// reassembler knows about where they lie: a chunk may also mark the start
+/// of the direction, bytes missing before it, or its end, and then may hold
+/// no bytes at all.
 public struct StreamChunk: Hashable, Sendable {
     public var timeNs: Int64
     public var direction: Direction
     public var source: Endpoint
     public var destination: Endpoint
     public var bytes: [UInt8]
+    /// Stream offset of `bytes[0]` (0 is the first byte after the SYN, or the first byte seen).
+    public var offset: Int
+    /// Set on a direction's first chunk: true when its SYN was seen, false when the capture began mid-stream.
+    public var startedWithHandshake: Bool?
+    /// Stream bytes never captured just before this chunk (0: none).
+    public var missingBefore: Int
+    /// Set on a direction's last chunk: how it ended.
+    public var end: StreamEnd?
 
-    public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, bytes: [UInt8]) {
+    public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, bytes: [UInt8],
+                offset: Int = 0, startedWithHandshake: Bool? = nil, missingBefore: Int = 0, end: StreamEnd? = nil) {
         self.timeNs = timeNs
         self.direction = direction
         self.source = source
         self.destination = destination
         self.bytes = bytes
+        self.offset = offset
+        self.startedWithHandshake = startedWithHandshake
+        self.missingBefore = missingBefore
+        self.end = end
+    }
+
+    /// The trace records the chunk stands for, in order: `stream_start`, `stream_gap`, the bytes, `stream_end`.
+    public func records(into out: inout [TraceRecord]) {
+        if let startedWithHandshake {
+            out.append(.event(StreamEvent.start(source: source, destination: destination, handshake: startedWithHandshake).record(timeNs: timeNs)))
+        }
+        if missingBefore > 0 {
+            out.append(.event(StreamEvent.gap(source: source, destination: destination, offset: offset - missingBefore,
+                                              missingBytes: missingBefore).record(timeNs: timeNs)))
+        }
+        if !bytes.isEmpty {
+            out.append(.message(MessageRecord(timeNs: timeNs, direction: direction, source: source, destination: destination,
+                                              payload: bytes.withUnsafeBytes { Payload(copying: $0) })))
+        }
+        if let end {
+            out.append(.event(StreamEvent.end(source: source, destination: destination, how: end,
+                                              offset: offset + bytes.count).record(timeNs: timeNs)))
+        }
     }
 }
 
@@ -135,8 +170,13 @@ public final class PcapTraceReader: TraceRecordSource {
         var decoder = PacketDecoder()
         let link: PacketDecoder.LinkLayer
         let transport: IPTransport
+        /// Another reassembler, or nil when `tcp` (kept concrete, so the per-segment call is direct) does the work.
         var reassembler: (any StreamReassembler)?
+        var tcp: TCPReassembler?
+        /// The reassembler's output, and the records it stands for, waiting to be returned.
         var chunks: [StreamChunk] = []
+        var queued: [TraceRecord] = []
+        var queuedHead = 0
         var truncation: TraceTruncation?
         var packetCount = 0
         var recordCount = 0
@@ -147,14 +187,12 @@ public final class PcapTraceReader: TraceRecordSource {
     }
 
     /// Opens the capture at `path`, holding `wireProtocol`'s traffic to and from the host at
-    /// `port` (nil: the protocol's default). A byte-stream protocol needs `reassembler`.
+    /// `port` (nil: the protocol's default). A byte-stream protocol's segments go
+    /// through `reassembler`, a `TCPReassembler` with the default limits when nil.
     /// `tool` goes into the header.
     public init(path: String, wireProtocol: any WireProtocol.Type, port: UInt16? = nil, tool: String = "KinetracePcap",
                 reassembler: (any StreamReassembler)? = nil) throws(TraceError) {
-        if wireProtocol.transport == .byteStream && reassembler == nil {
-            throw TraceError(.unreadable, source: path,
-                             message: "reading \(wireProtocol.id) from a capture needs TCP stream reassembly, which this build lacks")
-        }
+        let reassembler = reassembler ?? (wireProtocol.transport == .byteStream ? TCPReassembler() : nil)
         // Our own open first, so a missing or unreadable file gets the same error as for a trace.
         let format = try CaptureFileFormat(fileAt: path)
         var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
@@ -171,7 +209,8 @@ public final class PcapTraceReader: TraceRecordSource {
         self.linkType = LinkType(pcap_datalink(handle))
         self.statePointer = .allocate(capacity: 1)
         statePointer.initialize(to: State(link: PacketDecoder.LinkLayer(linkType), transport: IPTransport(wireProtocol.transport),
-                                          reassembler: reassembler, offsetAfterLastPacket: Self.fileOffset(handle) ?? 0))
+                                          reassembler: reassembler is TCPReassembler ? nil : reassembler,
+                                          tcp: reassembler as? TCPReassembler, offsetAfterLastPacket: Self.fileOffset(handle) ?? 0))
         var info = stat()
         let modified = stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) : 0
         header = TraceHeader(
@@ -185,32 +224,52 @@ public final class PcapTraceReader: TraceRecordSource {
         statePointer.deallocate()
     }
 
+    /// The next record: a message (for a byte-stream protocol, the stream
+    /// bytes of one segment) or, for a byte-stream protocol, a `StreamEvent`
+    /// (`stream_start`, `stream_gap`, `stream_end`); nil at the end (check `truncation` then).
     public func next() throws(TraceError) -> TraceRecord? {
-        try nextMessage().map(TraceRecord.message)
+        try Self.nextRecord(&statePointer.pointee, handle: handle, port: port, fileFormat: fileFormat, source: source)
     }
 
-    /// The next message (or, for a byte-stream protocol, stream bytes), or nil at the end (check `truncation` then).
+    /// The next message, skipping stream events; nil at the end (check `truncation` then).
     public func nextMessage() throws(TraceError) -> MessageRecord? {
-        try Self.nextMessage(&statePointer.pointee, handle: handle, port: port, fileFormat: fileFormat, source: source)
+        while let record = try next() {
+            if case .message(let message) = record { return message }
+        }
+        return nil
     }
 
-    private static func nextMessage(_ state: inout State, handle: OpaquePointer, port: UInt16,
-                                    fileFormat: CaptureFileFormat, source: String) throws(TraceError) -> MessageRecord? {
+    /// What the TCP reassembler saw and did, when it is a `TCPReassembler`.
+    public var reassemblyCounts: TCPReassembler.Counts? { state.tcp?.counts }
+
+    private static func nextRecord(_ state: inout State, handle: OpaquePointer, port: UInt16,
+                                   fileFormat: CaptureFileFormat, source: String) throws(TraceError) -> TraceRecord? {
         var headerPointer: UnsafeMutablePointer<pcap_pkthdr>?
         var dataPointer: UnsafePointer<UInt8>?
         while true {
+            if state.queuedHead < state.queued.count {
+                let record = state.queued[state.queuedHead]
+                state.queuedHead += 1
+                if case .message = record { state.recordCount += 1 }
+                return record
+            }
             if !state.chunks.isEmpty {
-                let chunk = state.chunks.removeFirst()
-                state.recordCount += 1
-                return MessageRecord(timeNs: chunk.timeNs, direction: chunk.direction, source: chunk.source,
-                                     destination: chunk.destination, payload: chunk.bytes)
+                state.queued.removeAll(keepingCapacity: true)
+                state.queuedHead = 0
+                for chunk in state.chunks { chunk.records(into: &state.queued) }
+                state.chunks.removeAll(keepingCapacity: true)
+                continue
             }
             guard !state.finished else { return nil }
             let status = pcap_next_ex(handle, &headerPointer, &dataPointer)
             guard status == 1, let packetHeader = headerPointer?.pointee, let data = dataPointer else {
                 state.finished = true
                 if status != PCAP_ERROR_BREAK { try failOrTruncate(&state, handle: handle, source: source) }  // else end of file
-                if state.reassembler != nil { state.chunks = state.reassembler!.finish() }
+                if state.tcp != nil {
+                    state.chunks = state.tcp!.finish()
+                } else if state.reassembler != nil {
+                    state.chunks = state.reassembler!.finish()
+                }
                 continue
             }
             state.packetCount += 1
@@ -237,16 +296,20 @@ public final class PcapTraceReader: TraceRecordSource {
             // With nanosecond precision requested, tv_usec holds nanoseconds.
             let timeNs = Int64(packetHeader.ts.tv_sec) * 1_000_000_000 + Int64(packetHeader.ts.tv_usec)
             if location.transport == .tcp {
-                state.chunks = state.reassembler!.add(TCPSegment(
-                    timeNs: timeNs, direction: direction, source: sourceEndpoint, destination: destinationEndpoint,
-                    sequence: location.sequence, flags: location.flags, payload: Array(bytes)))
+                let segment = TCPSegment(timeNs: timeNs, direction: direction, source: sourceEndpoint, destination: destinationEndpoint,
+                                         sequence: location.sequence, flags: location.flags, payload: Array(bytes))
+                if state.tcp != nil {
+                    state.tcp!.add(segment, into: &state.chunks)
+                } else {
+                    state.chunks = state.reassembler!.add(segment)
+                }
                 continue
             }
             // Inline for small payloads: no allocation per record.
             let payload = Payload(copying: bytes)
             state.recordCount += 1
-            return MessageRecord(timeNs: timeNs, direction: direction, source: sourceEndpoint,
-                                 destination: destinationEndpoint, payload: payload)
+            return .message(MessageRecord(timeNs: timeNs, direction: direction, source: sourceEndpoint,
+                                          destination: destinationEndpoint, payload: payload))
         }
     }
 

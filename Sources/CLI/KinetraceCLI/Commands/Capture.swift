@@ -96,16 +96,25 @@ struct Capture: ParsableCommand {
             let skipped = report.skipped.keys.sorted().map { "\($0) \(report.skipped[$0]!)" }.joined(separator: ", ")
             printNow("captured \(report.packets) packets (\(report.messages["c2h"] ?? 0) controller→host, "
                      + "\(report.messages["h2c"] ?? 0) host→controller messages; skipped: \(skipped.isEmpty ? "none" : skipped)); "
-                     + "kernel dropped \(report.kernelDropped), interface dropped \(report.interfaceDropped)")
+                     + "kernel dropped \(report.kernelDropped), interface dropped \(report.interfaceDropped)"
+                     + (report.reassembly.map { "; stream gaps \($0.gaps) (\($0.missingBytes) bytes missing), \($0.duplicateBytes) duplicate bytes" } ?? ""))
         case .json:
-            printNow(JSONValue.object([
+            var object: [String: JSONValue] = [
                 "packets": .integer(Int64(report.packets)),
                 "messages": .object(report.messages.mapValues { .integer(Int64($0)) }),
                 "skipped": .object(report.skipped.mapValues { .integer(Int64($0)) }),
                 "kernel_received": .integer(Int64(report.kernelReceived)),
                 "kernel_dropped": .integer(Int64(report.kernelDropped)),
                 "interface_dropped": .integer(Int64(report.interfaceDropped)),
-            ]).jsonText)
+            ]
+            if let reassembly = report.reassembly {
+                // A byte stream's: the stream events written and what reassembly found.
+                object["stream_events"] = .object(report.streamEvents.mapValues { .integer(Int64($0)) })
+                object["stream_gaps"] = .integer(Int64(reassembly.gaps))
+                object["stream_missing_bytes"] = .integer(Int64(reassembly.missingBytes))
+                object["stream_duplicate_bytes"] = .integer(Int64(reassembly.duplicateBytes))
+            }
+            printNow(JSONValue.object(object).jsonText)
         }
     }
 }

@@ -6,6 +6,13 @@ import KinetraceWire
 /// and a message takes the time of the chunk that completed it. Labels and
 /// events pass through. A stream that ends inside a message is reported in
 /// `unfinished`, never dropped silently.
+///
+/// The `StreamEvent`s a capture reader writes are honoured: `stream_end`
+/// closes the direction (so a new connection on the same four-tuple starts
+/// afresh), and after a `stream_gap` where records start is lost for the
+/// rest of the connection: the partial record before the gap and every
+/// record after it come out with `framingError` `stream_gap`, invalid but
+/// never dropped. Records after a gap are cut from the first byte after it.
 public final class FramingRecordSource: TraceRecordSource {
     /// Bytes a stream ended with that never became a whole message.
     public struct Unfinished: Hashable, Sendable {
@@ -26,7 +33,7 @@ public final class FramingRecordSource: TraceRecordSource {
     public let base: any TraceRecordSource
     public private(set) var unfinished: [Unfinished] = []
     private var flows: [Flow: Framer] = [:]
-    private var flowOrder: [Flow] = []
+    private var nextSerial = 0
     private var ready: [TraceRecord] = []
     private var readyHead = 0
     private var finished = false
@@ -41,7 +48,24 @@ public final class FramingRecordSource: TraceRecordSource {
     /// Held by reference, so appending to a flow's framer never copies its buffer.
     private final class Framer {
         var framer: any MessageFramer
-        init(_ framer: any MessageFramer) { self.framer = framer }
+        var direction: Direction
+        /// Creation order, so the end reports flows deterministically.
+        let serial: Int
+        /// Stream offset of the framer's offset 0 (past the last gap).
+        var baseOffset = 0
+        /// Set by a gap: every later record of the direction carries it.
+        var gap: (offset: Int, missing: Int)?
+        init(_ framer: any MessageFramer, direction: Direction, serial: Int) {
+            self.framer = framer
+            self.direction = direction
+            self.serial = serial
+        }
+
+        func gapError(at offset: Int) -> WireError? {
+            guard let gap else { return nil }
+            return WireError(.streamGap, offset: offset,
+                             expected: "a record cut where the stream's records start, lost at offset \(gap.offset) with \(gap.missing) bytes never captured")
+        }
     }
 
     public init(_ base: any TraceRecordSource) { self.base = base }
@@ -65,29 +89,28 @@ public final class FramingRecordSource: TraceRecordSource {
             guard !finished else { return nil }
             guard let record = try base.next() else {
                 finished = true
-                for flow in flowOrder {
-                    if let rest = flows[flow]!.framer.finish() {
-                        unfinished.append(Unfinished(source: flow.source, destination: flow.destination,
-                                                     offset: rest.offset, bytes: rest.bytes.count))
-                    }
-                }
+                for (flow, framer) in flows.sorted(by: { $0.value.serial < $1.value.serial }) { close(flow, framer) }
+                flows = [:]
                 return nil
             }
-            guard case .message(let chunk) = record else { return record }
-            let flow = Flow(source: chunk.source, destination: chunk.destination)
-            let framer: Framer
-            if let known = flows[flow] {
-                framer = known
-            } else {
-                framer = Framer(wireProtocol.makeFramer())
-                flows[flow] = framer
-                flowOrder.append(flow)
+            guard case .message(let chunk) = record else {
+                if case .event(let event) = record, event.event.hasPrefix("stream_"), let streamEvent = StreamEvent(event) {
+                    ready.append(record)
+                    honour(streamEvent, timeNs: event.timeNs)
+                    continue
+                }
+                return record
             }
+            let flow = Flow(source: chunk.source, destination: chunk.destination)
+            let framer = framer(for: flow, direction: chunk.direction)
+            framer.direction = chunk.direction
             chunk.payload.withUnsafeBytes { framer.framer.append($0) }
             do throws(WireError) {
                 while let message = try framer.framer.next() {
-                    ready.append(.message(MessageRecord(timeNs: chunk.timeNs, direction: chunk.direction, source: chunk.source,
-                                                        destination: chunk.destination, payload: message.bytes)))
+                    var framed = MessageRecord(timeNs: chunk.timeNs, direction: chunk.direction, source: chunk.source,
+                                               destination: chunk.destination, payload: message.bytes)
+                    framed.framingError = framer.gapError(at: framer.baseOffset + message.offset)
+                    ready.append(.message(framed))
                 }
             } catch {
                 failure = TraceError(.badRecord, source: source,
@@ -95,4 +118,53 @@ public final class FramingRecordSource: TraceRecordSource {
             }
         }
     }
+
+    private func framer(for flow: Flow, direction: Direction) -> Framer {
+        if let known = flows[flow] { return known }
+        let framer = Framer(wireProtocol.makeFramer(), direction: direction, serial: nextSerial)
+        nextSerial += 1
+        flows[flow] = framer
+        return framer
+    }
+
+    /// The direction ended: what its framer holds is reported as unfinished.
+    private func close(_ flow: Flow, _ framer: Framer) {
+        if let rest = framer.framer.finish() {
+            unfinished.append(Unfinished(source: flow.source, destination: flow.destination,
+                                         offset: framer.baseOffset + rest.offset, bytes: rest.bytes.count))
+        }
+    }
+
+    private func honour(_ event: StreamEvent, timeNs: Int64) {
+        let flow = Flow(source: event.source, destination: event.destination)
+        switch event {
+        case .start:
+            // A new connection: anything left of an old one on the same four-tuple ended unreported.
+            if let old = flows[flow] {
+                close(flow, old)
+                forget(flow)
+            }
+        case .end:
+            if let framer = flows[flow] {
+                close(flow, framer)
+                forget(flow)
+            }
+        case .gap(_, _, let offset, let missing):
+            // A gap before any bytes: the direction is set by the first chunk after it.
+            let framer = framer(for: flow, direction: .controllerToHost)
+            if let partial = framer.framer.finish() {
+                // The record the gap cut short: its bytes go on, marked, rather than vanish.
+                var record = MessageRecord(timeNs: timeNs, direction: framer.direction, source: flow.source, destination: flow.destination,
+                                           payload: partial.bytes)
+                if framer.gap == nil { framer.gap = (offset, missing) }
+                record.framingError = framer.gapError(at: framer.baseOffset + partial.offset)
+                ready.append(.message(record))
+            }
+            if framer.gap == nil { framer.gap = (offset, missing) }
+            framer.framer = wireProtocol.makeFramer()
+            framer.baseOffset = offset + missing
+        }
+    }
+
+    private func forget(_ flow: Flow) { flows[flow] = nil }
 }
