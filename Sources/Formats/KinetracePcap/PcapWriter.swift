@@ -17,8 +17,9 @@ import KinetraceWire
 /// For a byte-stream protocol (`transport: .tcp`) each record is a chunk of
 /// a connection's stream and becomes one TCP segment, so the chunking
 /// survives; a connection opens with a three-way handshake at its first
-/// chunk and closes with FINs at `finish`, and a `stream_gap` skips the
-/// sequence numbers of the missing bytes.
+/// chunk and closes with the recorded `stream_end` (FIN or RST) or FINs at
+/// `finish`, and a `stream_gap` skips the sequence numbers of the missing
+/// bytes, so the reassembler reads back the same streams, gaps and ends.
 ///
 /// Fixed, locally administered MAC addresses stand for the two sides, so a
 /// converted trace is reproducible: the controller is 02:4b:54:00:00:01 and
@@ -100,32 +101,59 @@ public struct PcapEncoder {
         }
     }
 
-    /// Bytes of one direction of a connection missing from the record (a capture's hole):
-    /// the sequence numbers skip them, so reading the pcap back finds the same gap.
-    public mutating func skip(_ missing: Int, from source: Endpoint, to destination: Endpoint, direction: Direction) {
-        guard transport == .tcp, missing > 0 else { return }
-        let key = direction == .controllerToHost ? ConnectionKey(controller: source, host: destination) : ConnectionKey(controller: destination, host: source)
-        guard var connection = connections[key] else { return }
-        if direction == .controllerToHost {
-            connection.controllerNext &+= UInt32(truncatingIfNeeded: missing)
-        } else {
-            connection.hostNext &+= UInt32(truncatingIfNeeded: missing)
+    /// A captured stream's event, so reading the pcap back finds the same stream: a gap
+    /// skips the missing bytes' sequence numbers; an end sends that side's FIN, or a RST.
+    /// Returns false for events that have no packet form here.
+    public mutating func apply(_ event: StreamEvent, timeNs: Int64, to out: inout [UInt8]) -> Bool {
+        guard transport == .tcp else { return false }
+        let forward = ConnectionKey(controller: event.source, host: event.destination)
+        let backward = ConnectionKey(controller: event.destination, host: event.source)
+        let (key, fromController) = connections[forward] != nil ? (forward, true) : (backward, false)
+        guard var connection = connections[key] else { return false }
+        switch event {
+        case .start:
+            return false
+        case .gap(_, _, _, let missing):
+            if fromController {
+                connection.controllerNext &+= UInt32(truncatingIfNeeded: missing)
+            } else {
+                connection.hostNext &+= UInt32(truncatingIfNeeded: missing)
+            }
+            connections[key] = connection
+            return true
+        case .end(_, _, let how, _):
+            var packet = connection.lastPacket.from(controller: fromController)
+            packet.timeNs = max(timeNs, 0)
+            let none = UnsafeRawBufferPointer(start: nil, count: 0)
+            switch how {
+            case .rst:
+                sendSegment(key, packet, flags: TCPFlags.reset, payload: none, to: &out)
+                connections[key] = nil
+            case .fin:
+                guard !(fromController ? connection.controllerClosed : connection.hostClosed) else { return false }
+                sendSegment(key, packet, flags: TCPFlags.fin | TCPFlags.ack, payload: none, to: &out)
+                if fromController { connections[key]?.controllerClosed = true } else { connections[key]?.hostClosed = true }
+            case .captureEnd, .reused, .evicted:
+                return false
+            }
+            return true
         }
-        connections[key] = connection
     }
 
-    /// Closes every open TCP connection with a FIN from each side, at its last packet's time.
+    /// Closes every open TCP connection with a FIN from each side not yet closed, at its last packet's time.
     public mutating func finish(to out: inout [UInt8]) {
-        for key in connectionOrder where connections[key] != nil {
-            let connection = connections[key]!
+        let none = UnsafeRawBufferPointer(start: nil, count: 0)
+        for key in connectionOrder {
+            guard let connection = connections[key] else { continue }
             var packet = connection.lastPacket
             packet.timeNs = connection.lastTimeNs
-            for fromController in [true, false] {
-                sendSegment(key, packet.from(controller: fromController), flags: TCPFlags.fin | TCPFlags.ack, payload: UnsafeRawBufferPointer(start: nil, count: 0), to: &out)
+            if !connection.controllerClosed {
+                sendSegment(key, packet.from(controller: true), flags: TCPFlags.fin | TCPFlags.ack, payload: none, to: &out)
             }
-            var last = packet.from(controller: true)
-            last.timeNs = connection.lastTimeNs
-            sendSegment(key, last, flags: TCPFlags.ack, payload: UnsafeRawBufferPointer(start: nil, count: 0), to: &out)
+            if !connection.hostClosed {
+                sendSegment(key, packet.from(controller: false), flags: TCPFlags.fin | TCPFlags.ack, payload: none, to: &out)
+            }
+            sendSegment(key, packet.from(controller: true), flags: TCPFlags.ack, payload: none, to: &out)
             connections[key] = nil
         }
         connectionOrder.removeAll()
@@ -137,7 +165,7 @@ public struct PcapEncoder {
     static let maximumSegment = 65_000
 
     enum TCPFlags {
-        static let fin: UInt8 = 0x01, syn: UInt8 = 0x02, push: UInt8 = 0x08, ack: UInt8 = 0x10
+        static let fin: UInt8 = 0x01, syn: UInt8 = 0x02, reset: UInt8 = 0x04, push: UInt8 = 0x08, ack: UInt8 = 0x10
     }
 
     struct ConnectionKey: Hashable {
@@ -151,6 +179,8 @@ public struct PcapEncoder {
         var hostNext: UInt32
         var lastPacket: Packet
         var lastTimeNs: Int64
+        var controllerClosed = false
+        var hostClosed = false
     }
 
     /// One packet's addressing, oriented as sent.
@@ -354,7 +384,9 @@ public final class PcapWriter {
         case .label:
             labelsNotWritten += 1
             return false
-        case .event:
+        case .event(let event):
+            // A captured stream's gap or end becomes the same in the segments.
+            if let streamEvent = StreamEvent(event), encoder.apply(streamEvent, timeNs: event.timeNs, to: &file.pending) { return true }
             eventsNotWritten += 1
             return false
         case .motion:
