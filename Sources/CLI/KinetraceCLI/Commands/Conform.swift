@@ -21,7 +21,8 @@ struct Conform: ParsableCommand {
             or ERROR (a fault of the harness). Timing cases print their measurements whatever \
             the verdict.
 
-            --host runs the active cases against a host on UDP: each case opens fresh controllers, \
+            --host runs the active cases against a host on UDP (TCP for a byte-stream protocol): \
+            each case opens fresh controllers, \
             sends crafted messages and judges the replies. For motionlink-v1: the threshold \
             boundary, the refractory window, stale, duplicate and invalid datagrams, two \
             controllers at once, 100 timed triggers, 1,000 frames/s from 50 controllers, and \
@@ -33,6 +34,14 @@ struct Conform: ParsableCommand {
             against a host started as a command that speaks the stdio adapter on its standard \
             input and output; its ack delays include the pipe both ways.
 
+            keepcalm-json and attitude-stream hosts answer nothing on the wire: a jump or an \
+            applied attitude shows only on screen. Their active cases judge it through the \
+            stdio adapter's observation channel (--exec 'HOST --stdio --observe'; with no \
+            target, the reference host is run that way), and over --host say INCONCLUSIVE \
+            with the reason, except what the network shows: a UDP host that is gone (ICMP port \
+            unreachable), a TCP host that closes or resets a connection or stops reading (its \
+            send queue, SIOCOUTQ).
+
             Every case's controllers are new to the host (no source port or stdio id is reused \
             in a run) and stamp samples with this machine's wall clock, so one host can be \
             checked run after run.
@@ -41,7 +50,7 @@ struct Conform: ParsableCommand {
             rate and, when the capture holds both directions, the host's replies.
 
             Exit status: 0 when no MUST case fails (and, with --strict, no SHOULD case is \
-            missed); 1 when one does; 64 for bad usage; 65 for a capture that is not valid \
+            missed); 1 when one does, or when no case could decide (NOTHING JUDGED); 64 for bad usage; 65 for a capture that is not valid \
             data; 66 for a capture that is missing or unreadable; 69 when no host is there \
             (nothing listens, or the exec host cannot start or ends before answering); 73 when \
             the report cannot be written.

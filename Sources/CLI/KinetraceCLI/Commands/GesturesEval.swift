@@ -18,11 +18,14 @@ struct GesturesEval: ParsableCommand {
         discussion: """
             Runs the detector offline over each trace's samples, as fast as the CPU allows: \
             the device-motion samples when the trace has them (trace minor 1 "motion" \
-            records), otherwise the MotionLink frames that reached the recorder (--source). \
+            records), otherwise the protocol's samples that reached the recorder (--source). \
             Each label takes the earliest detection of its gesture and controller from \
             --window-ms before its onset to after it; every other detection is a false \
             positive, every label without one a false negative. Delay is the detection's \
-            time minus the label's onset, on the controller's clock.
+            time minus the label's onset, on the controller's clock (the recorder's, for \
+            protocols whose samples carry no stamp). A detector that reads what a trace's \
+            samples do not carry (jump detectors on attitude-stream, attitude-tilt on \
+            keepcalm-json) is refused with the reason, exit 65.
 
             --sweep NAME=LO:HI:STEP evaluates every value in one pass over the samples and \
             reports the precision–recall trade-off and the best F1 (--plot draws it).
@@ -41,7 +44,7 @@ struct GesturesEval: ParsableCommand {
               completion: .file())
     var traces: [String]
 
-    @Option(help: ArgumentHelp("The detector: threshold, keepcalm, motionlink-v1, badger-jump, badger-duck or badger-tilt.", valueName: "name"))
+    @Option(help: ArgumentHelp("The detector: \(DetectorKind.allCases.map(\.rawValue).dropLast().joined(separator: ", ")) or \(DetectorKind.allCases.last!.rawValue).", valueName: "name"))
     var detector: String?
 
     @Option(name: .customLong("param"), help: ArgumentHelp("Set a detector parameter, e.g. --param threshold=0.6; repeat for more.", valueName: "name=value"))
