@@ -98,7 +98,14 @@ public final class FramingRecordSource: TraceRecordSource {
                 return nil
             }
             guard case .message(let chunk) = record else {
-                if case .event(let event) = record, event.event.hasPrefix("stream_"), let streamEvent = StreamEvent(event) {
+                if case .event(let event) = record, event.event.hasPrefix("stream_") {
+                    guard let streamEvent = StreamEvent(event) else {
+                        guard [StreamEvent.startName, StreamEvent.gapName, StreamEvent.endName].contains(event.event) else { return record }
+                        // Framing after it would be a guess: stop, as for an unframeable stream.
+                        failure = TraceError(.badRecord, source: source,
+                                             message: "a \(event.event) event without a valid source, destination and \(event.event == StreamEvent.startName ? "handshake" : event.event == StreamEvent.gapName ? "offset and missing_bytes" : "how and offset")")
+                        continue
+                    }
                     ready.append(record)
                     honour(streamEvent, timeNs: event.timeNs)
                     continue
