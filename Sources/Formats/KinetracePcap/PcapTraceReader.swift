@@ -228,36 +228,53 @@ public final class PcapTraceReader: TraceRecordSource {
     /// bytes of one segment) or, for a byte-stream protocol, a `StreamEvent`
     /// (`stream_start`, `stream_gap`, `stream_end`); nil at the end (check `truncation` then).
     public func next() throws(TraceError) -> TraceRecord? {
-        try Self.nextRecord(&statePointer.pointee, handle: handle, port: port, fileFormat: fileFormat, source: source)
+        while true {
+            if let record = Self.dequeue(&statePointer.pointee) { return record }
+            if let message = try Self.advance(&statePointer.pointee, handle: handle, port: port, fileFormat: fileFormat, source: source) {
+                return .message(message)
+            }
+            if state.queuedHead == state.queued.count { return nil }
+        }
     }
 
     /// The next message, skipping stream events; nil at the end (check `truncation` then).
     public func nextMessage() throws(TraceError) -> MessageRecord? {
-        while let record = try next() {
-            if case .message(let message) = record { return message }
+        while true {
+            while let record = Self.dequeue(&statePointer.pointee) {
+                if case .message(let message) = record { return message }
+            }
+            if let message = try Self.advance(&statePointer.pointee, handle: handle, port: port, fileFormat: fileFormat, source: source) {
+                return message
+            }
+            if state.queuedHead == state.queued.count { return nil }
         }
-        return nil
+    }
+
+    @inline(__always)
+    private static func dequeue(_ state: inout State) -> TraceRecord? {
+        guard state.queuedHead < state.queued.count else { return nil }
+        let record = state.queued[state.queuedHead]
+        state.queuedHead += 1
+        if case .message = record { state.recordCount += 1 }
+        return record
     }
 
     /// What the TCP reassembler saw and did, when it is a `TCPReassembler`.
     public var reassemblyCounts: TCPReassembler.Counts? { state.tcp?.counts }
 
-    private static func nextRecord(_ state: inout State, handle: OpaquePointer, port: UInt16,
-                                   fileFormat: CaptureFileFormat, source: String) throws(TraceError) -> TraceRecord? {
+    /// Reads packets until one gives a datagram message (returned) or stream
+    /// records (queued; nil returned), or the file ends (nil, nothing queued).
+    private static func advance(_ state: inout State, handle: OpaquePointer, port: UInt16,
+                                fileFormat: CaptureFileFormat, source: String) throws(TraceError) -> MessageRecord? {
         var headerPointer: UnsafeMutablePointer<pcap_pkthdr>?
         var dataPointer: UnsafePointer<UInt8>?
         while true {
-            if state.queuedHead < state.queued.count {
-                let record = state.queued[state.queuedHead]
-                state.queuedHead += 1
-                if case .message = record { state.recordCount += 1 }
-                return record
-            }
             if !state.chunks.isEmpty {
                 state.queued.removeAll(keepingCapacity: true)
                 state.queuedHead = 0
                 for chunk in state.chunks { chunk.records(into: &state.queued) }
                 state.chunks.removeAll(keepingCapacity: true)
+                if !state.queued.isEmpty { return nil }
                 continue
             }
             guard !state.finished else { return nil }
@@ -308,8 +325,8 @@ public final class PcapTraceReader: TraceRecordSource {
             // Inline for small payloads: no allocation per record.
             let payload = Payload(copying: bytes)
             state.recordCount += 1
-            return .message(MessageRecord(timeNs: timeNs, direction: direction, source: sourceEndpoint,
-                                          destination: destinationEndpoint, payload: payload))
+            return MessageRecord(timeNs: timeNs, direction: direction, source: sourceEndpoint,
+                                 destination: destinationEndpoint, payload: payload)
         }
     }
 

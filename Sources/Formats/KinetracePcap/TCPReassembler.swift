@@ -66,7 +66,8 @@ public struct TCPReassembler: StreamReassembler {
         public var bytesAfterEnd = 0
         /// Bytes before offset 0 of a direction begun mid-stream (captured late, out of order).
         public var bytesBeforeStart = 0
-        /// Segments of no tracked direction that carried no data and no SYN (ACKs, FINs, RSTs of connections begun before the capture).
+        /// FINs and RSTs without data of no tracked direction (ends of connections whose data the capture never saw).
+        /// Bare ACKs are not looked at.
         public var segmentsIgnored = 0
 
         public init() {}
@@ -152,9 +153,11 @@ public struct TCPReassembler: StreamReassembler {
     public mutating func add(_ segment: TCPSegment, into out: inout [StreamChunk]) {
         counts.segments += 1
         now = max(now, segment.timeNs)
+        let flags = segment.flags
+        // A bare ACK changes nothing here: half of a stream capture is the receiver's, not worth a lookup.
+        if segment.payload.isEmpty && flags & (Self.syn | Self.fin | Self.rst) == 0 { return }
         let key = FlowKey(source: segment.source, destination: segment.destination)
         var slot = lookup(key)
-        let flags = segment.flags
         if flags & Self.syn != 0 {
             if let known = slot {
                 if flows[known]!.initialSequence == segment.sequence {

@@ -34,6 +34,8 @@ public final class FramingRecordSource: TraceRecordSource {
     public private(set) var unfinished: [Unfinished] = []
     private var flows: [Flow: Framer] = [:]
     private var nextSerial = 0
+    private var lastFlow: Flow?
+    private var lastFramer: Framer?
     private var ready: [TraceRecord] = []
     private var readyHead = 0
     private var finished = false
@@ -91,10 +93,19 @@ public final class FramingRecordSource: TraceRecordSource {
                 finished = true
                 for (flow, framer) in flows.sorted(by: { $0.value.serial < $1.value.serial }) { close(flow, framer) }
                 flows = [:]
+                lastFlow = nil
+                lastFramer = nil
                 return nil
             }
             guard case .message(let chunk) = record else {
-                if case .event(let event) = record, event.event.hasPrefix("stream_"), let streamEvent = StreamEvent(event) {
+                if case .event(let event) = record, event.event.hasPrefix("stream_") {
+                    guard let streamEvent = StreamEvent(event) else {
+                        guard [StreamEvent.startName, StreamEvent.gapName, StreamEvent.endName].contains(event.event) else { return record }
+                        // Framing after it would be a guess: stop, as for an unframeable stream.
+                        failure = TraceError(.badRecord, source: source,
+                                             message: "a \(event.event) event without a valid source, destination and \(event.event == StreamEvent.startName ? "handshake" : event.event == StreamEvent.gapName ? "offset and missing_bytes" : "how and offset")")
+                        continue
+                    }
                     ready.append(record)
                     honour(streamEvent, timeNs: event.timeNs)
                     continue
@@ -102,13 +113,20 @@ public final class FramingRecordSource: TraceRecordSource {
                 return record
             }
             let flow = Flow(source: chunk.source, destination: chunk.destination)
-            let framer = framer(for: flow, direction: chunk.direction)
+            let framer: Framer
+            if let lastFramer, lastFlow == flow {
+                framer = lastFramer  // a run of one connection's chunks: no hashing
+            } else {
+                framer = self.framer(for: flow, direction: chunk.direction)
+                lastFlow = flow
+                lastFramer = framer
+            }
             framer.direction = chunk.direction
             chunk.payload.withUnsafeBytes { framer.framer.append($0) }
             do throws(WireError) {
                 while let message = try framer.framer.next() {
                     var framed = MessageRecord(timeNs: chunk.timeNs, direction: chunk.direction, source: chunk.source,
-                                               destination: chunk.destination, payload: message.bytes)
+                                               destination: chunk.destination, payload: message.bytes.withUnsafeBytes { Payload(copying: $0) })
                     framed.framingError = framer.gapError(at: framer.baseOffset + message.offset)
                     ready.append(.message(framed))
                 }
@@ -166,5 +184,11 @@ public final class FramingRecordSource: TraceRecordSource {
         }
     }
 
-    private func forget(_ flow: Flow) { flows[flow] = nil }
+    private func forget(_ flow: Flow) {
+        flows[flow] = nil
+        if lastFlow == flow {
+            lastFlow = nil
+            lastFramer = nil
+        }
+    }
 }
