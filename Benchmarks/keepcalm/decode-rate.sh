@@ -2,7 +2,10 @@
 # KeepCalm JSON decode rate without the Benchmarks package (which takes long to
 # build): compiles the wire layer and KinetraceJSON with -O as one module with
 # a small driver, then decodes a million messages whose members come in six
-# orders, on one core. Prints messages/s. Usage: Benchmarks/keepcalm/decode-rate.sh [messages]
+# orders, on one core. Prints messages/s, and, as the anchor measured in the
+# same run, Foundation's JSONSerialization parsing the same messages and
+# reading x, y and z (what a host written with Foundation would do), with
+# the ratio. Usage: Benchmarks/keepcalm/decode-rate.sh [messages]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
@@ -11,6 +14,7 @@ cat > "$work/main.swift" <<'SWIFT'
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
 let total = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1])! : 1_000_000
 var messages: [[UInt8]] = []
 var state: UInt64 = 42
@@ -41,7 +45,22 @@ while decoded < total {
     decoded += messages.count
 }
 let seconds = now() - start
-print("keepcalm-json decode: \(decoded) messages in \(seconds) s = \(Int(Double(decoded) / seconds)) messages/s (checksum \(sum))")
+let rate = Double(decoded) / seconds
+print("keepcalm-json decode: \(decoded) messages in \(seconds) s = \(Int(rate)) messages/s (checksum \(sum))")
+// The anchor: Foundation's parser on the same messages, a tenth as many (it is slower).
+let anchorData = messages.map { Data($0) }
+var anchorSum = 0.0, anchored = 0
+let anchorStart = now()
+while anchored < total / 10 {
+    for data in anchorData {
+        if let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+           let payload = object["payload"] as? [String: Any], let y = payload["y"] as? Double,
+           payload["x"] is Double, payload["z"] is Double, payload["id"] is String { anchorSum += y }
+    }
+    anchored += anchorData.count
+}
+let anchorRate = Double(anchored) / (now() - anchorStart)
+print("anchor, JSONSerialization: \(anchored) messages = \(Int(anchorRate)) messages/s (checksum \(anchorSum)); kinetrace is \(String(format: "%.1f", rate / anchorRate))× the anchor")
 SWIFT
 swiftc -O -wmo -parse-as-library -module-name KinetraceJSON -emit-module -emit-module-path "$work/KinetraceJSON.swiftmodule" \
     -emit-object -o "$work/json.o" Sources/Support/KinetraceJSON/*.swift

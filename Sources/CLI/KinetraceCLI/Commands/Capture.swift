@@ -24,7 +24,7 @@ struct Capture: ParsableCommand {
     @Option(name: .shortAndLong, help: ArgumentHelp("The interface to capture on, e.g. lo or eth0.", valueName: "interface"))
     var interface: String
 
-    @Option(help: ArgumentHelp("A BPF filter that narrows the default, udp port PORT, further.", valueName: "bpf"))
+    @Option(help: ArgumentHelp("A BPF filter that narrows the default (udp port PORT, or tcp port PORT for a byte-stream protocol) further.", valueName: "bpf"))
     var filter: String?
 
     @OptionGroup var wire: ProtocolOptions
