@@ -138,7 +138,9 @@ struct CaptureTests {
         _ = try capture.waitForLine(startingWith: "capturing on lo")
         let sim = try kinetrace("simulate", "--to", "127.0.0.1:\(port)", "--controllers", "5", "--duration", "2")
         #expect(sim.status == 0)
-        usleep(1_200_000)  // several flush intervals (250 ms each), with room for a loaded machine
+        // The capture flushes every 250 ms: wait (up to 20 s on a loaded machine) until the file holds every frame, then kill it.
+        let waitUntil = Date().addingTimeInterval(20)
+        while (try? counts(trace).c2h) ?? 0 < 100, Date() < waitUntil { usleep(100_000) }
         let result = try capture.stop(SIGKILL)
         #expect(result.signalled)
         _ = try host.stop()

@@ -63,8 +63,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
     private let lock = NIOLock()
     private var stopRequested = false
     private var sending = true
-    private var writer: TraceWriter?
-    private var writeFailure: TraceError?
+    private var trace = SimulationTrace()
     private var report = SimulationReport()
     /// Frames awaiting an ack, per controller: t_ms → monotonic send time.
     private var awaiting: [[UInt64: Int64]] = []
@@ -86,15 +85,9 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         }
         let sockets = try (0..<c.controllers).map { _ throws(SocketError) in try ConnectedUDPSocket(to: c.target) }
         awaiting = Array(repeating: [:], count: c.controllers)
-        if let path = c.tracePath {
-            writer = try TraceWriter(path: path, header: TraceHeader(
-                created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace simulate",
-                protocolID: c.wireProtocol.id, capturePoint: .controller, clock: .realtime,
-                notes: "\(c.controllers) controller(s) at \(rateHz) Hz to \(c.target), seed \(c.seed)",
-                extra: ["seed": .integer(Int64(bitPattern: c.seed))]))
-        }
-        // Protocols whose samples carry no stamp get no reply to match: nothing to await.
-        let awaitsReplies = c.wireProtocol.facts(c.wireProtocol.sample(MotionReading(), timeMs: 1)!).senderTimeMs != nil
+        trace = try SimulationTrace(c, rateHz: rateHz, target: "\(c.target)")
+        // A protocol without replies has nothing to await (and, with no stamps, nothing to match one by).
+        let awaitsReplies = c.wireProtocol.hostReplies
 
         let receiver = WorkerThread { [self] in receiveLoop(sockets) }
         defer { receiver.join() }
@@ -145,8 +138,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         receiver.join()
         return try lock.withLock {
             report.acksOutstanding = awaiting.reduce(0) { $0 + $1.count }
-            try writer?.close()
-            if let writeFailure { throw writeFailure }
+            try trace.close()
             return report
         }
     }
@@ -161,10 +153,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
 
     private func record(_ record: TraceRecord) { lock.withLock { unlockedRecord(record) } }
 
-    private func unlockedRecord(_ record: TraceRecord) {
-        guard let writer, writeFailure == nil else { return }
-        do throws(TraceError) { try writer.write(record) } catch { writeFailure = error }
-    }
+    private func unlockedRecord(_ record: TraceRecord) { trace.write(record) }
 
     /// Reads acks from every socket until sending has finished.
     private func receiveLoop(_ sockets: [ConnectedUDPSocket]) {
@@ -175,7 +164,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
             let ready = poll(&fds, nfds_t(fds.count), 50)
             let now = SystemClock.monotonicNs()
             if now - lastFlush > 500_000_000 {
-                lock.withLock { if writeFailure == nil { do throws(TraceError) { try writer?.flush() } catch { writeFailure = error } } }
+                lock.withLock { trace.flush() }
                 lastFlush = now
             }
             guard ready > 0 else { continue }

@@ -31,8 +31,7 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
     private let lock = NIOLock()
     private var stopRequested = false
     private var sending = true
-    private var writer: TraceWriter?
-    private var writeFailure: TraceError?
+    private var trace = SimulationTrace()
     private var report = SimulationReport()
     private var hostClosed: [Bool] = []
     /// Set once every stream has been ended on purpose: the host closing then is expected.
@@ -53,13 +52,7 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
         }
         let sockets = try (0..<c.controllers).map { _ throws(SocketError) in try ConnectedTCPSocket(to: c.target, sendBufferBytes: c.sendBufferBytes) }
         hostClosed = Array(repeating: false, count: c.controllers)
-        if let path = c.tracePath {
-            writer = try TraceWriter(path: path, header: TraceHeader(
-                created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace simulate",
-                protocolID: c.wireProtocol.id, capturePoint: .controller, clock: .realtime,
-                notes: "\(c.controllers) controller(s) at \(rateHz) Hz to TCP \(c.target), one write per msg record, seed \(c.seed)",
-                extra: ["seed": .integer(Int64(bitPattern: c.seed))]))
-        }
+        trace = try SimulationTrace(c, rateHz: rateHz, target: "TCP \(c.target), one write per msg record")
         let (startMono, startWallNs) = ControllerSimulator.sessionStart()
         record(.event(EventRecord(timeNs: SystemClock.realtimeNs(), event: "seed", data: [
             "seed": .integer(Int64(bitPattern: c.seed)), "controllers": .integer(Int64(c.controllers)),
@@ -79,8 +72,7 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
         lock.withLock { sending = false }
         receiver.join()
         return try lock.withLock {
-            try writer?.close()
-            if let writeFailure { throw writeFailure }
+            try trace.close()
             return report
         }
     }
@@ -165,10 +157,7 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
 
     private func record(_ record: TraceRecord) { lock.withLock { unlockedRecord(record) } }
 
-    private func unlockedRecord(_ record: TraceRecord) {
-        guard let writer, writeFailure == nil else { return }
-        do throws(TraceError) { try writer.write(record) } catch { writeFailure = error }
-    }
+    private func unlockedRecord(_ record: TraceRecord) { trace.write(record) }
 
     /// Reads what the host writes (recorded as it came) and notices each connection it ends.
     private func receiveLoop(_ sockets: [ConnectedTCPSocket]) {
@@ -179,7 +168,7 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
             let ready = poll(&fds, nfds_t(fds.count), 50)
             let now = SystemClock.monotonicNs()
             if now - lastFlush > 500_000_000 {
-                lock.withLock { if writeFailure == nil { do throws(TraceError) { try writer?.flush() } catch { writeFailure = error } } }
+                lock.withLock { trace.flush() }
                 lastFlush = now
             }
             guard ready > 0 else { continue }
