@@ -159,14 +159,9 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
     private func receiveLoop(_ sockets: [ConnectedUDPSocket]) {
         var fds = sockets.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         var buffer = [UInt8](repeating: 0, count: 2048)
-        var lastFlush = SystemClock.monotonicNs()
         while lock.withLock({ sending }) {
             let ready = poll(&fds, nfds_t(fds.count), 50)
-            let now = SystemClock.monotonicNs()
-            if now - lastFlush > 500_000_000 {
-                lock.withLock { trace.flush() }
-                lastFlush = now
-            }
+            lock.withLock { trace.flushIfDue() }
             guard ready > 0 else { continue }
             for (index, pfd) in fds.enumerated() where pfd.revents != 0 {
                 receiving: while true {

@@ -9,6 +9,9 @@ import KinetraceWire
 struct SimulationTrace {
     private var writer: TraceWriter?
     private var failure: TraceError?
+    private var lastFlushNs = SystemClock.monotonicNs()
+    /// How long recorded bytes may wait in memory: a killed simulator leaves at most this much unwritten.
+    static let flushIntervalNs: Int64 = 500_000_000
 
     init() {}
 
@@ -26,6 +29,13 @@ struct SimulationTrace {
     mutating func write(_ record: TraceRecord) {
         guard let writer, failure == nil else { return }
         do throws(TraceError) { try writer.write(record) } catch { failure = error }
+    }
+
+    /// Flushes when the interval has passed since the last flush (the receive loop calls it every poll).
+    mutating func flushIfDue(nowNs: Int64 = SystemClock.monotonicNs()) {
+        guard nowNs - lastFlushNs > Self.flushIntervalNs else { return }
+        lastFlushNs = nowNs
+        flush()
     }
 
     mutating func flush() {

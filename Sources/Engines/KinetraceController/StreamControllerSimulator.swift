@@ -163,14 +163,9 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
     private func receiveLoop(_ sockets: [ConnectedTCPSocket]) {
         var fds = sockets.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         var buffer = [UInt8](repeating: 0, count: 65_536)
-        var lastFlush = SystemClock.monotonicNs()
         while lock.withLock({ sending }) {
             let ready = poll(&fds, nfds_t(fds.count), 50)
-            let now = SystemClock.monotonicNs()
-            if now - lastFlush > 500_000_000 {
-                lock.withLock { trace.flush() }
-                lastFlush = now
-            }
+            lock.withLock { trace.flushIfDue() }
             guard ready > 0 else { continue }
             for index in fds.indices where fds[index].revents != 0 {
                 fds[index].revents = 0
