@@ -75,6 +75,18 @@ import Testing
         }
     }
 
+    @Test func aStreamEventOutsidePcapTimeIsAnErrorNotATrap() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let writer = try PcapWriter(path: dir.appendingPathComponent("late.pcap").path, transport: .tcp)
+        let controller = Endpoint(host: "10.0.0.10", port: 50000)
+        try writer.write(Self.chunk(0, from: controller, [1, 2, 3]))
+        for timeNs in [Int64.max, -1] {
+            let end = StreamEvent.end(source: controller, destination: Self.host, how: .fin, offset: 3).record(timeNs: timeNs)
+            #expect(throws: TraceError.self) { try writer.write(.event(end)) }
+        }
+    }
+
     @Test func udpStaysTheDefault() throws {
         var encoder = PcapEncoder(source: "memory")
         var out: [UInt8] = []

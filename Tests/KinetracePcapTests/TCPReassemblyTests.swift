@@ -316,6 +316,30 @@ import Testing
         #expect(throws: TraceError.self) { try framed.next() }
     }
 
+    /// Offsets and counts that would overflow the framer's arithmetic are malformed events, not traps.
+    @Test func aStreamGapBeyondAnyRealStreamIsAnError() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let controller = Endpoint(host: "10.0.0.11", port: 50019), host = Endpoint(host: "10.0.0.1", port: 47130)
+        for (offset, missing) in [(Int64.max, Int64.max), (0, Int64.max), (Int64.max, 1), (StreamEvent.maximumOffset + 1, 1)] {
+            let trace = dir.appendingPathComponent("gap-\(offset)-\(missing).jsonl").path
+            let header = TraceHeader(created: "2026-11-23T08:00:00.000Z", tool: "tests", protocolID: AttitudeStream.id, capturePoint: .network, clock: .pcap)
+            let writer = try TraceWriter(path: trace, header: header)
+            try writer.write(.message(MessageRecord(timeNs: 1, direction: .controllerToHost, source: controller, destination: host,
+                                                    payload: attitudeRecords(1, seed: 71)[0])))
+            try writer.write(.event(EventRecord(timeNs: 2, event: "stream_gap", data: [
+                "source": .string(controller.description), "destination": .string(host.description),
+                "offset": .integer(offset), "missing_bytes": .integer(missing)])))
+            try writer.close()
+            let framed = try TraceInput.open(path: trace)
+            _ = try framed.next()
+            #expect(throws: TraceError.self, "offset \(offset), missing \(missing)") { while try framed.next() != nil {} }
+        }
+        // At the bound, the event is taken.
+        #expect(StreamEvent(StreamEvent.gap(source: controller, destination: host, offset: Int(StreamEvent.maximumOffset), missingBytes: 1)
+            .record(timeNs: 0)) != nil)
+    }
+
     @Test func aLostTailBeforeTheFinIsAGap() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }

@@ -104,8 +104,11 @@ public struct PcapEncoder {
     /// A captured stream's event, so reading the pcap back finds the same stream: a gap
     /// skips the missing bytes' sequence numbers; an end sends that side's FIN, or a RST.
     /// Returns false for events that have no packet form here.
-    public mutating func apply(_ event: StreamEvent, timeNs: Int64, to out: inout [UInt8]) -> Bool {
+    public mutating func apply(_ event: StreamEvent, timeNs: Int64, to out: inout [UInt8]) throws(TraceError) -> Bool {
         guard transport == .tcp else { return false }
+        guard timeNs >= 0, timeNs / 1_000_000_000 <= Int64(UInt32.max) else {
+            throw TraceError(.badRecord, source: source, message: "a stream event at t_ns \(timeNs): the time cannot be written to pcap, which holds 1970-01-01 to 2106-02-07")
+        }
         let forward = ConnectionKey(controller: event.source, host: event.destination)
         let backward = ConnectionKey(controller: event.destination, host: event.source)
         let (key, fromController) = connections[forward] != nil ? (forward, true) : (backward, false)
@@ -123,7 +126,7 @@ public struct PcapEncoder {
             return true
         case .end(_, _, let how, _):
             var packet = connection.lastPacket.from(controller: fromController)
-            packet.timeNs = max(timeNs, 0)
+            packet.timeNs = timeNs
             let none = UnsafeRawBufferPointer(start: nil, count: 0)
             switch how {
             case .rst:
@@ -386,7 +389,7 @@ public final class PcapWriter {
             return false
         case .event(let event):
             // A captured stream's gap or end becomes the same in the segments.
-            if let streamEvent = StreamEvent(event), encoder.apply(streamEvent, timeNs: event.timeNs, to: &file.pending) { return true }
+            if let streamEvent = StreamEvent(event), try encoder.apply(streamEvent, timeNs: event.timeNs, to: &file.pending) { return true }
             eventsNotWritten += 1
             return false
         case .motion:

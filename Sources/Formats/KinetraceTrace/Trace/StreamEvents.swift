@@ -21,6 +21,8 @@ public enum StreamEvent: Hashable, Sendable {
     public static let startName = "stream_start"
     public static let gapName = "stream_gap"
     public static let endName = "stream_end"
+    /// The largest offset or byte count an event may name (an exabyte): more is a malformed event.
+    public static let maximumOffset: Int64 = 1 << 60
 
     public var source: Endpoint {
         switch self {
@@ -61,8 +63,9 @@ public enum StreamEvent: Hashable, Sendable {
               let sourceText = event.data["source"]?.stringValue, let source = Endpoint(sourceText),
               let destinationText = event.data["destination"]?.stringValue, let destination = Endpoint(destinationText)
         else { return nil }
+        // Offsets and byte counts of a real stream stay far below 2^60, so their sums cannot overflow.
         func count(_ key: String) -> Int? {
-            guard let value = event.data[key]?.integerValue, value >= 0 else { return nil }
+            guard let value = event.data[key]?.integerValue, value >= 0, value <= Self.maximumOffset else { return nil }
             return Int(value)
         }
         switch event.event {
