@@ -49,7 +49,7 @@ import KinetraceJSON
                          Endpoint(host: "255.255.255.255", port: 65535)]
         for (i, length) in [0, 1, 19, 20, 21, 35, 36, 37, 100].enumerated() {
             records.append(.message(MessageRecord(
-                timeNs: [Int64.min, -1, 0, .max][i % 4], direction: i % 2 == 0 ? .controllerToHost : .hostToController,
+                timeNs: [0, 1, 1_767_225_600_140_490_966, TraceRecord.timeRangeNs.upperBound - 1][i % 4], direction: i % 2 == 0 ? .controllerToHost : .hostToController,
                 source: endpoints[i % endpoints.count], destination: endpoints[(i + 1) % endpoints.count],
                 payload: (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 91 &+ i) },
                 rttNs: i % 3 == 0 ? nil : Int64(i) * -1_000_003)))
@@ -120,7 +120,7 @@ import KinetraceJSON
             "numbers": .array([.number(0.1), .number(-0.0), .number(1e300), .number(.leastNonzeroMagnitude), .number(3.0), .number(1e-5)]),
             "": .null, "t": .bool(true), "f": .bool(false),
         ]
-        let record = TraceRecord.event(EventRecord(timeNs: .min, event: "phase \"x\"\n", data: data))
+        let record = TraceRecord.event(EventRecord(timeNs: TraceRecord.timeRangeNs.upperBound - 1, event: "phase \"x\"\n", data: data))
         let reader = try TraceReader(bytes: try TraceEncoder.document(header: Fixtures.header, records: [record]))
         #expect(try reader.next() == record)
         #expect(try reader.next() == nil)

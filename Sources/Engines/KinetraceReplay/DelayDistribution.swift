@@ -86,8 +86,27 @@ public enum DelayDistribution: Hashable, Sendable {
         }
     }
 
+    /// The longest delay a network holds a message: an hour. Parameters beyond are refused,
+    /// and draws from a heavy tail (Pareto) are cut there, so a delay always fits a clock.
+    public static let maximumMs = 3_600_000.0
+
     /// Why the parameters are unusable, if they are.
     public var problem: String? {
+        if let problem = valueProblem { return problem }
+        let largest: Double
+        switch self {
+        case .none: largest = 0
+        case .constant(let ms): largest = ms
+        case .uniform(let lo, let hi): largest = hi.isFinite ? Swift.max(lo, hi) : lo
+        case .normal(let mean, _, let lo, _): largest = Swift.max(mean, lo)
+        case .pareto(let scale, _): largest = scale
+        case .empirical(let sorted): largest = sorted.last ?? 0
+        case .quantiles(let points): largest = points.last?.ms ?? 0
+        }
+        return largest > Self.maximumMs ? "delays are at most \(Int(Self.maximumMs)) ms (an hour); \(largest) ms is not a network" : nil
+    }
+
+    private var valueProblem: String? {
         func bad(_ values: Double...) -> Bool { values.contains { !$0.isFinite || $0 < 0 } }
         switch self {
         case .none: return nil

@@ -47,8 +47,8 @@ public enum ImpairmentSpec {
         let halves = text.split(separator: "@", maxSplits: 1).map(String.init)
         var from: Double = 0
         if halves.count == 2 {
-            guard let seconds = Double(halves[1]), seconds.isFinite, seconds >= 0 else {
-                return .failure(SpecError("\(text): the time after @ must be a number of seconds, at least 0"))
+            guard let seconds = Double(halves[1]), seconds.isFinite, seconds >= 0, seconds <= RateStep.latestStartS else {
+                return .failure(SpecError("\(text): the time after @ must be a number of seconds from 0 to \(Int(RateStep.latestStartS))"))
             }
             from = seconds
         }

@@ -100,7 +100,7 @@ public struct Impairer: Sendable {
         let i = impairments
         var decision = ImpairmentDecision()
         decision.lost = loss[link, default: LossProcess(i.loss)].isLost(using: &rng)
-        decision.delayNs = Int64((i.delay.sample(using: &rng) * 1e6).rounded())
+        decision.delayNs = Int64((Swift.min(i.delay.sample(using: &rng), DelayDistribution.maximumMs) * 1e6).rounded())
         decision.duplicates = rng.unit() < i.duplicate ? 1 : 0
         decision.reordered = rng.unit() < i.reorder
         let corrupts = rng.unit() < i.corrupt

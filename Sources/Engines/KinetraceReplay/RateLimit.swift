@@ -7,6 +7,10 @@ public struct RateStep: Hashable, Sendable {
 
     /// Bytes of Ethernet (14), IPv4 (20) and UDP (8) headers counted with each payload.
     public static let overheadBytes = 42
+    /// The latest a step may start, in seconds of replay (about 31 years): keeps its start in Int64 ns.
+    public static let latestStartS = 1e9
+    /// The slowest link: 1 bit/s. Slower would hold one message for longer than any clock counts.
+    public static let slowestBitsPerSecond = 1.0
 
     public init(fromNs: Int64, bitsPerSecond: Double) {
         self.fromNs = fromNs
@@ -16,6 +20,9 @@ public struct RateStep: Hashable, Sendable {
     static func problem(_ steps: [RateStep]) -> String? {
         guard !steps.isEmpty else { return nil }
         if steps[0].fromNs != 0 { return "the first rate step must start at 0 s" }
+        if let slow = steps.first(where: { !($0.bitsPerSecond >= slowestBitsPerSecond && $0.bitsPerSecond.isFinite) }) {
+            return "a rate must be a finite number of at least 1 bit/s, not \(slow.bitsPerSecond)"
+        }
         for (a, b) in zip(steps, steps.dropFirst()) where b.fromNs <= a.fromNs {
             return "rate steps must start at strictly increasing times"
         }

@@ -71,7 +71,9 @@ public struct ReplayNetwork: Hashable, Sendable {
         }
         if top["stagger_ms"] != nil {
             let ms = try number("stagger_ms", in: top)
-            guard ms >= 0 else { throw fail("stagger_ms", "must be at least 0") }
+            guard ms >= 0, ms <= Double(ReplayOptions.maximumStaggerNs / 1_000_000) else {
+                throw fail("stagger_ms", "must be from 0 to \(ReplayOptions.maximumStaggerNs / 1_000_000) (an hour)")
+            }
             network.staggerNs = Int64(ms * 1e6)
         }
         var i = Impairments()
@@ -144,7 +146,9 @@ public struct ReplayNetwork: Hashable, Sendable {
             for step in steps {
                 guard case .object(let s) = step else { throw fail("rate", "each step is an object") }
                 try expectOnly(s, ["from_s", "bits_per_s"], in: "a rate step", fail)
-                i.rate.append(RateStep(fromNs: Int64(try number("from_s", in: s) * 1e9), bitsPerSecond: try number("bits_per_s", in: s)))
+                let from = try number("from_s", in: s)
+                guard from >= 0, from <= RateStep.latestStartS else { throw fail("from_s", "must be from 0 to \(Int(RateStep.latestStartS)) s") }
+                i.rate.append(RateStep(fromNs: Int64(from * 1e9), bitsPerSecond: try number("bits_per_s", in: s)))
             }
         }
         if let problem = i.problem {

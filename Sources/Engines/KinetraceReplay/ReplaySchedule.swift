@@ -50,6 +50,26 @@ public struct ReplayOptions: Hashable, Sendable {
 
     public init() {}
 
+    /// The longest stagger: an hour (a stadium's players do not trickle in over days).
+    public static let maximumStaggerNs: Int64 = 3_600_000_000_000
+    /// The longest replay planned, loops and speed included: 30 days. It keeps every deadline,
+    /// shift and stamp the schedule computes far inside Int64.
+    public static let maximumDurationNs: Int64 = 30 * 86_400_000_000_000
+
+    /// Why these options cannot replay `input`, when they cannot: the plan would run past
+    /// `maximumDurationNs` (a hostile or mistaken trace can span a century).
+    public func problem(planning input: ReplayInput) -> String? {
+        let selectedSpan = Double(Swift.min(input.spanNs, endNs ?? .max)) - Double(startNs)
+        let passNs = Swift.max(0, selectedSpan) + Double(input.medianPeriodNs ?? 100_000_000)
+        let totalNs = timing == .fast ? 0 : (passNs * Double(loops) + Double(staggerNs)) / speed
+        guard totalNs <= Double(Self.maximumDurationNs) else {
+            let days = (totalNs / 86_400e9 * 10).rounded() / 10
+            return "the replay would take \(days) days (the input spans \(Double(input.spanNs) / 1e9) s, \(loops) loop(s) at speed \(speed)); "
+                + "at most 30 days: choose a part with --start/--end, or raise --speed"
+        }
+        return nil
+    }
+
     /// The first unusable option, described.
     public var problem: String? {
         if !(speed.isFinite && speed > 0) { return "the speed must be a positive number" }
@@ -57,7 +77,7 @@ public struct ReplayOptions: Hashable, Sendable {
         if startNs < 0 { return "the start offset must be at least 0" }
         if let endNs, endNs <= startNs { return "the end offset must be after the start offset" }
         if let controllers, !(1...65_536).contains(controllers) { return "the controller count must be from 1 to 65536" }
-        if staggerNs < 0 { return "the stagger must be at least 0" }
+        if !(0...Self.maximumStaggerNs).contains(staggerNs) { return "the stagger must be from 0 to \(Self.maximumStaggerNs / 1_000_000) ms (an hour)" }
         if timing == .fast && impairments.delay != .none {
             return "--timing fast sends as soon as it can, so a delay has nothing to delay; use --timing original"
         }

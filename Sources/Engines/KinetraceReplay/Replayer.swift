@@ -86,7 +86,8 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
     /// Runs the replay. Throws only when the record cannot be written or the
     /// options are unusable; a host that fails is reported in the outcome.
     public func run() throws(ReplayError) -> ReplayReport {
-        if let problem = configuration.options.problem(for: configuration.input.wireProtocol.transport) {
+        if let problem = configuration.options.problem(for: configuration.input.wireProtocol.transport)
+            ?? configuration.options.problem(planning: configuration.input) {
             throw ReplayError(.badOptions, problem)
         }
         if configuration.input.wireProtocol.transport == .byteStream {

@@ -313,7 +313,7 @@ public final class PcapTraceReader: TraceRecordSource {
             // With nanosecond precision requested, tv_usec holds nanoseconds. A pcapng stamp is 64 bits
             // of any unit, so a hostile one can name a time no nanosecond clock holds.
             guard let timeNs = Self.nanoseconds(seconds: Int64(packetHeader.ts.tv_sec), nanoseconds: Int64(packetHeader.ts.tv_usec)) else {
-                throw TraceError(.badRecord, source: source, message: "packet \(state.packetCount): timestamp \(packetHeader.ts.tv_sec) s \(packetHeader.ts.tv_usec) ns is outside 1970-01-01 to 2262-04-11, which nanosecond times hold")
+                throw TraceError(.badRecord, source: source, message: "packet \(state.packetCount): timestamp \(packetHeader.ts.tv_sec) s \(packetHeader.ts.tv_usec) ns is outside what a trace holds, \(TraceRecord.timeRangeText)")
             }
             if location.transport == .tcp {
                 let segment = TCPSegment(timeNs: timeNs, direction: direction, source: sourceEndpoint, destination: destinationEndpoint,
@@ -333,13 +333,13 @@ public final class PcapTraceReader: TraceRecordSource {
         }
     }
 
-    /// Seconds and nanoseconds since the epoch as one count of nanoseconds, when it fits (1970 to 2262).
+    /// Seconds and nanoseconds since the epoch as one count of nanoseconds, when a trace can hold it.
     static func nanoseconds(seconds: Int64, nanoseconds: Int64) -> Int64? {
         guard seconds >= 0, (0..<1_000_000_000).contains(nanoseconds) else { return nil }
         let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         guard !overflow else { return nil }
         let (total, carry) = whole.addingReportingOverflow(nanoseconds)
-        return carry ? nil : total
+        return carry || !TraceRecord.timeRangeNs.contains(total) ? nil : total
     }
 
     /// A read error: a file that simply ends inside a packet is a truncation

@@ -152,11 +152,16 @@ struct Replay: ParsableCommand {
         if let to { do { _ = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") } }
         guard speed.isFinite, speed > 0 else { throw ValidationError("--speed must be a positive number.") }
         guard loops >= 1 else { throw ValidationError("--loop must be at least 1.") }
-        guard start.isFinite, start >= 0 else { throw ValidationError("--start must be a number of seconds, at least 0.") }
-        if let end { guard end.isFinite, end > start else { throw ValidationError("--end must come after --start.") } }
+        // A billion seconds (31 years) is past any trace's span and keeps the offsets in Int64 ns.
+        guard start.isFinite, start >= 0, start <= 1e9 else { throw ValidationError("--start must be a number of seconds from 0 to 1000000000.") }
+        if let end { guard end.isFinite, end > start, end <= 1e9 else { throw ValidationError("--end must come after --start, at most 1000000000 s.") } }
         if let controllers { guard (1...65_536).contains(controllers) else { throw ValidationError("--controllers must be from 1 to 65536.") } }
-        if let staggerMs { guard staggerMs.isFinite, staggerMs >= 0 else { throw ValidationError("--stagger-ms must be at least 0.") } }
-        if let timeout { guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds.") } }
+        if let staggerMs {
+            guard staggerMs.isFinite, staggerMs >= 0, staggerMs <= Double(ReplayOptions.maximumStaggerNs / 1_000_000) else {
+                throw ValidationError("--stagger-ms must be from 0 to \(ReplayOptions.maximumStaggerNs / 1_000_000) (an hour).")
+            }
+        }
+        if let timeout { guard timeout.isFinite, timeout > 0, timeout <= 1e9 else { throw ValidationError("--timeout must be a positive number of seconds, at most 1000000000.") } }
         guard settleMs >= 0 else { throw ValidationError("--settle-ms must be at least 0.") }
         guard (0...100_000).contains(spinUs) else { throw ValidationError("--spin-us must be between 0 and 100000.") }
         if network != nil && legacyProfile != nil { throw ValidationError("Give --network once (--profile is its old name).") }
@@ -193,7 +198,7 @@ struct Replay: ParsableCommand {
         for (path, truncation) in replayInput.truncations.sorted(by: { $0.key < $1.key }) {
             printWarning("\(path): \(truncation.description); replaying what precedes it")
         }
-        if let problem = options.problem(for: replayInput.wireProtocol.transport) {
+        if let problem = options.problem(for: replayInput.wireProtocol.transport) ?? options.problem(planning: replayInput) {
             printError(problem)
             throw ExitCode.validationFailure
         }

@@ -102,7 +102,8 @@ struct Synth: ParsableCommand {
             throw ValidationError("--protocol \(wire.wireProtocol.id) has no samples to synthesize.")
         }
         guard corrupt.isFinite, (0...1).contains(corrupt) else { throw ValidationError("--corrupt must be a probability in [0, 1].") }
-        guard startMs < UInt64(Int64.max / 1_000_000) - 40 * 86_400_000 else {
+        // The session (at most 30 days, plus latency) must end inside a trace's time range (TR-TIME-1).
+        guard startMs < UInt64(TraceRecord.timeRangeNs.upperBound / 1_000_000) - 40 * 86_400_000 else {
             throw ValidationError("--start-ms is too far in the future for nanosecond timestamps.")
         }
         if let motionHz {

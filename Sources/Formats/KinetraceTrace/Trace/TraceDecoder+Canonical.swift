@@ -13,7 +13,8 @@ import KinetraceWire
 extension TraceDecoder {
     mutating func canonicalMessage(_ line: UnsafeRawBufferPointer) -> MessageRecord? {
         var s = JSONScanner(line)
-        guard s.consume(#"{"kind":"msg","t_ns":"#), let timeNs = try? s.readInt64("t_ns") else { return nil }
+        // Out of range falls back to the general parser, which names the error.
+        guard s.consume(#"{"kind":"msg","t_ns":"#), let timeNs = try? s.readInt64("t_ns"), TraceRecord.timeRangeNs.contains(timeNs) else { return nil }
         let direction: Direction
         if s.consume(#","dir":"c2h","src":"#) {
             direction = .controllerToHost

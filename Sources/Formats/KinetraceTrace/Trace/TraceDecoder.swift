@@ -106,7 +106,12 @@ struct TraceDecoder {
                 else if token.equals("motion") { f.kind = .motion }
                 else { f.kind = .unknown }
             } else if key.equals("t_ns") {
-                f.timeNs = try scanner.readInt64("t_ns")
+                let at = scanner.index
+                let timeNs = try scanner.readInt64("t_ns")
+                guard TraceRecord.timeRangeNs.contains(timeNs) else {
+                    throw JSONScanner.SyntaxError(offset: at, message: "t_ns \(timeNs) is outside \(TraceRecord.timeRangeText)")
+                }
+                f.timeNs = timeNs
             } else if key.equals("dir") {
                 let token = try scanner.readStringToken()
                 if token.equals("c2h") { f.direction = .controllerToHost }

@@ -9,6 +9,11 @@ public enum TraceRecord: Hashable, Sendable {
     /// A device-motion sample (minor version 1).
     case motion(MotionSampleRecord)
 
+    /// The capture times a trace may hold (TR-RECORD-2): from the epoch to 2^62 ns, early in 2116.
+    /// Bounded so that any span, sum or shift of times an engine computes stays within Int64.
+    public static let timeRangeNs: Range<Int64> = 0..<(1 << 62)
+    public static let timeRangeText = "0 to 4611686018427387903 ns (1970-01-01 to 2116-02-20)"
+
     /// Capture time, integer nanoseconds since the UNIX epoch.
     public var timeNs: Int64 {
         switch self {
