@@ -54,8 +54,13 @@ public struct StdioHost {
                 return statistics
             }
             decoder.append(buffer[0..<n])
+            var at = decoder.offset
             while let record = try nextRecord(&decoder) {
-                guard record.kind == .controllerToHost else { continue }  // nothing else is addressed to a host
+                defer { at = decoder.offset }
+                // SA-ERROR-3: Kinetrace sends a host nothing but kind 0x01; anything else means the framing broke.
+                guard record.kind == .controllerToHost else {
+                    throw StdioHostError("the input is not stdio records: byte \(at + 4): expected record kind 0x01 (controller to host), found \(record.kind)")
+                }
                 for message in streams.messages(of: record) {
                     guard let decision = core.handle(message, from: record.controller, receivedNs: SystemClock.realtimeNs())
                     else { continue }

@@ -55,11 +55,13 @@ public struct StdioRecordBoundary: RecordBoundary, Sendable {
     public init() {}
 
     public func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int? {
-        guard bytes.count >= StdioRecord.headerSize else { return nil }
+        // Judged as soon as its bytes are in: a bad length must not wait for a header that may never come.
+        guard bytes.count >= 4 else { return nil }
         let length = UInt32(bytes[0]) << 24 | UInt32(bytes[1]) << 16 | UInt32(bytes[2]) << 8 | UInt32(bytes[3])
         guard length >= StdioRecord.minimumLength, length <= UInt32(StdioRecord.maximumPayload + 4) else {
             throw WireError(.invalidLength, offset: offset, expected: "a record length from 4 to 65539, found \(length)")
         }
+        guard bytes.count >= 6 else { return nil }
         guard bytes[5] == 0 else {
             throw WireError(.outOfRange, offset: offset + 5, expected: "flags 0, found \(bytes[5])")
         }
