@@ -128,6 +128,47 @@ struct CaptureTests {
         _ = try host.stop()
     }
 
+    /// Issue 15, finding 6: once the handle and files are open, capture runs as -Z's user with no capabilities,
+    /// or, without -Z, as root with no capabilities, and still captures everything.
+    @Test(arguments: [("nobody", "65534"), (nil, "0")] as [(String?, String)])
+    func capturePutsDownItsPrivilegesAndStillCaptures(_ user: String?, _ uid: String) throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let trace = dir.appendingPathComponent("z.jsonl").path
+        let host = try Background.kinetrace("host", "--port", "0")
+        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
+        var arguments = ["capture", "-i", "lo", "--port", "\(port)", "--pcap", dir.appendingPathComponent("z.pcap").path, "--trace", trace]
+        if let user { arguments += ["-Z", user] }
+        let capture = try Background(try Fixture.binary, arguments)
+        _ = try capture.waitForLine(startingWith: "capturing on lo")
+        let status = try String(contentsOfFile: "/proc/\(capture.process.processIdentifier)/status", encoding: .utf8)
+        func field(_ name: String) -> [Substring] {
+            status.split(separator: "\n").first { $0.hasPrefix(name + ":") }?.dropFirst(name.count + 1).split(whereSeparator: \.isWhitespace) ?? []
+        }
+        #expect(field("Uid") == Array(repeating: Substring(uid), count: 4), "\(status)")
+        #expect(field("CapEff") == ["0000000000000000"] && field("CapPrm") == ["0000000000000000"], "\(status)")
+        #expect(capture.stderr.contains("no capabilities"), "\(capture.stderr)")
+        let sender = TestSocket()
+        for i in 0..<20 { sender.send(MotionFrame(tMs: UInt64(i + 1)).encoded(), toPort: port) }
+        let waitUntil = Date().addingTimeInterval(20)
+        while (try? counts(trace).c2h) ?? 0 < 20, Date() < waitUntil { usleep(100_000) }
+        let result = try capture.stop()
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try counts(trace).c2h == 20)
+        _ = try host.stop()
+    }
+
+    @Test func anUnknownUserIsAUsageErrorAndNothingIsCaptured() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let result = try kinetrace("capture", "-i", "lo", "--port", "9", "-Z", "no-such-user-kt", "--pcap",
+                                   dir.appendingPathComponent("u.pcap").path, "--trace", dir.appendingPathComponent("u.jsonl").path)
+        #expect(result.status == 64, "\(result.stderr)")
+        #expect(result.stderr.hasPrefix("Error: -Z no-such-user-kt: no such user."), "\(result.stderr)")
+        #expect(!result.stdout.contains("capturing on"))
+        #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("u.pcap").path), "nothing is opened")
+    }
+
     @Test func killedCaptureLeavesReadableFiles() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }

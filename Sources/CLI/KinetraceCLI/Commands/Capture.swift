@@ -1,6 +1,7 @@
 import ArgumentParser
 import KinetraceJSON
 import KinetraceCapture
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
 import Logging
@@ -17,8 +18,14 @@ struct Capture: ParsableCommand {
             before stopping, then prints the packets captured and the packets the kernel \
             dropped. Prints "capturing on INTERFACE" once the capture is active.
 
-            Live capture needs root or CAP_NET_RAW. Exit status 77 when permission is \
-            denied, 64 for an unknown interface or a bad filter.
+            Live capture needs root or CAP_NET_RAW, only to open the capture: once the \
+            capture and both files are open, it gives its privileges up, as tcpdump does. \
+            With -Z USER it becomes that user (uid, gid, no supplementary groups); without, \
+            it keeps its uid and clears every capability. It says which on standard error, \
+            and stops rather than capture with privileges it could not drop.
+
+            Exit status 77 when permission is denied or privileges cannot be dropped, 64 \
+            for an unknown interface, a bad filter or an unknown -Z user.
             """)
 
     @Option(name: .shortAndLong, help: ArgumentHelp("The interface to capture on, e.g. lo or eth0.", valueName: "interface"))
@@ -50,9 +57,16 @@ struct Capture: ParsableCommand {
     @Option(name: .customLong("buffer-mib"), help: ArgumentHelp("Kernel capture buffer in MiB; it holds about buffer ÷ snaplen packets.", valueName: "mib"))
     var bufferMiB: Int32 = 32
 
+    @Option(name: [.customShort("Z"), .customLong("user")], help: ArgumentHelp(
+        "Become this user once the capture and files are open (tcpdump's -Z); without it, keep the uid and drop every capability.",
+        valueName: "user"))
+    var user: String?
+
     @OptionGroup var summaryFormat: SummaryFormatOptions
 
     func validate() throws {
+        // Checked before anything is opened, so a typo leaves no files behind.
+        if let user, !Privileges.userExists(user) { throw ValidationError("-Z \(user): no such user.") }
         if duration != nil && count != nil { throw ValidationError("Give --duration or --count, not both.") }
         if let duration { guard duration.isFinite, duration > 0 else { throw ValidationError("--duration must be a positive number of seconds.") } }
         if let count { guard count > 0 else { throw ValidationError("--count must be positive.") } }
@@ -80,6 +94,13 @@ struct Capture: ParsableCommand {
             case .io: throw ExitStatus.ioError
             default: throw ExitStatus.unavailable
             }
+        }
+        // Before any thread starts: capabilities belong to threads.
+        do throws(Privileges.Failure) {
+            writeStandardError("kinetrace: capture: \(try Privileges.drop(toUser: user))\n")
+        } catch {
+            printError(error.description)
+            throw error.description.hasSuffix("no such user") ? ExitCode.validationFailure : ExitCode(77)
         }
         printNow("capturing on \(interface) (filter: \(configuration.effectiveFilter))")
         let signals = onTermination { _ in capture.stop() }
