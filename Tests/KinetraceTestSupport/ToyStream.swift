@@ -61,6 +61,7 @@ public struct ToyHostModel: HostModel {
     private var seen: Set<Int> = []
     public init() {}
     public var controllerCount: Int { seen.count }
+    public mutating func forget(_ controller: Int) { seen.remove(controller) }
     public mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
         seen.insert(controller)
         return .accepted

@@ -10,19 +10,32 @@ public struct HostCore<Controller: Hashable> {
     public let wireProtocol: any WireProtocol.Type
     public private(set) var statistics = HostStatistics()
     private var model: any HostModel
-    private var numbering = ControllerNumbering<Controller>()
+    private var table: ControllerTable<Controller>
 
-    public init(wireProtocol: any WireProtocol.Type, rule: GestureRule) {
+    /// Defaults of ML-STATE-1 and ML-STATE-2, from conntrack practice (see the spec).
+    public static var defaultMaximumControllers: Int { 65_536 }
+    public static var defaultIdleTimeoutNs: Int64 { 120_000_000_000 }
+
+    public init(wireProtocol: any WireProtocol.Type, rule: GestureRule, maximumControllers: Int = defaultMaximumControllers,
+                idleTimeoutNs: Int64? = defaultIdleTimeoutNs) {
         self.wireProtocol = wireProtocol
         model = wireProtocol.makeHostModel(rule: rule)
+        table = ControllerTable(capacity: maximumControllers, idleNs: idleTimeoutNs)
     }
 
     /// Handles one message as received; returns what the host owes, if anything.
     public mutating func handle(_ bytes: UnsafeRawBufferPointer, from controller: Controller, receivedNs: Int64) -> HostDecision? {
         statistics.datagrams += 1
-        defer { statistics.controllers = model.controllerCount }
         let facts = wireProtocol.facts(bytes)
-        switch model.accept(facts, from: numbering.number(of: controller), receivedNs: receivedNs) {
+        let number = table.number(of: controller, nowNs: receivedNs) { forgotten, why in
+            model.forget(forgotten)
+            switch why {
+            case .idle: statistics.forgottenIdle += 1
+            case .overCapacity: statistics.forgottenOverCapacity += 1
+            }
+        }
+        statistics.controllers = table.count
+        switch model.accept(facts, from: number, receivedNs: receivedNs) {
         case .dropped(let reason):
             statistics.invalidByReason[reason, default: 0] += 1
             return nil

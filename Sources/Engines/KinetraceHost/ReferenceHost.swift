@@ -17,6 +17,10 @@ public final class ReferenceHost: Sendable {
         /// nil: the protocol's default port; 0: any free port.
         public var port: Int?
         public var rule = GestureRule.default
+        /// ML-STATE-2: controllers held at once; the least recently heard is forgotten beyond.
+        public var maximumControllers = HostCore<Int>.defaultMaximumControllers
+        /// ML-STATE-1: a controller not heard from for longer is forgotten (nil: never).
+        public var idleTimeoutNs: Int64? = HostCore<Int>.defaultIdleTimeoutNs
         /// Records what the host received and sent, when set.
         public var tracePath: String?
         /// A byte-stream host's limit on open connections; more are closed as they come.
@@ -109,7 +113,11 @@ public struct HostStatistics: Sendable, Equatable {
     public var invalidByReason: [String: Int] = [:]
     public var triggers = 0
     public var acksSent = 0
+    /// Controllers the host holds state for now (at most its maximum, ML-STATE-2).
     public var controllers = 0
+    /// Controllers forgotten after the idle timeout (ML-STATE-1) and to stay within the maximum (ML-STATE-2).
+    public var forgottenIdle = 0
+    public var forgottenOverCapacity = 0
     /// Byte-stream hosts: connections accepted, refused over the limit, closed
     /// inside a record, and closed because their stream could not be framed.
     public var connections = 0
@@ -159,7 +167,8 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
         self.configuration = configuration
         self.logger = logger
         self.recorder = recorder
-        core = HostCore(wireProtocol: configuration.wireProtocol, rule: configuration.rule)
+        core = HostCore(wireProtocol: configuration.wireProtocol, rule: configuration.rule,
+                        maximumControllers: configuration.maximumControllers, idleTimeoutNs: configuration.idleTimeoutNs)
     }
 
     func channelActive(context: ChannelHandlerContext) {

@@ -35,7 +35,8 @@ public struct StdioHost {
 
     /// Serves until end of input. Throws on broken framing or a failed write.
     public func run() throws(StdioHostError) -> HostStatistics {
-        var core = HostCore<UInt16>(wireProtocol: wireProtocol, rule: rule)
+        // Ids come from the harness (at most 65,536 of them), not from a network anyone can spoof: nothing to forget.
+        var core = HostCore<UInt16>(wireProtocol: wireProtocol, rule: rule, idleTimeoutNs: nil)
         var decoder = StdioRecordDecoder()
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var streams = ControllerStreams(wireProtocol: wireProtocol)

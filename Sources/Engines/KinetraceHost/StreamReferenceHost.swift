@@ -128,7 +128,8 @@ final class StreamHostState: @unchecked Sendable {  // confined to one event loo
         self.configuration = configuration
         self.logger = logger
         self.recorder = recorder
-        core = HostCore(wireProtocol: configuration.wireProtocol, rule: configuration.rule)
+        core = HostCore(wireProtocol: configuration.wireProtocol, rule: configuration.rule,
+                        maximumControllers: configuration.maximumControllers, idleTimeoutNs: configuration.idleTimeoutNs)
     }
 
     var statistics: HostStatistics {

@@ -44,6 +44,14 @@ struct Host: ParsableCommand {
     @Option(help: ArgumentHelp("Record what the host received and sent, and its decisions, to this trace file.", valueName: "file"), completion: .file())
     var trace: String?
 
+    @Option(name: .customLong("max-controllers"), help: ArgumentHelp(
+        "Controllers held at once; beyond, the least recently heard is forgotten (ML-STATE-2).", valueName: "n"))
+    var maximumControllers = HostCore<Int>.defaultMaximumControllers
+
+    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp(
+        "Forget a controller not heard from for this many seconds; 0 never forgets (ML-STATE-1).", valueName: "seconds"))
+    var idleTimeoutS = Double(HostCore<Int>.defaultIdleTimeoutNs) / 1e9
+
     @OptionGroup var summaryFormat: SummaryFormatOptions
 
     @Flag(name: .shortAndLong, help: "Log every decision (MotionLink v1: every trigger) to standard error.")
@@ -56,6 +64,10 @@ struct Host: ParsableCommand {
     var observe = false
 
     func validate() throws {
+        guard (1...16_777_216).contains(maximumControllers) else { throw ValidationError("--max-controllers must be from 1 to 16777216.") }
+        guard idleTimeoutS.isFinite, (0...86_400).contains(idleTimeoutS) else {
+            throw ValidationError("--idle-timeout must be from 0 to 86400 seconds (0: never).")
+        }
         if let port { guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") } }
         if observe && !stdio { throw ValidationError("--observe applies only with --stdio.") }
         if stdio && trace != nil { throw ValidationError("--trace records a UDP host; with --stdio, record on the replay side (kinetrace replay --record).") }
@@ -70,6 +82,8 @@ struct Host: ParsableCommand {
         configuration.port = port
         configuration.rule = ruleOptions.rule
         configuration.tracePath = trace
+        configuration.maximumControllers = maximumControllers
+        configuration.idleTimeoutNs = idleTimeoutS == 0 ? nil : Int64(idleTimeoutS * 1e9)
         let host: any RunningReferenceHost
         do {
             host = try startReferenceHost(configuration: configuration, logger: logger)
@@ -124,15 +138,18 @@ struct Host: ParsableCommand {
                          + "\(stats.closedMidRecord) closed inside a record, \(stats.framingErrors) unframeable, \(stats.connectionsRefused) refused")
                 return
             }
+            let forgotten = stats.forgottenIdle + stats.forgottenOverCapacity == 0 ? ""
+                : "; forgot \(stats.forgottenIdle) idle controller(s) and \(stats.forgottenOverCapacity) over the maximum"
             emit("received \(stats.datagrams) datagrams from \(stats.controllers) controller(s): \(stats.validFrames) valid frames"
                      + " (\(stats.staleFrames) stale), invalid: \(invalid.isEmpty ? "none" : invalid); "
-                     + "\(stats.triggers) triggers, \(stats.acksSent) acks sent")
+                     + "\(stats.triggers) triggers, \(stats.acksSent) acks sent" + forgotten)
         case .json:
             var members: [String: JSONValue] = [
                 "datagrams": .integer(Int64(stats.datagrams)), "valid_frames": .integer(Int64(stats.validFrames)),
                 "stale_frames": .integer(Int64(stats.staleFrames)), "controllers": .integer(Int64(stats.controllers)),
                 "invalid_by_reason": .object(stats.invalidByReason.mapValues { .integer(Int64($0)) }),
                 "triggers": .integer(Int64(stats.triggers)), "acks_sent": .integer(Int64(stats.acksSent)),
+                "forgotten_idle": .integer(Int64(stats.forgottenIdle)), "forgotten_over_maximum": .integer(Int64(stats.forgottenOverCapacity)),
             ]
             if wire.wireProtocol.transport == .byteStream {
                 members["connections"] = .integer(Int64(stats.connections))

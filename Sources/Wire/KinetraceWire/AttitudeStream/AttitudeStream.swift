@@ -121,6 +121,12 @@ public struct AttitudeHostModel: HostModel {
 
     public init() {}
 
+    public mutating func forget(_ controller: Int) {
+        guard controller < seen.count, seen[controller] else { return }
+        seen[controller] = false
+        controllerCount -= 1
+    }
+
     public mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
         if controller >= seen.count { seen.append(contentsOf: repeatElement(false, count: controller - seen.count + 1)) }
         if !seen[controller] {

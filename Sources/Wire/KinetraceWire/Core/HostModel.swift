@@ -13,6 +13,10 @@ public protocol HostModel {
     mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict
     /// Controllers the model keeps state for.
     var controllerCount: Int { get }
+    /// Drops everything kept for the numbered controller: a host that forgets an idle
+    /// controller, or one evicted to stay within its bound, treats it as new (ML-STATE-3),
+    /// and may give its number to another.
+    mutating func forget(_ controller: Int)
 }
 
 /// Numbers controllers in the order they are met, for a `HostModel`.

@@ -78,7 +78,12 @@ public struct KeepCalmHostModel: HostModel {
 
     public init(rule: GestureRule) { self.rule = rule }
 
+    /// Controllers ever numbered (forgotten ones keep their slot for the next controller given the number).
     public var controllerCount: Int { jumpEndsNs.count }
+
+    public mutating func forget(_ controller: Int) {
+        if controller < jumpEndsNs.count { jumpEndsNs[controller] = Int64.min }
+    }
 
     public mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
         if let error = message.error { return .dropped(reason: error.code.name) }

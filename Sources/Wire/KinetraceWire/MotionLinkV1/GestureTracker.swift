@@ -50,6 +50,9 @@ public struct GestureTracker<Controller: Hashable> {
         return fires ? .trigger : .accepted
     }
 
+    /// Forgets one controller: its next frame is never stale and may trigger (ML-STATE-3).
+    public mutating func forget(_ controller: Controller) { states[controller] = nil }
+
     /// Forgets every controller.
     public mutating func reset() { states.removeAll() }
 }

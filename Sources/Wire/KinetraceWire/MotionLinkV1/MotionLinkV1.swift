@@ -139,6 +139,8 @@ public struct MotionLinkHostModel: HostModel {
 
     public var controllerCount: Int { tracker.controllerCount }
 
+    public mutating func forget(_ controller: Int) { tracker.forget(controller) }
+
     public mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
         if let error = message.error { return .dropped(reason: error.code.name) }
         guard message.direction == .controllerToHost, let tMs = message.senderTimeMs,

@@ -1,0 +1,98 @@
+import Foundation
+import KinetraceHost
+import KinetraceSupport
+import KinetraceTestSupport
+import KinetraceWire
+import Testing
+
+/// Issue 15, finding 5 (ML-STATE-*): the reference host's per-controller
+/// state is bounded by a maximum and an idle timeout, a forgotten
+/// controller starts fresh, and the host keeps answering real triggers.
+@Suite struct HostStateBoundTests {
+    static func frame(_ tMs: UInt64, ay: Float32 = 0) -> [UInt8] { MotionFrame(tMs: tMs, ay: ay).encoded() }
+
+    @Test func aMillionSpoofedSourcesStayWithinTheMaximumAndARealTriggerIsStillAnswered() {
+        var core = HostCore<Int>(wireProtocol: MotionLinkV1.self, rule: .default, maximumControllers: 1_000, idleTimeoutNs: nil)
+        let spoof = Self.frame(1)
+        var largest = 0
+        for source in 0..<1_000_000 {
+            _ = core.handle(spoof, from: source, receivedNs: Int64(source))
+            largest = max(largest, core.statistics.controllers)
+        }
+        #expect(largest == 1_000)
+        #expect(core.statistics.forgottenOverCapacity == 999_000)
+        let decision = core.handle(Self.frame(1_767_225_600_000, ay: 0.9), from: -1, receivedNs: 2_000_000)
+        #expect(decision?.owesReply == true, "a real controller's trigger is answered after the flood")
+        #expect(core.statistics.controllers == 1_000)
+    }
+
+    @Test func aControllerIdleForLongerThanTheTimeoutIsForgottenAndStartsFresh() {
+        let second: Int64 = 1_000_000_000
+        var core = HostCore<String>(wireProtocol: MotionLinkV1.self, rule: .default, maximumControllers: 10, idleTimeoutNs: 120 * second)
+        #expect(core.handle(Self.frame(5_000, ay: 0.9), from: "a", receivedNs: 0)?.owesReply == true)
+        // Within the timeout, an older stamp is stale (ML-GESTURE-2) ...
+        #expect(core.handle(Self.frame(4_000, ay: 0.9), from: "a", receivedNs: 100 * second) == nil)
+        #expect(core.statistics.staleFrames == 1)
+        // ... and once another controller is heard after 120 s of a's silence, a is forgotten:
+        _ = core.handle(Self.frame(1), from: "b", receivedNs: 221 * second)
+        #expect(core.statistics.forgottenIdle == 1)
+        #expect(core.statistics.controllers == 1)
+        // its next frame, even with an older stamp, is a new controller's (ML-STATE-3).
+        #expect(core.handle(Self.frame(4_000, ay: 0.9), from: "a", receivedNs: 222 * second)?.owesReply == true)
+        #expect(core.statistics.staleFrames == 1)
+    }
+
+    @Test func theLeastRecentlyHeardIsForgottenFirst() {
+        var table = ControllerTable<String>(capacity: 3, idleNs: nil)
+        var forgotten: [Int] = []
+        let a = table.number(of: "a", nowNs: 1) { n, _ in forgotten.append(n) }
+        let b = table.number(of: "b", nowNs: 2) { n, _ in forgotten.append(n) }
+        _ = table.number(of: "c", nowNs: 3) { n, _ in forgotten.append(n) }
+        #expect(table.number(of: "a", nowNs: 4) { n, _ in forgotten.append(n) } == a)  // a is now the most recent
+        let d = table.number(of: "d", nowNs: 5) { n, _ in forgotten.append(n) }
+        #expect(forgotten == [b], "b, heard least recently, makes room")
+        #expect(d == b, "its number is recycled")
+        #expect(table.count == 3)
+        #expect(table.number(of: "b", nowNs: 6) { n, _ in forgotten.append(n) } != a)
+    }
+
+    /// Across a random workload the table never exceeds its capacity, agrees with a plain
+    /// reference model of least-recently-heard and idle eviction, and numbers stay unique.
+    @Test func agreesWithAPlainModelUnderRandomTraffic() {
+        var rng = SeededGenerator(seed: 15)
+        var table = ControllerTable<Int>(capacity: 16, idleNs: 50)
+        var lastHeard: [Int: Int64] = [:]  // the reference: who is held, and when last heard
+        var now: Int64 = 0
+        var evictions = 0
+        for _ in 0..<20_000 {
+            now += Int64.random(in: 1...3, using: &rng)  // strictly later, so "least recently heard" is never a tie
+            let controller = Int.random(in: 0..<40, using: &rng)
+            for (c, t) in lastHeard where now - t > 50 { lastHeard[c] = nil }
+            if lastHeard[controller] == nil, lastHeard.count == 16 {
+                lastHeard[lastHeard.min { $0.value < $1.value }!.key] = nil
+            }
+            lastHeard[controller] = now
+            _ = table.number(of: controller, nowNs: now) { _, _ in evictions += 1 }
+            #expect(table.count == lastHeard.count)
+            #expect(lastHeard.keys.allSatisfy { table.holds($0) }, "the same controllers as the reference")
+            #expect(table.count <= 16)
+        }
+        #expect(evictions > 1_000, "the workload exercised eviction")
+    }
+
+    /// The CLI: over its maximum the host forgets, says so, and still answers every new controller's trigger.
+    @Test func theReferenceHostReportsWhatItForgot() throws {
+        let host = try Background.kinetrace("host", "--port", "0", "--max-controllers", "2", "--format", "json")
+        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
+        let sockets = (0..<5).map { _ in TestSocket() }
+        for (i, socket) in sockets.enumerated() {
+            socket.send(Self.frame(1_767_225_600_000 + UInt64(i), ay: 0.9), toPort: port)
+            #expect(socket.receive()?.count == HapticAck.size, "controller \(i) gets its ack")
+        }
+        let result = try host.stop()
+        let summary = try JSONSerialization.jsonObject(with: Data(result.stdout.split(separator: "\n").last.map { Data($0.utf8) } ?? Data())) as? [String: Any]
+        #expect(summary?["forgotten_over_maximum"] as? Int == 3, "\(result.stdout)")
+        #expect(summary?["controllers"] as? Int == 2)
+        #expect(summary?["acks_sent"] as? Int == 5)
+    }
+}
