@@ -33,4 +33,13 @@ import Testing
         #expect(result.status == 76, "\(result.stderr)")
         #expect(result.stderr.contains(input.1) && result.stderr.contains(input.2), "\(result.stderr)")
     }
+
+    /// Finding 4: a host that writes valid acks without pause stops the replay as flooded (76), quickly.
+    @Test func aHostThatFloodsAcksStopsTheReplay() throws {
+        let script = Fixture.packageRoot.appendingPathComponent("Tests/FaultyHosts/ack_flood_host.py").path
+        let result = try kinetrace(["replay", Self.session, "--exec", "exec python3 '\(script)'", "--format", "json"], timeout: 120)
+        #expect(result.status == 76, "\(result.stderr)")
+        #expect(result.stderr.contains("replies nobody asked for"), "\(result.stderr)")
+        #expect(result.stdout.contains("\"outcome\":\"flooded\""), "\(result.stdout.prefix(300))")
+    }
 }

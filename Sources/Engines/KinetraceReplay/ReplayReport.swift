@@ -18,7 +18,15 @@ public struct ReplayReport: Sendable {
         case interrupted
         /// The host process wrote something that is not stdio adapter records.
         case protocolError = "protocol_error"
+        /// The host sent more replies nobody asked for than `ReplayReport.unaskedReplyLimit` allows.
+        case flooded
     }
+
+    /// Unexpected or invalid replies tolerated before a replay stops as flooded: 10,000 plus 10
+    /// per message scheduled. A conforming MotionLink host sends at most one per frame (ML-ACK-RULE-5).
+    public static func unaskedReplyLimit(scheduled: Int) -> Int { 10_000 + 10 * scheduled }
+    /// Unexpected acks kept as evidence in `triggers`; beyond, they are only counted.
+    public static let unexpectedAcksKept = 1_000
 
     public struct Controller: Sendable {
         /// The controller's own address (its socket) in this replay.

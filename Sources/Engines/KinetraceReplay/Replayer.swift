@@ -330,11 +330,19 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     if let sent = sentAt[v][echo] { rtt = mono - sent }
                     report.acksUnexpected += 1
                     report.controllers[v].acksUnexpected += 1
-                    report.triggers.append(.init(controller: v, tMs: echo, predicted: false, roundTripNs: rtt))
+                    // A bounded sample as evidence: a hostile host must not grow the report without end.
+                    if report.acksUnexpected <= ReplayReport.unexpectedAcksKept {
+                        report.triggers.append(.init(controller: v, tMs: echo, predicted: false, roundTripNs: rtt))
+                    }
                 }
             } else {
                 report.invalidReceived += 1
                 report.controllers[v].invalidReceived += 1
+            }
+            let unasked = report.acksUnexpected + report.invalidReceived
+            if unasked > ReplayReport.unaskedReplyLimit(scheduled: report.scheduled) {
+                setFatal(.flooded, "the host sent \(unasked) replies nobody asked for (\(report.acksUnexpected) unexpected acks, "
+                         + "\(report.invalidReceived) invalid), past the limit of 10,000 plus 10 per message scheduled")
             }
             unlockedRecord(.message(MessageRecord(timeNs: wall, direction: .hostToController, source: link.hostEndpoint,
                                                   destination: link.endpoint(of: v), payload: payload, rttNs: rtt)))

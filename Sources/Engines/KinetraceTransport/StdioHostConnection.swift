@@ -46,7 +46,9 @@ public final class StdioHostConnection: @unchecked Sendable {  // the decoder is
         var pfd = pollfd(fd: child.fd, events: Int16(POLLIN), revents: 0)
         guard poll(&pfd, 1, timeoutMs) > 0 else { return }
         var closed = false
-        while true {
+        // At most 16 reads (1 MiB) before decoding: a child that writes without pause must not
+        // make the undecoded bytes grow without bound.
+        for _ in 0..<16 {
             let n = buffer.withUnsafeMutableBytes { recv(child.fd, $0.baseAddress, $0.count, 0) }
             if n > 0 { decoder.append(buffer[0..<n]); continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { break }

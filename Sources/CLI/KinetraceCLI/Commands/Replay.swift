@@ -32,8 +32,9 @@ struct Replay: ParsableCommand {
             ack per trigger of the gesture rule). A replay never hangs: --timeout \
             bounds it. Exit status: 0 done; 1 acks differ from the prediction (--strict only); \
             64 usage; 65 bad input or network; 66 an input is missing; 69 the host is unreachable \
-            or died; 73 the record cannot be created; 75 timed out; 76 the host never answered \
-            or broke the stdio framing; 130 interrupted.
+            or died; 73 the record cannot be created; 75 timed out; 76 the host never answered, \
+            broke the stdio framing, or flooded the replay with replies nobody asked for (more than \
+            10,000 plus 10 per message); 130 interrupted.
             """)
 
     @Argument(help: ArgumentHelp("The recordings to replay: traces, pcaps or pcapngs.", valueName: "input"), completion: .file())
@@ -255,7 +256,7 @@ struct Replay: ParsableCommand {
                 throw ExitCode.failure
             }
         case .unreachable, .hostDied: throw ExitStatus.unavailable
-        case .silent, .protocolError: throw ExitStatus.protocolFailure
+        case .silent, .protocolError, .flooded: throw ExitStatus.protocolFailure
         case .timedOut: throw ExitStatus.timedOut
         case .interrupted: throw ExitStatus.interrupted
         }
