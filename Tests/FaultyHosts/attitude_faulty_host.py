@@ -18,14 +18,14 @@ Python 3 standard library only.
 """
 
 import argparse
-import json
 import math
-import os
 import socket
 import struct
 import sys
 import threading
 import time
+
+from stdio_records import controller_records, observe
 
 PI_F32 = struct.unpack("<f", struct.pack("<f", math.pi))[0]
 HALF_PI_F32 = struct.unpack("<f", struct.pack("<f", math.pi / 2))[0]
@@ -67,34 +67,14 @@ class Stream:
         return self.fault == "stops-reading" and self.records >= 30
 
 
-def read_exactly(fd, n):
-    data = b""
-    while len(data) < n:
-        chunk = os.read(fd, n - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
-
-
 def serve_stdio(fault):
     streams = {}
-    while True:
-        if any(s.stalled for s in streams.values()):
-            time.sleep(3600)  # stops reading its input altogether
-        header = read_exactly(0, 8)
-        if header is None:
-            return
-        length, kind, flags, controller = struct.unpack(">IBBH", header)
-        payload = read_exactly(0, length - 4)
-        if payload is None:
-            raise SystemExit("the input ended inside a record")
-        if kind != 1:
-            continue
+    for controller, payload in controller_records():
         stream = streams.setdefault(controller, Stream(fault))
         for values in stream.read(payload):
-            body = json.dumps({"decision": "attitude", "values": values}).encode()
-            os.write(1, struct.pack(">IBBH", len(body) + 4, 3, 0, controller) + body)
+            observe(controller, "attitude", values)
+        if any(s.stalled for s in streams.values()):
+            time.sleep(3600)  # stops reading its input altogether
 
 
 def serve_connection(conn, fault):

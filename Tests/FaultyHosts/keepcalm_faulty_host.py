@@ -23,12 +23,12 @@ Python 3 standard library only.
 import argparse
 import json
 import math
-import os
 import re
 import socket
-import struct
 import sys
 import time
+
+from stdio_records import controller_records, observe
 
 UUID = re.compile(r"^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$")
 ENVELOPE = {"type", "payload"}
@@ -118,31 +118,11 @@ class Host:
         return y
 
 
-def read_exactly(fd, n):
-    data = b""
-    while len(data) < n:
-        chunk = os.read(fd, n - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data
-
-
 def serve_stdio(host):
-    while True:
-        header = read_exactly(0, 8)
-        if header is None:
-            return
-        length, kind, flags, controller = struct.unpack(">IBBH", header)
-        payload = read_exactly(0, length - 4)
-        if payload is None:
-            raise SystemExit("the input ended inside a record")
-        if kind != 1:
-            continue
+    for controller, payload in controller_records():
         y = host.accept(controller, payload)
         if y is not None:
-            body = json.dumps({"decision": "jump", "values": [y]}).encode()
-            os.write(1, struct.pack(">IBBH", len(body) + 4, 3, 0, controller) + body)
+            observe(controller, "jump", [y])
 
 
 def serve_udp(host):

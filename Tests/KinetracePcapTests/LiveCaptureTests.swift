@@ -78,37 +78,60 @@ final class LoopbackSocket {
 /// `traffic` once tcpdump says it is listening. tcpdump stops by itself after
 /// `count` packets (-c), writing each packet as it comes (-U).
 func captureOnLoopback(port: UInt16, count: Int, file: String, extraArguments: [String] = [], traffic: () throws -> Void) throws {
-    let process = Process()
-    process.executableURL = try Fixture.tool("tcpdump")
-    process.arguments = ["-i", "lo", "-n", "-U", "--immediate-mode", "-Z", "root", "-c", "\(count)", "-w", file]
-        + extraArguments + ["udp port \(port)"]
-    let err = Pipe()
-    process.standardError = err
-    process.standardOutput = FileHandle.nullDevice
-    process.standardInput = FileHandle.nullDevice
-    let stderrText = LockedText()
-    err.fileHandleForReading.readabilityHandler = { handle in
-        let data = handle.availableData
-        if !data.isEmpty { stderrText.append(String(decoding: data, as: UTF8.self)) }
+    let tcpdump = try Tcpdump(["-c", "\(count)", "-w", file] + extraArguments + ["udp port \(port)"])
+    defer { tcpdump.stop() }
+    try traffic()
+    guard tcpdump.waitForExit(timeout: 10), tcpdump.process.terminationStatus == 0 else {
+        throw FixtureError("tcpdump did not capture \(count) packets: \(tcpdump.stderr)")
     }
-    try process.run()
-    defer {
+}
+
+/// tcpdump on lo in immediate mode, writing each packet at once (-U), started and
+/// waited for until it says it is listening; stopped with SIGKILL, because a child
+/// spawned from a test thread inherits the thread's blocked signals and never
+/// sees SIGINT or SIGTERM (with -U every packet is already in the file).
+final class Tcpdump {
+    let process = Process()
+    private let errorPipe = Pipe()
+    private let errorText = LockedText()
+
+    init(_ arguments: [String]) throws {
+        process.executableURL = try Fixture.tool("tcpdump")
+        process.arguments = ["-i", "lo", "-n", "-U", "--immediate-mode", "-Z", "root"] + arguments
+        process.standardError = errorPipe
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        let text = errorText
+        errorPipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if !data.isEmpty { text.append(String(decoding: data, as: UTF8.self)) }
+        }
+        try process.run()
+        let ready = Date().addingTimeInterval(10)
+        while !errorText.value.contains("listening on") {
+            guard process.isRunning, Date() < ready else {
+                stop()
+                throw FixtureError("tcpdump did not start: \(errorText.value)")
+            }
+            usleep(10_000)
+        }
+    }
+
+    var stderr: String { errorText.value }
+
+    /// True when tcpdump exited within `timeout` seconds.
+    func waitForExit(timeout: TimeInterval) -> Bool {
+        let until = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < until { usleep(10_000) }
+        return !process.isRunning
+    }
+
+    func stop() {
         if process.isRunning {
-            kill(process.processIdentifier, SIGINT)
+            kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        err.fileHandleForReading.readabilityHandler = nil
-    }
-    let ready = Date().addingTimeInterval(10)
-    while !stderrText.value.contains("listening on") {
-        guard process.isRunning, Date() < ready else { throw FixtureError("tcpdump did not start: \(stderrText.value)") }
-        usleep(10_000)
-    }
-    try traffic()
-    let done = Date().addingTimeInterval(10)
-    while process.isRunning && Date() < done { usleep(10_000) }
-    guard !process.isRunning, process.terminationStatus == 0 else {
-        throw FixtureError("tcpdump did not capture \(count) packets: \(stderrText.value)")
+        errorPipe.fileHandleForReading.readabilityHandler = nil
     }
 }
 

@@ -13,38 +13,13 @@ import Glibc
 /// Runs tcpdump on lo for `filter` around `traffic`, then stops it once the
 /// file holds what `done` looks for (tcpdump -U writes each packet as it comes).
 func captureTCPOnLoopback(filter: String, file: String, traffic: () throws -> Void, done: (String) -> Bool) throws {
-    let process = Process()
-    process.executableURL = try Fixture.tool("tcpdump")
     // In immediate mode the kernel ring holds buffer ÷ snaplen packets: 64 MiB ÷ 8 KiB is 8,192, more than a test sends.
-    process.arguments = ["-i", "lo", "-n", "-U", "--immediate-mode", "-Z", "root", "-s", "8192", "-B", "65536", "-w", file, filter]
-    let err = Pipe()
-    process.standardError = err
-    process.standardOutput = FileHandle.nullDevice
-    process.standardInput = FileHandle.nullDevice
-    let stderrText = LockedText()
-    err.fileHandleForReading.readabilityHandler = { handle in
-        let data = handle.availableData
-        if !data.isEmpty { stderrText.append(String(decoding: data, as: UTF8.self)) }
-    }
-    try process.run()
-    defer {
-        // SIGKILL: a child spawned from a test thread inherits its blocked signals, so tcpdump never sees
-        // SIGINT or SIGTERM; with -U every packet is already in the file.
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        err.fileHandleForReading.readabilityHandler = nil
-    }
-    let ready = Date().addingTimeInterval(10)
-    while !stderrText.value.contains("listening on") {
-        guard process.isRunning, Date() < ready else { throw FixtureError("tcpdump did not start: \(stderrText.value)") }
-        usleep(10_000)
-    }
+    let tcpdump = try Tcpdump(["-s", "8192", "-B", "65536", "-w", file, filter])
+    defer { tcpdump.stop() }
     try traffic()
     let deadline = Date().addingTimeInterval(20)
     while !done(file) {
-        guard Date() < deadline else { throw FixtureError("the capture never held the whole session: \(stderrText.value)") }
+        guard Date() < deadline else { throw FixtureError("the capture never held the whole session: \(tcpdump.stderr)") }
         usleep(20_000)
     }
 }
