@@ -64,6 +64,8 @@ print("anchor, JSONSerialization: \(anchored) messages = \(Int(anchorRate)) mess
 SWIFT
 swiftc -O -wmo -parse-as-library -module-name KinetraceJSON -emit-module -emit-module-path "$work/KinetraceJSON.swiftmodule" \
     -emit-object -o "$work/json.o" Sources/Support/KinetraceJSON/*.swift
-swiftc -O -wmo -I "$work" -module-name Driver -o "$work/decode-rate" "$work/json.o" \
-    $(find Sources/Wire/KinetraceWire -name '*.swift' | sort) "$work/main.swift"
+# Built from inside $work: swiftc leaves the driver's module files in the current directory.
+wire_sources=$(find "$PWD/Sources/Wire/KinetraceWire" -name '*.swift' | sort)
+(cd "$work" && swiftc -O -wmo -I "$work" -module-name Driver -o "$work/decode-rate" "$work/json.o" \
+    $wire_sources "$work/main.swift")
 "$work/decode-rate" "${1:-1000000}"
