@@ -30,13 +30,16 @@ public struct StdioHost {
     public var rule = GestureRule.default
     /// Report decisions that have a reply on the observation channel too.
     public var observeAll = false
+    /// Controllers held at once (ML-STATE-2); the adapter's ids allow 65,536 anyway.
+    public var maximumControllers = HostCore<UInt16>.defaultMaximumControllers
 
     public init(wireProtocol: any WireProtocol.Type) { self.wireProtocol = wireProtocol }
 
     /// Serves until end of input. Throws on broken framing or a failed write.
     public func run() throws(StdioHostError) -> HostStatistics {
-        // Ids come from the harness (at most 65,536 of them), not from a network anyone can spoof: nothing to forget.
-        var core = HostCore<UInt16>(wireProtocol: wireProtocol, rule: rule, idleTimeoutNs: nil)
+        // Ids come from the harness (at most 65,536 of them), not from a network anyone can spoof: no idle
+        // timeout, but the cap still holds, so a suite can check it over exec too.
+        var core = HostCore<UInt16>(wireProtocol: wireProtocol, rule: rule, maximumControllers: maximumControllers, idleTimeoutNs: nil)
         var decoder = StdioRecordDecoder()
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var streams = ControllerStreams(wireProtocol: wireProtocol)

@@ -117,6 +117,8 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
     private var polled: [pollfd] = []
     // Big enough for any UDP reply, so a wrong one is judged as sent.
     private var buffer = [UInt8](repeating: 0, count: 65_536)
+    /// Datagrams read from one socket per `receive` call (up to 4 MiB of 64 KiB replies).
+    static let datagramsPerBurst = 64
 
     public init(target: SocketAddressBox) {
         address = target
@@ -156,7 +158,9 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
         guard poll(&polled, nfds_t(polled.count), timeoutMs) > 0 else { return }
         for index in polled.indices where polled[index].revents != 0 {
             polled[index].revents = 0
-            draining: while true {
+            // At most a bounded burst per socket and call: a host flooding one controller must
+            // not keep the caller here (it checks its deadlines and flood limits between calls).
+            draining: for _ in 0..<Self.datagramsPerBurst {
                 switch open[index].receive(into: &buffer) {
                 case .datagram(let n):
                     handle(.datagram(controller: index, payload: Array(buffer[0..<n]), receivedMonoNs: SystemClock.monotonicNs()))

@@ -78,7 +78,8 @@ public final class TCPControllerLink: ControllerLink, @unchecked Sendable {  // 
         guard poll(&polled, nfds_t(polled.count), timeoutMs) > 0 else { return }
         for index in polled.indices where polled[index].revents != 0 {
             polled[index].revents = 0
-            draining: while true {
+            // A bounded burst per connection and call, as the UDP link does.
+            draining: for _ in 0..<64 {
                 switch open[index].read(into: &buffer) {
                 case .bytes(let n):
                     handle(.datagram(controller: index, payload: Array(buffer[0..<n]), receivedMonoNs: SystemClock.monotonicNs()))

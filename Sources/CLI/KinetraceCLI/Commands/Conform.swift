@@ -75,6 +75,11 @@ struct Conform: ParsableCommand {
     @Option(name: .customLong("min-samples"), help: ArgumentHelp("Timing cases with fewer samples are INCONCLUSIVE.", valueName: "n"))
     var minSamples = 20
 
+    @Option(name: .customLong("max-controllers"),
+            help: ArgumentHelp("The host's controller cap (MotionLink ML-STATE-2): AC-STATE-BOUND sends from an eighth more new controllers than this and expects the least recently heard to be forgotten.",
+                               valueName: "n"))
+    var maxControllers = 65_536
+
     @Flag(help: "Count SHOULD cases too: a NON-STRICT verdict fails the run.")
     var strict = false
 
@@ -98,6 +103,7 @@ struct Conform: ParsableCommand {
     func validate() throws {
         guard ackDeadlineMs.isFinite, ackDeadlineMs > 0 else { throw ValidationError("--ack-deadline-ms must be a positive number.") }
         guard minSamples >= 1 else { throw ValidationError("--min-samples must be at least 1.") }
+        guard (1...900_000).contains(maxControllers) else { throw ValidationError("--max-controllers must be from 1 to 900000.") }
         if [host, exec, capture].compactMap({ $0 }).count > 1 { throw ValidationError("Give one of --host, --exec and --capture.") }
         if let host { do { _ = try SocketAddressBox.resolve(host) } catch { throw ValidationError("--host \(error.description)") } }
         if capture == nil, ConformanceSuite.suite(for: input.wire.wireProtocol) == nil {
@@ -110,6 +116,7 @@ struct Conform: ParsableCommand {
         parameters.rule = ruleOptions.rule
         parameters.ackDeadlineMs = ackDeadlineMs
         parameters.minimumTimingSamples = minSamples
+        parameters.maxControllers = maxControllers
         if list { return try listCases(suite(for: input.wire.wireProtocol)) }
         let result: SuiteReport
         if let capture {

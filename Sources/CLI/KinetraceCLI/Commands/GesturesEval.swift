@@ -35,7 +35,9 @@ struct GesturesEval: ParsableCommand {
             the check to run in CI after touching a threshold.
 
             --live HOST:PORT replays each trace's frames to a running host instead and scores \
-            its acks as jump detections, so a host's gesture logic is tested the same way.
+            its acks as jump detections, so a host's gesture logic is tested the same way. \
+            A host that cannot be reached exits 69; one that floods replies stops the run, \
+            exit 76, in bounded memory (as replay).
 
             A directory argument stands for the traces, pcaps and pcapngs in it.
             """)
@@ -251,7 +253,12 @@ struct GesturesEval: ParsableCommand {
             default:
                 if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
                 printError("\(path): replay to \(host) \(report.outcome.rawValue): \(report.detail ?? "")")
-                throw ExitStatus.unavailable
+                switch report.outcome {
+                // A flood of replies (or broken stdio framing) is the host's fault, as replay reports it.
+                case .protocolError, .flooded: throw ExitStatus.protocolFailure
+                case .timedOut: throw ExitStatus.timedOut
+                default: throw ExitStatus.unavailable
+                }
             }
             // Every ack is a detection: the acked predictions, and every ack nobody predicted (echoing
             // an unsent stamp included: it still claims a jump at that time).

@@ -116,6 +116,7 @@ struct Host: ParsableCommand {
         var host = StdioHost(wireProtocol: wire.wireProtocol)
         host.rule = ruleOptions.rule
         host.observeAll = observe
+        host.maximumControllers = maximumControllers
         let stats: HostStatistics
         do throws(StdioHostError) {
             stats = try host.run()

@@ -35,7 +35,9 @@ enum ConformanceRendering {
             "parameters": .object(["threshold": .number(report.parameters.rule.threshold),
                                    "refractory_ms": .integer(Int64(report.parameters.rule.refractoryMs)),
                                    "ack_deadline_ms": .number(report.parameters.ackDeadlineMs),
-                                   "min_samples": .integer(Int64(report.parameters.minimumTimingSamples))]),
+                                   "min_samples": .integer(Int64(report.parameters.minimumTimingSamples)),
+                                   "stale_resync_ms": .integer(Int64(report.parameters.rule.staleResyncMs)),
+                                   "max_controllers": .integer(Int64(report.parameters.maxControllers))]),
             "cases": .array(report.results.map { r in
                 .object(["id": .string(r.info.id), "requirements": .array(r.info.requirements.map { .string($0) }),
                          "level": .string(r.info.level.rawValue), "summary": .string(r.info.summary),

@@ -47,6 +47,11 @@ struct GestureRuleOptions: ParsableArguments {
             help: ArgumentHelp("The host's refractory period R in ms: how long after a jump the next can come (MotionLink: of frame time).", valueName: "ms"))
     var refractoryMs: UInt64 = GestureRule.default.refractoryMs
 
+    @Option(name: .customLong("stale-resync-ms"),
+            help: ArgumentHelp("How long the host hears only stale frames from a controller before it starts it afresh (MotionLink ML-STATE-4), in ms of arrival time; 0 never does.",
+                               valueName: "ms"))
+    var staleResyncMs: UInt64 = GestureRule.defaultStaleResyncMs
+
     /// A phone's accelerometer reads at most ±16 g; a threshold far beyond is a mistake.
     static let thresholdLimit = 1_000.0
     /// An hour: longer windows are mistakes, and they would overflow nanosecond arithmetic.
@@ -57,9 +62,10 @@ struct GestureRuleOptions: ParsableArguments {
             throw ValidationError("--threshold must be a number of g from -1000 to 1000.")
         }
         guard refractoryMs <= Self.refractoryLimitMs else { throw ValidationError("--refractory-ms must be at most 3600000 (an hour).") }
+        guard staleResyncMs <= Self.refractoryLimitMs else { throw ValidationError("--stale-resync-ms must be at most 3600000 (an hour).") }
     }
 
-    var rule: GestureRule { GestureRule(threshold: threshold, refractoryMs: refractoryMs) }
+    var rule: GestureRule { GestureRule(threshold: threshold, refractoryMs: refractoryMs, staleResyncMs: staleResyncMs) }
 }
 
 /// A report format: the values of `--format` and the default.

@@ -17,9 +17,27 @@ import KinetraceWire
 public final class LiveProbe {
     public struct Reply: Sendable {
         public var controller: Int
+        /// The reply's first `LiveProbe.replyBytesKept` bytes: a hostile host's 64 KiB replies
+        /// must not be kept whole.
         public var payload: [UInt8]
         public var monoNs: Int64
+        /// The reply's length on the wire.
+        public var length: Int
+        public var isTruncated: Bool { length > payload.count }
     }
+
+    /// Bytes kept of each reply: far more than any protocol's reply (a HapticAck is 20), so
+    /// a longer reply is malformed whatever its tail holds.
+    public static let replyBytesKept = 512
+    /// Replies a case tolerates before it stops as flooded: 1,000 plus 10 per sample sent.
+    /// A conforming host sends at most one per sample (ML-ACK-RULE-5), so only a host that
+    /// answers without being asked reaches it; with `replyBytesKept` it bounds a case's
+    /// memory near 1 MB plus 6 KB per sample.
+    public static func replyLimit(samplesSent: Int) -> Int { 1_000 + 10 * samplesSent }
+    /// Decisions reported on the observation channel a case tolerates: 1,000 plus one per byte
+    /// sent (a send may carry many stream records; no message is shorter than a byte, and a host
+    /// reports at most one decision per message).
+    public static func observationLimit(bytesSent: Int) -> Int { 1_000 + bytesSent }
 
     /// A valid reply that echoes a sample's stamp, and how long after that sample it came.
     public struct Echo: Sendable {
@@ -55,6 +73,15 @@ public final class LiveProbe {
     public private(set) var closedByHost: [Int: Int32] = [:]
     /// The newest sample stamp this case sent.
     public private(set) var newestTMs: UInt64 = 0
+    /// Messages this case sent, and replies and reply bytes its controllers received.
+    public private(set) var samplesSent = 0
+    public private(set) var repliesReceived = 0
+    public private(set) var replyBytesReceived = 0
+    public private(set) var bytesSent = 0
+    public private(set) var observationsReceived = 0
+    /// Set when the host sent more replies than `replyLimit` allows: the case stops waiting,
+    /// keeps no more, and the suite fails it and runs nothing after it.
+    public private(set) var flooded: String?
 
     init(link: any ControllerLink, wireProtocol: any WireProtocol.Type, t0: UInt64) {
         self.link = link
@@ -76,12 +103,16 @@ public final class LiveProbe {
         return first..<mine.count
     }
 
-    /// Sends raw bytes from a controller.
-    public func send(_ bytes: [UInt8], from controller: Int) {
+    /// Sends raw bytes from a controller. A forged far-future stamp is sent with
+    /// `advancesClock: false`, so later cases' stamps stay near the wall clock.
+    public func send(_ bytes: [UInt8], from controller: Int, advancesClock: Bool = true) {
+        guard flooded == nil else { return }
+        samplesSent += 1
+        bytesSent += bytes.count
         let facts = wireProtocol.facts(bytes)
         if facts.isValid, facts.direction == .controllerToHost, let tMs = facts.senderTimeMs {
             sentAt[controller, default: [:]][tMs] = SystemClock.monotonicNs()
-            newestTMs = max(newestTMs, tMs)
+            if advancesClock { newestTMs = max(newestTMs, tMs) }
         }
         if let code = link.send(bytes, from: mine[controller], deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000) {
             // EPIPE: an exec host has gone; the next collect says how it ended.
@@ -90,6 +121,36 @@ public final class LiveProbe {
             } else if code == ECONNREFUSED { refused = true } else if code != EPIPE, hostFailure == nil {
                 hostFailure = "cannot send to the host: \(String(cString: strerror(code)))"
             }
+        }
+    }
+
+    /// One message each from `count` controllers the host has never heard and that are not
+    /// kept here (a state-exhaustion flood): distinct loopback sources over UDP, fresh
+    /// controller ids over exec. Their replies, if any, are not collected.
+    public func sendFromFreshSources(count: Int, payload: (Int) -> [UInt8]) -> LoopbackSources.Outcome {
+        switch link.target {
+        case .udp(let address):
+            let outcome = LoopbackSources.send(count: count, to: address, payload: payload)
+            if case .sent(let n) = outcome { samplesSent += n }
+            return outcome
+        case .exec:
+            guard link.controllerCount + count <= Int(UInt16.max) + 1 else {
+                return .unavailable("the stdio adapter numbers at most 65,536 controllers in a run; \(count) more do not fit")
+            }
+            for i in 0..<count {
+                let index: Int
+                do { index = try link.openController() } catch { return .unavailable(error.description) }
+                let bytes = payload(i)
+                samplesSent += 1
+                if let code = link.send(bytes, from: index, deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000) {
+                    return .unavailable("cannot send to the host: \(String(cString: strerror(code)))")
+                }
+                // Keep reading, so an exec host's replies never block it.
+                if i % 1_000 == 999 { collect(forMs: 1) }
+            }
+            return .sent(count)
+        case .tcp:
+            return .unavailable("a stream host's controllers are its connections")
         }
     }
 
@@ -105,15 +166,31 @@ public final class LiveProbe {
     /// the way to wait between sends, so reply delays are not inflated by them.
     /// Replies to earlier cases' controllers are dropped.
     public func collect(untilMonotonicNs deadline: Int64, until: ([Reply]) -> Bool = { _ in false }) {
-        while !until(replies) {
+        while flooded == nil, !until(replies) {
             let remainingNs = deadline - SystemClock.monotonicNs()
             guard remainingNs > 0 else { return }
             // poll counts whole milliseconds: round up, so the wait never ends early.
             link.receive(timeoutMs: Int32(min((remainingNs + 999_999) / 1_000_000, 100))) { event in
                 switch event {
                 case .datagram(let controller, let payload, let monoNs):
-                    if let c = local[controller] { replies.append(Reply(controller: c, payload: payload, monoNs: monoNs)) }
+                    guard let c = local[controller], flooded == nil else { return }
+                    repliesReceived += 1
+                    replyBytesReceived += payload.count
+                    if repliesReceived > Self.replyLimit(samplesSent: samplesSent) {
+                        flooded = "the host sent \(repliesReceived) replies (\(replyBytesReceived) bytes) to \(samplesSent) messages, "
+                            + "past the limit of 1,000 plus 10 per message"
+                        return
+                    }
+                    let kept = payload.count > Self.replyBytesKept ? Array(payload.prefix(Self.replyBytesKept)) : payload
+                    replies.append(Reply(controller: c, payload: kept, monoNs: monoNs, length: payload.count))
                 case .observation(let controller, let observation, let monoNs):
+                    guard local[controller] != nil, flooded == nil else { return }
+                    observationsReceived += 1
+                    if observationsReceived > Self.observationLimit(bytesSent: bytesSent) {
+                        flooded = "the host reported \(observationsReceived) decisions on \(bytesSent) bytes sent, "
+                            + "past the limit of 1,000 plus 1 per byte"
+                        return
+                    }
                     if let c = local[controller] { observations.append(Observed(controller: c, observation: observation, monoNs: monoNs)) }
                 case .error(let controller, let code):
                     if case .tcp = link.target, code == EPIPE || code == ECONNRESET {
@@ -132,7 +209,7 @@ public final class LiveProbe {
     public var echoes: [Echo] {
         replies.compactMap { r in
             let facts = wireProtocol.facts(r.payload)
-            guard facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs else { return nil }
+            guard !r.isTruncated, facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs else { return nil }
             return Echo(controller: r.controller, echo: echo, payload: r.payload, delayNs: sentAt[r.controller]?[echo].map { r.monoNs - $0 })
         }
     }

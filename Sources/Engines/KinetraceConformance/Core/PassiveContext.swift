@@ -9,6 +9,8 @@ public struct SuiteParameters: Hashable, Sendable {
     public var ackShouldMs: Double = 10
     /// Timing verdicts need at least this many samples; fewer is INCONCLUSIVE.
     public var minimumTimingSamples = 20
+    /// The host's controller cap (MotionLink ML-STATE-2), which the state-exhaustion case floods past.
+    public var maxControllers = 65_536
     public init() {}
 }
 

@@ -97,7 +97,14 @@ public enum ConformanceSuite {
                     result = try c.run(probe, parameters)
                     newest = max(newest, probe.newestTMs)
                     let stopped = probe.refused ? "the host stopped listening (ICMP port unreachable)" : probe.hostFailure
-                    if let stopped {
+                    if let flood = probe.flooded {
+                        // ML-ACK-RULE-5 bounds what a host may send; past the limit nothing more is kept or run.
+                        result.verdict = .fail("flooded: \(flood)")
+                        result.evidence.append("expected at most one reply per message, found \(probe.repliesReceived) replies "
+                                               + "(\(probe.replyBytesReceived) bytes) and \(probe.observationsReceived) decisions "
+                                               + "to \(probe.samplesSent) messages; the run stopped here")
+                        hostGone = "the host flooded the harness during \(c.info.id)"
+                    } else if let stopped {
                         if case .fail = result.verdict {} else { result.verdict = .fail("\(stopped) during this case's traffic") }
                         result.evidence.append("expected the host to keep serving, found: \(stopped)")
                         hostGone = "\(stopped) during \(c.info.id)"

@@ -9,10 +9,17 @@ public struct GestureRule: Hashable, Sendable {
     /// R, the window in milliseconds (MotionLink: of frame time between triggers).
     public var refractoryMs: UInt64
 
-    public static let `default` = GestureRule(threshold: 0.5, refractoryMs: 400)
+    /// How long a host hears only stale frames from a controller before it forgets it and
+    /// starts it afresh (MotionLink ML-STATE-4), in arrival time; 0 never does.
+    public var staleResyncMs: UInt64
 
-    public init(threshold: Double, refractoryMs: UInt64) {
+    public static let `default` = GestureRule(threshold: 0.5, refractoryMs: 400)
+    /// ML-STATE-4's default: 20 frames at 10 Hz, longer than any reordering a path produces.
+    public static let defaultStaleResyncMs: UInt64 = 2_000
+
+    public init(threshold: Double, refractoryMs: UInt64, staleResyncMs: UInt64 = GestureRule.defaultStaleResyncMs) {
         self.threshold = threshold
         self.refractoryMs = refractoryMs
+        self.staleResyncMs = staleResyncMs
     }
 }

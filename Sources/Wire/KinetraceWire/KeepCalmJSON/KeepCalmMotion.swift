@@ -215,7 +215,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
             return KeepCalmMotion(id: id, x: x, y: y, z: z)
         }
 
-        mutating func uuid(at at: Int) throws -> MessageID {
+        mutating func uuid(at: Int) throws -> MessageID {
             guard scanner.peek() == UInt8(ascii: "\"") else { throw fail(at: at, "\"id\" a UUID string") }
             let token = try scanner.readStringToken()
             guard !token.escaped, let id = MessageID.parse(token.raw) else {
@@ -224,7 +224,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
             return id
         }
 
-        mutating func number(_ name: StaticString, at at: Int) throws -> Double {
+        mutating func number(_ name: StaticString, at: Int) throws -> Double {
             if scanner.peek() == UInt8(ascii: "\"") {
                 // JSONEncoder's nonConformingFloatEncodingStrategy writes NaN and infinities as strings.
                 let text = (try? scanner.readString()) ?? ""

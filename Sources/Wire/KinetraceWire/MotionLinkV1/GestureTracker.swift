@@ -19,9 +19,12 @@ public struct GestureTracker<Controller: Hashable> {
     struct State {
         @usableFromInline var newestTMs: UInt64
         @usableFromInline var lastTriggerTMs: UInt64?
-        @inlinable init(newestTMs: UInt64, lastTriggerTMs: UInt64?) {
+        /// When the newest frame was accepted, in the caller's arrival clock (ML-STATE-4).
+        @usableFromInline var acceptedNs: Int64
+        @inlinable init(newestTMs: UInt64, lastTriggerTMs: UInt64?, acceptedNs: Int64) {
             self.newestTMs = newestTMs
             self.lastTriggerTMs = lastTriggerTMs
+            self.acceptedNs = acceptedNs
         }
     }
 
@@ -37,12 +40,28 @@ public struct GestureTracker<Controller: Hashable> {
     }
 
     /// Feeds one valid frame by its stamp and ay.
+    /// Without arrival times there is no resynchronisation (ML-STATE-4): the rule as ML-GESTURE-2 states it.
     @inlinable
     public mutating func accept(tMs: UInt64, ay: Double, from controller: Controller) -> GestureVerdict {
-        let previous = states[controller]
-        if let previous, tMs <= previous.newestTMs { return .stale }
-        var state = previous ?? State(newestTMs: tMs, lastTriggerTMs: nil)
+        accept(tMs: tMs, ay: ay, from: controller, receivedNs: nil)
+    }
+
+    /// Feeds one valid frame that arrived at `receivedNs` (any monotonic clock). A stale frame
+    /// arriving `rule.staleResyncMs` or more after the controller's newest accepted frame finds
+    /// it locked out (a forged far-future stamp, a phone whose clock restarted): the controller
+    /// is forgotten and the frame judged as its first (ML-STATE-4, ML-STATE-3).
+    @inlinable
+    public mutating func accept(tMs: UInt64, ay: Double, from controller: Controller, receivedNs: Int64?) -> GestureVerdict {
+        var previous = states[controller]
+        if let known = previous, tMs <= known.newestTMs {
+            guard let receivedNs, rule.staleResyncMs > 0,
+                  case let (since, overflow) = receivedNs.subtractingReportingOverflow(known.acceptedNs), !overflow,
+                  since >= 0, UInt64(since) / 1_000_000 >= rule.staleResyncMs else { return .stale }
+            previous = nil
+        }
+        var state = previous ?? State(newestTMs: tMs, lastTriggerTMs: nil, acceptedNs: 0)
         state.newestTMs = tMs
+        state.acceptedNs = receivedNs ?? 0
         // Not stale, so tMs > newest ≥ lastTrigger and the subtraction cannot underflow.
         let fires = ay > rule.threshold && (state.lastTriggerTMs.map { tMs - $0 >= rule.refractoryMs } ?? true)
         if fires { state.lastTriggerTMs = tMs }

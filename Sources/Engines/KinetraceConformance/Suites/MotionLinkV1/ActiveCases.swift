@@ -50,7 +50,6 @@ public struct ThresholdCase: ActiveCase {
                                summary: "ay exactly at τ (or the largest float below it) does not trigger; the next float above it does.", timeoutMs: 2_000)
     public init() {}
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
-        let levels = Levels(parameters)
         let t0 = p.t0
         let c = try p.controllers(1).lowerBound
         let tau = parameters.rule.threshold
@@ -173,6 +172,10 @@ public struct AckFormatCase: ActiveCase {
             return CaseResult(info, .fail("the ack echoes the wrong timestamp"), evidence: ["expected echo_t_ms \(t0), found \(ack.echoTMs)"])
         case .success(.frame):
             return CaseResult(info, .fail("the reply is a MotionFrame"), evidence: ["expected a HapticAck, found \(Hex.encode(reply.payload))"])
+        case .failure where reply.isTruncated:
+            // Only the head of a long reply is kept: its length is the fault.
+            return CaseResult(info, .fail("the reply is \(reply.length) bytes, not a \(HapticAck.size)-byte HapticAck"),
+                              evidence: ["found a \(reply.length)-byte reply beginning \(Hex.encode(Array(reply.payload.prefix(32))))"])
         case .failure(let error):
             return CaseResult(info, .fail("the reply is not a valid HapticAck: \(error)"), evidence: ["found \(Hex.encode(reply.payload))"])
         }

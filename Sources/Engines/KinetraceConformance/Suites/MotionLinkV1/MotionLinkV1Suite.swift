@@ -8,7 +8,7 @@ extension MotionLinkV1: ConformanceSuiteProviding {
         specVersion: "motionlink-v1 1.0",
         activeCases: [
             ThresholdCase(), RefractoryCase(), StaleCase(), DuplicateCase(), InvalidInputCase(), AckFormatCase(), IsolationCase(),
-            NoUnsolicitedCase(), AckTimingCase.must, AckTimingCase.should, AckTimingCase.load,
+            NoUnsolicitedCase(), AckTimingCase.must, AckTimingCase.should, AckTimingCase.load, StaleResyncCase(), StateBoundCase(),
         ] + ImpairedPathCase.bundled(MotionLinkV1.self, requirements: ["ML-GESTURE-2", "ML-GESTURE-3", "ML-GESTURE-4", "ML-ACK-RULE-1"]),
         passiveCases: [
             FrameLayoutCase(), MonotonicTimestampCase(), RateBandCase.must, RateBandCase.should, GapCase(),

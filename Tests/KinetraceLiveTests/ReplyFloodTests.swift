@@ -1,0 +1,61 @@
+import Foundation
+import KinetraceTestSupport
+import Testing
+
+/// Issue 15, finding 4, the conform and gestures half: a host that floods replies, or answers
+/// every frame with 64 KiB, is judged from a bounded sample (Tests/FaultyHosts/reply_flood_host.py).
+/// Peak memory is measured by Benchmarks/flood/rss.sh, not asserted here.
+@Suite(.enabled(if: Fixture.hasPython, "needs python3 for the hostile hosts"))
+struct ReplyFloodTests {
+    func floodHost(_ mode: String) throws -> (Background, UInt16) {
+        let script = Fixture.packageRoot.appendingPathComponent("Tests/FaultyHosts/reply_flood_host.py").path
+        let host = try Background(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script, "--mode", mode])
+        return (host, try port(in: try host.waitForLine(startingWith: "listening on")))
+    }
+
+    func cases(_ stdout: String) throws -> [String: [String: Any]] {
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any], "\(stdout)")
+        let cases = try #require(report["cases"] as? [[String: Any]])
+        return Dictionary(uniqueKeysWithValues: cases.map { ($0["id"] as! String, $0) })
+    }
+
+    @Test func conformStopsAtAFloodAndFailsTheCaseItHit() throws {
+        let (host, port) = try floodHost("flood")
+        defer { _ = try? host.stop(SIGKILL) }
+        let result = try kinetrace(["conform", "--host", "127.0.0.1:\(port)", "--format", "json",
+                                    "--cases", "AC-TRIGGER-*", "--cases", "AC-ACK-FORMAT"], timeout: 60)
+        #expect(result.status == 1)
+        let byID = try cases(result.stdout)
+        let first = try #require(byID["AC-TRIGGER-THRESHOLD"])
+        #expect(first["verdict"] as? String == "FAIL")
+        #expect((first["detail"] as? String ?? "").contains("flooded"), "\(first)")
+        for id in ["AC-TRIGGER-REFRACTORY", "AC-TRIGGER-STALE", "AC-TRIGGER-DUPLICATE", "AC-ACK-FORMAT"] {
+            #expect(byID[id]?["verdict"] as? String == "ERROR", "\(id) is not run after the flood")
+        }
+    }
+
+    @Test func conformJudgesA64KiBReplyByItsLength() throws {
+        let (host, port) = try floodHost("big")
+        defer { _ = try? host.stop(SIGKILL) }
+        let result = try kinetrace(["conform", "--host", "127.0.0.1:\(port)", "--format", "json", "--cases", "AC-ACK-FORMAT",
+                                    "--cases", "AC-ACK-UNSOLICITED"], timeout: 60)
+        #expect(result.status == 1)
+        let byID = try cases(result.stdout)
+        let format = try #require(byID["AC-ACK-FORMAT"])
+        #expect(format["verdict"] as? String == "FAIL")
+        #expect((format["detail"] as? String ?? "").contains("65507 bytes"), "\(format)")
+        #expect(byID["AC-ACK-UNSOLICITED"]?["verdict"] as? String == "FAIL")
+    }
+
+    @Test func gesturesLiveStopsAtAFloodWithStatus76() throws {
+        let (host, port) = try floodHost("flood")
+        defer { _ = try? host.stop(SIGKILL) }
+        let directory = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(directory) }
+        let trace = directory.appendingPathComponent("labelled.jsonl").path
+        #expect(try kinetrace(["synth", "--out", trace, "--controllers", "2", "--duration", "20", "--seed", "3"]).status == 0)
+        let result = try kinetrace(["gestures", "eval", "--live", "127.0.0.1:\(port)", trace], timeout: 60)
+        #expect(result.status == 76, "\(result.stderr)")
+        #expect(result.stderr.contains("flooded"), "\(result.stderr)")
+    }
+}
