@@ -74,7 +74,7 @@ struct CaptureBuilder {
     @Test func lossMakesTheRateInconclusiveNotFailed() {
         var b = CaptureBuilder.session(controllers: 1, seconds: 30)
         // Drop every 40th frame: every 10 s window holds a lost frame.
-        b.observation.datagrams = b.observation.datagrams.enumerated().filter { $0.offset % 40 != 39 || $0.element.direction == .hostToController }.map(\.element)
+        b.observation.datagrams = CaptureObservation.Datagrams(b.observation.datagrams.enumerated().filter { $0.offset % 40 != 39 || $0.element.direction == .hostToController }.map(\.element))
         #expect(b.run(RateBandCase.must).verdict.name == "INCONCLUSIVE")
         #expect(b.run(GapCase()).verdict == .pass)  // 200 ms gaps are not over 300 ms
     }

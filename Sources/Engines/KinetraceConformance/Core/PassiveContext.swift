@@ -43,43 +43,68 @@ public struct AckMatching: Sendable {
     public struct Trigger: Sendable {
         public var frame: CaptureObservation.Datagram
         public var tMs: UInt64
+        /// The first few acks echoing this trigger (a repeating host may send millions) ...
         public var acks: [CaptureObservation.Datagram] = []
+        /// ... and how many in all.
+        public var ackCount = 0
     }
+    /// Acks kept per trigger: enough to show one answered more than once.
+    public static let acksKeptPerTrigger = 4
 
     public var triggers: [Trigger] = []
-    /// Valid acks whose echo matches no trigger of their destination.
+    /// Valid acks whose echo matches no trigger of their destination: the first
+    /// `evidenceKept`, and how many in all.
     public var unexpected: [(ack: CaptureObservation.Datagram, reason: String)] = []
-    /// Valid acks echoing a trigger of another controller (sent to the wrong address).
+    public var unexpectedCount = 0
+    /// Valid acks echoing a trigger of another controller (sent to the wrong address): the first
+    /// `evidenceKept`, and how many in all.
     public var misdirected: [(ack: CaptureObservation.Datagram, owner: Endpoint)] = []
+    public var misdirectedCount = 0
     public var validAcks = 0
+    /// Acks kept as evidence per kind: a hostile capture may hold millions.
+    public static let evidenceKept = 1_000
 
     init(_ observation: CaptureObservation, rule: GestureRule) {
         let wireProtocol = observation.wireProtocol
+        let all = observation.datagrams
         var model = wireProtocol.makeHostModel(rule: rule)
-        var numbering = ControllerNumbering<Endpoint>()
-        var index: [Endpoint: [UInt64: Int]] = [:]
+        var numbering = ControllerNumbering<UInt32>()
+        // Per controller (endpoint id) and stamp, the trigger's index; per stamp, every trigger's.
+        var index: [UInt32: [UInt64: Int]] = [:]
         var byEcho: [UInt64: [Int]] = [:]
-        for d in observation.datagrams {
-            let facts = observation.facts(d)
-            switch d.direction {
-            case .controllerToHost:
-                guard let decision = model.accept(facts, from: numbering.number(of: d.source), receivedNs: d.timeNs).decision,
+        for i in all.indices {
+            let facts = observation.facts(at: i)
+            if all.towardHost[i] {
+                let source = all.sources[i]
+                guard let decision = model.accept(facts, from: numbering.number(of: source), receivedNs: all.times[i]).decision,
                       decision.owesReply, let tMs = decision.sampleTimeMs else { continue }
-                index[d.source, default: [:]][tMs] = triggers.count
+                index[source, default: [:]][tMs] = triggers.count
                 byEcho[tMs, default: []].append(triggers.count)
-                triggers.append(Trigger(frame: d, tMs: tMs))
-            case .hostToController:
+                triggers.append(Trigger(frame: all[i], tMs: tMs))
+            } else {
                 guard facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs else { continue }
                 validAcks += 1
-                if let i = index[d.destination]?[echo] {
-                    triggers[i].acks.append(d)
-                } else if let owner = byEcho[echo]?.map({ triggers[$0].frame.source }).first(where: { $0 != d.destination }) {
-                    misdirected.append((d, owner))
+                let destination = all.destinations[i]
+                if let t = index[destination]?[echo] {
+                    triggers[t].ackCount += 1
+                    if triggers[t].acks.count < Self.acksKeptPerTrigger { triggers[t].acks.append(all[i]) }
+                } else if let owner = owner(of: echo, other: all.destination(at: i), byEcho[echo] ?? []) {
+                    misdirectedCount += 1
+                    if misdirected.count < Self.evidenceKept { misdirected.append((all[i], owner)) }
                 } else {
-                    unexpected.append((d, "echoes t_ms \(echo), which no trigger of \(d.destination) has"))
+                    unexpectedCount += 1
+                    if unexpected.count < Self.evidenceKept {
+                        unexpected.append((all[i], "echoes t_ms \(echo), which no trigger of \(all.destination(at: i)) has"))
+                    }
                 }
             }
         }
+    }
+
+    /// The controller of another trigger with this stamp, if any.
+    private func owner(of echo: UInt64, other destination: Endpoint, _ candidates: [Int]) -> Endpoint? {
+        for t in candidates where triggers[t].frame.source != destination { return triggers[t].frame.source }
+        return nil
     }
 
     /// Ack delay on the capture clock for every trigger answered, ms.
@@ -98,9 +123,11 @@ public func percentile(_ sorted: [Double], _ p: Double) -> Double {
 /// How many evidence lines a case shows before "and N more".
 public let evidenceLimit = 5
 
-public func evidence<T>(_ items: [T], _ line: (T) -> String) -> [String] {
+/// Evidence lines for the first few of `items`; `total` counts items beyond those kept.
+public func evidence<T>(_ items: [T], total: Int? = nil, _ line: (T) -> String) -> [String] {
     var lines = items.prefix(evidenceLimit).map(line)
-    if items.count > evidenceLimit { lines.append("… and \(items.count - evidenceLimit) more") }
+    let all = max(total ?? items.count, items.count)
+    if all > evidenceLimit { lines.append("… and \(all - min(evidenceLimit, items.count)) more") }
     return lines
 }
 

@@ -68,19 +68,19 @@ public struct AckRuleCase: PassiveCase {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
         let m = context.acks
         let missing = m.triggers.filter { $0.acks.isEmpty }
-        let repeated = m.triggers.filter { $0.acks.count > 1 }
+        let repeated = m.triggers.filter { $0.ackCount > 1 }
         let rule = context.parameters.rule
         let measurements = [Measurement("triggers", Double(m.triggers.count)), Measurement("acks", Double(m.validAcks)),
                             Measurement("missing", Double(missing.count)), Measurement("repeated", Double(repeated.count)),
-                            Measurement("unexpected", Double(m.unexpected.count))]
+                            Measurement("unexpected", Double(m.unexpectedCount))]
         guard !missing.isEmpty || !repeated.isEmpty || !m.unexpected.isEmpty else {
             return CaseResult(info, m.triggers.isEmpty ? .inconclusive("no frame in the capture triggers (τ = \(rule.threshold) g)") : .pass,
                               measurements: measurements)
         }
         var lines = evidence(missing) { "\(context.describe($0.frame)): expected an ack echoing t_ms \($0.tMs), found none" }
-        lines += evidence(repeated) { "\(context.describe($0.frame)): expected one ack, found \($0.acks.count)" }
-        lines += evidence(m.unexpected) { "\(context.describe($0.ack)): expected no ack, found one that \($0.reason)" }
-        var why = "\(missing.count) trigger(s) unacked, \(repeated.count) acked more than once, \(m.unexpected.count) unexpected ack(s)"
+        lines += evidence(repeated) { "\(context.describe($0.frame)): expected one ack, found \($0.ackCount)" }
+        lines += evidence(m.unexpected, total: m.unexpectedCount) { "\(context.describe($0.ack)): expected no ack, found one that \($0.reason)" }
+        var why = "\(missing.count) trigger(s) unacked, \(repeated.count) acked more than once, \(m.unexpectedCount) unexpected ack(s)"
         if context.observation.capturePoint != .host && !missing.isEmpty {
             why += " (captured at \(context.observation.capturePoint): frames lost after the capture point also show as unacked)"
         }
@@ -99,11 +99,11 @@ public struct AckDestinationCase: PassiveCase {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
         let m = context.acks
         let answered = m.triggers.filter { !$0.acks.isEmpty }.count
-        let measurements = [Measurement("acks_to_their_trigger", Double(answered)), Measurement("misdirected", Double(m.misdirected.count))]
+        let measurements = [Measurement("acks_to_their_trigger", Double(answered)), Measurement("misdirected", Double(m.misdirectedCount))]
         guard m.misdirected.isEmpty else {
-            return CaseResult(info, .fail("\(m.misdirected.count) ack(s) went to another controller than their trigger's"),
+            return CaseResult(info, .fail("\(m.misdirectedCount) ack(s) went to another controller than their trigger's"),
                               measurements: measurements,
-                              evidence: evidence(m.misdirected) { "\(context.describe($0.ack)): expected it to go to \($0.owner)" })
+                              evidence: evidence(m.misdirected, total: m.misdirectedCount) { "\(context.describe($0.ack)): expected it to go to \($0.owner)" })
         }
         return CaseResult(info, answered == 0 ? .inconclusive("no ack answers a trigger") : .pass, measurements: measurements)
     }
