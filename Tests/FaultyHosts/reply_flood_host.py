@@ -5,6 +5,9 @@ Benchmarks/flood (issue 15, finding 4).
     reply_flood_host.py --mode big     answers every datagram with one 65,507-byte datagram
     reply_flood_host.py --mode flood   after a sender's first datagram, sends valid acks to
                                        every sender heard, without pause
+    reply_flood_host.py --mode many    answers every datagram with nine valid acks nobody asked
+                                       for: just under the harness's flood limits, so a run
+                                       goes on for its whole length, counting them
 
 Prints "listening on 127.0.0.1:PORT" and serves until killed. Python 3 standard library only.
 """
@@ -25,7 +28,7 @@ def ack(echo):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--mode", choices=["big", "flood"], required=True)
+    parser.add_argument("--mode", choices=["big", "flood", "many"], required=True)
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
@@ -61,6 +64,13 @@ def main():
                 sock.sendto(BIG, sender)
             except OSError:
                 pass
+        elif args.mode == "many":
+            stamp = struct.unpack_from("<Q", data)[0] if len(data) >= 8 else 0
+            for k in range(9):
+                try:
+                    sock.sendto(ack(stamp + 1 + k), sender)
+                except OSError:
+                    pass
         elif len(data) >= 8:
             with lock:
                 senders[sender] = struct.unpack_from("<Q", data)[0]
