@@ -27,7 +27,10 @@ struct Conform: ParsableCommand {
             boundary, the refractory window, stale, duplicate and invalid datagrams, two \
             controllers at once, 100 timed triggers, 1,000 frames/s from 50 controllers, and \
             3 s from 8 controllers through each of the lab-5ghz, crowded-event and harsh \
-            replay networks' loss, jitter, duplication and reordering. Sample values come from \
+            replay networks' loss, jitter, duplication and reordering, recovery from a forged \
+            far-future frame (--stale-resync-ms), and one frame each from an eighth more new \
+            controllers than --max-controllers, from distinct 127.101.0.0/16 sources (so only \
+            against a loopback host, on Linux). Sample values come from \
             the rule given with --threshold and --refractory-ms. Ack delays are round trips on \
             this machine's clock, so they include the path both ways. With no target, the suite \
             runs against the built-in reference host on loopback. --exec runs the active cases \
@@ -44,10 +47,16 @@ struct Conform: ParsableCommand {
 
             Every case's controllers are new to the host (no source port or stdio id is reused \
             in a run) and stamp samples with this machine's wall clock, so one host can be \
-            checked run after run.
+            checked run after run. A hostile host cannot grow the harness: of each reply only \
+            its length and first 512 bytes are kept, and a case that gets more than 1,000 \
+            replies plus 10 per message it sent FAILs as flooded and ends the run.
 
             --capture reads a trace, a pcap or a pcapng and checks the controllers' samples and \
-            rate and, when the capture holds both directions, the host's replies.
+            rate and, when the capture holds both directions, the host's replies. The cases \
+            look at the capture more than once and out of order (an ack against the trigger \
+            before it, rates per controller), so every message stays in memory, in columns: \
+            about 37 bytes plus the message's own (73 for a MotionFrame). Repeated, unexpected \
+            and misdirected acks are counted in full and kept as a sample of 1,000 for evidence.
 
             Exit status: 0 when no MUST case fails (and, with --strict, no SHOULD case is \
             missed); 1 when one does, or when no case could decide (NOTHING JUDGED); 64 for bad usage; 65 for a capture that is not valid \

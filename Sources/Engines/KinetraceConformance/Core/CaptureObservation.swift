@@ -7,8 +7,9 @@ import KinetraceWire
 /// The passive cases look at a capture more than once and out of order (an ack
 /// is judged against the trigger before it, a rate per controller, a KeepCalm
 /// id against every earlier one), so every message stays in memory: in columns,
-/// not as one value per message, about 37 bytes plus the payload's own bytes per
-/// message (73 for a MotionFrame). `Datagram` values are made on access.
+/// not as one value per message: 29 bytes plus the payload's own bytes per
+/// message (65 for a MotionFrame), in chunks, so a column never doubles and
+/// copies as it grows. `Datagram` values are made on access.
 public struct CaptureObservation: Sendable {
     public struct Datagram: Sendable {
         /// Position among the capture's messages (1-based, as people count).
@@ -45,14 +46,15 @@ public struct CaptureObservation: Sendable {
     /// The messages in capture order, stored as columns. It reads and edits as an array of
     /// `Datagram` (tests build captures that way); an edit that replaces a range rebuilds.
     public struct Datagrams: RandomAccessCollection, MutableCollection, RangeReplaceableCollection, Sendable {
-        var numbers: [Int] = []
-        var times: [Int64] = []
-        var towardHost: [Bool] = []
-        var sources: [UInt32] = []
-        var destinations: [UInt32] = []
-        var payloadStarts: [Int] = []
-        var payloadLengths: [UInt32] = []
-        var bytes: [UInt8] = []
+        /// Numbers that differ from position + 1 (only edits make them): most captures need none.
+        var renumbered: [Int: Int] = [:]
+        var times = ChunkedColumn<Int64>()
+        var towardHost = ChunkedColumn<Bool>()
+        var sources = ChunkedColumn<UInt32>()
+        var destinations = ChunkedColumn<UInt32>()
+        /// Where each payload is in `bytes`, and its length.
+        var payloads = ChunkedColumn<PayloadBytes.Address>()
+        var bytes = PayloadBytes()
         /// Rare: only messages a stream reader could not frame.
         var framingErrors: [Int: WireError] = [:]
         var endpoints: [Endpoint] = []
@@ -79,15 +81,15 @@ public struct CaptureObservation: Sendable {
         mutating func append<Bytes: Collection<UInt8>>(number: Int, timeNs: Int64, direction: Direction, source: Endpoint,
                                                       destination: Endpoint, payload: Bytes, framingError: WireError?) {
             if let framingError { framingErrors[times.count] = framingError }
-            numbers.append(number)
+            if number != times.count + 1 { renumbered[times.count] = number }
             times.append(timeNs)
             towardHost.append(direction == .controllerToHost)
             sources.append(id(of: source))
             destinations.append(id(of: destination))
-            payloadStarts.append(bytes.count)
-            payloadLengths.append(UInt32(payload.count))
-            bytes.append(contentsOf: payload)
+            payloads.append(bytes.append(payload))
         }
+
+        func number(at i: Int) -> Int { renumbered.isEmpty ? i + 1 : renumbered[i] ?? i + 1 }
 
         public func direction(at i: Int) -> Direction { towardHost[i] ? .controllerToHost : .hostToController }
         public func timeNs(at i: Int) -> Int64 { times[i] }
@@ -98,25 +100,23 @@ public struct CaptureObservation: Sendable {
         public func framingError(at i: Int) -> WireError? { framingErrors.isEmpty ? nil : framingErrors[i] }
         /// The payload's bytes without copying them.
         public func withPayload<R>(at i: Int, _ body: (ArraySlice<UInt8>) throws -> R) rethrows -> R {
-            try body(bytes[payloadStarts[i]..<payloadStarts[i] + Int(payloadLengths[i])])
+            try body(bytes[payloads[i]])
         }
 
         public subscript(i: Int) -> Datagram {
             get {
-                Datagram(number: numbers[i], timeNs: times[i], direction: direction(at: i), source: source(at: i),
+                Datagram(number: number(at: i), timeNs: times[i], direction: direction(at: i), source: source(at: i),
                          destination: destination(at: i), payload: withPayload(at: i) { Array($0) }, framingError: framingError(at: i))
             }
             set {
-                numbers[i] = newValue.number
+                renumbered[i] = newValue.number == i + 1 ? nil : newValue.number
                 times[i] = newValue.timeNs
                 towardHost[i] = newValue.direction == .controllerToHost
                 sources[i] = id(of: newValue.source)
                 destinations[i] = id(of: newValue.destination)
                 framingErrors[i] = newValue.framingError
                 // Edited payloads go to the end: the old bytes stay, unreferenced (edits are for tests).
-                payloadStarts[i] = bytes.count
-                payloadLengths[i] = UInt32(newValue.payload.count)
-                bytes.append(contentsOf: newValue.payload)
+                payloads[i] = bytes.append(newValue.payload)
             }
         }
 
@@ -132,21 +132,19 @@ public struct CaptureObservation: Sendable {
             self = rebuilt
         }
 
-        public mutating func reserveCapacity(_ n: Int) {
-            numbers.reserveCapacity(n); times.reserveCapacity(n); towardHost.reserveCapacity(n)
-            sources.reserveCapacity(n); destinations.reserveCapacity(n)
-            payloadStarts.reserveCapacity(n); payloadLengths.reserveCapacity(n)
-        }
     }
 
     /// Some of the capture's messages, by position (frames, replies, one controller's):
     /// an index list over the columns, not copies.
     public struct Selection: RandomAccessCollection, Sendable {
         let all: Datagrams
-        public internal(set) var positions: [Int]
+        /// Positions in `all`: 4 bytes each (a capture past 4 G messages could not be held anyway).
+        var positions: [UInt32]
         public var startIndex: Int { 0 }
         public var endIndex: Int { positions.count }
-        public subscript(i: Int) -> Datagram { all[positions[i]] }
+        public subscript(i: Int) -> Datagram { all[Int(positions[i])] }
+        /// The message's position among all the capture's messages.
+        public func position(_ i: Int) -> Int { Int(positions[i]) }
     }
 
     public var source: String
@@ -187,6 +185,10 @@ public struct CaptureObservation: Sendable {
                 observation.otherRecords += 1
                 continue
             }
+            // Positions are 4 bytes wide (Selection): refuse, rather than wrap, past 4 G messages.
+            guard observation.datagrams.count < Int(UInt32.max) else {
+                throw TraceError(.badRecord, source: input.source, message: "more than 4,294,967,295 messages: too many to check in memory")
+            }
             observation.datagrams.append(number: observation.datagrams.count + 1, timeNs: m.timeNs, direction: m.direction,
                                          source: m.source, destination: m.destination, payload: m.payload, framingError: m.framingError)
         }
@@ -214,17 +216,74 @@ public struct CaptureObservation: Sendable {
 
     func selection(_ direction: Direction) -> Selection {
         let toward = direction == .controllerToHost
-        var positions: [Int] = []
-        for i in datagrams.indices where datagrams.towardHost[i] == toward { positions.append(i) }
+        var positions: [UInt32] = []
+        for i in datagrams.indices where datagrams.towardHost[i] == toward { positions.append(UInt32(truncatingIfNeeded: i)) }
         return Selection(all: datagrams, positions: positions)
     }
 
     /// Controller→host datagrams per controller, in capture order.
     public var framesByController: [Endpoint: Selection] {
-        var byID: [UInt32: [Int]] = [:]
-        for i in datagrams.indices where datagrams.towardHost[i] { byID[datagrams.sources[i], default: []].append(i) }
+        var byID: [UInt32: [UInt32]] = [:]
+        for i in datagrams.indices where datagrams.towardHost[i] {
+            byID[datagrams.sources[i], default: []].append(UInt32(truncatingIfNeeded: i))
+        }
         var result: [Endpoint: Selection] = [:]
         for (id, positions) in byID { result[datagrams.endpoints[Int(id)]] = Selection(all: datagrams, positions: positions) }
         return result
+    }
+}
+
+/// A column of values in fixed-size chunks: appending never copies what is
+/// there (a standard array doubles and copies, so a capture of millions of
+/// messages would briefly need three times a column).
+struct ChunkedColumn<Element: Sendable>: Sendable {
+    static var chunkShift: Int { 16 }
+    static var chunkSize: Int { 1 << chunkShift }
+    private var chunks: [[Element]] = []
+    private(set) var count = 0
+
+    mutating func append(_ value: Element) {
+        if count & (Self.chunkSize - 1) == 0 {
+            chunks.append([])
+            chunks[chunks.count - 1].reserveCapacity(Self.chunkSize)
+        }
+        chunks[chunks.count - 1].append(value)
+        count += 1
+    }
+
+    subscript(i: Int) -> Element {
+        get { chunks[i >> Self.chunkShift][i & (Self.chunkSize - 1)] }
+        set { chunks[i >> Self.chunkShift][i & (Self.chunkSize - 1)] = newValue }
+    }
+
+    var first: Element? { count == 0 ? nil : self[0] }
+}
+
+/// Payload bytes in 1 MiB chunks; a payload never spans two (a longer one gets a chunk of its own).
+struct PayloadBytes: Sendable {
+    struct Address: Sendable {
+        var chunk: UInt32
+        var offset: UInt32
+        var length: UInt32
+    }
+
+    static let chunkSize = 1 << 20
+    private var chunks: [[UInt8]] = []
+
+    mutating func append<Bytes: Collection<UInt8>>(_ payload: Bytes) -> Address {
+        let length = payload.count
+        if chunks.isEmpty || chunks[chunks.count - 1].count + length > max(Self.chunkSize, chunks[chunks.count - 1].capacity) {
+            chunks.append([])
+            chunks[chunks.count - 1].reserveCapacity(max(Self.chunkSize, length))
+        }
+        let chunk = chunks.count - 1
+        let offset = chunks[chunk].count
+        chunks[chunk].append(contentsOf: payload)
+        return Address(chunk: UInt32(truncatingIfNeeded: chunk), offset: UInt32(truncatingIfNeeded: offset), length: UInt32(truncatingIfNeeded: length))
+    }
+
+    subscript(address: Address) -> ArraySlice<UInt8> {
+        let offset = Int(address.offset)
+        return chunks[Int(address.chunk)][offset..<offset + Int(address.length)]
     }
 }

@@ -34,22 +34,31 @@ public struct PassiveContext: Sendable {
     }
 
     public func describe(_ d: CaptureObservation.Datagram) -> String { d.describe(since: observation.startNs) }
+
+    /// The frame that made a trigger.
+    public func frame(of trigger: AckMatching.Trigger) -> CaptureObservation.Datagram { observation.datagrams[trigger.position] }
 }
 
 /// The protocol's host model run over the capture's controller→host messages
 /// in capture order, and every valid host→controller reply matched against
 /// the decisions that owe one (MotionLink: each trigger owes one ack).
+///
+/// A trigger is a few numbers, not a copy of its frame: a capture may hold
+/// millions (`PassiveContext.frame(of:)` makes the frame when evidence needs it).
 public struct AckMatching: Sendable {
     public struct Trigger: Sendable {
-        public var frame: CaptureObservation.Datagram
+        /// The triggering frame's position among the capture's messages, and its capture time.
+        public var position: Int
+        public var timeNs: Int64
         public var tMs: UInt64
-        /// The first few acks echoing this trigger (a repeating host may send millions) ...
-        public var acks: [CaptureObservation.Datagram] = []
-        /// ... and how many in all.
+        /// The first ack echoing this trigger, on the capture clock.
+        public var firstAckTimeNs: Int64?
+        /// Acks echoing this trigger (a repeating host may send millions).
         public var ackCount = 0
+        /// The frame's source, as the capture's endpoint id.
+        var sourceID: UInt32
+        public var isAnswered: Bool { ackCount > 0 }
     }
-    /// Acks kept per trigger: enough to show one answered more than once.
-    public static let acksKeptPerTrigger = 4
 
     public var triggers: [Trigger] = []
     /// Valid acks whose echo matches no trigger of their destination: the first
@@ -69,9 +78,11 @@ public struct AckMatching: Sendable {
         let all = observation.datagrams
         var model = wireProtocol.makeHostModel(rule: rule)
         var numbering = ControllerNumbering<UInt32>()
-        // Per controller (endpoint id) and stamp, the trigger's index; per stamp, every trigger's.
+        // Per controller (endpoint id) and stamp, the trigger's index.
         var index: [UInt32: [UInt64: Int]] = [:]
-        var byEcho: [UInt64: [Int]] = [:]
+        // Per stamp, the newest trigger with it; `earlier` chains each to the one before.
+        var newestWithStamp: [UInt64: Int] = [:]
+        var earlier: [Int] = []
         for i in all.indices {
             let facts = observation.facts(at: i)
             if all.towardHost[i] {
@@ -79,18 +90,26 @@ public struct AckMatching: Sendable {
                 guard let decision = model.accept(facts, from: numbering.number(of: source), receivedNs: all.times[i]).decision,
                       decision.owesReply, let tMs = decision.sampleTimeMs else { continue }
                 index[source, default: [:]][tMs] = triggers.count
-                byEcho[tMs, default: []].append(triggers.count)
-                triggers.append(Trigger(frame: all[i], tMs: tMs))
+                earlier.append(newestWithStamp[tMs] ?? -1)
+                newestWithStamp[tMs] = triggers.count
+                triggers.append(Trigger(position: i, timeNs: all.times[i], tMs: tMs, sourceID: source))
             } else {
                 guard facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs else { continue }
                 validAcks += 1
                 let destination = all.destinations[i]
                 if let t = index[destination]?[echo] {
+                    if triggers[t].ackCount == 0 { triggers[t].firstAckTimeNs = all.times[i] }
                     triggers[t].ackCount += 1
-                    if triggers[t].acks.count < Self.acksKeptPerTrigger { triggers[t].acks.append(all[i]) }
-                } else if let owner = owner(of: echo, other: all.destination(at: i), byEcho[echo] ?? []) {
+                    continue
+                }
+                // Another controller's trigger with this stamp: the ack went to the wrong address.
+                var candidate = newestWithStamp[echo] ?? -1
+                while candidate >= 0, triggers[candidate].sourceID == destination { candidate = earlier[candidate] }
+                if candidate >= 0 {
                     misdirectedCount += 1
-                    if misdirected.count < Self.evidenceKept { misdirected.append((all[i], owner)) }
+                    if misdirected.count < Self.evidenceKept {
+                        misdirected.append((all[i], all.endpoints[Int(triggers[candidate].sourceID)]))
+                    }
                 } else {
                     unexpectedCount += 1
                     if unexpected.count < Self.evidenceKept {
@@ -101,15 +120,9 @@ public struct AckMatching: Sendable {
         }
     }
 
-    /// The controller of another trigger with this stamp, if any.
-    private func owner(of echo: UInt64, other destination: Endpoint, _ candidates: [Int]) -> Endpoint? {
-        for t in candidates where triggers[t].frame.source != destination { return triggers[t].frame.source }
-        return nil
-    }
-
     /// Ack delay on the capture clock for every trigger answered, ms.
     public var delaysMs: [Double] {
-        triggers.compactMap { t in t.acks.first.map { Double($0.timeNs - t.frame.timeNs) / 1e6 } }
+        triggers.compactMap { t in t.firstAckTimeNs.map { Double($0 - t.timeNs) / 1e6 } }
     }
 }
 

@@ -67,7 +67,7 @@ public struct AckRuleCase: PassiveCase {
     public func evaluate(_ context: PassiveContext) -> CaseResult {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
         let m = context.acks
-        let missing = m.triggers.filter { $0.acks.isEmpty }
+        let missing = m.triggers.filter { !$0.isAnswered }
         let repeated = m.triggers.filter { $0.ackCount > 1 }
         let rule = context.parameters.rule
         let measurements = [Measurement("triggers", Double(m.triggers.count)), Measurement("acks", Double(m.validAcks)),
@@ -77,8 +77,8 @@ public struct AckRuleCase: PassiveCase {
             return CaseResult(info, m.triggers.isEmpty ? .inconclusive("no frame in the capture triggers (τ = \(rule.threshold) g)") : .pass,
                               measurements: measurements)
         }
-        var lines = evidence(missing) { "\(context.describe($0.frame)): expected an ack echoing t_ms \($0.tMs), found none" }
-        lines += evidence(repeated) { "\(context.describe($0.frame)): expected one ack, found \($0.ackCount)" }
+        var lines = evidence(missing) { "\(context.describe(context.frame(of: $0))): expected an ack echoing t_ms \($0.tMs), found none" }
+        lines += evidence(repeated) { "\(context.describe(context.frame(of: $0))): expected one ack, found \($0.ackCount)" }
         lines += evidence(m.unexpected, total: m.unexpectedCount) { "\(context.describe($0.ack)): expected no ack, found one that \($0.reason)" }
         var why = "\(missing.count) trigger(s) unacked, \(repeated.count) acked more than once, \(m.unexpectedCount) unexpected ack(s)"
         if context.observation.capturePoint != .host && !missing.isEmpty {
@@ -98,7 +98,7 @@ public struct AckDestinationCase: PassiveCase {
     public func evaluate(_ context: PassiveContext) -> CaseResult {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
         let m = context.acks
-        let answered = m.triggers.filter { !$0.acks.isEmpty }.count
+        let answered = m.triggers.filter(\.isAnswered).count
         let measurements = [Measurement("acks_to_their_trigger", Double(answered)), Measurement("misdirected", Double(m.misdirectedCount))]
         guard m.misdirected.isEmpty else {
             return CaseResult(info, .fail("\(m.misdirectedCount) ack(s) went to another controller than their trigger's"),
