@@ -34,12 +34,15 @@ start = time.monotonic()
 done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=900)
 seconds = time.monotonic() - start
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-last = (done.stderr.strip().splitlines() or [""])[-1][:110]
+import re
+last = (done.stderr.strip().splitlines() or [""])[-1]
+last = re.sub(r"/tmp/[^ :]*", "TRACE", last.replace("kinetrace: error: ", ""))
+last = last[:80] + ("…" if len(last) > 80 else "")
 print(f"| {label} | {done.returncode} | {seconds:.1f} | {peak:.1f} | {last} |")
 PY
 }
 
-echo "| run | exit | seconds | peak RSS (MB) | last stderr line |"
+echo "| run | exit | seconds | peak RSS (MB) | what it said last (stderr) |"
 echo "|---|---|---|---|---|"
 for mode in big many flood; do
     start_host "$mode"
@@ -48,3 +51,7 @@ for mode in big many flood; do
     measure "gestures eval --live, $mode host" "$bin" gestures eval --live "127.0.0.1:$host_port" "$work/labelled.jsonl"
     kill "$host_pid"; wait "$host_pid" 2>/dev/null || true
 done
+# Through the stdio adapter: a child that writes valid acks nonstop.
+flood_exec="python3 Tests/FaultyHosts/ack_flood_host.py"
+measure "replay --exec, nonstop acks" "$bin" replay "$work/session.jsonl" --exec "$flood_exec"
+measure "conform --exec, nonstop acks" "$bin" conform --exec "$flood_exec"
