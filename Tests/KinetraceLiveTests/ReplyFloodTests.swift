@@ -47,6 +47,25 @@ struct ReplyFloodTests {
         #expect(byID["AC-ACK-UNSOLICITED"]?["verdict"] as? String == "FAIL")
     }
 
+    /// Nine unasked acks per frame stay under the flood limit: the replay runs to the end,
+    /// counts them, and --strict fails it.
+    @Test func unaskedRepliesUnderTheLimitFailAStrictReplay() throws {
+        let (host, port) = try floodHost("many")
+        defer { _ = try? host.stop(SIGKILL) }
+        let directory = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(directory) }
+        let trace = directory.appendingPathComponent("session.jsonl").path
+        #expect(try kinetrace(["synth", "--out", trace, "--controllers", "2", "--duration", "3", "--seed", "4"]).status == 0)
+        let lenient = try kinetrace(["replay", trace, "--to", "127.0.0.1:\(port)", "--timing", "fast", "--format", "json"], timeout: 60)
+        #expect(lenient.status == 0, "\(lenient.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(lenient.stdout.utf8)) as? [String: Any], "\(lenient.stdout)")
+        let acks = try #require(report["acks"] as? [String: Any], "\(report.keys.sorted())")
+        let unexpected = try #require(acks["unexpected"] as? Int, "\(acks)")
+        #expect(unexpected > 0, "the nine-per-frame acks are counted as unexpected")
+        let strict = try kinetrace(["replay", trace, "--to", "127.0.0.1:\(port)", "--timing", "fast", "--strict"], timeout: 60)
+        #expect(strict.status == 1, "\(strict.stderr)")
+    }
+
     @Test func gesturesLiveStopsAtAFloodWithStatus76() throws {
         let (host, port) = try floodHost("flood")
         defer { _ = try? host.stop(SIGKILL) }
