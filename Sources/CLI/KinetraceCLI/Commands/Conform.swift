@@ -96,7 +96,9 @@ struct Conform: ParsableCommand {
     }
 
     func validate() throws {
-        guard ackDeadlineMs.isFinite, ackDeadlineMs > 0 else { throw ValidationError("--ack-deadline-ms must be a positive number.") }
+        guard ackDeadlineMs.isFinite, ackDeadlineMs > 0, ackDeadlineMs <= 3_600_000 else {
+            throw ValidationError("--ack-deadline-ms must be a positive number of ms, at most 3600000 (an hour).")
+        }
         guard minSamples >= 1 else { throw ValidationError("--min-samples must be at least 1.") }
         if [host, exec, capture].compactMap({ $0 }).count > 1 { throw ValidationError("Give one of --host, --exec and --capture.") }
         if let host { do { _ = try SocketAddressBox.resolve(host) } catch { throw ValidationError("--host \(error.description)") } }

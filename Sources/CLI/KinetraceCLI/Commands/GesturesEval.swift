@@ -111,6 +111,8 @@ struct GesturesEval: ParsableCommand {
         guard parts.count == 2, let before = parts[0], let after = parts[1], before >= 0, after >= 0, before.isFinite, after.isFinite else {
             throw ValidationError("--window-ms takes BEFORE:AFTER in ms, e.g. 100:700.")
         }
+        // Like the detectors' time parameters, an hour at most.
+        guard before <= 3_600_000, after <= 3_600_000 else { throw ValidationError("--window-ms \(windowMs): each side is at most 3600000 ms (an hour).") }
         return MatchWindow(beforeMs: before, afterMs: after)
     }
 
