@@ -53,6 +53,18 @@ import Testing
         #expect([0, 1].contains(result.status) && !result.signalled, "\(arguments): \(result.status) \(result.stderr)")
     }
 
+    /// A CSV script's span becomes Int64 ns: one spanning more than 10^9 s is a data error naming its line.
+    @Test(arguments: ["-1e300,0,0,0,0,0,0\n1e300,0,1,0,0,0,0", "0,0,0,0,0,0,0\n1000000001,0,1,0,0,0,0", "-1.7e308,0,0,0,0,0,0\n1.7e308,0,0,0,0,0,0"])
+    func aScriptSpanningCenturiesIsADataErrorNamingTheLine(_ rows: String) throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let path = dir.appendingPathComponent("s.csv").path
+        try "t,ax,ay,az,wx,wy,wz\n\(rows)\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try kinetrace(["simulate", "--to", "127.0.0.1:9", "--script", path])
+        #expect(result.status == 65 && !result.signalled, "\(result.status) \(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("line 3"), "\(result.stderr)")
+    }
+
     /// A MotionLink trace whose controller's t_ms leaps by up to 2^64 − 1 ms:
     /// every frame is valid (ML-FRAME-4 bounds nothing), so every reader must
     /// report it. inspect summed the leap as Int64 ns; the renderers turned it to Int64.
