@@ -53,6 +53,24 @@ import Testing
         #expect([0, 1].contains(result.status) && !result.signalled, "\(arguments): \(result.status) \(result.stderr)")
     }
 
+    /// A rate limit's queue grows by every byte sent: two 65000-byte datagrams looped 20000 times
+    /// at 1 bit/s queue for 660 years, which overflowed the planner's Int64 ns (RateLimit.swift).
+    @Test func aRateLimitQueueingPastThirtyDaysIsAUsageError() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let path = dir.appendingPathComponent("big.jsonl").path
+        let payload = String(repeating: "00", count: 65_000)
+        let lines = [#"{"format":"kinetrace-trace","capture_point":"synthetic","clock":"model","created":"2026-01-01T00:00:00.000Z","minor":1,"profile":"motionlink-v1","tool":"test","version":1}"#]
+            + [0, 1].map { #"{"kind":"msg","t_ns":\#(1_767_225_600_000_000_000 + $0 * 100_000_000),"dir":"c2h","src":"10.0.0.10:50000","dst":"10.0.0.1:47110","len":65000,"payload":"\#(payload)"}"# }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try kinetrace(["replay", "--dry-run", path, "--rate", "1bit", "--timing", "fast", "--loop", "20000"])
+        #expect(result.status == 64 && !result.signalled, "\(result.status) \(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("--rate"), "\(result.stderr)")
+        // Inside the bound the same trace plans.
+        let fine = try kinetrace(["replay", "--dry-run", path, "--rate", "1mbit", "--timing", "fast", "--loop", "20"])
+        #expect(fine.status == 0, "\(fine.stderr)")
+    }
+
     /// A CSV script's span becomes Int64 ns: one spanning more than 10^9 s is a data error naming its line.
     @Test(arguments: ["-1e300,0,0,0,0,0,0\n1e300,0,1,0,0,0,0", "0,0,0,0,0,0,0\n1000000001,0,1,0,0,0,0", "-1.7e308,0,0,0,0,0,0\n1.7e308,0,0,0,0,0,0"])
     func aScriptSpanningCenturiesIsADataErrorNamingTheLine(_ rows: String) throws {

@@ -72,6 +72,15 @@ public struct ReplayOptions: Hashable, Sendable {
             return "the replay would send \(sends) messages (\(input.messages.count) × \(loops) loop(s) × \(copies)); "
                 + "at most \(Self.maximumSends) (30 days at 50 µs each): lower --loop or --controllers"
         }
+        // A rate limit queues: at its slowest step, every byte sent must still leave within 30 days.
+        if let slowest = impairments.rate.map(\.bitsPerSecond).min() {
+            let bytes = Double(input.messages.reduce(0) { $0 + $1.payload.count + RateStep.overheadBytes }) * Double(loops) * Double(copies)
+            let queueNs = bytes * 8 / slowest * 1e9
+            guard queueNs <= Double(Self.maximumDurationNs) else {
+                return "at \(slowest) bit/s the rate limit would take \((queueNs / 86_400e9 * 10).rounded() / 10) days to send \(bytes) bytes; "
+                    + "at most 30 days: raise the --rate (or the network's rate steps), or send less"
+            }
+        }
         guard totalNs <= Double(Self.maximumDurationNs) else {
             let days = (totalNs / 86_400e9 * 10).rounded() / 10
             return "the replay would take \(days) days (the input spans \(Double(input.spanNs) / 1e9) s, \(loops) loop(s) at speed \(speed)); "
