@@ -27,6 +27,8 @@ import Testing
         (["synth", "--out", "OUT", "--persona", "steady", "--duration", "1"], ["--rate", "1e-300"]),
         (["synth", "--out", "OUT", "--duration", "1"], ["--rate", "0.0009"]),
         (["capture", "-i", "lo", "--pcap", "OUT", "--trace", "OUT"], ["--duration", "1e300"]),
+        // The planner refuses it (30 days at most); it was reported as a missing host, exit 69.
+        (["gestures", "eval", gestures, "--live", "127.0.0.1:9"], ["--live-speed", "1e-300"]),
         // Fast timing has no duration to bound, so the send count is: it overflowed the replayer's allowance.
         (["replay", "--to", "127.0.0.1:9", "--timing", "fast", session], ["--loop", "9223372036854775807"]),
         (["replay", "--dry-run", "--timing", "fast", session], ["--loop", "4611686018427387904"]),

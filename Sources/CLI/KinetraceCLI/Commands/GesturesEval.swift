@@ -244,6 +244,11 @@ struct GesturesEval: ParsableCommand {
                 report = try signals.running(replayer) { (r: Replayer) throws(ReplayError) -> ReplayReport in try r.run() }
             } catch {
                 if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+                // Options the planner refuses (a --live-speed that stretches the replay past 30 days) are usage errors.
+                if error.code == .badOptions {
+                    printError("\(path): --live-speed \(liveSpeed): \(error.description)")
+                    throw ExitCode.validationFailure
+                }
                 printError("\(path): \(error.description)")
                 throw ExitStatus.unavailable
             }
