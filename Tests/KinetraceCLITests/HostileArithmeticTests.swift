@@ -73,6 +73,22 @@ import Testing
         #expect(fine.status == 0, "\(fine.stderr)")
     }
 
+    /// A baseline's scores are read from a file: outside [0, 1] the gate would mean nothing.
+    @Test(arguments: ["-1e300", "1.5", "1e308"])
+    func aBaselineScoreOutsideZeroToOneIsADataError(_ score: String) throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let good = try kinetrace(["gestures", "eval", Self.gestures, "--detector", "threshold", "--format", "json"])
+        #expect(good.status == 0)
+        let path = dir.appendingPathComponent("base.json").path
+        let bad = good.stdout.replacingOccurrences(of: #""recall":[0-9.eE+-]+"#, with: "\"recall\":\(score)", options: .regularExpression)
+        #expect(bad != good.stdout)
+        try bad.write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try kinetrace(["gestures", "eval", Self.gestures, "--detector", "threshold", "--baseline", path])
+        #expect(result.status == 65 && !result.signalled, "\(result.status) \(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("recall") && result.stderr.contains(path), "\(result.stderr)")
+    }
+
     /// A CSV script's span becomes Int64 ns: one spanning more than 10^9 s is a data error naming its line.
     @Test(arguments: ["-1e300,0,0,0,0,0,0\n1e300,0,1,0,0,0,0", "0,0,0,0,0,0,0\n1000000001,0,1,0,0,0,0", "-1.7e308,0,0,0,0,0,0\n1.7e308,0,0,0,0,0,0"])
     func aScriptSpanningCenturiesIsADataErrorNamingTheLine(_ rows: String) throws {

@@ -311,6 +311,13 @@ struct GesturesEval: ParsableCommand {
                 printError("\(path): not a gesture evaluation result: no \"summary\" with f1 and recall (write one with --format json)")
                 throw ExitStatus.dataError
             }
+            // A score outside [0, 1] would make the gate pass or fail whatever the run scores.
+            let scores = [("summary f1", baseline.f1), ("summary recall", baseline.recall), ("summary precision", baseline.precision)]
+                + baseline.traceF1.sorted { $0.key < $1.key }.map { ("f1 of trace \($0.key)", $0.value) }
+            if let (member, value) = scores.first(where: { $0.1.map { !(0...1).contains($0) } ?? false }) {
+                printError("\(path): \(member) is \(value!), not a score from 0 to 1")
+                throw ExitStatus.dataError
+            }
             return baseline
         }
     }
