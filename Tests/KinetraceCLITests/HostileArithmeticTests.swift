@@ -89,6 +89,22 @@ import Testing
         #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains("recall") && result.stderr.contains(path), "\(result.stderr)")
     }
 
+    /// `--delay empirical:FILE` draws from the file's rtt_ns: a round trip past an hour is that
+    /// file's data error (65, naming it and rtt_ns), not a usage error without a place.
+    @Test func anEmpiricalDelayPastAnHourIsADataErrorNamingTheFile() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let path = dir.appendingPathComponent("rtt.jsonl").path
+        let frame = Hex.encode(MotionFrame(tMs: 1_767_225_600_000, ay: 2).encoded()), ack = Hex.encode(HapticAck(echoTMs: 1_767_225_600_000).encoded())
+        let lines = [#"{"format":"kinetrace-trace","capture_point":"controller","clock":"realtime","created":"2026-01-01T00:00:00.000Z","minor":1,"profile":"motionlink-v1","tool":"test","version":1}"#,
+                     #"{"kind":"msg","t_ns":1767225600000000000,"dir":"c2h","src":"10.0.0.10:50000","dst":"10.0.0.1:47110","len":36,"payload":"\#(frame)"}"#,
+                     #"{"kind":"msg","t_ns":1767225600001000000,"dir":"h2c","src":"10.0.0.1:47110","dst":"10.0.0.10:50000","len":20,"payload":"\#(ack)","rtt_ns":4611686018427387904}"#]
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try kinetrace(["replay", "--dry-run", Self.session, "--delay", "empirical:" + path])
+        #expect(result.status == 65 && !result.signalled, "\(result.status) \(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.contains(path) && result.stderr.contains("rtt_ns"), "\(result.stderr)")
+    }
+
     /// A CSV script's span becomes Int64 ns: one spanning more than 10^9 s is a data error naming its line.
     @Test(arguments: ["-1e300,0,0,0,0,0,0\n1e300,0,1,0,0,0,0", "0,0,0,0,0,0,0\n1000000001,0,1,0,0,0,0", "-1.7e308,0,0,0,0,0,0\n1.7e308,0,0,0,0,0,0"])
     func aScriptSpanningCenturiesIsADataErrorNamingTheLine(_ rows: String) throws {

@@ -298,6 +298,11 @@ struct Replay: ParsableCommand {
                 guard let distribution = DelayDistribution.empirical(samplesMs: samples) else {
                     throw ValidationError("--delay \(delay): \(path) holds no measured round trips (rtt_ns) to draw delays from.")
                 }
+                // The delays come from the file's rtt_ns: out of range is the file's data, not the flag.
+                if let problem = distribution.problem {
+                    printError("\(path): rtt_ns: \(problem)")
+                    throw ExitStatus.dataError
+                }
                 options.impairments.delay = distribution
             } else {
                 options.impairments.delay = try parsed(ImpairmentSpec.delay(delay), "--delay")
