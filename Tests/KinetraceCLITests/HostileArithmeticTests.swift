@@ -27,6 +27,9 @@ import Testing
         (["synth", "--out", "OUT", "--persona", "steady", "--duration", "1"], ["--rate", "1e-300"]),
         (["synth", "--out", "OUT", "--duration", "1"], ["--rate", "0.0009"]),
         (["capture", "-i", "lo", "--pcap", "OUT", "--trace", "OUT"], ["--duration", "1e300"]),
+        // 1e-300 s is 0 ns, which tripped the controller table's precondition.
+        (["host", "--port", "0"], ["--idle-timeout", "1e-300"]),
+        (["host", "--port", "0"], ["--idle-timeout", "0.0009"]),
         // The planner refuses it (30 days at most); it was reported as a missing host, exit 69.
         (["gestures", "eval", gestures, "--live", "127.0.0.1:9"], ["--live-speed", "1e-300"]),
         // Fast timing has no duration to bound, so the send count is: it overflowed the replayer's allowance.
