@@ -58,6 +58,17 @@ import Testing
         #expect([0, 1].contains(result.status) && !result.signalled, "\(arguments): \(result.status) \(result.stderr)")
     }
 
+    /// The largest --controllers synth accepts, with and without a persona: both trapped numbering
+    /// the 15537th, before any record (so 10 ms is enough).
+    @Test(arguments: [[String](), ["--persona", "steady"]])
+    func synthNumbersAHundredThousandControllers(_ persona: [String]) throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let path = dir.appendingPathComponent("many.jsonl").path
+        let result = try kinetrace(["synth", "--out", path, "--controllers", "100000", "--duration", "0.01"] + persona)
+        #expect(result.status == 0 && !result.signalled, "\(result.status) \(result.stderr)")
+    }
+
     /// A rate limit's queue grows by every byte sent: two 65000-byte datagrams looped 20000 times
     /// at 1 bit/s queue for 660 years, which overflowed the planner's Int64 ns (RateLimit.swift).
     @Test func aRateLimitQueueingPastThirtyDaysIsAUsageError() throws {

@@ -1,6 +1,7 @@
 import Testing
 @testable import KinetraceAnalysis
 import KinetraceGestures
+import KinetraceSimulation
 import KinetraceTrace
 import KinetraceWire
 
@@ -37,6 +38,18 @@ import KinetraceWire
         let controller = try #require(s.controllers[a])
         #expect(controller.senderIntervals.maxNs == 4_000_000_000 && controller.senderIntervals.minNs == 100_000_000)
         #expect(controller.gaps == 1 && controller.framesMissing == 39)
+    }
+
+    /// synth accepts 100000 controllers, but ports from 50000 held only 15536: the 15537th
+    /// controller's port trapped in UInt16(...). Each block now has its own address, and the
+    /// first block keeps the endpoints every earlier trace has.
+    @Test func everySyntheticControllerHasItsOwnEndpoint() {
+        let network = SyntheticNetwork()
+        let endpoints = (0..<100_000).map { network.controllerEndpoint($0) }
+        #expect(Set(endpoints).count == 100_000)
+        #expect(endpoints[0] == Endpoint(host: "10.0.0.10", port: 50_000))
+        #expect(endpoints[15_535] == Endpoint(host: "10.0.0.\(10 + 15_535 % 240)", port: 65_535))
+        #expect(endpoints[15_536] == Endpoint(host: "10.1.0.10", port: 50_000))
     }
 
     /// A sweep of 10^300 values, or of a range wider than Double holds, is a
