@@ -417,9 +417,14 @@ public struct SeriesStatistics: Sendable {
     public init(_ values: [Double], sigmas: Double) {
         table = LatencyTable(samplesMs: values, sigmas: sigmas)
         let finite = values.filter(\.isFinite)
-        let originNs = Int64(((finite.min() ?? 0) * 1e6).rounded(.down))
+        // A sample minus a median spans up to 2^63 ns: held inside Int64 rather than trap.
+        func ns(_ ms: Double, _ rule: FloatingPointRoundingRule) -> Int64 {
+            let value = (ms * 1e6).rounded(rule)
+            return value >= 0x1p63 ? .max : value < -0x1p63 ? .min : Int64(value)
+        }
+        let originNs = ns(finite.min() ?? 0, .down)
         var histogram = LatencyPercentiles(originNs: originNs)
-        for value in finite { histogram.record(ns: Int64((value * 1e6).rounded())) }
+        for value in finite { histogram.record(ns: ns(value, .toNearestOrAwayFromZero)) }
         self.histogram = histogram
         percentiles = LatencyPercentiles.reported.compactMap { p in histogram.ms(at: p).map { (p, $0) } }
         if finite.count > 1 {

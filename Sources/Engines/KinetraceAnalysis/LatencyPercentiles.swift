@@ -40,7 +40,8 @@ public struct LatencyPercentiles: Sendable {
     /// The largest error `ms(at:)` may have for a value of about `ms`, from
     /// the bucket width there (half a bucket).
     public func resolutionMs(near ms: Double) -> Double {
-        let distance = max(0, ms * 1e6 - Double(originNs))
+        // Below 2^64: samples lie within Int64 of the origin, and a wild `ms` must not trap.
+        let distance = min(max(0, ms * 1e6 - Double(originNs)), 0x1p64 - 4096)
         return Double(histogram.sizeOfEquivalentRangeForValue(UInt64(distance.rounded()))) / 2e6
     }
 

@@ -197,7 +197,7 @@ public struct TraceSummarizer {
             let deltas = Self.addSample(facts.senderTimeMs, decision: decision, stale: verdict == .stale, at: message.timeNs,
                                         period: summary.nominalPeriodMs, gapMs: summary.gapThresholdMs,
                                         to: &summary.controllers[endpoint, default: .init()])
-            if let sender = deltas.senderMs { summary.senderIntervals.record(ns: Int64(sender) * 1_000_000) }
+            if let sender = deltas.senderMs { summary.senderIntervals.record(ns: Self.nanoseconds(ms: sender)) }
             if let capture = deltas.captureNs { summary.captureIntervals.record(ns: capture) }
         case .hostToController:
             summary.acks += 1
@@ -228,10 +228,13 @@ public struct TraceSummarizer {
         if controller.firstValidNs == nil { controller.firstValidNs = timeNs }
         controller.lastValidNs = timeNs
         if let senderMs {
-            controller.senderIntervals.record(ns: Int64(senderMs) * 1_000_000)
+            controller.senderIntervals.record(ns: Self.nanoseconds(ms: senderMs))
             if senderMs > gapMs {
                 controller.gaps += 1
-                controller.framesMissing += Int((Double(senderMs) / period).rounded()) - 1
+                // Stamps leap up to 2^64 ms: the estimate saturates rather than overflow.
+                let missing = Swift.min((Double(senderMs) / period).rounded(), 1e15)
+                let (sum, overflow) = controller.framesMissing.addingReportingOverflow(Int(missing) - 1)
+                controller.framesMissing = overflow ? Int.max : sum
             }
         }
         if let tMs { controller.lastTMs = tMs }
@@ -243,6 +246,13 @@ public struct TraceSummarizer {
         guard let range = summary.attitudeRange else { return summary.attitudeRange = (a, a) }
         summary.attitudeRange = (Vector3(min(range.min.x, a.x), min(range.min.y, a.y), min(range.min.z, a.z)),
                                  Vector3(max(range.max.x, a.x), max(range.max.y, a.y), max(range.max.z, a.z)))
+    }
+
+    /// A sender-clock interval in ns. A u64 stamp may leap by up to 2^64 − 1 ms
+    /// (ML-FRAME-4 bounds nothing), so intervals past Int64 ns are held at Int64.max.
+    static func nanoseconds(ms: UInt64) -> Int64 {
+        let (ns, overflow) = ms.multipliedReportingOverflow(by: 1_000_000)
+        return overflow || ns > UInt64(Int64.max) ? Int64.max : Int64(ns)
     }
 
     /// Counts a reply; returns the capture time of the sample it answers, if any.

@@ -17,6 +17,9 @@ public struct MotionSamples: Sendable, Equatable {
 
     public var durationS: Double { (samples.last?.tS ?? 0) - (samples.first?.tS ?? 0) }
 
+    /// The longest script, first sample to last.
+    public static let maximumSpanS = 1e9
+
     /// Parses CSV: `t,ax,ay,az,wx,wy,wz[,gesture]`, t in seconds, strictly
     /// increasing; a header line and `#` comments are allowed. A non-empty
     /// gesture column labels a gesture starting at that sample.
@@ -40,6 +43,10 @@ public struct MotionSamples: Sendable, Equatable {
                 numbers.append(value)
             }
             if let last = samples.last, numbers[0] <= last.tS { throw fail("t must increase from line to line") }
+            // The script's span becomes Int64 ns (MotionTicks): a billion seconds (31 years) keeps it there.
+            if let first = samples.first, !(numbers[0] - first.tS <= Self.maximumSpanS) {
+                throw fail("t is \(numbers[0] - first.tS) s after the first sample's; a script spans at most \(Int(Self.maximumSpanS)) s")
+            }
             samples.append(Sample(tS: numbers[0], values: Array(numbers[1...])))
             if fields.count == 8, !fields[7].isEmpty { labels.append(Label(atS: numbers[0] - samples[0].tS, gesture: fields[7])) }
         }

@@ -251,8 +251,12 @@ public struct SweepRange: Hashable, Sendable {
             throw GestureError(.badValue, "--sweep takes NAME=LO:HI:STEP, e.g. threshold=0.2:1.2:0.01, not \"\(text)\"")
         }
         guard step > 0, hi >= lo else { throw GestureError(.badValue, "--sweep \(text): STEP must be > 0 and HI ≥ LO") }
-        let count = Int(((hi - lo) / step + 1e-9).rounded(.down)) + 1
-        guard count <= 100_000 else { throw GestureError(.badValue, "--sweep \(text) gives \(count) values; at most 100000") }
+        // Counted in Double first: a wide range or a tiny step gives more values than Int holds (or inf).
+        let steps = ((hi - lo) / step + 1e-9).rounded(.down)
+        guard steps < 100_000 else {
+            throw GestureError(.badValue, "--sweep \(text) gives \(steps.isFinite ? "\(steps + 1)" : "unboundedly many") values; at most 100000")
+        }
+        let count = Int(steps) + 1
         parameter = parts[0]
         // Multiply, not accumulate, so 0.1-steps land on the decimal values.
         values = (0..<count).map { i in ((lo + Double(i) * step) * 1e9).rounded() / 1e9 }

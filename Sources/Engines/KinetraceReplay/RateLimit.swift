@@ -44,8 +44,9 @@ struct LinkQueue {
     mutating func departure(readyNs: Int64, length: Int) -> Int64 {
         guard let step = steps.last(where: { $0.fromNs <= readyNs }) ?? steps.first else { return readyNs }
         let start = max(readyNs, freeAtNs)
-        let serialisation = Int64((Double((length + RateStep.overheadBytes) * 8) / step.bitsPerSecond * 1e9).rounded())
-        freeAtNs = start + serialisation
+        // The planner refuses queues past 30 days; this cap only keeps a missed case from trapping.
+        let serialisation = Swift.min(Double((length + RateStep.overheadBytes) * 8) / step.bitsPerSecond * 1e9, 0x1p61).rounded()
+        freeAtNs = Swift.min(start, 1 << 61) + Int64(serialisation)
         return freeAtNs
     }
 }

@@ -55,6 +55,8 @@ public struct ReplayOptions: Hashable, Sendable {
     /// The longest replay planned, loops and speed included: 30 days. It keeps every deadline,
     /// shift and stamp the schedule computes far inside Int64.
     public static let maximumDurationNs: Int64 = 30 * 86_400_000_000_000
+    /// The most sends a plan may hold: 30 days at 50 µs each.
+    public static let maximumSends: Int64 = maximumDurationNs / 50_000
 
     /// Why these options cannot replay `input`, when they cannot: the plan would run past
     /// `maximumDurationNs` (a hostile or mistaken trace can span a century).
@@ -62,6 +64,23 @@ public struct ReplayOptions: Hashable, Sendable {
         let selectedSpan = Double(Swift.min(input.spanNs, endNs ?? .max)) - Double(startNs)
         let passNs = Swift.max(0, selectedSpan) + Double(input.medianPeriodNs ?? 100_000_000)
         let totalNs = timing == .fast ? 0 : (passNs * Double(loops) + Double(staggerNs)) / speed
+        // Fast timing plans no duration, so count sends (at the replayer's 50 µs allowance each):
+        // a huge --loop would otherwise overflow the replayer's deadline arithmetic.
+        let copies = Swift.max(1, (controllers ?? input.controllers.count) / Swift.max(1, input.controllers.count))
+        let sends = Double(input.messages.count) * Double(loops) * Double(copies)
+        guard sends <= Double(Self.maximumSends) else {
+            return "the replay would send \(sends) messages (\(input.messages.count) × \(loops) loop(s) × \(copies)); "
+                + "at most \(Self.maximumSends) (30 days at 50 µs each): lower --loop or --controllers"
+        }
+        // A rate limit queues: at its slowest step, every byte sent must still leave within 30 days.
+        if let slowest = impairments.rate.map(\.bitsPerSecond).min() {
+            let bytes = Double(input.messages.reduce(0) { $0 + $1.payload.count + RateStep.overheadBytes }) * Double(loops) * Double(copies)
+            let queueNs = bytes * 8 / slowest * 1e9
+            guard queueNs <= Double(Self.maximumDurationNs) else {
+                return "at \(slowest) bit/s the rate limit would take \((queueNs / 86_400e9 * 10).rounded() / 10) days to send \(bytes) bytes; "
+                    + "at most 30 days: raise the --rate (or the network's rate steps), or send less"
+            }
+        }
         guard totalNs <= Double(Self.maximumDurationNs) else {
             let days = (totalNs / 86_400e9 * 10).rounded() / 10
             return "the replay would take \(days) days (the input spans \(Double(input.spanNs) / 1e9) s, \(loops) loop(s) at speed \(speed)); "

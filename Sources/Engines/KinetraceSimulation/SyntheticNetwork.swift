@@ -20,7 +20,13 @@ public struct SyntheticNetwork: Hashable, Sendable {
 
     public func host(port: UInt16) -> Endpoint { Endpoint(host: hostAddress, port: port) }
 
+    /// Ports 50000 up hold 15536 controllers; each further block of them gets its own
+    /// second address byte (10.1.0.x, 10.2.0.x, …), so the first block keeps its endpoints.
     public func controllerEndpoint(_ index: Int) -> Endpoint {
-        Endpoint(host: "10.0.0.\(10 + index % 240)", port: UInt16(50_000 + index))
+        let block = index / Self.controllersPerBlock, slot = index % Self.controllersPerBlock
+        return Endpoint(host: "10.\(block).0.\(10 + slot % 240)", port: UInt16(50_000 + slot))
     }
+
+    /// The ports from 50000 to 65535.
+    static let controllersPerBlock = 65_536 - 50_000
 }

@@ -152,7 +152,7 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
         }
         guard !polled.isEmpty else {
             // Nothing to wait on yet; still wait, so callers never spin.
-            usleep(UInt32(max(timeoutMs, 0)) * 1000)
+            usleep(UInt32(clamping: Int64(max(timeoutMs, 0)) * 1000))
             return
         }
         guard poll(&polled, nfds_t(polled.count), timeoutMs) > 0 else { return }

@@ -40,7 +40,7 @@ public final class StdioHostConnection: @unchecked Sendable {  // the decoder is
     /// (from controllers below `controllers`) to `handle`, then the end if it came.
     public func receive(timeoutMs: Int32, controllers: Int, _ handle: (Event) -> Void) {
         guard !ended else {
-            usleep(UInt32(max(timeoutMs, 0)) * 1000)
+            usleep(UInt32(clamping: Int64(max(timeoutMs, 0)) * 1000))
             return
         }
         var pfd = pollfd(fd: child.fd, events: Int16(POLLIN), revents: 0)

@@ -72,7 +72,7 @@ public final class TCPControllerLink: ControllerLink, @unchecked Sendable {  // 
         }
         guard polled.contains(where: { $0.fd >= 0 }) else {
             // Nothing to wait on; still wait, so callers never spin.
-            usleep(UInt32(max(timeoutMs, 0)) * 1000)
+            usleep(UInt32(clamping: Int64(max(timeoutMs, 0)) * 1000))
             return
         }
         guard poll(&polled, nfds_t(polled.count), timeoutMs) > 0 else { return }

@@ -68,7 +68,8 @@ struct Capture: ParsableCommand {
         // Checked before anything is opened, so a typo leaves no files behind.
         if let user, !Privileges.userExists(user) { throw ValidationError("-Z \(user): no such user.") }
         if duration != nil && count != nil { throw ValidationError("Give --duration or --count, not both.") }
-        if let duration { guard duration.isFinite, duration > 0 else { throw ValidationError("--duration must be a positive number of seconds.") } }
+        // A billion seconds (31 years), like replay's --timeout: the deadline stays in Int64 ns.
+        if let duration { guard duration.isFinite, duration > 0, duration <= 1e9 else { throw ValidationError("--duration must be a positive number of seconds, at most 1000000000.") } }
         if let count { guard count > 0 else { throw ValidationError("--count must be positive.") } }
         guard (64...65535).contains(snaplen) else { throw ValidationError("--snaplen must be between 64 and 65535.") }
         guard (1...1024).contains(bufferMiB) else { throw ValidationError("--buffer-mib must be between 1 and 1024.") }

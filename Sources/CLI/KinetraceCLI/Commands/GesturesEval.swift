@@ -113,6 +113,8 @@ struct GesturesEval: ParsableCommand {
         guard parts.count == 2, let before = parts[0], let after = parts[1], before >= 0, after >= 0, before.isFinite, after.isFinite else {
             throw ValidationError("--window-ms takes BEFORE:AFTER in ms, e.g. 100:700.")
         }
+        // Like the detectors' time parameters, an hour at most.
+        guard before <= 3_600_000, after <= 3_600_000 else { throw ValidationError("--window-ms \(windowMs): each side is at most 3600000 ms (an hour).") }
         return MatchWindow(beforeMs: before, afterMs: after)
     }
 
@@ -244,6 +246,11 @@ struct GesturesEval: ParsableCommand {
                 report = try signals.running(replayer) { (r: Replayer) throws(ReplayError) -> ReplayReport in try r.run() }
             } catch {
                 if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+                // Options the planner refuses (a --live-speed that stretches the replay past 30 days) are usage errors.
+                if error.code == .badOptions {
+                    printError("\(path): --live-speed \(liveSpeed): \(error.description)")
+                    throw ExitCode.validationFailure
+                }
                 printError("\(path): \(error.description)")
                 throw ExitStatus.unavailable
             }
@@ -309,6 +316,13 @@ struct GesturesEval: ParsableCommand {
         case .success(let value):
             guard let baseline = GestureRendering.baseline(from: value) else {
                 printError("\(path): not a gesture evaluation result: no \"summary\" with f1 and recall (write one with --format json)")
+                throw ExitStatus.dataError
+            }
+            // A score outside [0, 1] would make the gate pass or fail whatever the run scores.
+            let scores = [("summary f1", baseline.f1), ("summary recall", baseline.recall), ("summary precision", baseline.precision)]
+                + baseline.traceF1.sorted { $0.key < $1.key }.map { ("f1 of trace \($0.key)", $0.value) }
+            if let (member, value) = scores.first(where: { $0.1.map { !(0...1).contains($0) } ?? false }) {
+                printError("\(path): \(member) is \(value!), not a score from 0 to 1")
                 throw ExitStatus.dataError
             }
             return baseline

@@ -65,8 +65,9 @@ struct Host: ParsableCommand {
 
     func validate() throws {
         guard (1...16_777_216).contains(maximumControllers) else { throw ValidationError("--max-controllers must be from 1 to 16777216.") }
-        guard idleTimeoutS.isFinite, (0...86_400).contains(idleTimeoutS) else {
-            throw ValidationError("--idle-timeout must be from 0 to 86400 seconds (0: never).")
+        // Under a millisecond rounds to no timeout at all in ns, which the controller table refuses.
+        guard idleTimeoutS.isFinite, idleTimeoutS == 0 || (0.001...86_400).contains(idleTimeoutS) else {
+            throw ValidationError("--idle-timeout must be 0 (never) or from 0.001 to 86400 seconds.")
         }
         if let port { guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") } }
         if observe && !stdio { throw ValidationError("--observe applies only with --stdio.") }

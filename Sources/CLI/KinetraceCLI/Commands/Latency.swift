@@ -72,8 +72,10 @@ struct Latency: ParsableCommand {
                 throw ValidationError("With --join, --plot-measure is one-way-joined or ack-one-way-joined.")
             }
         }
-        guard sigmas.isFinite, sigmas >= 0 else { throw ValidationError("--sigmas must be a number ≥ 0.") }
-        guard baseMs.isFinite else { throw ValidationError("--base-ms must be a finite number.") }
+        // Past 1000 σ nothing is ever removed; the bound keeps the removal bounds finite.
+        guard sigmas.isFinite, sigmas >= 0, sigmas <= 1000 else { throw ValidationError("--sigmas must be a number from 0 to 1000.") }
+        // A base latency of an hour is already absurd; the bound keeps shifted samples in Int64 ns.
+        guard baseMs.isFinite, abs(baseMs) <= 3_600_000 else { throw ValidationError("--base-ms must be a number of ms from -3600000 to 3600000 (an hour).") }
     }
 
     func run() throws {

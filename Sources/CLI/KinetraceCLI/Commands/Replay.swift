@@ -163,7 +163,7 @@ struct Replay: ParsableCommand {
             }
         }
         if let timeout { guard timeout.isFinite, timeout > 0, timeout <= 1e9 else { throw ValidationError("--timeout must be a positive number of seconds, at most 1000000000.") } }
-        guard settleMs >= 0 else { throw ValidationError("--settle-ms must be at least 0.") }
+        guard (0...3_600_000).contains(settleMs) else { throw ValidationError("--settle-ms must be from 0 to 3600000 (an hour).") }
         guard (0...100_000).contains(spinUs) else { throw ValidationError("--spin-us must be between 0 and 100000.") }
         if network != nil && legacyProfile != nil { throw ValidationError("Give --network once (--profile is its old name).") }
         if let corruptBits { guard (1...64).contains(corruptBits) else { throw ValidationError("--corrupt-bits must be from 1 to 64.") } }
@@ -297,6 +297,11 @@ struct Replay: ParsableCommand {
                 }
                 guard let distribution = DelayDistribution.empirical(samplesMs: samples) else {
                     throw ValidationError("--delay \(delay): \(path) holds no measured round trips (rtt_ns) to draw delays from.")
+                }
+                // The delays come from the file's rtt_ns: out of range is the file's data, not the flag.
+                if let problem = distribution.problem {
+                    printError("\(path): rtt_ns: \(problem)")
+                    throw ExitStatus.dataError
                 }
                 options.impairments.delay = distribution
             } else {

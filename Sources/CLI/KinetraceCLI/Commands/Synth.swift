@@ -96,7 +96,8 @@ struct Synth: ParsableCommand {
         guard duration.isFinite, duration > 0, duration <= 30 * 86_400 else {
             throw ValidationError("--duration must be a positive number of seconds, at most 30 days.")
         }
-        if let rate { guard rate.isFinite, rate > 0, rate <= 10_000 else { throw ValidationError("--rate must be in (0, 10000] Hz.") } }
+        // Slower than a frame in 1000 s is a mistake, and its period would leave Int64 ns.
+        if let rate { guard rate.isFinite, rate >= 0.001, rate <= 10_000 else { throw ValidationError("--rate must be in [0.001, 10000] Hz.") } }
         if persona != nil && legacyUser != nil { throw ValidationError("Give --persona once (--user is its old name).") }
         guard wire.wireProtocol.sample(MotionReading(), timeMs: 0) != nil else {
             throw ValidationError("--protocol \(wire.wireProtocol.id) has no samples to synthesize.")

@@ -217,10 +217,11 @@ enum SummaryRendering {
 
     /// Fixed-point text without Foundation's String(format:).
     static func ms(_ value: Double, _ decimals: Int = 2) -> String {
-        guard value.isFinite else { return "\(value)" }
         var scale = 1.0
         for _ in 0..<decimals { scale *= 10 }
         let scaled = (abs(value) * scale).rounded()
+        // Past Int64 (a hostile stamp's interval, 2^64 ms): Swift's own spelling, never a trap.
+        guard scaled.isFinite, scaled < 0x1p63 else { return "\(value)" }
         let whole = Int64(scaled / scale)
         var fraction = String(Int64(scaled) - whole * Int64(scale))
         fraction = String(repeating: "0", count: max(0, decimals - fraction.count)) + fraction
