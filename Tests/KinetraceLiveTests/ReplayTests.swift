@@ -140,8 +140,9 @@ import Testing
         #expect(try json(plain.stdout)["observations"] as? Int == 0)
     }
 
-    @Test(.enabled(if: Fixture.hasPython, "needs python3"))
+    @Test(.enabled(if: Requirement.python3.runs, "needs python3; with CI set this fails instead"))
     func thePythonExampleHostAgreesWithTheReferenceHost() throws {
+        try Requirement.python3.check()
         let example = Fixture.packageRoot.appendingPathComponent("examples/stdio-host/jump_host.py").path
         let options = ["--format", "json", "--controllers", "3", "--seed", "4"] + Self.fast
         let binary = try Fixture.binary.path
@@ -155,8 +156,9 @@ import Testing
     /// heavy traffic: the signal must not get stuck on one of NIO's or libdispatch's threads.
     /// (With dispatch signal sources that happened 3 times in 3 with the release binary after
     /// 1,000 frames/s; this debug-build test did not catch it, so it guards the path, not that race.)
-    @Test(.enabled(if: Fixture.hasPython, "needs python3 to clear the signal mask"))
+    @Test(.enabled(if: Requirement.python3.runs, "needs python3 to clear the signal mask; with CI set this fails instead"))
     func aHostStopsOnSIGTERMWhateverItsSignalMask() throws {
+        try Requirement.python3.check()
         let unblockAndExec = "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])"
         let host = try Background(URL(fileURLWithPath: "/usr/bin/env"),
                                   ["python3", "-c", unblockAndExec, try Fixture.binary.path, "host", "--port", "0"])
@@ -235,8 +237,10 @@ import Testing
 
 /// What the replayer says it sent, checked against what an independent
 /// libpcap capture (tcpdump) saw on the wire.
-@Suite(.serialized, .enabled(if: Fixture.isRoot, "live capture needs root or CAP_NET_RAW"))
+@Suite(.serialized, .enabled(if: Requirement.root.runs, "live capture needs root or CAP_NET_RAW; with CI set this fails instead"))
 struct ReplayOnTheWireTests {
+    init() throws { try Requirement.root.check() }
+
     @Test func theWireCarriesExactlyTheRecordedSendsInOrder() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
