@@ -138,15 +138,18 @@ import Testing
         try expectRenderablePlots(in: page, atLeast: 2, dir: dir)
     }
 
-    /// A live run's page plots each timing case's ack delays against its deadline.
+    /// A live run's page plots each timing case's ack delays against its deadline, the one
+    /// --ack-deadline-ms sets. The verdict is not asserted: on a shared machine it is a
+    /// measurement (Benchmarks/conform/stability.sh judges it); that a verdict was given is.
     @Test func htmlPlotsTheAckDelaysOfALiveRun() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let out = dir.appendingPathComponent("conform.html").path
-        let result = try kinetrace(["conform", "--cases", "AC-ACK-DEADLINE", "--format", "html", "--out", out])
-        #expect(result.status == 0, "\(result.stderr)")
+        let result = try kinetrace(["conform", "--cases", "AC-ACK-DEADLINE", "--ack-deadline-ms", "37.5", "--format", "html", "--out", out])
+        #expect(result.status == 0 || result.status == 1, "\(result.stderr)")
         let page = try String(contentsOfFile: out, encoding: .utf8)
-        #expect(page.contains("AC-ACK-DEADLINE ack delay: delay per trigger") && page.contains("deadline 50.000 ms"))
+        #expect(page.contains("AC-ACK-DEADLINE ack delay: delay per trigger") && page.contains("deadline 37.500 ms"), "\(page.prefix(2000))")
+        #expect(!page.contains("deadline 50.000 ms"))
         try expectRenderablePlots(in: page, atLeast: 1, dir: dir)
     }
 

@@ -168,7 +168,10 @@ import Testing
         #expect(replay.status == 0, "\(replay.stderr)")
         let stopped = try host.stop(SIGTERM, timeout: 10)
         #expect(stopped.status == 0)
-        #expect(stopped.stdout.contains("received 10000 datagrams"))
+        // Back to back, the kernel may drop some of the 10,000 datagrams: what matters is that the host
+        // read traffic and still stopped. (An exact count would be a verdict on this machine's speed.)
+        let received = stopped.stdout.firstMatch(of: /received (\d+) datagrams/).flatMap { Int($0.1) }
+        #expect(received.map { $0 > 0 && $0 <= 10_000 } == true, "\(stopped.stdout)")
     }
 
     // MARK: Failing hosts
@@ -191,12 +194,24 @@ import Testing
     }
 
     @Test func aUDPHostThatDiesMidRunIsReported() throws {
-        let host = try Background.kinetrace("host", "--port", "0")
-        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
-        let replay = try Background.kinetrace("replay", Self.session, "--to", "127.0.0.1:\(port)", "--end", "30", "--speed", "10")
-        // Let it get answers first, then kill the host.
-        usleep(1_500_000)
-        _ = try host.stop(SIGKILL)
+        // The test plays the host: it answers the first frame, waits until the replay's record
+        // holds that answer (so the replay has heard from the host), then closes its socket, as
+        // a host that died would. No guessed pause decides what the replay has seen.
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let record = dir.appendingPathComponent("record.jsonl").path
+        let replay: Background
+        do {
+            let host = TestSocket()
+            let port = host.bindLoopback()
+            replay = try Background.kinetrace("replay", Self.session, "--to", "127.0.0.1:\(port)", "--speed", "2",
+                                              "--record", record)
+            let first = try #require(host.receiveWithSender(within: 30), "no frame from the replay: \(replay.stderr)")
+            host.send([UInt8](repeating: 0, count: 20), toPort: first.port)
+            try waitUntil("the replay to record the host's answer: \(replay.stderr)") {
+                (try? String(contentsOfFile: record, encoding: .utf8))?.contains(#""dir":"h2c""#) == true
+            }
+        }
         let result = try replay.wait(timeout: 30)
         #expect(result.status == 69, "\(result.stdout) \(result.stderr)")
         #expect(result.stderr.contains("the host stopped listening"))
@@ -212,11 +227,11 @@ import Testing
     }
 
     @Test func theTimeoutBoundsAReplay() throws {
-        let started = Date()
+        // The runner kills the replay after 30 s, which would show as a signal, not 75.
         let result = try kinetrace(["replay", Self.session, "--exec", "exec sleep 60", "--timeout", "1.5"], timeout: 30)
         #expect(result.status == 75)
+        #expect(!result.signalled)
         #expect(result.stderr.contains("timeout"))
-        #expect(Date().timeIntervalSince(started) < 20)
     }
 
     /// An observation record whose payload is not an observation breaks the adapter (SA-OBS-2).
@@ -259,10 +274,6 @@ struct ReplayOnTheWireTests {
         let replay = try kinetrace(["replay", Fixture.bundledTrace, "--to", "127.0.0.1:\(port)", "--end", "10", "--speed", "5",
                                     "--controllers", "4", "--seed", "12", "--network", "harsh", "--record", record])
         #expect(replay.status == 0, "\(replay.stderr)")
-        usleep(300_000)  // let tcpdump write the last packets
-        // -U writes each packet as it comes, so SIGKILL loses nothing; the test runner's
-        // blocked signal mask, inherited by its children, keeps SIGINT from reaching tcpdump.
-        _ = try tcpdump.stop(SIGKILL)
 
         func messages(_ source: any TraceRecordSource) throws -> [String] {
             var out: [String] = []
@@ -272,7 +283,15 @@ struct ReplayOnTheWireTests {
             return out
         }
         let recorded = try messages(try TraceReader(path: record))
-        let captured = try messages(try TraceInput.open(path: pcap, port: port))
+        // Wait until tcpdump has written as many packets as were recorded (-U writes each as it comes).
+        var captured: [String] = []
+        try waitUntil("tcpdump to write \(recorded.count) packets (has \(captured.count)): \(tcpdump.stderr)") {
+            captured = (try? messages(try TraceInput.open(path: pcap, port: port))) ?? []
+            return captured.count >= recorded.count
+        }
+        // The test runner's blocked signal mask, inherited by its children, keeps SIGINT from reaching tcpdump.
+        _ = try tcpdump.stop(SIGKILL)
+        captured = try messages(try TraceInput.open(path: pcap, port: port))
         #expect(recorded.count > 100)
         // Per controller and direction, the same datagrams in the same order.
         for key in Set(recorded.map { $0.split(separator: " ").prefix(2).joined(separator: " ") }) {

@@ -229,6 +229,23 @@ public final class TestSocket {
         return n >= 0 ? Array(buffer[0..<n]) : nil
     }
 
+    /// The next datagram and the port it came from, waiting up to `seconds` for it.
+    public func receiveWithSender(within seconds: TimeInterval) -> (bytes: [UInt8], port: UInt16)? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        while Date() < deadline {
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let n = buffer.withUnsafeMutableBytes { raw in
+                withUnsafeMutablePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, raw.baseAddress, raw.count, 0, $0, &length) }
+                }
+            }
+            if n >= 0 { return (Array(buffer[0..<n]), UInt16(bigEndian: address.sin_port)) }
+        }
+        return nil
+    }
+
     /// The next datagram, waiting up to `seconds` for it (a loaded machine can be slow to answer).
     public func receive(within seconds: TimeInterval) -> [UInt8]? {
         let deadline = Date().addingTimeInterval(seconds)
@@ -243,4 +260,22 @@ public final class TestSocket {
 public func port(in line: String) throws -> UInt16 {
     guard let text = line.split(separator: ":").last, let port = UInt16(text) else { throw FixtureError("no port in \(line)") }
     return port
+}
+
+/// Polls `condition` until it holds: the way to wait for an event a test cannot
+/// be told of directly. The limit only turns a hang into a failure naming `what`;
+/// no verdict rests on how long it took.
+public func waitUntil(_ what: @autoclosure () -> String, timeout: TimeInterval = 30, _ condition: () throws -> Bool) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while try !condition() {
+        guard Date() < deadline else { throw FixtureError("gave up after \(timeout) s waiting for \(what())") }
+        usleep(10_000)
+    }
+}
+
+extension Background {
+    /// Lines of standard error containing `text` so far (a host's `-v` logs one line per decision).
+    public func stderrLines(containing text: String) -> Int {
+        stderr.split(separator: "\n").filter { $0.contains(text) }.count
+    }
 }
