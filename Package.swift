@@ -158,10 +158,13 @@ let package = Package(
             path: "Sources/CLI/kinetrace", swiftSettings: strict),
 
         // Tests, one target per layer, plus the process helpers they share.
-        .target(name: "KinetraceTestSupport", dependencies: ["KinetraceSupport", "KinetraceWire"], path: "Tests/KinetraceTestSupport", swiftSettings: strict),
+        .target(
+            name: "KinetraceTestSupport",
+            dependencies: ["KinetraceSupport", "KinetraceWire", .product(name: "PropertyBased", package: "swift-property-based")],
+            path: "Tests/KinetraceTestSupport", swiftSettings: strict),
         .testTarget(
             name: "KinetraceWireTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceWire", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceWire", "KinetraceTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceTraceTests",
@@ -190,7 +193,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceDissectorTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceTrace", "KinetraceWire"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceEngineTests",

@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceTestSupport
 
 /// Runs text2pcap and tshark (with tools/wireshark/motionlink.lua) in a
 /// fresh temporary directory that also serves as HOME, so a copy of the
@@ -18,10 +19,13 @@ struct TShark: ~Copyable {
         return nil
     }
 
-    /// Both tools present (Debian package `tshark` brings text2pcap too).
-    /// In CI the tools are installed by scripts/bootstrap, so their absence is a failure there, not a skip.
-    static let available = (executable("tshark") != nil && executable("text2pcap") != nil)
-        || ProcessInfo.processInfo.environment["CI"] != nil
+    /// Both tools (Debian package `tshark` brings text2pcap too). Outside CI their
+    /// absence skips the suites; in CI (scripts/bootstrap installs them) it fails them.
+    static let requirement = Requirement("tshark and text2pcap on PATH (Debian package tshark)",
+                                         met: executable("tshark") != nil && executable("text2pcap") != nil)
+
+    /// A tool that has not finished in this long is stuck: the run fails instead of hanging the suite.
+    static let timeout: TimeInterval = 60
 
     /// The fields every decoding test asks for, in output column order.
     static let fields = [
@@ -39,6 +43,7 @@ struct TShark: ~Copyable {
         directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("kinetrace-dissector-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Self.requirement.check()
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
@@ -81,22 +86,33 @@ struct TShark: ~Copyable {
         environment["XDG_CONFIG_HOME"] = directory.appendingPathComponent("config").path
         environment["WIRESHARK_CONFIG_DIR"] = directory.appendingPathComponent("config").path
         process.environment = environment
-        let stdout = Pipe()
-        let stderrFile = directory.appendingPathComponent("stderr-\(UUID().uuidString).txt")
+        // Both outputs go to files, so waiting with a deadline cannot deadlock on a full pipe.
+        let name = UUID().uuidString
+        let stdoutFile = directory.appendingPathComponent("stdout-\(name).txt")
+        let stderrFile = directory.appendingPathComponent("stderr-\(name).txt")
+        _ = FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
+        let stdout = try FileHandle(forWritingTo: stdoutFile)
         let stderr = try FileHandle(forWritingTo: stderrFile)
-        defer { try? stderr.close() }
+        defer { try? stdout.close(); try? stderr.close() }
         process.standardOutput = stdout
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let data = stdout.fileHandleForReading.readDataToEndOfFile()
+        let deadline = Date().addingTimeInterval(Self.timeout)
+        while process.isRunning && Date() < deadline { usleep(5_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw ToolError(message: "\(tool) \(arguments.joined(separator: " ")) did not finish within \(Int(Self.timeout)) s")
+        }
         process.waitUntilExit()
+        let errors = (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? ""
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {
-            let errors = (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? ""
             throw ToolError(message: "\(tool) \(arguments.joined(separator: " ")) exited with "
                             + "\(process.terminationStatus): \(errors)")
         }
+        let data = try Data(contentsOf: stdoutFile)
         return String(decoding: data, as: UTF8.self)
     }
 

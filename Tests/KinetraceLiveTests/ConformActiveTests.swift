@@ -59,8 +59,9 @@ import Testing
         #expect(try verdicts(wrong.stdout)["AC-TRIGGER-THRESHOLD"] == "FAIL")
     }
 
-    @Test(.enabled(if: Fixture.hasPython, "needs python3"))
+    @Test(.enabled(if: Requirement.python3.runs, "needs python3; with CI set this fails instead"))
     func aFaultyUDPHostBehindTheStdioBridgeIsCaught() throws {
+        try Requirement.python3.check()
         // The example bridge puts any UDP host behind --exec; the fault must still be found.
         let faulty = Fixture.packageRoot.appendingPathComponent("Tests/FaultyHosts/faulty_host.py").path
         let bridge = Fixture.packageRoot.appendingPathComponent("examples/stdio-host/udp_bridge.py").path
@@ -128,7 +129,7 @@ import Testing
             assert not parser.stack, parser.stack
             print("ok")
             """
-        if Fixture.hasPython {
+        if try Requirement.python3.available() {
             let parsed = try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", check, out])
             #expect(parsed.stdout.hasPrefix("ok"), "\(parsed.stderr)")
         }
@@ -137,15 +138,18 @@ import Testing
         try expectRenderablePlots(in: page, atLeast: 2, dir: dir)
     }
 
-    /// A live run's page plots each timing case's ack delays against its deadline.
+    /// A live run's page plots each timing case's ack delays against its deadline, the one
+    /// --ack-deadline-ms sets. The verdict is not asserted: on a shared machine it is a
+    /// measurement (Benchmarks/conform/stability.sh judges it); that a verdict was given is.
     @Test func htmlPlotsTheAckDelaysOfALiveRun() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let out = dir.appendingPathComponent("conform.html").path
-        let result = try kinetrace(["conform", "--cases", "AC-ACK-DEADLINE", "--format", "html", "--out", out])
-        #expect(result.status == 0, "\(result.stderr)")
+        let result = try kinetrace(["conform", "--cases", "AC-ACK-DEADLINE", "--ack-deadline-ms", "37.5", "--format", "html", "--out", out])
+        #expect(result.status == 0 || result.status == 1, "\(result.stderr)")
         let page = try String(contentsOfFile: out, encoding: .utf8)
-        #expect(page.contains("AC-ACK-DEADLINE ack delay: delay per trigger") && page.contains("deadline 50.000 ms"))
+        #expect(page.contains("AC-ACK-DEADLINE ack delay: delay per trigger") && page.contains("deadline 37.500 ms"), "\(page.prefix(2000))")
+        #expect(!page.contains("deadline 50.000 ms"))
         try expectRenderablePlots(in: page, atLeast: 1, dir: dir)
     }
 

@@ -42,7 +42,10 @@ import Testing
         #expect(passed.status == 0, "\(passed.stderr)")
         #expect(try verdicts(passed).values.allSatisfy { $0 == "PASS" }, "\(passed.stdout)")
 
-        guard case .message(var copy) = records[40], case .message(let original) = records[10] else { return }
+        guard case .message(var copy) = records[40], case .message(let original) = records[10] else {
+            Issue.record("records 10 and 40 of the capture are not both messages")
+            return
+        }
         let id = try KeepCalmJSON.decode(Array(original.payload)).id
         copy.payload = Payload(KeepCalmMotion(id: id, x: 0.5, y: 0.5, z: 0.5).encoded())
         records[40] = .message(copy)

@@ -140,8 +140,9 @@ import Testing
         #expect(try json(plain.stdout)["observations"] as? Int == 0)
     }
 
-    @Test(.enabled(if: Fixture.hasPython, "needs python3"))
+    @Test(.enabled(if: Requirement.python3.runs, "needs python3; with CI set this fails instead"))
     func thePythonExampleHostAgreesWithTheReferenceHost() throws {
+        try Requirement.python3.check()
         let example = Fixture.packageRoot.appendingPathComponent("examples/stdio-host/jump_host.py").path
         let options = ["--format", "json", "--controllers", "3", "--seed", "4"] + Self.fast
         let binary = try Fixture.binary.path
@@ -155,8 +156,9 @@ import Testing
     /// heavy traffic: the signal must not get stuck on one of NIO's or libdispatch's threads.
     /// (With dispatch signal sources that happened 3 times in 3 with the release binary after
     /// 1,000 frames/s; this debug-build test did not catch it, so it guards the path, not that race.)
-    @Test(.enabled(if: Fixture.hasPython, "needs python3 to clear the signal mask"))
+    @Test(.enabled(if: Requirement.python3.runs, "needs python3 to clear the signal mask; with CI set this fails instead"))
     func aHostStopsOnSIGTERMWhateverItsSignalMask() throws {
+        try Requirement.python3.check()
         let unblockAndExec = "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])"
         let host = try Background(URL(fileURLWithPath: "/usr/bin/env"),
                                   ["python3", "-c", unblockAndExec, try Fixture.binary.path, "host", "--port", "0"])
@@ -166,7 +168,10 @@ import Testing
         #expect(replay.status == 0, "\(replay.stderr)")
         let stopped = try host.stop(SIGTERM, timeout: 10)
         #expect(stopped.status == 0)
-        #expect(stopped.stdout.contains("received 10000 datagrams"))
+        // Back to back, the kernel may drop some of the 10,000 datagrams: what matters is that the host
+        // read traffic and still stopped. (An exact count would be a verdict on this machine's speed.)
+        let received = stopped.stdout.firstMatch(of: /received (\d+) datagrams/).flatMap { Int($0.1) }
+        #expect(received.map { $0 > 0 && $0 <= 10_000 } == true, "\(stopped.stdout)")
     }
 
     // MARK: Failing hosts
@@ -189,12 +194,24 @@ import Testing
     }
 
     @Test func aUDPHostThatDiesMidRunIsReported() throws {
-        let host = try Background.kinetrace("host", "--port", "0")
-        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
-        let replay = try Background.kinetrace("replay", Self.session, "--to", "127.0.0.1:\(port)", "--end", "30", "--speed", "10")
-        // Let it get answers first, then kill the host.
-        usleep(1_500_000)
-        _ = try host.stop(SIGKILL)
+        // The test plays the host: it answers the first frame, waits until the replay's record
+        // holds that answer (so the replay has heard from the host), then closes its socket, as
+        // a host that died would. No guessed pause decides what the replay has seen.
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let record = dir.appendingPathComponent("record.jsonl").path
+        let replay: Background
+        do {
+            let host = TestSocket()
+            let port = host.bindLoopback()
+            replay = try Background.kinetrace("replay", Self.session, "--to", "127.0.0.1:\(port)", "--speed", "2",
+                                              "--record", record)
+            let first = try #require(host.receiveWithSender(within: 30), "no frame from the replay: \(replay.stderr)")
+            host.send([UInt8](repeating: 0, count: 20), toPort: first.port)
+            try waitUntil("the replay to record the host's answer: \(replay.stderr)") {
+                (try? String(contentsOfFile: record, encoding: .utf8))?.contains(#""dir":"h2c""#) == true
+            }
+        }
         let result = try replay.wait(timeout: 30)
         #expect(result.status == 69, "\(result.stdout) \(result.stderr)")
         #expect(result.stderr.contains("the host stopped listening"))
@@ -210,11 +227,11 @@ import Testing
     }
 
     @Test func theTimeoutBoundsAReplay() throws {
-        let started = Date()
+        // The runner kills the replay after 30 s, which would show as a signal, not 75.
         let result = try kinetrace(["replay", Self.session, "--exec", "exec sleep 60", "--timeout", "1.5"], timeout: 30)
         #expect(result.status == 75)
+        #expect(!result.signalled)
         #expect(result.stderr.contains("timeout"))
-        #expect(Date().timeIntervalSince(started) < 20)
     }
 
     /// An observation record whose payload is not an observation breaks the adapter (SA-OBS-2).
@@ -235,8 +252,10 @@ import Testing
 
 /// What the replayer says it sent, checked against what an independent
 /// libpcap capture (tcpdump) saw on the wire.
-@Suite(.serialized, .enabled(if: Fixture.isRoot, "live capture needs root or CAP_NET_RAW"))
+@Suite(.serialized, .enabled(if: Requirement.root.runs, "live capture needs root or CAP_NET_RAW; with CI set this fails instead"))
 struct ReplayOnTheWireTests {
+    init() throws { try Requirement.root.check() }
+
     @Test func theWireCarriesExactlyTheRecordedSendsInOrder() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
@@ -255,10 +274,6 @@ struct ReplayOnTheWireTests {
         let replay = try kinetrace(["replay", Fixture.bundledTrace, "--to", "127.0.0.1:\(port)", "--end", "10", "--speed", "5",
                                     "--controllers", "4", "--seed", "12", "--network", "harsh", "--record", record])
         #expect(replay.status == 0, "\(replay.stderr)")
-        usleep(300_000)  // let tcpdump write the last packets
-        // -U writes each packet as it comes, so SIGKILL loses nothing; the test runner's
-        // blocked signal mask, inherited by its children, keeps SIGINT from reaching tcpdump.
-        _ = try tcpdump.stop(SIGKILL)
 
         func messages(_ source: any TraceRecordSource) throws -> [String] {
             var out: [String] = []
@@ -268,7 +283,15 @@ struct ReplayOnTheWireTests {
             return out
         }
         let recorded = try messages(try TraceReader(path: record))
-        let captured = try messages(try TraceInput.open(path: pcap, port: port))
+        // Wait until tcpdump has written as many packets as were recorded (-U writes each as it comes).
+        var captured: [String] = []
+        try waitUntil("tcpdump to write \(recorded.count) packets (has \(captured.count)): \(tcpdump.stderr)") {
+            captured = (try? messages(try TraceInput.open(path: pcap, port: port))) ?? []
+            return captured.count >= recorded.count
+        }
+        // The test runner's blocked signal mask, inherited by its children, keeps SIGINT from reaching tcpdump.
+        _ = try tcpdump.stop(SIGKILL)
+        captured = try messages(try TraceInput.open(path: pcap, port: port))
         #expect(recorded.count > 100)
         // Per controller and direction, the same datagrams in the same order.
         for key in Set(recorded.map { $0.split(separator: " ").prefix(2).joined(separator: " ") }) {

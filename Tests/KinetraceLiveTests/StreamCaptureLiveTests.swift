@@ -9,8 +9,10 @@ import Testing
 /// `kinetrace capture --protocol attitude-stream` on loopback: TCP captured,
 /// reassembled live into a trace of chunks and stream events that frames into
 /// exactly the records a TCP_NODELAY sender wrote in seeded random-sized writes.
-@Suite(.serialized, .enabled(if: Fixture.isRoot, "live capture needs root or CAP_NET_RAW"))
+@Suite(.serialized, .enabled(if: Requirement.root.runs, "live capture needs root or CAP_NET_RAW; with CI set this fails instead"))
 struct StreamCaptureLiveTests {
+    init() throws { try Requirement.root.check() }
+
     static func records(_ count: Int, seed: UInt64) -> [[UInt8]] {
         var rng = SeededGenerator(seed: seed)
         return (0..<count).map { _ in

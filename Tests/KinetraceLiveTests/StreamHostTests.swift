@@ -116,7 +116,7 @@ func lastJSONLine(_ text: String) throws -> [String: Any] {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let hostTrace = dir.appendingPathComponent("host.jsonl").path
-        let host = try Background.kinetrace("host", "--protocol", "attitude-stream", "--port", "0", "--trace", hostTrace, "--format", "json")
+        let host = try Background.kinetrace("host", "--protocol", "attitude-stream", "--port", "0", "--trace", hostTrace, "--format", "json", "-v")
         let port = try port(in: try host.waitForLine(startingWith: "listening on"))
         let link = try openLink(to: .tcp(try SocketAddressBox.resolve("127.0.0.1:\(port)")))
         #expect(link.target.description == "tcp://127.0.0.1:\(port)")
@@ -166,7 +166,9 @@ func lastJSONLine(_ text: String) throws -> [String: Any] {
         link.receive(timeoutMs: 300) { event in events.append("\(event)") }
         #expect(events.isEmpty)
         _ = link.finish(graceMs: 0)
-        usleep(300_000)
+        // Stop the host once it has applied every whole finite record (-v logs each), not after a guessed pause.
+        let owed = expected.values.map(\.count).reduce(0, +)
+        try waitUntil("the host to apply \(owed) attitudes; stderr: \(host.stderr)") { host.stderrLines(containing: "] attitude") >= owed }
         let result = try host.stop(SIGTERM)
         #expect(result.status == 0, "\(result.stderr)")
         let report = try lastJSONLine(result.stdout)
@@ -232,12 +234,18 @@ func lastJSONLine(_ text: String) throws -> [String: Any] {
         for _ in 0..<3 { _ = try link.openController() }
         // The third is closed at once; the first two are served.
         var ended: [Int: Int32] = [:]
-        for _ in 0..<20 where ended.isEmpty { link.receive(timeoutMs: 100) { if case .error(let c, let code) = $0 { ended[c] = code } } }
+        try waitUntil("the third connection to be closed by the host") {
+            link.receive(timeoutMs: 100) { if case .error(let c, let code) = $0 { ended[c] = code } }
+            return !ended.isEmpty
+        }
         #expect(ended.keys.sorted() == [2])
         #expect(ended[2] == EPIPE || ended[2] == ECONNRESET)
         for controller in 0..<2 { #expect(link.send(record, from: controller, deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000) == nil) }
         var stats = try host.statistics()
-        for _ in 0..<100 where stats.datagrams < 2 { usleep(10_000); stats = try host.statistics() }
+        try waitUntil("the host to read both records") {
+            stats = try host.statistics()
+            return stats.datagrams >= 2
+        }
         #expect(stats.datagrams == 2)
         #expect(stats.triggers == 2)
         #expect(stats.connections == 2)

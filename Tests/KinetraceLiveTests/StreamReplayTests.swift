@@ -45,13 +45,14 @@ import Testing
         let input = dir.appendingPathComponent("input.jsonl").path
         let hostTrace = dir.appendingPathComponent("host.jsonl").path
         let records = try writeInput(input)
-        let host = try Background.kinetrace("host", "--protocol", "attitude-stream", "--port", "0", "--trace", hostTrace, "--format", "json")
+        let host = try Background.kinetrace("host", "--protocol", "attitude-stream", "--port", "0", "--trace", hostTrace, "--format", "json", "-v")
         let port = try port(in: try host.waitForLine(startingWith: "listening on"))
         let result = try kinetrace(["replay", input, "--to", "127.0.0.1:\(port)", "--segmentation", segmentation, "--speed", "4",
                                     "--delay", "uniform:0:20", "--seed", "9", "--format", "json"])
         #expect(result.status == 0, "\(result.stderr)")
         let report = try lastJSONLine(result.stdout)
-        usleep(200_000)
+        // Stop the host once it has applied all 120 records (-v logs each), not after a guessed pause.
+        try waitUntil("the host to apply 120 attitudes; stderr: \(host.stderr)") { host.stderrLines(containing: "] attitude") >= 120 }
         let hostResult = try host.stop(SIGTERM)
         #expect(hostResult.status == 0, "\(hostResult.stderr)")
         let received = try TraceStreams(path: hostTrace)

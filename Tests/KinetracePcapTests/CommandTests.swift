@@ -5,13 +5,6 @@ import KinetraceTrace
 import KinetraceWire
 import Testing
 
-/// Whether the `kinetrace` binary under test has the convert subcommand
-/// (it is registered in Kinetrace.swift, outside this module's files).
-let convertIsRegistered: Bool = {
-    guard let result = try? kinetrace("convert", "--help") else { return false }
-    return result.status == 0 && result.stdout.contains("USAGE: kinetrace convert")
-}()
-
 /// The `kinetrace` binary on capture files: `convert` and `inspect`.
 @Suite struct CommandTests {
     static func sampleCapture(in dir: URL) throws -> String {
@@ -41,8 +34,7 @@ let convertIsRegistered: Bool = {
         #expect(object?["first_t_ns"] as? Int == 1_767_225_600_250_000_001)
     }
 
-    @Test(.enabled(if: convertIsRegistered, "kinetrace convert is not registered in Kinetrace.swift yet"))
-    func convertPcapToTraceAndBack() throws {
+    @Test func convertPcapToTraceAndBack() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let pcap = try Self.sampleCapture(in: dir)
@@ -74,8 +66,7 @@ let convertIsRegistered: Bool = {
         #expect(reread == records)
     }
 
-    @Test(.enabled(if: convertIsRegistered, "kinetrace convert is not registered in Kinetrace.swift yet"))
-    func convertTraceWithLabelsToPcapCountsWhatHasNoPacketForm() throws {
+    @Test func convertTraceWithLabelsToPcapCountsWhatHasNoPacketForm() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let trace = dir.appendingPathComponent("in.ktrace").path
@@ -98,8 +89,7 @@ let convertIsRegistered: Bool = {
         #expect(rows == [["2001:db8::11", "1", hex(CaptureFileTests.frame)], ["2001:db8::1", "1", hex(CaptureFileTests.ack)]])
     }
 
-    @Test(.enabled(if: convertIsRegistered, "kinetrace convert is not registered in Kinetrace.swift yet"))
-    func convertExitCodes() throws {
+    @Test func convertExitCodes() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let pcap = try Self.sampleCapture(in: dir)

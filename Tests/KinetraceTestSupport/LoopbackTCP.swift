@@ -58,11 +58,18 @@ public final class LoopbackTCPPair {
     /// Closes the client's side, reads everything the server receives until then, and closes the server's.
     public func finish() throws -> [UInt8] {
         shutdown(client, Int32(SHUT_WR))
+        // A bounded wait: a read that never sees end of file fails the test instead of hanging it.
+        var limit = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(server, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let n = buffer.withUnsafeMutableBytes { read(server, $0.baseAddress!, $0.count) }
-            guard n >= 0 else { throw FixtureError("read: \(String(cString: strerror(errno)))") }
+            guard n >= 0 else {
+                if errno == EINTR { continue }
+                throw FixtureError(errno == EAGAIN || errno == EWOULDBLOCK ? "no end of stream within 30 s of closing the client's side (\(received.count) bytes read)"
+                                                                          : "read: \(String(cString: strerror(errno)))")
+            }
             if n == 0 { break }
             received += buffer[0..<n]
         }

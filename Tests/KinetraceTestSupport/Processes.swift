@@ -117,7 +117,7 @@ public final class Background: @unchecked Sendable {
             throw FixtureError("process did not exit within \(timeout) s of signal \(signal)")
         }
         process.waitUntilExit()
-        drainPipes()
+        try drainPipes()
         return RunResult(status: process.terminationStatus, signalled: process.terminationReason == .uncaughtSignal,
                          stdout: stdout, stderr: stderr)
     }
@@ -128,15 +128,38 @@ public final class Background: @unchecked Sendable {
         return try stop(SIGKILL, timeout: 5)
     }
 
-    /// Stops the asynchronous readers and reads whatever is left up to end of file.
-    private func drainPipes() {
+    /// Stops the asynchronous readers and reads whatever is left up to end of file,
+    /// for at most `timeout` seconds: a grandchild that inherited the pipes and
+    /// outlives the child would otherwise keep the test waiting for ever.
+    private func drainPipes(timeout: TimeInterval = 30) throws {
         outPipe.fileHandleForReading.readabilityHandler = nil
         errPipe.fileHandleForReading.readabilityHandler = nil
-        let restOut = outPipe.fileHandleForReading.readDataToEndOfFile()
-        let restErr = errPipe.fileHandleForReading.readDataToEndOfFile()
+        let deadline = Date().addingTimeInterval(timeout)
+        let restOut = Self.readToEnd(outPipe.fileHandleForReading.fileDescriptor, until: deadline)
+        let restErr = Self.readToEnd(errPipe.fileHandleForReading.fileDescriptor, until: deadline)
         lock.withLock {
-            out.append(restOut)
-            err.append(restErr)
+            out.append(restOut.data)
+            err.append(restErr.data)
+        }
+        guard restOut.ended && restErr.ended else {
+            throw FixtureError("process \(process.processIdentifier) exited, but its output was still open \(timeout) s later "
+                               + "(a child of it holds the pipe); stdout: \(stdout) stderr: \(stderr)")
+        }
+    }
+
+    /// Reads `fd` until end of file or `deadline`; `ended` is false when the deadline came first.
+    private static func readToEnd(_ fd: Int32, until deadline: Date) -> (data: Data, ended: Bool) {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { return (data, false) }
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(min(remaining, 1) * 1000) + 1)
+            if ready < 0 && errno != EINTR { return (data, true) }
+            guard ready > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n > 0 { data.append(contentsOf: buffer[0..<n]) } else if n == 0 || (errno != EINTR && errno != EAGAIN) { return (data, true) }
         }
     }
 
@@ -198,11 +221,38 @@ public final class TestSocket {
         return UInt16(bigEndian: address.sin_port)
     }
 
-    /// The next datagram, or nil after the receive timeout.
+    /// The next datagram, or nil after the receive timeout (0.5 s: enough to say
+    /// nothing came when nothing is owed; wait for an owed reply with `receive(within:)`).
     public func receive() -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: 2048)
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         return n >= 0 ? Array(buffer[0..<n]) : nil
+    }
+
+    /// The next datagram and the port it came from, waiting up to `seconds` for it.
+    public func receiveWithSender(within seconds: TimeInterval) -> (bytes: [UInt8], port: UInt16)? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 2048)
+        while Date() < deadline {
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let n = buffer.withUnsafeMutableBytes { raw in
+                withUnsafeMutablePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { recvfrom(fd, raw.baseAddress, raw.count, 0, $0, &length) }
+                }
+            }
+            if n >= 0 { return (Array(buffer[0..<n]), UInt16(bigEndian: address.sin_port)) }
+        }
+        return nil
+    }
+
+    /// The next datagram, waiting up to `seconds` for it (a loaded machine can be slow to answer).
+    public func receive(within seconds: TimeInterval) -> [UInt8]? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if let datagram = receive() { return datagram }
+        }
+        return nil
     }
 }
 
@@ -210,4 +260,22 @@ public final class TestSocket {
 public func port(in line: String) throws -> UInt16 {
     guard let text = line.split(separator: ":").last, let port = UInt16(text) else { throw FixtureError("no port in \(line)") }
     return port
+}
+
+/// Polls `condition` until it holds: the way to wait for an event a test cannot
+/// be told of directly. The limit only turns a hang into a failure naming `what`;
+/// no verdict rests on how long it took.
+public func waitUntil(_ what: @autoclosure () -> String, timeout: TimeInterval = 30, _ condition: () throws -> Bool) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while try !condition() {
+        guard Date() < deadline else { throw FixtureError("gave up after \(timeout) s waiting for \(what())") }
+        usleep(10_000)
+    }
+}
+
+extension Background {
+    /// Lines of standard error containing `text` so far (a host's `-v` logs one line per decision).
+    public func stderrLines(containing text: String) -> Int {
+        stderr.split(separator: "\n").filter { $0.contains(text) }.count
+    }
 }

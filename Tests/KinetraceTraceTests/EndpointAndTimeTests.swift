@@ -1,3 +1,4 @@
+import KinetraceTestSupport
 import PropertyBased
 import Testing
 @testable import KinetraceTrace
@@ -42,7 +43,7 @@ import Testing
     }
 
     @Test func randomEndpointsRoundTripThroughTheirDescription() async {
-        await propertyCheck(count: 1000, input: Gen.uint64()) { seed in
+        await seededPropertyCheck(count: 1000, input: Gen.uint64()) { seed in
             var rng = SplitMix64(seed: seed)
             let endpoint = RandomTrace.endpoint(&rng)
             #expect(Endpoint(endpoint.description) == endpoint, "\(endpoint)")
@@ -108,7 +109,7 @@ import Testing
     }
 
     @Test func agreesWithACalendarWalkOnRandomInstants() async {
-        await propertyCheck(count: 2000, input: Gen.int64(in: (Int64.min + 999_999_999)...Int64.max)) { ns in
+        await seededPropertyCheck(count: 2000, input: Gen.int64(in: (Int64.min + 999_999_999)...Int64.max)) { ns in
             #expect(RFC3339.string(fromNanoseconds: ns) == Self.reference(ns), "\(ns)")
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceTestSupport
 import PropertyBased
 import Testing
 @testable import KinetraceTrace
@@ -60,7 +61,7 @@ import KinetraceJSON
     }
 
     @Test func randomBytesNeverCrash() async {
-        await propertyCheck(count: 3000, input: Gen.uint8().array(of: 0...96), Gen.int(in: 0...2)) { garbage, ending in
+        await seededPropertyCheck(count: 3000, input: Gen.uint8().array(of: 0...96), Gen.int(in: 0...2)) { garbage, ending in
             let data = Self.headerBytes + garbage + (ending == 0 ? [] : ending == 1 ? [0x0A] : [0x0D, 0x0A])
             Self.readHostile(data)
         }
@@ -70,7 +71,7 @@ import KinetraceJSON
         + [0x00, 0x1F, 0x7F, 0xC3, 0xA9, 0xFF, 0xED, 0xA0, 0x80]
 
     @Test func jsonLikeGarbageNeverCrashes() async {
-        await propertyCheck(count: 3000, input: Gen.uint8().array(of: 0...120), Gen.int(in: 0...1)) { picks, ending in
+        await seededPropertyCheck(count: 3000, input: Gen.uint8().array(of: 0...120), Gen.int(in: 0...1)) { picks, ending in
             var line: [UInt8] = [UInt8(ascii: "{")]
             line += picks.map { Self.jsonAlphabet[Int($0) % Self.jsonAlphabet.count] }
             Self.readHostile(Self.headerBytes + line + (ending == 0 ? [] : [0x0A]))
@@ -81,7 +82,7 @@ import KinetraceJSON
         // Valid lines with a few bytes replaced, deleted, inserted or duplicated:
         // reaches the decoder's deeper paths far more often than pure noise.
         let specials = Array(#"{}[]",:\0aZ-.e9 "#.utf8) + [0x00, 0x80, 0xFF, 0x09, 0x0D]
-        await propertyCheck(count: 3000, input: Gen.uint64(), Gen.int(in: 1...4), Gen.int(in: 0...1)) { seed, mutations, ending in
+        await seededPropertyCheck(count: 3000, input: Gen.uint64(), Gen.int(in: 1...4), Gen.int(in: 0...1)) { seed, mutations, ending in
             var rng = SplitMix64(seed: seed)
             var line = Array(TraceEncoder.line(for: RandomTrace.record(&rng), as: MotionLinkV1.self).dropLast())
             for _ in 0..<mutations where !line.isEmpty {

@@ -233,7 +233,7 @@ enum ToyPrefixed: WireProtocol {
     // MARK: Framing chunks into messages
 
     @Test func chunkedFlowsComeBackAsWholeRecordsPerFlow() async {
-        await propertyCheck(count: 300, input: Gen.uint64()) { seed in
+        await seededPropertyCheck(count: 300, input: Gen.uint64()) { seed in
             let scenario = Self.scenario(seed: seed)
             do {
                 let document = try TraceEncoder.document(header: Self.header, records: scenario.records, registry: Self.registry)

@@ -1,5 +1,6 @@
 import KinetraceJSON
 import KinetraceSupport
+import KinetraceTestSupport
 import PropertyBased
 import Testing
 import KinetraceWire
@@ -51,7 +52,7 @@ import KinetraceWire
     // MARK: StreamFramer + FixedLengthRecords
 
     @Test func fixedLengthRecordsComeOutWholeWhateverTheChunking() async {
-        await propertyCheck(count: 400, input: Gen.uint64(), Gen.int(in: 0...60), Gen.int(in: 0...11), Gen.int(in: 0...3)) {
+        await seededPropertyCheck(count: 400, input: Gen.uint64(), Gen.int(in: 0...60), Gen.int(in: 0...11), Gen.int(in: 0...3)) {
             seed, recordCount, trailing, mode in
             var rng = SeededGenerator(seed: seed)
             let records = (0..<recordCount).map { _ in Self.randomBytes(12, &rng) }
@@ -155,7 +156,7 @@ import KinetraceWire
     // MARK: DatagramFramer
 
     @Test func everyDatagramIsOneMessageInOrder() async {
-        await propertyCheck(count: 300, input: Gen.uint64(), Gen.int(in: 0...40)) { seed, count in
+        await seededPropertyCheck(count: 300, input: Gen.uint64(), Gen.int(in: 0...40)) { seed, count in
             var rng = SeededGenerator(seed: seed)
             var framer = DatagramFramer()
             var sent: [[UInt8]] = []
@@ -214,7 +215,7 @@ import KinetraceWire
     }
 
     @Test func stdioRecordsDecodeTheSameInAnyChunking() async {
-        await propertyCheck(count: 300, input: Gen.uint64(), Gen.int(in: 0...12), Gen.int(in: 0...3)) { seed, count, mode in
+        await seededPropertyCheck(count: 300, input: Gen.uint64(), Gen.int(in: 0...12), Gen.int(in: 0...3)) { seed, count, mode in
             var rng = SeededGenerator(seed: seed)
             let records = Self.randomRecords(count, &rng)
             let stream = records.flatMap { $0.encoded() }
@@ -236,7 +237,7 @@ import KinetraceWire
     /// (its length field for a bad length, its flags byte for bad flags).
     @Test func aBadRecordMidChunkThrowsWithItsStreamOffset() async {
         let badLengths: [UInt32] = [0, 1, 2, 3, 65_540, 0x0100_0000, 0xFFFF_FFFF]
-        await propertyCheck(count: 300, input: Gen.uint64(), Gen.int(in: 0...6), Gen.int(in: 0...badLengths.count)) { seed, count, which in
+        await seededPropertyCheck(count: 300, input: Gen.uint64(), Gen.int(in: 0...6), Gen.int(in: 0...badLengths.count)) { seed, count, which in
             var rng = SeededGenerator(seed: seed)
             let good = Self.randomRecords(count, &rng)
             let prefix = good.flatMap { $0.encoded() }
@@ -317,7 +318,7 @@ import KinetraceWire
     }
 
     @Test func observationsRoundTrip() async {
-        await propertyCheck(count: 500, input: Gen.uint64(), Gen.int(in: 0...6), Gen.int(in: 0...2)) { seed, valueCount, stampKind in
+        await seededPropertyCheck(count: 500, input: Gen.uint64(), Gen.int(in: 0...6), Gen.int(in: 0...2)) { seed, valueCount, stampKind in
             var rng = SeededGenerator(seed: seed)
             // t_ms up to Int64.max here; larger stamps are `largeStampsRoundTrip`.
             let stamp: UInt64? = switch stampKind {

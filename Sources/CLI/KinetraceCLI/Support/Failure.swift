@@ -114,11 +114,23 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
 }
 
 /// Writes `text` to the file at `path`, or to standard output when there is none.
-/// A file that cannot be created is one line naming `what`, then `failure`.
+/// A file that cannot be created is one line naming `what`, then `failure`; a
+/// write that fails (a full disk, /dev/full) is one line and `ioError`. The file
+/// is written in place: FileManager's atomic write renamed a temporary file over
+/// the path, which replaced a device such as /dev/full with a regular file and
+/// ignored the failed write.
 func writeOutput(_ text: String, to path: String?, what: String = "the report", failure: ExitCode = ExitStatus.cannotCreate) throws {
     guard let path else { return print(text, terminator: "") }
-    guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else {
-        printError("\(path): cannot write \(what)")
+    let file: POSIXFile
+    do throws(FileError) { file = try POSIXFile(path: path, mode: .createTruncate) } catch {
+        printError("\(path): cannot write \(what): \(error.message)")
         throw failure
+    }
+    do {
+        try Array(text.utf8).withUnsafeBytes { try file.write($0) }
+        try file.close()
+    } catch {
+        printError("\(path): cannot write \(what): \((error as? FileError)?.message ?? "\(error)")")
+        throw ExitStatus.ioError
     }
 }
