@@ -85,3 +85,35 @@ struct CaseFailureTests {
         }
     }
 }
+
+/// The three attitude framing cases shared one fault (one-record-per-read fails all three); each now has
+/// one of its own (Tests/FaultyHosts/attitude_faulty_host.py) that the other framing cases pass. Behind the
+/// stdio adapter each write arrives as one read, whatever the timing.
+@Suite(.enabled(if: Fixture.hasPython, "needs python3 for the faulty hosts"))
+struct AttitudeCaseFailureTests {
+    static let faults: [(fault: String, caughtBy: String)] = [
+        // Writes of 13 bytes after a 1-byte one: the partial record is dropped, the stream misaligned.
+        ("resync-on-long-read", "AC-AS-SPLIT"),
+        // The 720-byte write: only COALESCED writes more than 256 bytes at once.
+        ("read-cap", "AC-AS-COALESCED"),
+        // One byte per write: only BYTEWISE needs more than 4 reads to complete a record.
+        ("partial-gives-up", "AC-AS-BYTEWISE"),
+    ]
+
+    /// Every attitude case but AC-AS-KEEPS-READING (2 s of records; no framing fault touches it).
+    static let cases = ["AC-AS-BIT-EXACT", "AC-AS-SPLIT", "AC-AS-COALESCED", "AC-AS-BYTEWISE", "AC-AS-INVALID-KEPT", "AC-AS-NONFINITE-OPEN"]
+
+    @Test(arguments: faults.map(\.fault))
+    func eachFramingFaultIsFailedByItsCaseAndNoOther(_ fault: String) throws {
+        let caughtBy = Self.faults.first { $0.fault == fault }!.caughtBy
+        let script = Fixture.packageRoot.appendingPathComponent("Tests/FaultyHosts/attitude_faulty_host.py").path
+        let result = try kinetrace(["conform", "--protocol", "attitude-stream", "--exec", "python3 '\(script)' --fault \(fault)", "--format", "json"]
+                                   + Self.cases.flatMap { ["--cases", $0] }, timeout: 120)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        let verdicts = Dictionary(uniqueKeysWithValues: try #require(report["cases"] as? [[String: Any]]).map { ($0["id"] as! String, $0["verdict"] as! String) })
+        #expect(result.status == 1)
+        #expect(verdicts.count == Self.cases.count, "\(verdicts)")
+        #expect(verdicts[caughtBy] == "FAIL", "\(fault): \(verdicts)")
+        #expect(verdicts.filter { $0.key != caughtBy }.values.allSatisfy { $0 == "PASS" }, "\(fault): \(verdicts)")
+    }
+}
