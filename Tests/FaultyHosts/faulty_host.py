@@ -15,7 +15,8 @@ Faults (each must be failed by the case meant to catch it: FaultyHostTests, Case
   crash-on-short     dies on a datagram shorter than a frame
   no-stale           processes repeated and older (reordered) frames as if new
   arrival-clock      times the refractory window by arrival, not by t_ms
-  inclusive-threshold  triggers at ay >= threshold, not only above it
+  inclusive-threshold
+                     triggers at ay >= threshold, not only above it
   keepalive          acks every 25th frame in a row that is below the threshold (a "heartbeat")
   slow-acks          answers 20 ms late: inside the 50 ms deadline, past the 10 ms SHOULD
   double-under-load  while over 500 datagrams arrived in the last second, acks each trigger twice
