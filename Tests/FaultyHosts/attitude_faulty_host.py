@@ -7,13 +7,17 @@
     attitude_faulty_host.py --fault NAME --tcp   prints "listening on 127.0.0.1:PORT" and serves TCP until
                                                  killed, one thread per connection (no observation channel)
 
-Faults (each must be failed by the case meant to catch it, see AttitudeFaultyHostTests):
+Faults (each must be failed by the case meant to catch it: NewProtocolFaultyHostTests, CaseFailureTests):
   none                  a correct host (the control)
   one-record-per-read   assumes one read is one record: applies the first 12 bytes of each read, drops the rest
   big-endian            reads the floats big-endian
   no-range-check        applies finite records whatever their range
   dies-on-nan           closes the connection (on stdio: exits) on a non-finite record
   stops-reading         stops reading after 30 records
+  resync-on-long-read   takes a read of 12 bytes or more to start on a record boundary, dropping
+                        any partial record buffered before it
+  read-cap              keeps at most 256 bytes of each read (a fixed buffer), dropping the rest
+  partial-gives-up      drops a partial record that 4 more reads have not completed
 Python 3 standard library only.
 """
 
@@ -38,16 +42,27 @@ class Stream:
 
     def __init__(self, fault):
         self.fault, self.buffer, self.records = fault, b"", 0
+        self.partial_reads = 0  # partial-gives-up: reads since the buffered partial record began
 
     def read(self, data):
         """The attitudes this read makes the host apply; raises SystemExit when the host gives up."""
         if self.fault == "one-record-per-read":
             chunks = [data[:SIZE]] if len(data) >= SIZE else []
         else:
+            if self.fault == "resync-on-long-read" and len(data) >= SIZE:
+                self.buffer = b""
+            if self.fault == "read-cap":
+                data = data[:256]
+            if self.fault == "partial-gives-up" and self.buffer:
+                self.partial_reads += 1
+                if self.partial_reads > 4:
+                    self.buffer, self.partial_reads = b"", 0
             self.buffer += data
             cut = len(self.buffer) // SIZE * SIZE
             chunks = [self.buffer[i:i + SIZE] for i in range(0, cut, SIZE)]
             self.buffer = self.buffer[cut:]
+            if cut:
+                self.partial_reads = 0
         applied = []
         for chunk in chunks:
             self.records += 1
