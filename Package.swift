@@ -161,7 +161,7 @@ let package = Package(
         .target(name: "KinetraceTestSupport", dependencies: ["KinetraceSupport", "KinetraceWire"], path: "Tests/KinetraceTestSupport", swiftSettings: strict),
         .testTarget(
             name: "KinetraceWireTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceWire", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceWire", "KinetraceTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceTraceTests",
