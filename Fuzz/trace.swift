@@ -23,8 +23,9 @@ public func fuzzTrace(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         let reader = try TraceReader(bytes: bytes)
         wireProtocol = reader.wireProtocol
         checkHeader(reader.header)
+        var decoder = TraceDecoder(wireProtocol)
         while let record = try reader.next() {
-            checkRoundTrip(record, wireProtocol)
+            checkRoundTrip(record, wireProtocol, &decoder)
         }
         if let cut = reader.truncation {
             invariant(cut.byteOffset >= 0 && cut.byteOffset + cut.droppedBytes <= bytes.count, "truncation \(cut) outside the input")
@@ -35,11 +36,12 @@ public func fuzzTrace(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
     // Each line on its own through both paths.
     var lineStart = bytes.firstIndex(of: 0x0A).map { $0 + 1 } ?? bytes.count
+    // One decoder per path for the whole input, as the reader keeps one (its endpoint cache carries over).
+    var fastDecoder = TraceDecoder(wireProtocol), generalDecoder = TraceDecoder(wireProtocol)
     bytes.withUnsafeBytes { raw in
         while lineStart < raw.count {
             let lineEnd = raw[lineStart...].firstIndex(of: 0x0A) ?? raw.count
             let line = UnsafeRawBufferPointer(rebasing: raw[lineStart..<lineEnd])
-            var fastDecoder = TraceDecoder(wireProtocol), generalDecoder = TraceDecoder(wireProtocol)
             if let fast = fastDecoder.canonicalMessage(line) {
                 do throws(TraceDecoder.Failure) {
                     let general = try generalDecoder.generalRecord(line)
@@ -69,12 +71,11 @@ func checkHeader(_ header: TraceHeader) {
     }
 }
 
-func checkRoundTrip(_ record: TraceRecord, _ wireProtocol: any WireProtocol.Type) {
+func checkRoundTrip(_ record: TraceRecord, _ wireProtocol: any WireProtocol.Type, _ decoder: inout TraceDecoder) {
     if case .event(let event) = record, !event.data.values.allSatisfy(allFinite) { return }
     var line = TraceEncoder.line(for: record, as: wireProtocol)
     invariant(line.last == 0x0A, "an encoded record does not end its line")
     line.removeLast()
-    var decoder = TraceDecoder(wireProtocol)
     let again = line.withUnsafeBytes { raw in
         do throws(TraceDecoder.Failure) { return try decoder.record(raw) } catch {
             invariant(false, "an encoded record does not read back (\(error.message)): \(String(decoding: line, as: UTF8.self))")
