@@ -3,7 +3,7 @@
 SWIFT ?= swift
 DEMO_TRACE ?= captures/synthetic-session.jsonl
 
-.PHONY: all deps build demo test bench bench-live clean
+.PHONY: all deps build demo test fuzz-short fuzz bench bench-live clean
 
 all: build
 
@@ -21,6 +21,18 @@ test: deps
 	SWIFT=$(SWIFT) scripts/check-layers
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) fuzz-short
+
+# Every fuzz target (Fuzz/README.md) for FUZZ_SECONDS each after a ~30 s build:
+# about 3 minutes of CI. Fails on a crash, a failed build, or a target that ran nothing.
+FUZZ_SECONDS ?= 20
+fuzz-short:
+	scripts/fuzz run -t $(FUZZ_SECONDS)
+
+# A longer local run; FUZZ_ARGS as for scripts/fuzz run (e.g. "-t 600 --merge trace").
+FUZZ_ARGS ?= -t 300
+fuzz:
+	scripts/fuzz run $(FUZZ_ARGS)
 
 bench: deps
 	cd Benchmarks && $(SWIFT) package --disable-sandbox benchmark --format markdown
@@ -30,4 +42,4 @@ bench-live: deps
 	Benchmarks/live/run.sh 30 30
 
 clean:
-	rm -rf .build Benchmarks/.build
+	rm -rf .build .build-fuzz Benchmarks/.build

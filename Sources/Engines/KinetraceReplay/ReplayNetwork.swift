@@ -5,6 +5,9 @@ import KinetraceTrace
 /// and optionally a default fan-out and stagger.
 public struct ReplayNetwork: Hashable, Sendable {
     public static let formatVersion: Int64 = 1
+    /// The longest stagger a network or `ReplayOptions` may ask for: an hour. Kept here, not
+    /// in `ReplayOptions`, so parsing a network needs none of the planner (the fuzz target builds it alone).
+    public static let maximumStaggerNs: Int64 = 3_600_000_000_000
 
     public var name: String
     public var description: String
@@ -71,8 +74,8 @@ public struct ReplayNetwork: Hashable, Sendable {
         }
         if top["stagger_ms"] != nil {
             let ms = try number("stagger_ms", in: top)
-            guard ms >= 0, ms <= Double(ReplayOptions.maximumStaggerNs / 1_000_000) else {
-                throw fail("stagger_ms", "must be from 0 to \(ReplayOptions.maximumStaggerNs / 1_000_000) (an hour)")
+            guard ms >= 0, ms <= Double(maximumStaggerNs / 1_000_000) else {
+                throw fail("stagger_ms", "must be from 0 to \(maximumStaggerNs / 1_000_000) (an hour)")
             }
             network.staggerNs = Int64(ms * 1e6)
         }

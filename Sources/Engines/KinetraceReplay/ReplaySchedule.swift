@@ -51,7 +51,7 @@ public struct ReplayOptions: Hashable, Sendable {
     public init() {}
 
     /// The longest stagger: an hour (a stadium's players do not trickle in over days).
-    public static let maximumStaggerNs: Int64 = 3_600_000_000_000
+    public static let maximumStaggerNs = ReplayNetwork.maximumStaggerNs
     /// The longest replay planned, loops and speed included: 30 days. It keeps every deadline,
     /// shift and stamp the schedule computes far inside Int64.
     public static let maximumDurationNs: Int64 = 30 * 86_400_000_000_000

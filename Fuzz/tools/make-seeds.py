@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Writes Fuzz/corpus/<target>/ seed files from the project's real inputs:
+the spec vectors, the captures in captures/, the bundled networks and the
+stdio adapter's record format. Run from the repository root; needs editcap
+and tshark (scripts/bootstrap installs them). Seeds named ok-* must decode;
+seeds named after an error code (crc_mismatch-*, non_finite-*, ...) must fail
+with it: the corpus tests check both."""
+import json, os, re, shutil, struct, subprocess, sys, tempfile
+
+root = os.getcwd()
+corpus = os.path.join(root, "Fuzz", "corpus")
+
+def put(target, name, data):
+    folder = os.path.join(corpus, target)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+def vectors(spec):
+    """(name, expect, bytes) for every vector block in a spec."""
+    text = open(os.path.join(root, "specs", spec)).read()
+    for m in re.finditer(r"<!-- vector: (.*?) -->\s*```(hex|json)\n(.*?)```", text, re.S):
+        attrs = dict(kv.split("=", 1) for kv in m.group(1).split())
+        body = m.group(3)
+        data = bytes.fromhex("".join(body.split())) if m.group(2) == "hex" else body.strip().encode()
+        yield attrs["name"], attrs["expect"], data
+
+def lines(path, count):
+    with open(os.path.join(root, path), "rb") as f:
+        return [next(f) for _ in range(count)]
+
+def payloads(path, count, direction=None):
+    out = []
+    with open(os.path.join(root, path)) as f:
+        next(f)
+        for line in f:
+            record = json.loads(line)
+            if record.get("kind") == "msg" and (direction is None or record["dir"] == direction):
+                out.append(bytes.fromhex(record["payload"]))
+                if len(out) == count:
+                    break
+    return out
+
+def outcome(expect):
+    return "ok" if expect == "valid" else expect
+
+def stdio_record(kind, controller, payload):
+    return struct.pack(">IBBH", len(payload) + 4, kind, 0, controller) + payload
+
+for target in ["motionlink", "trace", "pcap", "network", "stdio", "keepcalm", "attitude", "tcp"]:
+    shutil.rmtree(os.path.join(corpus, target), ignore_errors=True)
+
+# 1. MotionLink v1: byte 0 is the mode (0: as is), then one datagram.
+for name, expect, data in vectors("motionlink-v1.md"):
+    put("motionlink", f"{outcome(expect)}-{name}", b"\x00" + data)
+for i, p in enumerate(payloads("captures/loopback-session.jsonl", 3, "c2h")):
+    put("motionlink", f"ok-capture-frame-{i}", b"\x00" + p)
+for i, p in enumerate(payloads("captures/loopback-session.jsonl", 2, "h2c")):
+    put("motionlink", f"ok-capture-ack-{i}", b"\x00" + p)
+
+# 2. Traces: the head of each kind of trace the project writes.
+put("trace", "ok-loopback-head", b"".join(lines("captures/loopback-session.jsonl", 12)))
+put("trace", "ok-keepcalm-head", b"".join(lines("captures/keepcalm-session.jsonl", 6)))
+put("trace", "ok-attitude-head", b"".join(lines("captures/attitude-session.jsonl", 10)))
+put("trace", "ok-synthetic-head", b"".join(lines("captures/synthetic-session.jsonl", 12)))
+put("trace", "ok-gestures-head", b"".join(lines("captures/gestures/steady.jsonl", 12)))
+
+# 3. Captures: the first packets of each real capture, as pcap and as pcapng, with
+# the host's port (random in a live capture) changed to the protocol's default,
+# which is where the reader looks. Checksums are left: the decoder ignores them.
+DEFAULT_PORTS = {"loopback": 47110, "keepcalm": 47120, "attitude": 47130}
+
+def host_port(trace):
+    with open(os.path.join(root, "captures", trace)) as f:
+        next(f)
+        for line in f:
+            record = json.loads(line)
+            if record.get("kind") == "msg":
+                hostport = record["dst"] if record["dir"] == "c2h" else record["src"]
+                return int(hostport.rsplit(":", 1)[1])
+
+def rewrite_ports(capture, old, new):
+    """Classic pcap, Ethernet, IPv4 or IPv6, UDP or TCP: the port `old` becomes `new`."""
+    out = bytearray(capture)
+    endian = "<" if capture[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    at = 24
+    while at + 16 <= len(out):
+        caplen = struct.unpack(endian + "I", out[at + 8:at + 12])[0]
+        packet = at + 16
+        ethertype = struct.unpack(">H", out[packet + 12:packet + 14])[0]
+        ip = packet + 14
+        if ethertype == 0x0800:
+            transport, protocol = ip + (out[ip] & 0x0F) * 4, out[ip + 9]
+        elif ethertype == 0x86DD:
+            transport, protocol = ip + 40, out[ip + 6]
+        else:
+            transport, protocol = None, None
+        if protocol in (6, 17):
+            for field in (transport, transport + 2):
+                if struct.unpack(">H", out[field:field + 2])[0] == old:
+                    out[field:field + 2] = struct.pack(">H", new)
+        at = packet + caplen
+    return bytes(out)
+
+with tempfile.TemporaryDirectory() as work:
+    for name, packets in [("loopback", "1-8"), ("keepcalm", "1-6"), ("attitude", "1-12")]:
+        head = os.path.join(work, f"{name}-head.pcap")
+        subprocess.run(["editcap", "-F", "pcap", "-r", os.path.join(root, "captures", f"{name}-session.pcap"), head, packets],
+                       check=True)
+        rewritten = rewrite_ports(open(head, "rb").read(), host_port(f"{name}-session.jsonl"), DEFAULT_PORTS[name])
+        put("pcap", f"ok-{name}-head.pcap", rewritten)
+        with open(head, "wb") as f:
+            f.write(rewritten)
+        pcapng = os.path.join(work, f"{name}.pcapng")
+        subprocess.run(["editcap", "-F", "pcapng", head, pcapng], check=True)
+        put("pcap", f"ok-{name}-head.pcapng", open(pcapng, "rb").read())
+
+# 4. Networks: every bundled one.
+for file in sorted(os.listdir(os.path.join(root, "specs", "networks"))):
+    if file.endswith(".json"):
+        put("network", f"ok-{file[:-5]}", open(os.path.join(root, "specs", "networks", file), "rb").read())
+
+# 5. Stdio records: byte 0 is the read size, then records of real payloads and an observation.
+ml = payloads("captures/loopback-session.jsonl", 2, "c2h") + payloads("captures/loopback-session.jsonl", 1, "h2c")
+kc = payloads("captures/keepcalm-session.jsonl", 1)
+put("stdio", "ok-motionlink", b"\x07" + stdio_record(1, 0, ml[0]) + stdio_record(1, 1, ml[1]) + stdio_record(2, 0, ml[2]))
+put("stdio", "ok-keepcalm", b"\x0f" + stdio_record(1, 3, kc[0]))
+put("stdio", "ok-observation", b"\x03" + stdio_record(3, 0, b'{"decision":"jump","t_ms":1767225600123,"values":[0.75,-0.5]}'))
+
+# 6. KeepCalm JSON: the spec's vectors and captured messages.
+for name, expect, data in vectors("keepcalm-json.md"):
+    put("keepcalm", f"{outcome(expect)}-{name}", data)
+for i, p in enumerate(payloads("captures/keepcalm-session.jsonl", 3)):
+    put("keepcalm", f"ok-capture-{i}", p)
+
+# 7. Attitude stream: byte 0 is the append size, then records back to back.
+for name, expect, data in vectors("attitude-stream.md"):
+    put("attitude", f"{outcome(expect)}-{name}", b"\x0b" + data)
+put("attitude", "ok-capture-stream", b"\x05" + b"".join(payloads("captures/attitude-session.jsonl", 8)))
+
+# 8. TCP segments of the attitude capture, in the tcp target's coding.
+fields = subprocess.run(["tshark", "-r", os.path.join(root, "captures", "attitude-session.pcap"), "-c", "24", "-T", "fields",
+                         "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "tcp.flags", "-e", "tcp.seq_raw", "-e", "tcp.payload"],
+                        check=True, capture_output=True, text=True).stdout
+host_port = None
+clients = {}
+out = bytearray(b"\x00")
+for row in fields.splitlines():
+    src, dst, flags, seq, payload = (row.split("\t") + [""] * 5)[:5]
+    flags = int(flags, 16)
+    if host_port is None and flags == 0x02:
+        host_port = int(dst)  # the first bare SYN goes to the host
+    from_host = int(src) == host_port
+    client = clients.setdefault(int(dst) if from_host else int(src), len(clients) % 4)
+    data = bytes.fromhex(payload.replace(":", ""))[:255]
+    who = (1 << 3) | (4 if from_host else 0) | client
+    out += bytes([who, flags & 0xFF]) + struct.pack("<I", int(seq)) + bytes([len(data)]) + data
+put("tcp", "ok-attitude-capture", bytes(out))
+print("seeds written to Fuzz/corpus/")
