@@ -24,8 +24,13 @@ Faults (each must be failed by the case meant to catch it: FaultyHostTests, Case
   dropout-rearm      after 500 ms or more of a controller's frame time with no frame (a dropout),
                      ignores its triggers until it sends a frame below the threshold
   state-before-crc   takes a frame's t_ms as the newest before checking its CRC, so a corrupted
-                     t_ms far ahead makes the controller's later frames stale (no case catches
-                     this yet: see CaseFailureTests)
+                     t_ms far ahead makes the controller's later frames stale
+  no-resync          never ends a stale lock-out (ML-STATE-4): one frame stamped far ahead
+                     silences its controller for good
+  unbounded-state    never forgets a controller, whatever --max-controllers says (ML-STATE-2)
+
+The correct host forgets a controller after --stale-resync-ms of arrival time with only stale
+frames from it (ML-STATE-4), and beyond --max-controllers the least recently heard (ML-STATE-2).
 Python 3 standard library only.
 """
 
@@ -53,6 +58,8 @@ def main():
     parser.add_argument("--fault", default="none")
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--refractory-ms", type=int, default=400)
+    parser.add_argument("--max-controllers", type=int, default=65536)
+    parser.add_argument("--stale-resync-ms", type=int, default=2000)
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     sock.bind(("127.0.0.1", 0))
@@ -62,6 +69,13 @@ def main():
     quiet = {}  # keepalive: below-threshold frames in a row, per controller
     arrivals = collections.deque()  # double-under-load: arrival times over the last second
     rearm = set()  # dropout-rearm: controllers back from a dropout, not yet seen below the threshold
+    accepted_at = {}  # arrival time (monotonic s) of each controller's newest accepted frame
+    heard = collections.OrderedDict()  # controllers, least recently heard first
+
+    def forget(controller):
+        for table in (newest, last_trigger, quiet, accepted_at, heard):
+            table.pop(controller, None)
+        rearm.discard(controller)
     while True:
         data, sender = sock.recvfrom(2048)
         if args.fault == "double-under-load":
@@ -74,13 +88,22 @@ def main():
         if len(data) != FRAME.size:
             continue
         t_ms, ax, ay, az, wx, wy, wz, check = FRAME.unpack(data)
+        now = time.monotonic()
         stale = sender in newest and t_ms <= newest[sender]
+        if stale and args.fault != "no-resync" and args.stale_resync_ms > 0 \
+                and now - accepted_at.get(sender, now) >= args.stale_resync_ms / 1000:
+            forget(sender)  # only stale frames for the resync time: the sender starts fresh
+            stale = False
         if args.fault == "state-before-crc" and not stale:
             newest[sender] = t_ms
         if args.fault != "no-crc" and zlib.crc32(data[:32]) & 0xFFFFFFFF != check:
             continue
         if not all(math.isfinite(v) for v in (ax, ay, az, wx, wy, wz)):
             continue
+        heard[sender] = True
+        heard.move_to_end(sender)
+        if args.fault != "unbounded-state" and len(heard) > args.max_controllers:
+            forget(next(iter(heard)))
         above = ay >= args.threshold if args.fault == "inclusive-threshold" else ay > args.threshold
         if args.fault == "keepalive":
             quiet[sender] = 0 if above else quiet.get(sender, 0) + 1
@@ -93,6 +116,8 @@ def main():
                 continue
             if args.fault == "dropout-rearm" and sender in newest and t_ms - newest[sender] >= 500:
                 rearm.add(sender)
+            if not stale:
+                accepted_at[sender] = now
             newest[sender] = max(t_ms, newest.get(sender, 0))
             if sender in rearm and not above:
                 rearm.discard(sender)

@@ -161,18 +161,14 @@ import Testing
         }
     }
 
-    /// Open (docs/arithmetic-audit.md, KinetraceConformance, not this change's to fix): conform's
-    /// passive cases add to stamps near 2^64 (RateWindows.swift:55, PassiveCases.swift:115) and sum
-    /// missing frames over controllers (PassiveCases.swift:117). Each still traps; when one is fixed,
-    /// its known issue stops being recorded and this test says so.
+    /// conform's passive cases once added to stamps near 2^64 (RateWindows, PC-RATE-GAPS) and
+    /// summed missing frames over controllers; each trapped.
     @Test(arguments: [([UInt64.max, 1, 2], 1), ([1, 2, 3, UInt64.max - 1, UInt64.max], 1), ([1, UInt64.max], 60)] as [([UInt64], Int)])
     func conformSurvivesStampsNearTheTop(_ stamps: [UInt64], _ controllers: Int) throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let path = try Self.leapingTrace(in: dir, stamps: stamps, controllers: controllers)
         let result = try kinetrace(["conform", "--capture", path])
-        withKnownIssue("KinetraceConformance overflows on t_ms near 2^64 (docs/arithmetic-audit.md, open)") {
-            #expect(!result.signalled && [0, 1].contains(result.status), "\(result.status) \(result.stderr)")
-        }
+        #expect(!result.signalled && [0, 1].contains(result.status), "\(result.status) \(result.stderr)")
     }
 }

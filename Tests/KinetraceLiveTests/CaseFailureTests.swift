@@ -19,6 +19,8 @@ struct CaseFailureTests {
         var alsoRun: [String]
         /// How many cases the selection holds, so a glob that matches less is noticed.
         var selected: Int
+        /// Given to the host and to conform alike (both take --max-controllers).
+        var flags: [String] = []
         var testDescription: String { "\(name) → \(caughtBy)" }
     }
 
@@ -36,11 +38,17 @@ struct CaseFailureTests {
         Fault(name: "slow-acks", caughtBy: "AC-ACK-PROMPT", verdict: "NON-STRICT", alsoRun: [], selected: 1),
         // Over 500 datagrams in the last second: only the load case sends that many.
         Fault(name: "double-under-load", caughtBy: "AC-LOAD", verdict: "FAIL", alsoRun: [], selected: 1),
+        // A frame stamped far ahead silences its controller for good: only the resync case forges one.
+        Fault(name: "no-resync", caughtBy: "AC-STALE-RESYNC", verdict: "NON-STRICT", alsoRun: rules, selected: 9),
+        // Every controller kept whatever the cap: only the state case sends from more sources than the cap.
+        Fault(name: "unbounded-state", caughtBy: "AC-STATE-BOUND", verdict: "NON-STRICT", alsoRun: rules, selected: 9,
+              flags: ["--max-controllers", "64"]),
     ]
 
-    static func conform(_ fault: String, _ extra: [String]) throws -> (status: Int32, verdicts: [String: String], stdout: String) {
+    static func conform(_ fault: String, _ extra: [String], host hostArguments: [String] = []) throws
+        -> (status: Int32, verdicts: [String: String], stdout: String) {
         let script = Fixture.packageRoot.appendingPathComponent("Tests/FaultyHosts/faulty_host.py").path
-        let host = try Background(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script, "--fault", fault])
+        let host = try Background(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script, "--fault", fault] + hostArguments)
         defer { _ = try? host.stop(SIGKILL) }
         let port = try port(in: try host.waitForLine(startingWith: "listening on"))
         let result = try kinetrace(["conform", "--host", "127.0.0.1:\(port)", "--format", "json"] + extra, timeout: 120)
@@ -54,7 +62,7 @@ struct CaseFailureTests {
     @Test(arguments: faults)
     func eachFaultIsFailedByItsCaseAndNoOther(_ fault: Fault) throws {
         let selection = ([fault.caughtBy] + fault.alsoRun).flatMap { ["--cases", $0] }
-        let (status, verdicts, stdout) = try Self.conform(fault.name, selection + ["--strict"])
+        let (status, verdicts, stdout) = try Self.conform(fault.name, selection + ["--strict"] + fault.flags, host: fault.flags)
         #expect(status == 1, "\(fault.name): \(verdicts)")
         #expect(verdicts[fault.caughtBy] == fault.verdict, "\(fault.name): \(stdout)")
         #expect(verdicts.count == fault.selected, "\(fault.name): \(verdicts)")
@@ -71,21 +79,23 @@ struct CaseFailureTests {
     /// The control: the same script with no fault passes the non-timing cases these faults fail
     /// (the timing ones belong to Benchmarks/conform/stability.sh; see FaultyHostTests for the rest).
     @Test func theControlPassesTheCasesTheseFaultsFail() throws {
+        let cap = ["--max-controllers", "64"]
         let (status, verdicts, _) = try Self.conform("none", ["--cases", "AC-TRIGGER-THRESHOLD", "--cases", "AC-ACK-UNSOLICITED",
-                                                              "--cases", "AC-IMPAIRED-HARSH"])
+                                                              "--cases", "AC-IMPAIRED-HARSH", "--cases", "AC-STALE-RESYNC",
+                                                              "--cases", "AC-STATE-BOUND", "--strict"] + cap, host: cap)
         #expect(status == 0)
-        #expect(verdicts.count == 3 && verdicts.values.allSatisfy { $0 == "PASS" }, "\(verdicts)")
+        #expect(verdicts.count == 5 && verdicts.values.allSatisfy { $0 == "PASS" }, "\(verdicts)")
     }
 
-    /// A known gap in the suite: a host that takes a frame's t_ms as the newest before checking its CRC changes
-    /// its state on an invalid frame (ML-VALID-2), but AC-INVALID-DROPPED's bad-CRC frame is stamped before its
-    /// positive frame, so the state change silences nothing and the case passes. Remove the known-issue wrapper
-    /// when the case sends a bad-CRC frame stamped ahead of its positive.
-    @Test func aStateChangeFromABadCRCIsNotYetCaught() throws {
-        let (_, verdicts, _) = try Self.conform("state-before-crc", ["--cases", "AC-INVALID-DROPPED"])
-        withKnownIssue("AC-INVALID-DROPPED's bad-CRC frame is older than its positive frame") {
-            #expect(verdicts["AC-INVALID-DROPPED"] == "FAIL", "\(verdicts)")
-        }
+    /// A host that takes a frame's t_ms as the newest before checking its CRC changes its state on an
+    /// invalid frame (ML-VALID-2). AC-INVALID-DROPPED stamps its invalid frames ahead of its positive one,
+    /// so such a host finds the positive stale and fails; the other non-timing cases pass it.
+    @Test func aStateChangeFromABadCRCIsCaught() throws {
+        let (status, verdicts, _) = try Self.conform("state-before-crc", ["--cases", "AC-INVALID-DROPPED", "--cases", "AC-TRIGGER-THRESHOLD",
+                                                                          "--cases", "AC-TRIGGER-STALE"])
+        #expect(status == 1)
+        #expect(verdicts["AC-INVALID-DROPPED"] == "FAIL", "\(verdicts)")
+        #expect(verdicts["AC-TRIGGER-THRESHOLD"] == "PASS" && verdicts["AC-TRIGGER-STALE"] == "PASS", "\(verdicts)")
     }
 }
 

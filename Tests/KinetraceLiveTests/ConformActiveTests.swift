@@ -15,7 +15,7 @@ import Testing
     }
 
     @Test func oneHostPassesRunAfterRun() throws {
-        // A host keeps per-controller state for ever: a second run (new ports that may
+        // A host keeps per-controller state (up to its cap): a second run (new ports that may
         // reuse the first run's, earlier wall clock) must not inherit the first run's state.
         let host = try Background.kinetrace("host", "--port", "0")
         defer { _ = try? host.stop(SIGTERM) }
@@ -25,16 +25,18 @@ import Testing
                                        + Self.noTiming, timeout: 120)
             let verdicts = try verdicts(result.stdout)
             #expect(result.status == 0, "run \(run): \(verdicts)")
-            #expect(verdicts.count == 8 && verdicts.values.allSatisfy { $0 == "PASS" }, "run \(run): \(verdicts)")
+            #expect(verdicts.count == 10 && verdicts.values.allSatisfy { $0 == "PASS" }, "run \(run): \(verdicts)")
         }
     }
 
     @Test func theStdioReferenceHostPassesThroughExec() throws {
         let binary = try Fixture.binary.path
-        let result = try kinetrace(["conform", "--exec", "'\(binary)' host --stdio", "--format", "json"] + Self.noTiming, timeout: 120)
+        // Over stdio a flood past the default cap (65,536) needs more ids than the adapter has; a smaller cap, told to both.
+        let result = try kinetrace(["conform", "--exec", "'\(binary)' host --stdio --max-controllers 1024", "--format", "json",
+                                    "--max-controllers", "1024", "--strict"] + Self.noTiming, timeout: 120)
         let verdicts = try verdicts(result.stdout)
         #expect(result.status == 0, "\(result.stderr) \(verdicts)")
-        #expect(verdicts.count == 11 && verdicts.values.allSatisfy { $0 == "PASS" }, "\(verdicts)")
+        #expect(verdicts.count == 13 && verdicts.values.allSatisfy { $0 == "PASS" }, "\(verdicts)")
         #expect(verdicts["AC-IMPAIRED-HARSH"] == "PASS")
     }
 
@@ -45,12 +47,12 @@ import Testing
         let binary = try Fixture.binary.path
         for (tau, refractory, impaired) in [("0.95", "400", true), ("-0.3", "250", false), ("2.5", "900", false)] {
             // --threshold=-0.3: a separate "-0.3" would read as an option.
-            let result = try kinetrace(["conform", "--threshold=\(tau)", "--refractory-ms", refractory, "--format", "json",
-                                        "--exec", "'\(binary)' host --stdio --threshold=\(tau) --refractory-ms \(refractory)"]
+            let result = try kinetrace(["conform", "--threshold=\(tau)", "--refractory-ms", refractory, "--format", "json", "--max-controllers", "1024",
+                                        "--exec", "'\(binary)' host --stdio --threshold=\(tau) --refractory-ms \(refractory) --max-controllers 1024"]
                                        + Self.noTiming + (impaired ? [] : ["--exclude", "AC-IMPAIRED-*"]), timeout: 180)
             let verdicts = try verdicts(result.stdout)
             #expect(result.status == 0, "τ = \(tau): \(result.stderr) \(verdicts)")
-            #expect(verdicts.count == (impaired ? 11 : 8) && verdicts.values.allSatisfy { $0 == "PASS" }, "τ = \(tau): \(verdicts)")
+            #expect(verdicts.count == (impaired ? 13 : 10) && verdicts.values.allSatisfy { $0 == "PASS" }, "τ = \(tau): \(verdicts)")
         }
         // And the suite still tells: the default host (τ = 0.5) is not a τ = 0.95 host.
         let wrong = try kinetrace(["conform", "--threshold", "0.95", "--format", "json", "--cases", "AC-TRIGGER-THRESHOLD",

@@ -30,8 +30,8 @@ import Testing
         let second: Int64 = 1_000_000_000
         var core = HostCore<String>(wireProtocol: MotionLinkV1.self, rule: .default, maximumControllers: 10, idleTimeoutNs: 120 * second)
         #expect(core.handle(Self.frame(5_000, ay: 0.9), from: "a", receivedNs: 0)?.owesReply == true)
-        // Within the timeout, an older stamp is stale (ML-GESTURE-2) ...
-        #expect(core.handle(Self.frame(4_000, ay: 0.9), from: "a", receivedNs: 100 * second) == nil)
+        // Within the timeout (and within ML-STATE-4's 2 s resync), an older stamp is stale (ML-GESTURE-2) ...
+        #expect(core.handle(Self.frame(4_000, ay: 0.9), from: "a", receivedNs: 1 * second) == nil)
         #expect(core.statistics.staleFrames == 1)
         // ... and once another controller is heard after 120 s of a's silence, a is forgotten:
         _ = core.handle(Self.frame(1), from: "b", receivedNs: 221 * second)

@@ -52,7 +52,10 @@ public struct RateWindows: Sendable {
             }
             var end = 0
             for start in stamped.indices {
-                while end + 1 < stamped.count && stamped[end + 1].time <= stamped[start].time + window { end += 1 }
+                // Saturating: a stamp near 2^64 (hostile or wrapped) must not trap; stamps may arrive out of order.
+                let (sum, overflow) = stamped[start].time.addingReportingOverflow(window)
+                let windowEnd = overflow ? UInt64.max : sum
+                while end + 1 < stamped.count && stamped[end + 1].time <= windowEnd { end += 1 }
                 // Only full windows: the stream must run on past this one.
                 guard end + 1 < stamped.count, end > start else { break }
                 let slice = stamped[start...end]

@@ -119,9 +119,10 @@ public struct CaseResult: Hashable, Sendable {
 
 /// `value` with exactly `digits` decimals ("70.40"), without Foundation.
 func fixed(_ value: Double, _ digits: Int) -> String {
-    guard value.isFinite else { return String(value) }
     var scale: Double = 1
     for _ in 0..<digits { scale *= 10 }
+    // Past Int64 (an interval between hostile stamps): Swift's own spelling, never a trap.
+    guard value.isFinite, (abs(value) * scale).rounded() < 0x1p63 else { return String(value) }
     let scaled = Int64((abs(value) * scale).rounded())
     let whole = scaled / Int64(scale), fraction = scaled % Int64(scale)
     var text = (value < 0 && scaled != 0 ? "-" : "") + String(whole)

@@ -125,19 +125,22 @@ public struct InvalidInputCase: ActiveCase {
         let levels = Levels(parameters)
         let t0 = p.t0
         let c = try p.controllers(1).lowerBound
-        var t = t0
-        func next() -> UInt64 { t += 10; return t }
-        let base = levels.high(next()).encoded()
+        // Every invalid datagram that carries a stamp carries one far ahead of the positive frame:
+        // a host that took its t_ms as the newest (a state change, ML-VALID-2) would find the
+        // positive stale and not ack it.
+        var ahead = t0 + 1_000_000
+        func later() -> UInt64 { ahead += 10; return ahead }
+        let base = levels.high(later()).encoded()
         // Every length from 0 to 72 but 36 (each a prefix of a trigger, or a trigger with bytes after it),
         // an ack-sized 20 among them, and the largest unfragmented datagrams.
         var bad: [[UInt8]] = (0..<MotionFrame.size).map { Array(base.prefix($0)) }
         bad += (MotionFrame.size + 1...2 * MotionFrame.size).map { base + Array(repeating: 0, count: $0 - MotionFrame.size) }
         bad += [548, 1472].map { base + Array(repeating: 0xA5, count: $0 - MotionFrame.size) }
-        var crc = levels.high(next()).encoded()
+        var crc = levels.high(later()).encoded()
         crc[32] ^= 0xFF
         bad.append(crc)
         for value in [Float32.nan, .infinity, -.infinity] {
-            var frame = levels.high(next())
+            var frame = levels.high(later())
             frame.ax = value
             var bytes = frame.encoded()
             // Re-checksum so only the non-finite value makes it invalid.
@@ -145,10 +148,10 @@ public struct InvalidInputCase: ActiveCase {
             withUnsafeBytes(of: check.littleEndian) { for (i, b) in $0.enumerated() { bytes[32 + i] = b } }
             bad.append(bytes)
         }
-        bad.append(HapticAck(echoTMs: next()).encoded())
-        // The positive frame comes only just after the invalid ones: had any of them
-        // counted as a trigger, the refractory period would silence it.
-        let outcome = probe(p, controller: c, negatives: bad, positive: levels.high(next()), timeoutMs: info.timeoutMs)
+        bad.append(HapticAck(echoTMs: later()).encoded())
+        // The positive frame comes only just after the invalid ones: had any of them counted
+        // as a trigger, or as the newest stamp, the refractory period or the stale rule would silence it.
+        let outcome = probe(p, controller: c, negatives: bad, positive: levels.high(t0), timeoutMs: info.timeoutMs)
         return judge(info, outcome, negatives: "an invalid datagram", positive: "a valid trigger right after \(bad.count) invalid datagrams")
     }
 }

@@ -112,9 +112,12 @@ public struct GapCase: PassiveCase {
             var last: UInt64?
             for d in frames {
                 guard case .success(.frame(let f)) = d.decoded else { continue }
-                if let last, f.tMs > last + 300 {
+                // Stamps may leap to 2^64 − 1 (ML-FRAME-4 bounds nothing): compare the difference, and
+                // hold the estimate of missing frames to what an Int counts.
+                if let last, f.tMs > last, f.tMs - last > 300 {
                     gaps.append((controller, last, f.tMs))
-                    missing += Int((Double(f.tMs - last) / 100).rounded()) - 1
+                    let (sum, overflow) = missing.addingReportingOverflow(Int(Swift.min((Double(f.tMs - last) / 100).rounded(), 1e15)) - 1)
+                    missing = overflow ? .max : sum
                 }
                 last = Swift.max(last ?? 0, f.tMs)
             }
