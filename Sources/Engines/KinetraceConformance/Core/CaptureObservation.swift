@@ -217,15 +217,23 @@ public struct CaptureObservation: Sendable {
     func selection(_ direction: Direction) -> Selection {
         let toward = direction == .controllerToHost
         var positions: [UInt32] = []
+        positions.reserveCapacity(datagrams.indices.reduce(0) { $0 + (datagrams.towardHost[$1] == toward ? 1 : 0) })
         for i in datagrams.indices where datagrams.towardHost[i] == toward { positions.append(UInt32(truncatingIfNeeded: i)) }
         return Selection(all: datagrams, positions: positions)
     }
 
     /// Controller→host datagrams per controller, in capture order.
     public var framesByController: [Endpoint: Selection] {
-        var byID: [UInt32: [UInt32]] = [:]
+        // Counted first, so each list is allocated once at its size (no doubling and copying).
+        var counts: [UInt32: Int] = [:]
+        for i in datagrams.indices where datagrams.towardHost[i] { counts[datagrams.sources[i], default: 0] += 1 }
+        var byID: [UInt32: [UInt32]] = counts.mapValues { count in
+            var positions: [UInt32] = []
+            positions.reserveCapacity(count)
+            return positions
+        }
         for i in datagrams.indices where datagrams.towardHost[i] {
-            byID[datagrams.sources[i], default: []].append(UInt32(truncatingIfNeeded: i))
+            byID[datagrams.sources[i]]!.append(UInt32(truncatingIfNeeded: i))
         }
         var result: [Endpoint: Selection] = [:]
         for (id, positions) in byID { result[datagrams.endpoints[Int(id)]] = Selection(all: datagrams, positions: positions) }

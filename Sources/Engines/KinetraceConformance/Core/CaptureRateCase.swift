@@ -22,7 +22,8 @@ public struct CaptureRateCase: PassiveCase {
         let toleranceMs = nominalMs * tolerance
         let stream = observation.wireProtocol.transport == .byteStream
         // Every message counts as one sent, valid or not; after a gap in a captured stream, records cannot be told apart.
-        let series = observation.framesByController.mapValues { messages in
+        // A stream loses nothing, and its records arrive several to a segment: no loss to leave out.
+        let rate = RateWindows(observation.framesByController, nominalMs: nominalMs, ticksPerMs: 1e6, detectLoss: !stream) { messages in
             var samples = messages.enumerated().compactMap { (ordinal, d) -> RateSample? in
                 d.framingError == nil ? RateSample(time: UInt64(bitPattern: d.timeNs), ordinal: ordinal) : nil
             }
@@ -31,8 +32,6 @@ public struct CaptureRateCase: PassiveCase {
             if stream { samples = zip(samples, samples.dropFirst().map(Optional.some) + [nil]).compactMap { $1?.time == $0.time ? nil : $0 } }
             return samples
         }
-        // A stream loses nothing, and its records arrive several to a segment: no loss to leave out.
-        let rate = RateWindows(series, nominalMs: nominalMs, ticksPerMs: 1e6, detectLoss: !stream)
         guard rate.windows > 0 else {
             return CaseResult(info, .inconclusive(rate.skipped > 0 ? "every full 10 s window holds a lost message (a gap over 1.5 × the usual interval)"
                                                                    : "no controller sends for more than 10 s"),

@@ -39,8 +39,16 @@ public struct RateWindows: Sendable {
     ///     300 ms, ML-RATE-4's loss): a lost datagram says nothing about the rate. Off for
     ///     streams, which lose nothing and whose records arrive several to a segment.
     public init(_ series: [Endpoint: [RateSample]], nominalMs: Double, ticksPerMs: Double, windowMs: Double = 10_000, detectLoss: Bool) {
+        self.init(series, nominalMs: nominalMs, ticksPerMs: ticksPerMs, windowMs: windowMs, detectLoss: detectLoss) { $0 }
+    }
+
+    /// The same, making each controller's samples only when its turn comes (`samples`), so only
+    /// one controller's are in memory at a time: a capture may hold millions of messages.
+    public init<Messages>(_ controllers: [Endpoint: Messages], nominalMs: Double, ticksPerMs: Double, windowMs: Double = 10_000,
+                          detectLoss: Bool, samples: (Messages) -> [RateSample]) {
         let window = UInt64(windowMs * ticksPerMs)
-        for (controller, stamped) in series {
+        for (controller, messages) in controllers {
+            let stamped = samples(messages)
             guard stamped.count > 1 else { continue }
             func interval(_ a: RateSample, _ b: RateSample) -> Double {
                 Double(b.time &- a.time) / ticksPerMs / Double(max(1, b.ordinal - a.ordinal))

@@ -76,12 +76,11 @@ public struct RateBandCase: PassiveCase {
     public func evaluate(_ context: PassiveContext) -> CaseResult {
         // Valid frames' t_ms with their position among all the controller's datagrams,
         // so an invalid frame still counts as a frame sent.
-        let series = context.observation.framesByController.mapValues { frames in
+        let rate = RateWindows(context.observation.framesByController, nominalMs: 100, ticksPerMs: 1, detectLoss: true) { frames in
             frames.enumerated().compactMap { (ordinal, d) -> RateSample? in
                 if case .success(.frame(let f)) = d.decoded { return RateSample(time: f.tMs, ordinal: ordinal) } else { return nil }
             }
         }
-        let rate = RateWindows(series, nominalMs: 100, ticksPerMs: 1, detectLoss: true)
         let windows = rate.windows, skipped = rate.skipped, means = rate.means
         let worst = rate.worst.map { (controller: $0.controller, meanMs: $0.meanMs, startTMs: $0.startTime) }
         guard windows > 0 else {
