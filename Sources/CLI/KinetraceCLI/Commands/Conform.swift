@@ -52,11 +52,13 @@ struct Conform: ParsableCommand {
             replies plus 10 per message it sent FAILs as flooded and ends the run.
 
             --capture reads a trace, a pcap or a pcapng and checks the controllers' samples and \
-            rate and, when the capture holds both directions, the host's replies. The cases \
-            look at the capture more than once and out of order (an ack against the trigger \
-            before it, rates per controller), so every message stays in memory, in columns: \
-            about 37 bytes plus the message's own (73 for a MotionFrame). Repeated, unexpected \
-            and misdirected acks are counted in full and kept as a sample of 1,000 for evidence.
+            rate and, when the capture holds both directions, the host's replies. It reads the \
+            capture once, judging every case as it goes, and keeps no message: what stays in \
+            memory is per controller (its newest stamp), per trigger (about 150 bytes with its index: when, \
+            which frame, its acks), and for the rate cases each frame's stamp (12 bytes), since \
+            a window's loss threshold comes from the controller's median interval. KeepCalm's \
+            id check keeps each message's id. Invalid messages, repeated, unexpected and \
+            misdirected acks are counted in full and kept as a sample of 1,000 for evidence.
 
             Exit status: 0 when no MUST case fails (and, with --strict, no SHOULD case is \
             missed); 1 when one does, or when no case could decide (NOTHING JUDGED); 64 for bad usage; 65 for a capture that is not valid \
@@ -131,11 +133,7 @@ struct Conform: ParsableCommand {
         if list { return try listCases(suite(for: input.wire.wireProtocol)) }
         let result: SuiteReport
         if let capture {
-            let observation = try readCapture(capture)
-            let suite = try suite(for: observation.wireProtocol)
-            let passive = ConformanceSuite.select(suite.passiveCases, include: include, exclude: exclude)
-            guard !passive.isEmpty else { throw ValidationError("No passive case matches the --cases and --exclude given.") }
-            result = ConformanceSuite.run(passive, of: suite, on: observation, parameters: parameters)
+            result = try checkCapture(capture, parameters)
         } else {
             let suite = try suite(for: input.wire.wireProtocol)
             let active = ConformanceSuite.select(suite.activeCases, include: include, exclude: exclude)
@@ -238,14 +236,21 @@ struct Conform: ParsableCommand {
         return "\(quoted) host --stdio --observe --protocol \(wireProtocol.id) --threshold=\(rule.threshold) --refractory-ms \(rule.refractoryMs)"
     }
 
-    private func readCapture(_ path: String) throws -> CaptureObservation {
-        let observation = try reportingFailures { () throws(TraceError) -> CaptureObservation in
-            try CaptureObservation.read(try TraceInput.open(path: path, wireProtocol: input.wire.given, port: input.port))
+    /// The passive cases in one pass over the capture as it is read.
+    private func checkCapture(_ path: String, _ parameters: SuiteParameters) throws -> SuiteReport {
+        let source = try reportingFailures { () throws(TraceError) -> any TraceRecordSource in
+            try TraceInput.open(path: path, wireProtocol: input.wire.given, port: input.port)
         }
-        if let truncation = observation.truncation {
-            printWarning("\(path): \(truncation.description); checking what precedes it")
+        let suite = try suite(for: source.wireProtocol)
+        let passive = ConformanceSuite.select(suite.passiveCases, include: include, exclude: exclude)
+        guard !passive.isEmpty else { throw ValidationError("No passive case matches the --cases and --exclude given.") }
+        let (report, summary) = try reportingFailures { () throws(TraceError) -> (report: SuiteReport, summary: PassiveSummary) in
+            try ConformanceSuite.run(passive, of: suite, reading: source, parameters: parameters)
         }
-        return observation
+        if let truncation = summary.truncation {
+            printWarning("\(path): \(truncation.description); checked what precedes it")
+        }
+        return report
     }
 
     private func emit(_ result: SuiteReport) throws {

@@ -4,12 +4,12 @@ import KinetraceWire
 /// What a capture shows, arranged for the passive cases: every message in
 /// capture order, per direction and controller, and its protocol.
 ///
-/// The passive cases look at a capture more than once and out of order (an ack
-/// is judged against the trigger before it, a rate per controller, a KeepCalm
-/// id against every earlier one), so every message stays in memory: in columns,
-/// not as one value per message: 29 bytes plus the payload's own bytes per
-/// message (65 for a MotionFrame), in chunks, so a column never doubles and
-/// copies as it grows. `Datagram` values are made on access.
+/// A capture held in memory, as the tests build them and `PassiveContext` judges
+/// them (`conform --capture` does not: it judges in one pass as it reads,
+/// `PassivePass`). Messages are kept in columns, not as one value per message:
+/// 29 bytes plus the payload's own bytes per message (65 for a MotionFrame), in
+/// chunks, so a column never doubles and copies as it grows. `Datagram` values
+/// are made on access.
 public struct CaptureObservation: Sendable {
     public struct Datagram: Sendable {
         /// Position among the capture's messages (1-based, as people count).

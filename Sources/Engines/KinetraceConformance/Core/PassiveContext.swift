@@ -15,13 +15,21 @@ public struct SuiteParameters: Hashable, Sendable {
 }
 
 /// A passive case: a small policy type that looks at a capture and returns
-/// a verdict with its measurements and evidence.
+/// a verdict with its measurements and evidence. It judges in one pass: its
+/// judge sees each message once, in capture order (`PassivePass`).
 public protocol PassiveCase: Sendable {
     var info: CaseInfo { get }
-    func evaluate(_ context: PassiveContext) -> CaseResult
+    func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge
+    /// The rate series the case reads from the summary, if any (the pass builds each kind once).
+    var rateSeries: RateSeriesKind? { get }
 }
 
-/// A capture with the analyses several cases share, computed once.
+extension PassiveCase {
+    public var rateSeries: RateSeriesKind? { nil }
+}
+
+/// A capture in memory with the suite's parameters, for judging cases one at a time
+/// (`PassiveCase.evaluate`), as the tests do.
 public struct PassiveContext: Sendable {
     public let observation: CaptureObservation
     public let parameters: SuiteParameters
@@ -32,30 +40,25 @@ public struct PassiveContext: Sendable {
         self.parameters = parameters
         acks = AckMatching(observation, rule: parameters.rule)
     }
-
-    public func describe(_ d: CaptureObservation.Datagram) -> String { d.describe(since: observation.startNs) }
-
-    /// The frame that made a trigger.
-    public func frame(of trigger: AckMatching.Trigger) -> CaptureObservation.Datagram { observation.datagrams[trigger.position] }
 }
 
 /// The protocol's host model run over the capture's controller→host messages
 /// in capture order, and every valid host→controller reply matched against
-/// the decisions that owe one (MotionLink: each trigger owes one ack).
+/// the decisions that owe one (MotionLink: each trigger owes one ack), built
+/// message by message.
 ///
-/// A trigger is a few numbers, not a copy of its frame: a capture may hold
-/// millions (`PassiveContext.frame(of:)` makes the frame when evidence needs it).
+/// A trigger is a few numbers and a reference to its frame, not a copy of the frame.
 public struct AckMatching: Sendable {
     public struct Trigger: Sendable {
-        /// The triggering frame's position among the capture's messages, and its capture time.
-        public var position: Int
-        public var timeNs: Int64
+        /// The triggering frame, for evidence.
+        public var frame: MessageRef
+        public var timeNs: Int64 { frame.timeNs }
         public var tMs: UInt64
         /// The first ack echoing this trigger, on the capture clock.
         public var firstAckTimeNs: Int64?
         /// Acks echoing this trigger (a repeating host may send millions).
         public var ackCount = 0
-        /// The frame's source, as the capture's endpoint id.
+        /// The frame's source, as an endpoint id.
         var sourceID: UInt32
         public var isAnswered: Bool { ackCount > 0 }
     }
@@ -63,66 +66,91 @@ public struct AckMatching: Sendable {
     public var triggers: [Trigger] = []
     /// Valid acks whose echo matches no trigger of their destination: the first
     /// `evidenceKept`, and how many in all.
-    public var unexpected: [(ack: CaptureObservation.Datagram, reason: String)] = []
+    public var unexpected: [(ack: MessageRef, reason: String)] = []
     public var unexpectedCount = 0
     /// Valid acks echoing a trigger of another controller (sent to the wrong address): the first
     /// `evidenceKept`, and how many in all.
-    public var misdirected: [(ack: CaptureObservation.Datagram, owner: Endpoint)] = []
+    public var misdirected: [(ack: MessageRef, owner: Endpoint)] = []
     public var misdirectedCount = 0
     public var validAcks = 0
     /// Acks kept as evidence per kind: a hostile capture may hold millions.
     public static let evidenceKept = 1_000
 
-    init(_ observation: CaptureObservation, rule: GestureRule) {
-        let wireProtocol = observation.wireProtocol
-        let all = observation.datagrams
-        var model = wireProtocol.makeHostModel(rule: rule)
-        var numbering = ControllerNumbering<UInt32>()
-        // Per controller (endpoint id) and stamp, the trigger's index.
-        var index: [UInt32: [UInt64: Int]] = [:]
-        // Per stamp, the newest trigger with it; `earlier` chains each to the one before.
-        var newestWithStamp: [UInt64: Int] = [:]
-        var earlier: [Int] = []
-        for i in all.indices {
-            let facts = observation.facts(at: i)
-            if all.towardHost[i] {
-                let source = all.sources[i]
-                guard let decision = model.accept(facts, from: numbering.number(of: source), receivedNs: all.times[i]).decision,
-                      decision.owesReply, let tMs = decision.sampleTimeMs else { continue }
-                index[source, default: [:]][tMs] = triggers.count
-                earlier.append(newestWithStamp[tMs] ?? -1)
-                newestWithStamp[tMs] = triggers.count
-                triggers.append(Trigger(position: i, timeNs: all.times[i], tMs: tMs, sourceID: source))
-            } else {
-                guard facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs else { continue }
-                validAcks += 1
-                let destination = all.destinations[i]
-                if let t = index[destination]?[echo] {
-                    if triggers[t].ackCount == 0 { triggers[t].firstAckTimeNs = all.times[i] }
-                    triggers[t].ackCount += 1
-                    continue
-                }
-                // Another controller's trigger with this stamp: the ack went to the wrong address.
-                var candidate = newestWithStamp[echo] ?? -1
-                while candidate >= 0, triggers[candidate].sourceID == destination { candidate = earlier[candidate] }
-                if candidate >= 0 {
-                    misdirectedCount += 1
-                    if misdirected.count < Self.evidenceKept {
-                        misdirected.append((all[i], all.endpoints[Int(triggers[candidate].sourceID)]))
-                    }
-                } else {
-                    unexpectedCount += 1
-                    if unexpected.count < Self.evidenceKept {
-                        unexpected.append((all[i], "echoes t_ms \(echo), which no trigger of \(all.destination(at: i)) has"))
-                    }
-                }
-            }
-        }
+    public init() {}
+
+    /// The matching over a capture in memory.
+    public init(_ observation: CaptureObservation, rule: GestureRule) {
+        var matcher = AckMatcher(wireProtocol: observation.wireProtocol, rule: rule)
+        for d in observation.datagrams { matcher.observe(d, observation.facts(d)) }
+        self = matcher.matching
     }
 
     /// Ack delay on the capture clock for every trigger answered, ms.
     public var delaysMs: [Double] {
         triggers.compactMap { t in t.firstAckTimeNs.map { Double($0 - t.timeNs) / 1e6 } }
+    }
+}
+
+/// Builds an `AckMatching` message by message, in capture order.
+struct AckMatcher {
+    private(set) var matching = AckMatching()
+    private var model: any HostModel
+    private var numbering = ControllerNumbering<UInt32>()
+    private var endpoints: [Endpoint] = []
+    private var endpointIDs: [Endpoint: UInt32] = [:]
+    // Per controller (endpoint id) and stamp, the trigger's index.
+    private var index: [UInt32: [UInt64: Int]] = [:]
+    // Per stamp, the newest trigger with it; `earlier` chains each to the one before.
+    private var newestWithStamp: [UInt64: Int] = [:]
+    private var earlier: [Int] = []
+
+    init(wireProtocol: any WireProtocol.Type, rule: GestureRule) {
+        model = wireProtocol.makeHostModel(rule: rule)
+    }
+
+    private mutating func id(of endpoint: Endpoint) -> UInt32 {
+        if let known = endpointIDs[endpoint] { return known }
+        let id = UInt32(truncatingIfNeeded: endpoints.count)
+        endpoints.append(endpoint)
+        endpointIDs[endpoint] = id
+        return id
+    }
+
+    /// The next message in capture order, with what the protocol makes of it.
+    mutating func observe(_ d: CaptureObservation.Datagram, _ facts: MessageFacts) {
+        if d.direction == .controllerToHost {
+            let source = id(of: d.source)
+            guard let decision = model.accept(facts, from: numbering.number(of: source), receivedNs: d.timeNs).decision,
+                  decision.owesReply, let tMs = decision.sampleTimeMs else { return }
+            let t = matching.triggers.count
+            index[source, default: [:]][tMs] = t
+            earlier.append(newestWithStamp[tMs] ?? -1)
+            newestWithStamp[tMs] = t
+            matching.triggers.append(AckMatching.Trigger(frame: d.ref, tMs: tMs, sourceID: source))
+        } else {
+            guard facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs else { return }
+            matching.validAcks += 1
+            let destination = id(of: d.destination)
+            if let t = index[destination]?[echo] {
+                if matching.triggers[t].ackCount == 0 { matching.triggers[t].firstAckTimeNs = d.timeNs }
+                matching.triggers[t].ackCount += 1
+                return
+            }
+            // Another controller's trigger with this stamp: the ack went to the wrong address.
+            var candidate = newestWithStamp[echo] ?? -1
+            while candidate >= 0, matching.triggers[candidate].sourceID == destination { candidate = earlier[candidate] }
+            if candidate >= 0 {
+                matching.misdirectedCount += 1
+                if matching.misdirected.count < AckMatching.evidenceKept {
+                    matching.misdirected.append((d.ref, endpoints[Int(matching.triggers[candidate].sourceID)]))
+                }
+            } else {
+                matching.unexpectedCount += 1
+                if matching.unexpected.count < AckMatching.evidenceKept {
+                    matching.unexpected.append((d.ref, "echoes t_ms \(echo), which no trigger of \(d.destination) has"))
+                }
+            }
+        }
     }
 }
 

@@ -12,6 +12,25 @@ public struct RateSample: Hashable, Sendable {
     }
 }
 
+/// One controller's rate samples, in two columns: 12 bytes a sample, where an array of
+/// `RateSample` (padded to 16) would take a third more for every frame of a capture.
+public struct RateSeries: RandomAccessCollection, Sendable {
+    private var times: [UInt64] = []
+    private var ordinals: [UInt32] = []
+    public init() {}
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { times.count }
+    public subscript(i: Int) -> RateSample { RateSample(time: times[i], ordinal: Int(ordinals[i])) }
+    public mutating func append(_ sample: RateSample) {
+        times.append(sample.time)
+        ordinals.append(UInt32(clamping: sample.ordinal))
+    }
+    public mutating func replaceLast(with sample: RateSample) {
+        times[times.count - 1] = sample.time
+        ordinals[ordinals.count - 1] = UInt32(clamping: sample.ordinal)
+    }
+}
+
 /// The mean interval over every full window of each controller's stream
 /// (10 s in MotionLink's ML-RATE-3 and the protocols that share its bands):
 /// what the rate cases judge, whatever clock the times come from.
@@ -26,8 +45,9 @@ public struct RateWindows: Sendable {
     /// Full windows judged, and full windows left out because they hold a lost message.
     public private(set) var windows = 0
     public private(set) var skipped = 0
-    /// Each judged window's mean interval, ms, sorted.
-    public private(set) var means: [Double] = []
+    /// The smallest and largest mean interval of the judged windows, ms.
+    public private(set) var meanMin = Double.infinity
+    public private(set) var meanMax = -Double.infinity
     /// The window farthest from the nominal interval.
     public private(set) var worst: Worst?
 
@@ -42,10 +62,10 @@ public struct RateWindows: Sendable {
         self.init(series, nominalMs: nominalMs, ticksPerMs: ticksPerMs, windowMs: windowMs, detectLoss: detectLoss) { $0 }
     }
 
-    /// The same, making each controller's samples only when its turn comes (`samples`), so only
-    /// one controller's are in memory at a time: a capture may hold millions of messages.
-    public init<Messages>(_ controllers: [Endpoint: Messages], nominalMs: Double, ticksPerMs: Double, windowMs: Double = 10_000,
-                          detectLoss: Bool, samples: (Messages) -> [RateSample]) {
+    /// The same over each controller's `samples(messages)`.
+    public init<Messages, Samples: RandomAccessCollection<RateSample>>(
+        _ controllers: [Endpoint: Messages], nominalMs: Double, ticksPerMs: Double, windowMs: Double = 10_000,
+        detectLoss: Bool, samples: (Messages) -> Samples) where Samples.Index == Int {
         let window = UInt64(windowMs * ticksPerMs)
         for (controller, messages) in controllers {
             let stamped = samples(messages)
@@ -73,12 +93,12 @@ public struct RateWindows: Sendable {
                 }
                 windows += 1
                 let mean = interval(stamped[start], stamped[end])
-                means.append(mean)
+                meanMin = Swift.min(meanMin, mean)
+                meanMax = Swift.max(meanMax, mean)
                 if abs(mean - nominalMs) > abs((worst?.meanMs ?? nominalMs) - nominalMs) {
                     worst = Worst(controller: controller, meanMs: mean, startTime: stamped[start].time)
                 }
             }
         }
-        means.sort()
     }
 }

@@ -141,19 +141,28 @@ public enum ConformanceSuite {
 
     static func matches(_ id: String, _ pattern: String) -> Bool { fnmatch(pattern, id, 0) == 0 }
 
-    /// Runs the passive cases over a capture.
+    /// Runs the passive cases over a capture in memory.
     public static func run(_ cases: [any PassiveCase], of suite: ProtocolSuite, on observation: CaptureObservation,
                            parameters: SuiteParameters) -> SuiteReport {
-        let context = PassiveContext(observation, parameters)
         let started = SystemClock.monotonicNs()
-        let results = cases.map { c in
-            let caseStarted = SystemClock.monotonicNs()
-            var result = c.evaluate(context)
-            result.durationNs = SystemClock.monotonicNs() - caseStarted
-            return result
-        }
+        var pass = PassivePass(cases, wireProtocol: observation.wireProtocol, source: observation.source,
+                               capturePoint: observation.capturePoint, parameters: parameters)
+        for event in observation.streamEvents { pass.observe(streamEvent: event) }
+        for d in observation.datagrams { pass.observe(d) }
+        let results = pass.finish(unfinished: observation.unfinished, truncation: observation.truncation)
         return SuiteReport(target: "capture \(observation.source)", mode: "passive", specVersion: suite.specVersion,
                            parameters: parameters, results: results, elapsedNs: SystemClock.monotonicNs() - started)
+    }
+
+    /// Runs the passive cases over a capture as it is read, in one pass: memory grows with
+    /// controllers and triggers, not with the capture (`PassivePass`).
+    public static func run(_ cases: [any PassiveCase], of suite: ProtocolSuite, reading input: any TraceRecordSource,
+                           parameters: SuiteParameters) throws(TraceError) -> (report: SuiteReport, summary: PassiveSummary) {
+        let started = SystemClock.monotonicNs()
+        let (results, summary) = try PassivePass.run(cases, reading: input, parameters: parameters)
+        let report = SuiteReport(target: "capture \(input.source)", mode: "passive", specVersion: suite.specVersion,
+                                 parameters: parameters, results: results, elapsedNs: SystemClock.monotonicNs() - started)
+        return (report, summary)
     }
 }
 

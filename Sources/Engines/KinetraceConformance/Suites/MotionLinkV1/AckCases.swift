@@ -2,8 +2,8 @@ import KinetraceTrace
 import KinetraceWire
 
 /// Passive cases that need the host→controller direction.
-func needsReplies(_ info: CaseInfo, _ context: PassiveContext) -> CaseResult? {
-    context.observation.replies.isEmpty
+func needsReplies(_ info: CaseInfo, _ summary: PassiveSummary) -> CaseResult? {
+    summary.replies == 0
         ? CaseResult(info, .inconclusive("the capture holds no host→controller traffic"))
         : nil
 }
@@ -15,21 +15,28 @@ public struct AckLayoutCase: PassiveCase {
         summary: "Every host→controller datagram is a 20-byte HapticAck with a matching CRC, intensity and sharpness in [0, 1].")
     public init() {}
 
-    public func evaluate(_ context: PassiveContext) -> CaseResult {
-        if let inconclusive = needsReplies(info, context) { return inconclusive }
-        let replies = context.observation.replies
-        var invalid: [(CaptureObservation.Datagram, String)] = []
-        for d in replies {
+    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+
+    struct Judge: PassiveJudge {
+        let info: CaseInfo
+        var invalid = Kept<(MessageRef, String)>()
+
+        mutating func observe(_ d: CaptureObservation.Datagram) {
+            guard d.direction == .hostToController else { return }
             switch d.decoded {
-            case .success(.ack): continue
-            case .success(.frame): invalid.append((d, "a MotionFrame sent to a controller"))
-            case .failure(let error): invalid.append((d, error.description))
+            case .success(.ack): return
+            case .success(.frame): invalid.add((d.ref, "a MotionFrame sent to a controller"))
+            case .failure(let error): invalid.add((d.ref, error.description))
             }
         }
-        let measurements = [Measurement("replies", Double(replies.count)), Measurement("invalid", Double(invalid.count))]
-        guard !invalid.isEmpty else { return CaseResult(info, .pass, measurements: measurements) }
-        return CaseResult(info, .fail("\(invalid.count) of \(replies.count) replies are not valid HapticAcks"), measurements: measurements,
-                          evidence: evidence(invalid) { "\(context.describe($0.0)): expected a valid HapticAck, found \($0.1)" })
+
+        func verdict(_ summary: PassiveSummary) -> CaseResult {
+            if let inconclusive = needsReplies(info, summary) { return inconclusive }
+            let measurements = [Measurement("replies", Double(summary.replies)), Measurement("invalid", Double(invalid.total))]
+            guard !invalid.isEmpty else { return CaseResult(info, .pass, measurements: measurements) }
+            return CaseResult(info, .fail("\(invalid.total) of \(summary.replies) replies are not valid HapticAcks"), measurements: measurements,
+                              evidence: evidence(invalid.items, total: invalid.total) { "\(summary.describe($0.0)): expected a valid HapticAck, found \($0.1)" })
+        }
     }
 }
 
@@ -40,20 +47,27 @@ public struct AckValuesCase: PassiveCase {
         summary: "Acks carry intensity and sharpness 1.0 (the paper's values) unless the host is configured otherwise.")
     public init() {}
 
-    public func evaluate(_ context: PassiveContext) -> CaseResult {
-        if let inconclusive = needsReplies(info, context) { return inconclusive }
-        var other: [(CaptureObservation.Datagram, HapticAck)] = []
+    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+
+    struct Judge: PassiveJudge {
+        let info: CaseInfo
+        var other = Kept<(MessageRef, HapticAck)>()
         var valid = 0
-        for d in context.observation.replies {
-            guard case .success(.ack(let ack)) = d.decoded else { continue }
+
+        mutating func observe(_ d: CaptureObservation.Datagram) {
+            guard d.direction == .hostToController, case .success(.ack(let ack)) = d.decoded else { return }
             valid += 1
-            if ack.intensity != 1 || ack.sharpness != 1 { other.append((d, ack)) }
+            if ack.intensity != 1 || ack.sharpness != 1 { other.add((d.ref, ack)) }
         }
-        guard valid > 0 else { return CaseResult(info, .inconclusive("no valid acks")) }
-        guard !other.isEmpty else { return CaseResult(info, .pass, measurements: [Measurement("acks", Double(valid))]) }
-        return CaseResult(info, .nonStrict("\(other.count) of \(valid) acks use other values"),
-                          measurements: [Measurement("acks", Double(valid)), Measurement("other_values", Double(other.count))],
-                          evidence: evidence(other) { "\(context.describe($0.0)): expected 1.0 / 1.0, found \($0.1.intensity) / \($0.1.sharpness)" })
+
+        func verdict(_ summary: PassiveSummary) -> CaseResult {
+            if let inconclusive = needsReplies(info, summary) { return inconclusive }
+            guard valid > 0 else { return CaseResult(info, .inconclusive("no valid acks")) }
+            guard !other.isEmpty else { return CaseResult(info, .pass, measurements: [Measurement("acks", Double(valid))]) }
+            return CaseResult(info, .nonStrict("\(other.total) of \(valid) acks use other values"),
+                              measurements: [Measurement("acks", Double(valid)), Measurement("other_values", Double(other.total))],
+                              evidence: evidence(other.items, total: other.total) { "\(summary.describe($0.0)): expected 1.0 / 1.0, found \($0.1.intensity) / \($0.1.sharpness)" })
+        }
     }
 }
 
@@ -64,7 +78,9 @@ public struct AckRuleCase: PassiveCase {
         level: .must, summary: "The host acks every trigger the gesture rule finds exactly once, and nothing else.")
     public init() {}
 
-    public func evaluate(_ context: PassiveContext) -> CaseResult {
+    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
+
+    func verdict(_ context: PassiveSummary) -> CaseResult {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
         let m = context.acks
         let missing = m.triggers.filter { !$0.isAnswered }
@@ -81,8 +97,8 @@ public struct AckRuleCase: PassiveCase {
         lines += evidence(repeated) { "\(context.describe(context.frame(of: $0))): expected one ack, found \($0.ackCount)" }
         lines += evidence(m.unexpected, total: m.unexpectedCount) { "\(context.describe($0.ack)): expected no ack, found one that \($0.reason)" }
         var why = "\(missing.count) trigger(s) unacked, \(repeated.count) acked more than once, \(m.unexpectedCount) unexpected ack(s)"
-        if context.observation.capturePoint != .host && !missing.isEmpty {
-            why += " (captured at \(context.observation.capturePoint): frames lost after the capture point also show as unacked)"
+        if context.capturePoint != .host && !missing.isEmpty {
+            why += " (captured at \(context.capturePoint): frames lost after the capture point also show as unacked)"
         }
         return CaseResult(info, .fail(why), measurements: measurements, evidence: lines)
     }
@@ -95,7 +111,9 @@ public struct AckDestinationCase: PassiveCase {
         summary: "Each ack goes to the source address and port of the frame it answers.")
     public init() {}
 
-    public func evaluate(_ context: PassiveContext) -> CaseResult {
+    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
+
+    func verdict(_ context: PassiveSummary) -> CaseResult {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
         let m = context.acks
         let answered = m.triggers.filter(\.isAnswered).count
@@ -122,9 +140,11 @@ public struct AckDeadlineCase: PassiveCase {
         id: "PC-ACK-PROMPT", requirements: ["ML-ACK-RULE-4"], level: .should,
         summary: "Acks leave within 10 ms of their frame's arrival."))
 
-    public func evaluate(_ context: PassiveContext) -> CaseResult {
+    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
+
+    func verdict(_ context: PassiveSummary) -> CaseResult {
         var result = judge(context)
-        let point = context.observation.capturePoint
+        let point = context.capturePoint
         if !context.acks.delaysMs.isEmpty, point == .host || point == .network || point == .synthetic {
             let limit = info.level == .must ? context.parameters.ackDeadlineMs : context.parameters.ackShouldMs
             result.samples = [SampleSeries(name: "ack delay", unit: "ms", values: context.acks.delaysMs, limit: limit)]
@@ -132,9 +152,9 @@ public struct AckDeadlineCase: PassiveCase {
         return result
     }
 
-    private func judge(_ context: PassiveContext) -> CaseResult {
+    private func judge(_ context: PassiveSummary) -> CaseResult {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
-        let point = context.observation.capturePoint
+        let point = context.capturePoint
         guard point == .host || point == .network || point == .synthetic else {
             return CaseResult(info, .inconclusive("captured at \(point): ack delays need a capture at the host or on its link"))
         }

@@ -10,24 +10,35 @@ public struct FrameLayoutCase: PassiveCase {
         level: .must, summary: "Every controller→host datagram is a 36-byte MotionFrame with a matching CRC and finite values.")
     public init() {}
 
-    public func evaluate(_ context: PassiveContext) -> CaseResult {
-        let frames = context.observation.frames
-        guard !frames.isEmpty else { return CaseResult(info, .inconclusive("the capture holds no controller→host datagrams")) }
-        var invalid: [(CaptureObservation.Datagram, String)] = []
+    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+
+    struct Judge: PassiveJudge {
+        let info: CaseInfo
+        var frames = 0
+        var invalid = Kept<(MessageRef, String)>()
         var byReason: [String: Int] = [:]
-        for d in frames {
+
+        mutating func observe(_ d: CaptureObservation.Datagram) {
+            guard d.direction == .controllerToHost else { return }
+            frames += 1
+            let reason: String
             switch d.decoded {
-            case .success(.frame): continue
-            case .success(.ack): invalid.append((d, "a HapticAck sent to the host (wrong direction)"))
-            case .failure(let error): invalid.append((d, error.description))
+            case .success(.frame): return
+            case .success(.ack): reason = "a HapticAck sent to the host (wrong direction)"
+            case .failure(let error): reason = error.description
             }
-            byReason[invalid.last!.1.split(separator: " ").first.map(String.init) ?? "?", default: 0] += 1
+            invalid.add((d.ref, reason))
+            byReason[reason.split(separator: " ").first.map(String.init) ?? "?", default: 0] += 1
         }
-        let measurements = [Measurement("frames", Double(frames.count)), Measurement("invalid", Double(invalid.count))]
-        guard !invalid.isEmpty else { return CaseResult(info, .pass, measurements: measurements) }
-        let reasons = byReason.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-        return CaseResult(info, .fail("\(invalid.count) of \(frames.count) frames are invalid: \(reasons)"), measurements: measurements,
-                          evidence: evidence(invalid) { "\(context.describe($0.0)): expected a valid MotionFrame, found \($0.1)" })
+
+        func verdict(_ summary: PassiveSummary) -> CaseResult {
+            guard frames > 0 else { return CaseResult(info, .inconclusive("the capture holds no controller→host datagrams")) }
+            let measurements = [Measurement("frames", Double(frames)), Measurement("invalid", Double(invalid.total))]
+            guard !invalid.isEmpty else { return CaseResult(info, .pass, measurements: measurements) }
+            let reasons = byReason.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            return CaseResult(info, .fail("\(invalid.total) of \(frames) frames are invalid: \(reasons)"), measurements: measurements,
+                              evidence: evidence(invalid.items, total: invalid.total) { "\(summary.describe($0.0)): expected a valid MotionFrame, found \($0.1)" })
+        }
     }
 }
 
@@ -38,24 +49,32 @@ public struct MonotonicTimestampCase: PassiveCase {
         summary: "Each controller's t_ms strictly increases from frame to frame.")
     public init() {}
 
-    public func evaluate(_ context: PassiveContext) -> CaseResult {
-        var violations: [(CaptureObservation.Datagram, UInt64, UInt64)] = []
+    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+
+    struct Judge: PassiveJudge {
+        let info: CaseInfo
+        var newest: [Endpoint: UInt64] = [:]
         var checked = 0
-        for (_, frames) in context.observation.framesByController {
-            var last: UInt64?
-            for d in frames {
-                guard case .success(.frame(let f)) = d.decoded else { continue }
-                checked += 1
-                if let last, f.tMs <= last { violations.append((d, last, f.tMs)) }
-                last = Swift.max(last ?? 0, f.tMs)
+        var violations = Kept<(MessageRef, UInt64, UInt64)>()
+
+        mutating func observe(_ d: CaptureObservation.Datagram) {
+            guard d.direction == .controllerToHost, case .success(.frame(let f)) = d.decoded else { return }
+            checked += 1
+            if let last = newest[d.source] {
+                if f.tMs <= last { violations.add((d.ref, last, f.tMs)) } else { newest[d.source] = f.tMs }
+            } else {
+                newest[d.source] = f.tMs
             }
         }
-        guard checked > 1 else { return CaseResult(info, .inconclusive("fewer than two valid frames")) }
-        let measurements = [Measurement("frames", Double(checked)), Measurement("not_increasing", Double(violations.count))]
-        guard !violations.isEmpty else { return CaseResult(info, .pass, measurements: measurements) }
-        return CaseResult(info, .fail("\(violations.count) frame(s) do not advance t_ms (reordering on the path looks the same)"),
-                          measurements: measurements,
-                          evidence: evidence(violations) { "\(context.describe($0.0)): expected t_ms > \($0.1), found \($0.2)" })
+
+        func verdict(_ summary: PassiveSummary) -> CaseResult {
+            guard checked > 1 else { return CaseResult(info, .inconclusive("fewer than two valid frames")) }
+            let measurements = [Measurement("frames", Double(checked)), Measurement("not_increasing", Double(violations.total))]
+            guard !violations.isEmpty else { return CaseResult(info, .pass, measurements: measurements) }
+            return CaseResult(info, .fail("\(violations.total) frame(s) do not advance t_ms (reordering on the path looks the same)"),
+                              measurements: measurements,
+                              evidence: evidence(violations.items, total: violations.total) { "\(summary.describe($0.0)): expected t_ms > \($0.1), found \($0.2)" })
+        }
     }
 }
 
@@ -73,58 +92,61 @@ public struct RateBandCase: PassiveCase {
         id: "PC-RATE-NOMINAL", requirements: ["ML-RATE-2"], level: .should,
         summary: "The mean frame interval over any 10 s window is 100 ms ± 2 ms (nominal 10 Hz)."), toleranceMs: 2)
 
-    public func evaluate(_ context: PassiveContext) -> CaseResult {
-        // Valid frames' t_ms with their position among all the controller's datagrams,
-        // so an invalid frame still counts as a frame sent.
-        let rate = RateWindows(context.observation.framesByController, nominalMs: 100, ticksPerMs: 1, detectLoss: true) { frames in
-            frames.enumerated().compactMap { (ordinal, d) -> RateSample? in
-                if case .success(.frame(let f)) = d.decoded { return RateSample(time: f.tMs, ordinal: ordinal) } else { return nil }
-            }
+    /// Valid frames' t_ms at their position among all the controller's datagrams,
+    /// so an invalid frame still counts as a frame sent.
+    public var rateSeries: RateSeriesKind? { .senderStamps }
+
+    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
+
+    func verdict(_ summary: PassiveSummary) -> CaseResult {
+        guard let rate = summary.rates[.senderStamps] else { return CaseResult(info, .error("the pass built no sender-stamp rate series")) }
+        guard rate.windows > 0 else {
+            return CaseResult(info, .inconclusive(rate.skipped > 0 ? "every full 10 s window holds a lost frame (a gap over 1.5 × the usual interval)"
+                                                                   : "no controller streams for more than 10 s"),
+                              measurements: [Measurement("windows_with_loss", Double(rate.skipped))])
         }
-        let windows = rate.windows, skipped = rate.skipped, means = rate.means
-        let worst = rate.worst.map { (controller: $0.controller, meanMs: $0.meanMs, startTMs: $0.startTime) }
-        guard windows > 0 else {
-            return CaseResult(info, .inconclusive(skipped > 0 ? "every full 10 s window holds a lost frame (a gap over 1.5 × the usual interval)"
-                                                              : "no controller streams for more than 10 s"),
-                              measurements: [Measurement("windows_with_loss", Double(skipped))])
-        }
-        let measurements = [Measurement("windows", Double(windows)), Measurement("windows_with_loss", Double(skipped)),
-                            Measurement("mean_interval_min", means.first!, "ms"), Measurement("mean_interval_max", means.last!, "ms")]
-        guard let worst, abs(worst.meanMs - 100) > toleranceMs else { return CaseResult(info, .pass, measurements: measurements) }
-        let detail = "the window of \(worst.controller) from t_ms \(worst.startTMs) averages \(fixed(worst.meanMs, 2)) ms, outside 100 ± \(Int(toleranceMs)) ms"
+        let measurements = [Measurement("windows", Double(rate.windows)), Measurement("windows_with_loss", Double(rate.skipped)),
+                            Measurement("mean_interval_min", rate.meanMin, "ms"), Measurement("mean_interval_max", rate.meanMax, "ms")]
+        guard let worst = rate.worst, abs(worst.meanMs - 100) > toleranceMs else { return CaseResult(info, .pass, measurements: measurements) }
+        let detail = "the window of \(worst.controller) from t_ms \(worst.startTime) averages \(fixed(worst.meanMs, 2)) ms, outside 100 ± \(Int(toleranceMs)) ms"
         return CaseResult(info, info.level == .must ? .fail(detail) : .nonStrict(detail), measurements: measurements,
                           evidence: ["expected a mean interval in [\(100 - toleranceMs), \(100 + toleranceMs)] ms, found \(fixed(worst.meanMs, 3)) ms"])
     }
 }
 
-/// Gaps over 300 ms, reported as loss.
+/// Gaps over 300 ms between one controller's frames, reported as loss.
 public struct GapCase: PassiveCase {
     public let info = CaseInfo(
         id: "PC-RATE-GAPS", requirements: ["ML-RATE-4"], level: .observation,
         summary: "Gaps over 300 ms between one controller's frames are reported as loss (an observation, not a violation).")
     public init() {}
 
-    public func evaluate(_ context: PassiveContext) -> CaseResult {
-        var gaps: [(Endpoint, UInt64, UInt64)] = []
+    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+
+    struct Judge: PassiveJudge {
+        let info: CaseInfo
+        var newest: [Endpoint: UInt64] = [:]
+        var gaps = Kept<(Endpoint, UInt64, UInt64)>()
         var missing = 0
-        for (controller, frames) in context.observation.framesByController {
-            var last: UInt64?
-            for d in frames {
-                guard case .success(.frame(let f)) = d.decoded else { continue }
-                // Stamps may leap to 2^64 − 1 (ML-FRAME-4 bounds nothing): compare the difference, and
-                // hold the estimate of missing frames to what an Int counts.
-                if let last, f.tMs > last, f.tMs - last > 300 {
-                    gaps.append((controller, last, f.tMs))
-                    let (sum, overflow) = missing.addingReportingOverflow(Int(Swift.min((Double(f.tMs - last) / 100).rounded(), 1e15)) - 1)
-                    missing = overflow ? .max : sum
-                }
-                last = Swift.max(last ?? 0, f.tMs)
+
+        mutating func observe(_ d: CaptureObservation.Datagram) {
+            guard d.direction == .controllerToHost, case .success(.frame(let f)) = d.decoded else { return }
+            // Stamps may leap to 2^64 − 1 (ML-FRAME-4 bounds nothing): compare the difference, and
+            // hold the estimate of missing frames to what an Int counts.
+            if let last = newest[d.source], f.tMs > last, f.tMs - last > 300 {
+                gaps.add((d.source, last, f.tMs))
+                let (sum, overflow) = missing.addingReportingOverflow(Int(Swift.min((Double(f.tMs - last) / 100).rounded(), 1e15)) - 1)
+                missing = overflow ? .max : sum
             }
+            newest[d.source] = Swift.max(newest[d.source] ?? 0, f.tMs)
         }
-        let measurements = [Measurement("gaps", Double(gaps.count)), Measurement("frames_missing", Double(missing))]
-        guard !gaps.isEmpty else { return CaseResult(info, .pass, measurements: measurements) }
-        return CaseResult(info, .informational("\(gaps.count) gap(s) over 300 ms, about \(missing) frame(s) missing"),
-                          measurements: measurements,
-                          evidence: evidence(gaps) { "\($0.0): t_ms \($0.1) → \($0.2) (\($0.2 - $0.1) ms)" })
+
+        func verdict(_ summary: PassiveSummary) -> CaseResult {
+            let measurements = [Measurement("gaps", Double(gaps.total)), Measurement("frames_missing", Double(missing))]
+            guard !gaps.isEmpty else { return CaseResult(info, .pass, measurements: measurements) }
+            return CaseResult(info, .informational("\(gaps.total) gap(s) over 300 ms, about \(missing) frame(s) missing"),
+                              measurements: measurements,
+                              evidence: evidence(gaps.items, total: gaps.total) { "\($0.0): t_ms \($0.1) → \($0.2) (\($0.2 - $0.1) ms)" })
+        }
     }
 }
