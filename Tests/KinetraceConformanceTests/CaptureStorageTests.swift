@@ -1,5 +1,6 @@
 import KinetraceConformance
 import KinetraceSupport
+import KinetraceTestSupport
 import KinetraceTrace
 import KinetraceWire
 import Testing
@@ -81,4 +82,45 @@ import Testing
         #expect(rule.evidence.contains { $0.contains("found 200000") }, "\(rule.evidence)")
         #expect(rule.evidence.contains { $0.contains("… and 299995 more") }, "\(rule.evidence)")
     }
+
+    /// `conform --capture`'s one pass over a trace file: the same verdicts as judging the
+    /// capture in memory, every count in full, and evidence cut to a sample.
+    @Test func onePassOverAFileJudgesAsTheCaptureInMemory() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let path = dir.appendingPathComponent("hostile.jsonl").path
+        let header = TraceHeader(created: "2026-11-24T00:00:00.000Z", tool: "kinetrace-tests 0.0.1", protocolID: MotionLinkV1.id,
+                                 capturePoint: .host, clock: .realtime, notes: "streaming test", extra: [:])
+        let writer = try TraceWriter(path: path, header: header)
+        let phones = (0..<4).map { Endpoint(host: "10.0.0.\(2 + $0)", port: 50_000) }
+        var t: Int64 = 1_767_225_600_000_000_000
+        // 12,000 frames from four phones at 10 Hz each, every third one corrupt, triggers every 2 s; a valid ack to each trigger.
+        for i in 0..<12_000 {
+            let phone = phones[i % 4]
+            t += 25_000_000
+            var frame = MotionFrame(tMs: UInt64(1_000 + (i / 4) * 100), ay: (i / 4) % 20 == 0 ? 0.9 : 0.1).encoded()
+            if i % 3 == 1 { frame[10] ^= 0x40 }
+            try writer.write(.message(MessageRecord(timeNs: t, direction: .controllerToHost, source: phone, destination: Self.host, payload: Payload(frame))))
+            if (i / 4) % 20 == 0, i % 3 != 1 {
+                try writer.write(.message(MessageRecord(timeNs: t + 1_000_000, direction: .hostToController, source: Self.host, destination: phone,
+                                                        payload: Payload(HapticAck(echoTMs: UInt64(1_000 + (i / 4) * 100)).encoded()))))
+            }
+        }
+        try writer.close()
+        let suite = MotionLinkV1.conformanceSuite
+        let (streamed, summary) = try ConformanceSuite.run(suite.passiveCases, of: suite, reading: try TraceReader(path: path), parameters: SuiteParameters())
+        let inMemory = ConformanceSuite.run(suite.passiveCases, of: suite, on: try CaptureObservation.read(try TraceReader(path: path)), parameters: SuiteParameters())
+        #expect(summary.messages > 12_000 && summary.frames == 12_000)
+        #expect(streamed.results.count == suite.passiveCases.count)
+        for (a, b) in zip(streamed.results, inMemory.results) {
+            #expect(a.info.id == b.info.id && a.verdict.name == b.verdict.name, "\(a.info.id): \(a.verdict.name) vs \(b.verdict.name)")
+            #expect(a.measurements.map(\.value) == b.measurements.map(\.value), "\(a.info.id)")
+            #expect(a.evidence == b.evidence, "\(a.info.id)")
+        }
+        let layout = try #require(streamed.results.first { $0.info.id == "PC-FRAME-LAYOUT" })
+        #expect(layout.verdict.name == "FAIL")
+        #expect(layout.measurements.contains { $0.name == "invalid" && $0.value == 4_000 }, "\(layout.measurements)")
+        #expect(layout.evidence.count == evidenceLimit + 1 && layout.evidence.last == "… and 3995 more", "\(layout.evidence)")
+    }
 }
+

@@ -34,6 +34,20 @@ struct ReplyFloodTests {
         }
     }
 
+    /// Over the stdio adapter, acks for a controller no case uses (id 0, written nonstop by
+    /// Tests/FaultyHosts/ack_flood_host.py) count toward the flood limit too: before, they were
+    /// dropped one by one and every case ran its full time, 70 s in all, for want of its own acks.
+    @Test func conformCountsAFloodToAnotherControllerOverExec() throws {
+        let script = Fixture.packageRoot.appendingPathComponent("Tests/FaultyHosts/ack_flood_host.py").path
+        let result = try kinetrace(["conform", "--exec", "python3 '\(script)'", "--format", "json",
+                                    "--cases", "AC-TRIGGER-*"], timeout: 60)
+        #expect(result.status == 1)
+        let byID = try cases(result.stdout)
+        let failed = byID.values.filter { ($0["verdict"] as? String) == "FAIL" }
+        #expect(failed.count == 1 && (failed.first?["detail"] as? String ?? "").contains("flooded"), "\(byID)")
+        #expect(byID.values.filter { ($0["verdict"] as? String) == "ERROR" }.count == 3, "the cases after the flood are not run")
+    }
+
     @Test func conformJudgesA64KiBReplyByItsLength() throws {
         let (host, port) = try floodHost("big")
         defer { _ = try? host.stop(SIGKILL) }

@@ -173,7 +173,9 @@ public final class LiveProbe {
             link.receive(timeoutMs: Int32(min((remainingNs + 999_999) / 1_000_000, 100))) { event in
                 switch event {
                 case .datagram(let controller, let payload, let monoNs):
-                    guard let c = local[controller], flooded == nil else { return }
+                    guard flooded == nil else { return }
+                    // Replies to another case's controllers are dropped but still count toward the
+                    // flood limit: a host that floods an old controller is as hostile as any.
                     repliesReceived += 1
                     replyBytesReceived += payload.count
                     if repliesReceived > Self.replyLimit(samplesSent: samplesSent) {
@@ -181,6 +183,7 @@ public final class LiveProbe {
                             + "past the limit of 1,000 plus 10 per message"
                         return
                     }
+                    guard let c = local[controller] else { return }
                     let kept = payload.count > Self.replyBytesKept ? Array(payload.prefix(Self.replyBytesKept)) : payload
                     replies.append(Reply(controller: c, payload: kept, monoNs: monoNs, length: payload.count))
                 case .observation(let controller, let observation, let monoNs):
