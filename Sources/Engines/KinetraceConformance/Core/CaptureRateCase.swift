@@ -24,13 +24,8 @@ public struct CaptureRateCase: PassiveCase {
         let nominalMs = 1000 / summary.wireProtocol.nominalRateHz
         let toleranceMs = nominalMs * tolerance
         guard let rate = summary.rates[.captureTime] else { return CaseResult(info, .error("the pass built no capture-time rate series")) }
-        guard rate.windows > 0 else {
-            return CaseResult(info, .inconclusive(rate.skipped > 0 ? "every full 10 s window holds a lost message (a gap over 1.5 × the usual interval)"
-                                                                   : "no controller sends for more than 10 s"),
-                              measurements: [Measurement("windows_with_loss", Double(rate.skipped))])
-        }
-        let measurements = [Measurement("windows", Double(rate.windows)), Measurement("windows_with_loss", Double(rate.skipped)),
-                            Measurement("mean_interval_min", rate.meanMin, "ms"), Measurement("mean_interval_max", rate.meanMax, "ms")]
+        if let notJudged = rate.notJudged(info, message: "message", sends: "sends") { return notJudged }
+        let measurements = rate.measurements
         guard let worst = rate.worst, abs(worst.meanMs - nominalMs) > toleranceMs else { return CaseResult(info, .pass, measurements: measurements) }
         let at = fixed(Double(Int64(bitPattern: worst.startTime) - summary.startNs) / 1e9, 3)
         let detail = "the window of \(worst.controller) from \(at) s averages \(fixed(worst.meanMs, 2)) ms, outside \(fixed(nominalMs, 2)) ± \(fixed(toleranceMs, 2)) ms"

@@ -102,3 +102,19 @@ public struct RateWindows: Sendable {
         }
     }
 }
+
+extension RateWindows {
+    /// INCONCLUSIVE when no full window could be judged, saying why (`message`: "frame" or
+    /// "message"; `sends`: what a controller does for 10 s).
+    func notJudged(_ info: CaseInfo, message: String, sends: String) -> CaseResult? {
+        guard windows == 0 else { return nil }
+        return CaseResult(info, .inconclusive(skipped > 0 ? "every full 10 s window holds a lost \(message) (a gap over 1.5 × the usual interval)"
+                                                          : "no controller \(sends) for more than 10 s"),
+                          measurements: [Measurement("windows_with_loss", Double(skipped))])
+    }
+
+    var measurements: [Measurement] {
+        [Measurement("windows", Double(windows)), Measurement("windows_with_loss", Double(skipped)),
+         Measurement("mean_interval_min", meanMin, "ms"), Measurement("mean_interval_max", meanMax, "ms")]
+    }
+}

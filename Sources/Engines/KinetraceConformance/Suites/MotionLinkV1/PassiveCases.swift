@@ -100,13 +100,8 @@ public struct RateBandCase: PassiveCase {
 
     func verdict(_ summary: PassiveSummary) -> CaseResult {
         guard let rate = summary.rates[.senderStamps] else { return CaseResult(info, .error("the pass built no sender-stamp rate series")) }
-        guard rate.windows > 0 else {
-            return CaseResult(info, .inconclusive(rate.skipped > 0 ? "every full 10 s window holds a lost frame (a gap over 1.5 × the usual interval)"
-                                                                   : "no controller streams for more than 10 s"),
-                              measurements: [Measurement("windows_with_loss", Double(rate.skipped))])
-        }
-        let measurements = [Measurement("windows", Double(rate.windows)), Measurement("windows_with_loss", Double(rate.skipped)),
-                            Measurement("mean_interval_min", rate.meanMin, "ms"), Measurement("mean_interval_max", rate.meanMax, "ms")]
+        if let notJudged = rate.notJudged(info, message: "frame", sends: "streams") { return notJudged }
+        let measurements = rate.measurements
         guard let worst = rate.worst, abs(worst.meanMs - 100) > toleranceMs else { return CaseResult(info, .pass, measurements: measurements) }
         let detail = "the window of \(worst.controller) from t_ms \(worst.startTime) averages \(fixed(worst.meanMs, 2)) ms, outside 100 ± \(Int(toleranceMs)) ms"
         return CaseResult(info, info.level == .must ? .fail(detail) : .nonStrict(detail), measurements: measurements,
