@@ -83,8 +83,6 @@ public struct PassiveSummary: Sendable {
         let seconds3 = (Double(m.timeNs - startNs) / 1e6).rounded() / 1000
         return "#\(m.number) at \(seconds3) s \(m.direction == .controllerToHost ? "from" : "to") \(m.controller) (\(m.length) bytes)"
     }
-    /// The frame that made a trigger.
-    public func frame(of trigger: AckMatching.Trigger) -> MessageRef { trigger.frame }
 }
 
 /// One pass over a capture for a set of passive cases: each message goes to the shared

@@ -93,8 +93,8 @@ public struct AckRuleCase: PassiveCase {
             return CaseResult(info, m.triggers.isEmpty ? .inconclusive("no frame in the capture triggers (τ = \(rule.threshold) g)") : .pass,
                               measurements: measurements)
         }
-        var lines = evidence(missing) { "\(context.describe(context.frame(of: $0))): expected an ack echoing t_ms \($0.tMs), found none" }
-        lines += evidence(repeated) { "\(context.describe(context.frame(of: $0))): expected one ack, found \($0.ackCount)" }
+        var lines = evidence(missing) { "\(context.describe($0.frame)): expected an ack echoing t_ms \($0.tMs), found none" }
+        lines += evidence(repeated) { "\(context.describe($0.frame)): expected one ack, found \($0.ackCount)" }
         lines += evidence(m.unexpected, total: m.unexpectedCount) { "\(context.describe($0.ack)): expected no ack, found one that \($0.reason)" }
         var why = "\(missing.count) trigger(s) unacked, \(repeated.count) acked more than once, \(m.unexpectedCount) unexpected ack(s)"
         if context.capturePoint != .host && !missing.isEmpty {
