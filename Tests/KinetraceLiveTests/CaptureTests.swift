@@ -181,9 +181,14 @@ struct CaptureTests {
         _ = try capture.waitForLine(startingWith: "capturing on lo")
         let sim = try kinetrace("simulate", "--to", "127.0.0.1:\(port)", "--controllers", "5", "--duration", "2")
         #expect(sim.status == 0)
-        // The capture flushes every 250 ms: wait (up to 20 s on a loaded machine) until the file holds every frame, then kill it.
+        // The capture flushes every 250 ms, but either file may also flush on its own when its buffer fills: wait
+        // (up to 20 s on a loaded machine) until both hold every frame, then kill it.
         let waitUntil = Date().addingTimeInterval(20)
-        while (try? counts(trace).c2h) ?? 0 < 100, Date() < waitUntil { usleep(100_000) }
+        func bothFlushed() -> Bool {
+            guard let c2h = try? counts(trace).c2h, c2h >= 100, let lines = try? tcpdumpLines(pcap) else { return false }
+            return lines.count >= c2h
+        }
+        while !bothFlushed(), Date() < waitUntil { usleep(100_000) }
         let result = try capture.stop(SIGKILL)
         #expect(result.signalled)
         _ = try host.stop()
