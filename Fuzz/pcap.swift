@@ -54,9 +54,11 @@ public func fuzzPcap(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 }
 
 func readCapture(as wireProtocol: any WireProtocol.Type, fileSize: Int) {
-    let port = wireProtocol.defaultPort
     do throws(TraceError) {
+        // No port given: the reader infers it from the capture (issue 16), so that scan is fuzzed too.
         let reader = try PcapTraceReader(path: capturePath, wireProtocol: wireProtocol)
+        let port = reader.port
+        if let inferred = reader.portInference?.inferredPort { invariant(inferred == port, "inferred port \(inferred), reading \(port)") }
         var messages = 0
         while let record = try reader.next() {
             invariant(TraceRecord.timeRangeNs.contains(record.timeNs), "record time \(record.timeNs) out of range")

@@ -35,6 +35,8 @@ public struct ReplayInput: Sendable {
     /// Source controllers in first-seen order; one socket each on replay.
     public var controllers: [Endpoint]
     public var paths: [String]
+    /// How each input was read, for people (a capture's inferred host port).
+    public var readingNotes: [String] = []
     /// Records not replayed: host→controller messages, labels, events.
     public var skippedRecords = 0
     /// Inputs that ended inside a record (read up to it).
@@ -60,6 +62,7 @@ public struct ReplayInput: Sendable {
             let source = try TraceInput.open(path: path, wireProtocol: chosen, port: port)
             chosen = source.wireProtocol
             if input == nil { input = ReplayInput(wireProtocol: source.wireProtocol, messages: [], controllers: [], paths: paths) }
+            if let note = source.readingNote { input!.readingNotes.append(note) }
             try read(source, file: file, into: &input!)
         }
         guard var input else {

@@ -146,8 +146,18 @@ public final class PcapTraceReader: TraceRecordSource {
     public let source: String
     public let header: TraceHeader
     public let wireProtocol: any WireProtocol.Type
-    /// The host's UDP or TCP port.
+    /// The host's UDP or TCP port: given, inferred from the capture, or the protocol's default.
     public let port: UInt16
+    /// How the port was found when none was given (nil when one was).
+    public let portInference: PortInference?
+    /// "host port 41448, inferred from 1860 valid motionlink-v1 messages sent to it", when the
+    /// inferred port is not the protocol's default (the default goes without saying).
+    public var readingNote: String? {
+        guard let inference = portInference, let inferred = inference.inferredPort, inferred != wireProtocol.defaultPort else { return nil }
+        let valid = inference.validByPort[inferred] ?? 0
+        return "\(source): host port \(inferred), inferred from \(valid) valid \(wireProtocol.id) message\(valid == 1 ? "" : "s") sent to it"
+            + " (the protocol's default is \(wireProtocol.defaultPort); --port chooses)"
+    }
     public let linkType: LinkType
     public let fileFormat: CaptureFileFormat
     public var truncation: TraceTruncation? { state.truncation }
@@ -203,10 +213,16 @@ public final class PcapTraceReader: TraceRecordSource {
         self.handle = handle
         self.source = path
         self.wireProtocol = wireProtocol
-        let port = port ?? wireProtocol.defaultPort
-        self.port = port
         self.fileFormat = format
         self.linkType = LinkType(pcap_datalink(handle))
+        if let port {
+            self.port = port
+            portInference = nil
+        } else {
+            let inference = PortInference(path: path, wireProtocol: wireProtocol, link: PacketDecoder.LinkLayer(linkType))
+            self.port = inference.inferredPort ?? wireProtocol.defaultPort
+            portInference = inference
+        }
         self.statePointer = .allocate(capacity: 1)
         statePointer.initialize(to: State(link: PacketDecoder.LinkLayer(linkType), transport: IPTransport(wireProtocol.transport),
                                           reassembler: reassembler is TCPReassembler ? nil : reassembler,
@@ -233,7 +249,7 @@ public final class PcapTraceReader: TraceRecordSource {
             if let message = try Self.advance(&statePointer.pointee, handle: handle, port: port, fileFormat: fileFormat, source: source) {
                 return .message(message)
             }
-            if state.queuedHead == state.queued.count { return nil }
+            if state.queuedHead == state.queued.count { try noMessagesCheck(); return nil }
         }
     }
 
@@ -246,8 +262,25 @@ public final class PcapTraceReader: TraceRecordSource {
             if let message = try Self.advance(&statePointer.pointee, handle: handle, port: port, fileFormat: fileFormat, source: source) {
                 return message
             }
-            if state.queuedHead == state.queued.count { return nil }
+            if state.queuedHead == state.queued.count { try noMessagesCheck(); return nil }
         }
+    }
+
+    /// A capture that held none of the protocol's messages is an error, not an empty result:
+    /// a run that read nothing must not pass (the usual cause is the host's port).
+    private func noMessagesCheck() throws(TraceError) {
+        guard state.recordCount == 0 else { return }
+        let transport = IPTransport(wireProtocol.transport)
+        // With --port given nothing was scanned; the ports are worth a scan now, to say where the traffic went.
+        let inference = portInference ?? PortInference(path: source, wireProtocol: wireProtocol, link: state.link)
+        var why = "no \(wireProtocol.id) messages to or from \(transport) port \(port) in \(state.packetCount) packet\(state.packetCount == 1 ? "" : "s")"
+        why += "; \(transport) ports seen: \(inference.portsSeen())"
+        if let other = inference.inferredPort, other != port {
+            why += "; valid \(wireProtocol.id) messages go to port \(other): give --port \(other)"
+        } else if inference.inferredPort == nil {
+            why += ", none of them carrying a valid \(wireProtocol.id) message"
+        }
+        throw TraceError(.noMessages, source: source, message: why)
     }
 
     @inline(__always)

@@ -239,7 +239,7 @@ struct Conform: ParsableCommand {
     /// The passive cases in one pass over the capture as it is read.
     private func checkCapture(_ path: String, _ parameters: SuiteParameters) throws -> SuiteReport {
         let source = try reportingFailures { () throws(TraceError) -> any TraceRecordSource in
-            try TraceInput.open(path: path, wireProtocol: input.wire.given, port: input.port)
+            try openInput(path: path, wireProtocol: input.wire.given, port: input.port)
         }
         let suite = try suite(for: source.wireProtocol)
         let passive = ConformanceSuite.select(suite.passiveCases, include: include, exclude: exclude)

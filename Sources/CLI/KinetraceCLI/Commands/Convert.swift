@@ -76,7 +76,7 @@ struct Convert: ParsableCommand {
         let kind = try outputKind()
         let summary = try reportingFailures { () throws(TraceError) -> ConversionSummary in
             // Records as stored: a byte-stream protocol's chunks keep their boundaries.
-            let reader = try TraceInput.open(path: input, wireProtocol: inputOptions.wire.given, port: inputOptions.port, framed: false)
+            let reader = try openInput(path: input, wireProtocol: inputOptions.wire.given, port: inputOptions.port, framed: false)
             let capture = reader as? PcapTraceReader
             var summary = ConversionSummary(input: input, inputFormat: capture?.fileFormat ?? .trace,
                                             output: output, outputKind: kind)
@@ -90,22 +90,31 @@ struct Convert: ParsableCommand {
                     progress.update(summary.recordsRead)
                 }
             }
-            switch kind {
-            case .trace:
-                var header = reader.header
-                if capture != nil { header.tool = "kinetrace \(Kinetrace.version)" }
-                let writer = try TraceWriter(path: output, header: header)
-                try copyRecords { (record) throws(TraceError) in try writer.write(record) }
-                try writer.close()
-                summary.recordsWritten = writer.recordCount
-            case .pcap:
-                let writer = try PcapWriter(path: output, transport: IPTransport(reader.wireProtocol.transport))
-                try copyRecords { (record) throws(TraceError) in try writer.write(record) }
-                try writer.close()
-                summary.recordsWritten = writer.packetCount
-                summary.labelsNotWritten = writer.labelsNotWritten
-                summary.eventsNotWritten = writer.eventsNotWritten
-                summary.motionSamplesNotWritten = writer.motionSamplesNotWritten
+            // A conversion that fails part way leaves no output behind: half a file passes for a whole one.
+            var outputCreated = false
+            do throws(TraceError) {
+                switch kind {
+                case .trace:
+                    var header = reader.header
+                    if capture != nil { header.tool = "kinetrace \(Kinetrace.version)" }
+                    let writer = try TraceWriter(path: output, header: header)
+                    outputCreated = true
+                    try copyRecords { (record) throws(TraceError) in try writer.write(record) }
+                    try writer.close()
+                    summary.recordsWritten = writer.recordCount
+                case .pcap:
+                    let writer = try PcapWriter(path: output, transport: IPTransport(reader.wireProtocol.transport))
+                    outputCreated = true
+                    try copyRecords { (record) throws(TraceError) in try writer.write(record) }
+                    try writer.close()
+                    summary.recordsWritten = writer.packetCount
+                    summary.labelsNotWritten = writer.labelsNotWritten
+                    summary.eventsNotWritten = writer.eventsNotWritten
+                    summary.motionSamplesNotWritten = writer.motionSamplesNotWritten
+                }
+            } catch {
+                if outputCreated { unlink(output) }
+                throw error
             }
             progress.finish()
             if let capture {

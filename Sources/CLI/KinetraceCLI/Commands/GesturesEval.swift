@@ -197,7 +197,7 @@ struct GesturesEval: ParsableCommand {
             if stdoutIsTerminal { writeStandardError("\rgestures: \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
             let readStart = SystemClock.monotonicNs()
             let trace = try reportingFailures { () throws(TraceError) -> GestureTrace in
-                let reader = try TraceInput.open(path: path, wireProtocol: input.wire.given, port: input.port)
+                let reader = try openInput(path: path, wireProtocol: input.wire.given, port: input.port)
                 let trace = try GestureTrace.read(reader, source: source)
                 if let truncation = reader.truncation { printWarning("\(path): \(truncation)") }
                 return trace
@@ -235,7 +235,7 @@ struct GesturesEval: ParsableCommand {
         for (n, path) in paths.enumerated() {
             if stdoutIsTerminal { writeStandardError("\rgestures: replaying \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
             let (trace, replayInput) = try reportingFailures { () throws(TraceError) -> (GestureTrace, ReplayInput) in
-                (try GestureTrace.read(try TraceInput.open(path: path, wireProtocol: input.wire.given, port: input.port), source: .frames),
+                (try GestureTrace.read(try openInput(path: path, wireProtocol: input.wire.given, port: input.port), source: .frames),
                  try ReplayInput.load(paths: [path], wireProtocol: input.wire.given, port: input.port))
             }
             var configuration = Replayer.Configuration(target: .udp(address), input: replayInput)

@@ -28,7 +28,7 @@ struct Inspect: ParsableCommand {
     func run() throws {
         let rule = ruleOptions.rule
         let summary = try reportingFailures { () throws(TraceError) -> TraceSummary in
-            let reader = try TraceInput.open(path: file, wireProtocol: input.wire.given, port: input.port)
+            let reader = try openInput(path: file, wireProtocol: input.wire.given, port: input.port)
             var summarizer = TraceSummarizer(source: reader.source, header: reader.header, wireProtocol: reader.wireProtocol, rule: rule)
             var progress = Progress(label: "records read")
             var recordCount = 0

@@ -93,8 +93,8 @@ struct Latency: ParsableCommand {
         }
         if join {
             let analysis = try reportingFailures { () throws(TraceError) -> LatencyAnalysis in
-                let controller = try TraceInput.open(path: traces[0], wireProtocol: input.wire.given, port: input.port)
-                let host = try TraceInput.open(path: traces[1], wireProtocol: controller.wireProtocol, port: input.port)
+                let controller = try openInput(path: traces[0], wireProtocol: input.wire.given, port: input.port)
+                let host = try openInput(path: traces[1], wireProtocol: controller.wireProtocol, port: input.port)
                 return try LatencyJoin.join(controller: controller, host: host, options: options)
             }
             guard !analysis.measures.isEmpty else {
@@ -124,7 +124,7 @@ struct Latency: ParsableCommand {
     }
 
     static func analyse(path: String, input: CaptureInputOptions, options: LatencyOptions) throws(TraceError) -> LatencyAnalysis {
-        let reader = try TraceInput.open(path: path, wireProtocol: input.wire.given, port: input.port)
+        let reader = try openInput(path: path, wireProtocol: input.wire.given, port: input.port)
         var collector = LatencyCollector(header: reader.header, wireProtocol: reader.wireProtocol)
         var progress = Progress(label: "\(path): records read")
         var count = 0

@@ -196,6 +196,7 @@ struct Replay: ParsableCommand {
         var replayInput: ReplayInput = try reportingFailures { () throws(TraceError) in
             try ReplayInput.load(paths: inputs, wireProtocol: input.wire.given, port: input.port)
         }
+        for note in replayInput.readingNotes { printNote(note) }
         for (path, truncation) in replayInput.truncations.sorted(by: { $0.key < $1.key }) {
             printWarning("\(path): \(truncation.description); replaying what precedes it")
         }

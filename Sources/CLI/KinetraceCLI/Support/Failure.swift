@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import KinetraceSupport
 import KinetraceTrace
+import KinetracePcap
+import KinetraceWire
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -133,4 +135,19 @@ func writeOutput(_ text: String, to path: String?, what: String = "the report", 
         printError("\(path): cannot write \(what): \((error as? FileError)?.message ?? "\(error)")")
         throw ExitStatus.ioError
     }
+}
+
+/// Prints one note to standard error: how an input was read, worth knowing but no problem.
+func printNote(_ message: String) {
+    var stderr = StandardError()
+    print("kinetrace: note: \(message)", to: &stderr)
+}
+
+/// Opens a trace or capture as `TraceInput.open` does, and says how a capture's host
+/// port was found when it was inferred (so a run on the wrong traffic is noticed).
+func openInput(path: String, wireProtocol: (any WireProtocol.Type)? = nil, port: UInt16? = nil,
+               framed: Bool = true) throws(TraceError) -> any TraceRecordSource {
+    let source = try TraceInput.open(path: path, wireProtocol: wireProtocol, port: port, framed: framed)
+    if let note = source.readingNote { printNote(note) }
+    return source
 }

@@ -76,6 +76,7 @@ public final class FramingRecordSource: TraceRecordSource {
     public var header: TraceHeader { base.header }
     public var wireProtocol: any WireProtocol.Type { base.wireProtocol }
     public var truncation: TraceTruncation? { base.truncation }
+    public var readingNote: String? { base.readingNote }
     public var unknownRecordCount: Int { base.unknownRecordCount }
 
     public func next() throws(TraceError) -> TraceRecord? {

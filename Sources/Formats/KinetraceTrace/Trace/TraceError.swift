@@ -31,6 +31,8 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let unknownProtocol = Code("unknown_protocol")
         /// The input holds another protocol's traffic than the one asked for.
         public static let protocolMismatch = Code("protocol_mismatch")
+        /// A capture holds none of the protocol's messages (another port, another protocol).
+        public static let noMessages = Code("no_messages")
     }
 
     public var code: Code

@@ -15,6 +15,12 @@ public protocol TraceRecordSource: AnyObject {
     var truncation: TraceTruncation? { get }
     /// Records (or packets) skipped because this version does not know their kind.
     var unknownRecordCount: Int { get }
+    /// What a person should know about how the input was read (a capture's inferred host port).
+    var readingNote: String? { get }
+}
+
+extension TraceRecordSource {
+    public var readingNote: String? { nil }
 }
 
 extension TraceReader: TraceRecordSource {}
