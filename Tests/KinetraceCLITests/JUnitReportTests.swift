@@ -95,6 +95,10 @@ struct JUnitReportTests {
         let replay = try report(["replay", Fixture.bundledTrace, "--exec", hostile, "--end", "2", "--format", "junit"])
         #expect(replay.status == 69)
         #expect(replay.parsed.types.first == "host_died")
+        // A harness error quotes the path and the arguments, control characters and all.
+        let missing = try report(["gestures", "eval", "--detector", "threshold", "--format", "junit", "/nonexistent/\(hostile).jsonl"])
+        #expect(missing.status == 66)
+        #expect(missing.parsed.messages.first??.hasPrefix("/nonexistent/exit 3 # \u{FFFD}\u{FFFD}[31m\u{FFFD}\u{FFFD}&<\"'") == true)
     }
 
     // MARK: gestures eval

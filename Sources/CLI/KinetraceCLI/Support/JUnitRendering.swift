@@ -155,12 +155,14 @@ enum JUnitRendering {
     /// A report for a run that stopped before it could judge anything: one errored testcase
     /// named for the run, whose type is the exit status's name and whose message is the
     /// error line the command printed.
-    static func harnessError(command: String, status: Int32, message: String, durationNs: Int64, startedEpochNs: Int64) -> JUnitReport {
+    static func harnessError(command: String, arguments: [String], status: Int32, message: String, durationNs: Int64,
+                             startedEpochNs: Int64) -> JUnitReport {
         let problem = JUnitProblem(type: exitStatusName(status), message: message,
                                    detail: "\(command) stopped with exit status \(status): \(message)")
         let testCase = JUnitCase(name: "run", className: command.replacingOccurrences(of: " ", with: "."), durationNs: durationNs,
                                  result: .errored(problem))
-        let suite = JUnitSuite(name: command, durationNs: durationNs, startedEpochNs: startedEpochNs, cases: [testCase],
+        let suite = JUnitSuite(name: command, durationNs: durationNs, startedEpochNs: startedEpochNs,
+                               properties: [JUnitProperty("arguments", arguments.joined(separator: " "))], cases: [testCase],
                                systemOut: "harness error: nothing was judged")
         return JUnitReport(name: command, suites: [suite], durationNs: durationNs)
     }
@@ -223,7 +225,8 @@ final class JUnitErrorGuard {
         guard enabled, !reportWritten else { return }
         reportWritten = true
         let message = ErrorLines.last ?? "\(command) stopped with exit status \(status)"
-        let report = JUnitRendering.harnessError(command: command, status: status, message: message,
+        let report = JUnitRendering.harnessError(command: command, arguments: Array(CommandLine.arguments.dropFirst()),
+                                                 status: status, message: message,
                                                  durationNs: SystemClock.monotonicNs() - startedNs, startedEpochNs: startedEpochNs)
         // The exit status already says what went wrong; a report that cannot be written adds its own line.
         try? writeOutput(report.xml(), to: path)
