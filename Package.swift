@@ -5,7 +5,8 @@ import PackageDescription
 // plus the same-layer edges listed in scripts/check-layers (which CI runs).
 //   1. Support  – KinetraceSupport (clocks, locks, POSIX files, worker threads, the seeded
 //                 generator, duration statistics; CKinetraceSystem is its C shim) and
-//                 KinetraceJSON (the JSON value, writer and pull scanner; pure).
+//                 KinetraceJSON (the JSON value, writer and pull scanner; pure) and
+//                 KinetraceJUnit (the one JUnit XML writer; pure: no imports at all).
 //   2. Wire     – KinetraceWire: pure codecs, one folder per wire protocol, the protocol
 //                 abstraction and its registry (standard library and KinetraceJSON only).
 //   3. Formats  – KinetraceTrace (trace v1, JSON Lines), KinetracePcap (pcap/pcapng via libpcap,
@@ -26,6 +27,7 @@ let package = Package(
         .executable(name: "kinetrace", targets: ["kinetrace"]),
         .library(name: "KinetraceSupport", targets: ["KinetraceSupport"]),
         .library(name: "KinetraceJSON", targets: ["KinetraceJSON"]),
+        .library(name: "KinetraceJUnit", targets: ["KinetraceJUnit"]),
         .library(name: "KinetraceWire", targets: ["KinetraceWire"]),
         .library(name: "KinetraceTrace", targets: ["KinetraceTrace"]),
         .library(name: "KinetracePcap", targets: ["KinetracePcap"]),
@@ -61,6 +63,8 @@ let package = Package(
             ],
             path: "Sources/Support/KinetraceSupport", swiftSettings: strict),
         .target(name: "KinetraceJSON", path: "Sources/Support/KinetraceJSON", swiftSettings: strict),
+        // The JUnit XML report conform, gestures eval and replay share: text building only.
+        .target(name: "KinetraceJUnit", path: "Sources/Support/KinetraceJUnit", swiftSettings: strict),
         // 2. Wire
         .target(name: "KinetraceWire", dependencies: ["KinetraceJSON"], path: "Sources/Wire/KinetraceWire", swiftSettings: strict),
         // 3. Formats
@@ -147,7 +151,7 @@ let package = Package(
             dependencies: [
                 "KinetraceSupport", "KinetraceJSON", "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
                 "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetraceReplay", "KinetraceTransport",
-                "KinetraceConformance", "KinetracePlot", "KinetraceGestures",
+                "KinetraceConformance", "KinetracePlot", "KinetraceGestures", "KinetraceJUnit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -205,8 +209,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceCLITests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceCLI", "KinetraceReplay", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
-            exclude: ["Golden"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceJUnit", "KinetraceCLI", "KinetraceReplay", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            exclude: ["Golden", "Schemas"],
             swiftSettings: strict),
     ]
 )

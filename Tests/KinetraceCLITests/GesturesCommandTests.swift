@@ -45,7 +45,8 @@ import Testing
                                   "--format", "junit", Fixture.bundledTrace)
         #expect(worse.status == 1)
         #expect(worse.stderr.hasPrefix("kinetrace: error: f1 0.709 is below 0.970 − 0.020; recall 0.549 is below 0.941 − 0.020") && worse.stderr.split(separator: "\n").count == 1, "\(worse.stderr)")
-        #expect(worse.stdout.contains(#"<failure message="f1 0.709 below 0.950"/>"#) && worse.stdout.contains(#"<failure message="recall"#))
+        #expect(worse.stdout.contains(#"<failure type="baseline-regression" message="f1 0.709 below 0.950">baseline 0.970 − margin 0.020</failure>"#)
+                && worse.stdout.contains(#"<failure type="baseline-regression" message="recall"#), "\(worse.stdout)")
 
         // The report says which traces the drop comes from.
         let perTrace = try kinetrace("gestures", "eval", "--detector", "threshold", "--param", "threshold=1.0", "--baseline", base,

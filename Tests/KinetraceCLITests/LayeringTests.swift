@@ -77,6 +77,19 @@ import Testing
         #expect(found.contains { $0.contains("KinetraceTrace (formats) imports Foundation") }, "\(result.stdout)")
     }
 
+    /// The JUnit writer imports nothing at all, not even a same-layer module or libc.
+    @Test func theJUnitWriterStaysPure() throws {
+        for (module, why) in [("KinetraceSupport", "same-layer import not in the allow-list"),
+                              ("Glibc", "KinetraceJUnit is pure: it may use no module at all")] {
+            let (root, file) = try plant("import \(module)", in: "Support/KinetraceJUnit")
+            defer { Fixture.remove(root) }
+            let result = try checkLayers(root: root)
+            #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+            #expect(lines(about: file, in: result).contains { $0.contains("KinetraceJUnit (support) imports \(module)") && $0.contains(why) },
+                    "\(result.stdout)")
+        }
+    }
+
     /// Never green on nothing: a tree without Sources/ fails.
     @Test func emptyTreeFails() throws {
         let root = try Fixture.temporaryDirectory()

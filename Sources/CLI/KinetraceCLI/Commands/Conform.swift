@@ -60,6 +60,11 @@ struct Conform: ParsableCommand {
             id check keeps each message's id. Invalid messages, repeated, unexpected and \
             misdirected acks are counted in full and kept as a sample of 1,000 for evidence.
 
+            --format junit writes one testcase per case (FAIL, and NON-STRICT under --strict, \
+            as a failure; INCONCLUSIVE skipped; ERROR an error) in the form Jenkins' xunit \
+            plugin (junit-10.xsd) and Surefire's readers accept. A harness error still writes \
+            a report, whose one testcase is the error, and exits with its own status.
+
             Exit status: 0 when no MUST case fails (and, with --strict, no SHOULD case is \
             missed); 1 when one does, or when no case could decide (NOTHING JUDGED); 64 for bad usage; 65 for a capture that is not valid \
             data; 66 for a capture that is missing or unreadable; 69 when no host is there \
@@ -125,6 +130,11 @@ struct Conform: ParsableCommand {
     }
 
     func run() throws {
+        let junit = JUnitErrorGuard(command: "kinetrace conform", enabled: report.format == .junit && !list, path: report.out)
+        try junit.run { try check(junit) }
+    }
+
+    private func check(_ junit: JUnitErrorGuard) throws {
         var parameters = SuiteParameters()
         parameters.rule = ruleOptions.rule
         parameters.ackDeadlineMs = ackDeadlineMs
@@ -139,8 +149,14 @@ struct Conform: ParsableCommand {
             let active = ConformanceSuite.select(suite.activeCases, include: include, exclude: exclude)
             guard !active.isEmpty else { throw ValidationError("No active case matches the --cases and --exclude given.") }
             result = try runActive(active, of: suite, parameters)
+            if result.results.allSatisfy({ if case .error = $0.verdict { return true } else { return false } }) {
+                // A harness error, yet each case's error says more than one line would.
+                if report.format == .junit { try junit.write(JUnitRendering.conform(result, strict: strict, startedEpochNs: junit.startedEpochNs)) }
+                printError("every case failed to run against \(result.target): \(result.results.first?.verdict.reason ?? "")")
+                throw ExitStatus.unavailable
+            }
         }
-        try emit(result)
+        try emit(result, junit)
     }
 
     private func suite(for wireProtocol: any WireProtocol.Type) throws -> ProtocolSuite {
@@ -222,10 +238,6 @@ struct Conform: ParsableCommand {
         }
         progress.finish()
         _ = link.finish(graceMs: 1_000)
-        if result.results.allSatisfy({ if case .error = $0.verdict { return true } else { return false } }) {
-            printError("every case failed to run against \(target): \(result.results.first?.verdict.reason ?? "")")
-            throw ExitStatus.unavailable
-        }
         return result
     }
 
@@ -253,12 +265,15 @@ struct Conform: ParsableCommand {
         return report
     }
 
-    private func emit(_ result: SuiteReport) throws {
+    private func emit(_ result: SuiteReport, _ junit: JUnitErrorGuard) throws {
         let text: String
         switch report.format {
         case .text: text = ConformanceRendering.text(result, strict: strict)
         case .json: text = ConformanceRendering.json(result, strict: strict)
-        case .junit: text = ConformanceRendering.junit(result, strict: strict)
+        case .junit:
+            try junit.write(JUnitRendering.conform(result, strict: strict, startedEpochNs: junit.startedEpochNs))
+            if result.failed(strict: strict) { throw ExitCode.failure }
+            return
         case .html:
             // A capture's report also shows its latencies, read again with the latency command's analysis.
             let latency = capture.flatMap { path in

@@ -39,6 +39,12 @@ struct GesturesEval: ParsableCommand {
             A host that cannot be reached exits 69; one that floods replies stops the run, \
             exit 76, in bounded memory (as replay).
 
+            --format junit writes one testcase per trace, with its scores and time, and one \
+            per gate (--baseline, --min-f1, --min-recall), failed when the gate fails; a \
+            harness error (a trace that is missing or not valid, a host that cannot be \
+            reached) still writes a report, whose one testcase is the error, and exits with \
+            its own status.
+
             A directory argument stands for the traces, pcaps and pcapngs in it.
             """)
 
@@ -119,13 +125,18 @@ struct GesturesEval: ParsableCommand {
     }
 
     func run() throws {
+        let junit = JUnitErrorGuard(command: "kinetrace gestures eval", enabled: report.format == .junit, path: report.out)
+        try junit.run { try evaluate(junit) }
+    }
+
+    private func evaluate(_ junit: JUnitErrorGuard) throws {
         let window = try matchWindow()
         let paths = try Self.expand(traces)
         let started = SystemClock.monotonicNs()
         let result: GestureReport
         var timing = GestureTiming()
         if let live {
-            result = try evaluateLive(paths: paths, host: live, window: window)
+            result = try evaluateLive(paths: paths, host: live, window: window, timing: &timing)
         } else {
             let (settings, swept) = try detectorSettings()
             result = try evaluateOffline(paths: paths, settings: settings, swept: swept, window: window, timing: &timing)
@@ -139,6 +150,7 @@ struct GesturesEval: ParsableCommand {
             checks = stored.compare(with: result.totals[result.bestIndex], margin: margin)
             traceRegressions = stored.traceRegressions(in: result, margin: margin)
         }
+        let baselineChecks = checks.count
         let best = result.totals[result.bestIndex]
         if let minF1 { checks.append(.init(metric: "f1", baseline: minF1, current: best.f1 ?? 0, margin: 0)) }
         if let minRecall { checks.append(.init(metric: "recall", baseline: minRecall, current: best.recall ?? 0, margin: 0)) }
@@ -147,13 +159,17 @@ struct GesturesEval: ParsableCommand {
             let svg = GestureFigures.figure(result)
             try writeOutput(svg, to: plot, what: "the plot")
         }
-        let text: String
         switch report.format {
-        case .text: text = GestureRendering.text(result, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing)
-        case .json: text = GestureRendering.json(result, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing)
-        case .junit: text = GestureRendering.junit(result, checks: checks, elapsedNs: timing.totalNs)
+        case .text:
+            try writeOutput(GestureRendering.text(result, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing),
+                            to: report.out)
+        case .json:
+            try writeOutput(GestureRendering.json(result, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing),
+                            to: report.out)
+        case .junit:
+            try junit.write(JUnitRendering.gestures(result, checks: checks, baselineChecks: baselineChecks, traceRegressions: traceRegressions,
+                                                    baselinePath: baseline, timing: timing, startedEpochNs: junit.startedEpochNs))
         }
-        try writeOutput(text, to: report.out)
         let failed = checks.filter(\.regressed)
         if !failed.isEmpty {
             printError(failed.map { "\($0.metric) \(GestureRendering.number($0.current)) is below \(GestureRendering.number($0.baseline))"
@@ -204,7 +220,11 @@ struct GesturesEval: ParsableCommand {
             }
             let evaluateStart = SystemClock.monotonicNs()
             timing.readNs += evaluateStart - readStart
-            defer { timing.evaluateNs += SystemClock.monotonicNs() - evaluateStart }
+            defer {
+                let end = SystemClock.monotonicNs()
+                timing.evaluateNs += end - evaluateStart
+                timing.perTraceNs.append(end - readStart)
+            }
             let scores: [TraceScore]
             do throws(GestureError) {
                 scores = try GestureEvaluation.evaluate(trace, settings: settings, window: window)
@@ -228,12 +248,13 @@ struct GesturesEval: ParsableCommand {
     }
 
     /// Each trace replayed to the host; its acks are the detections.
-    func evaluateLive(paths: [String], host: String, window: MatchWindow) throws -> GestureReport {
+    func evaluateLive(paths: [String], host: String, window: MatchWindow, timing: inout GestureTiming) throws -> GestureReport {
         let address = try SocketAddressBox.resolve(host)
         var summaries: [GestureReport.TraceSummary] = []
         let signals = LiveStop()
         for (n, path) in paths.enumerated() {
             if stdoutIsTerminal { writeStandardError("\rgestures: replaying \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
+            let traceStart = SystemClock.monotonicNs()
             let (trace, replayInput) = try reportingFailures { () throws(TraceError) -> (GestureTrace, ReplayInput) in
                 (try GestureTrace.read(try openInput(path: path, wireProtocol: input.wire.given, port: input.port), source: .frames),
                  try ReplayInput.load(paths: [path], wireProtocol: input.wire.given, port: input.port))
@@ -277,6 +298,7 @@ struct GesturesEval: ParsableCommand {
             let score = GestureScore.match(labels: labels, detections: detections, window: window)
             summaries.append(summary(trace, path: path, scores: [TraceScore(score: score, byGesture: ["jump": score], detections: detections.count)],
                                      gestures: ["jump"]))
+            timing.perTraceNs.append(SystemClock.monotonicNs() - traceStart)
         }
         if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
         return GestureReport(detector: "live \(host)", gestures: ["jump"], settings: [], sweptParameter: nil, window: window,
@@ -335,6 +357,8 @@ struct GestureTiming {
     var totalNs: Int64 = 0
     var readNs: Int64 = 0
     var evaluateNs: Int64 = 0
+    /// Each trace's reading and scoring (or replay), in trace order.
+    var perTraceNs: [Int64] = []
 }
 
 enum GestureFormat: String, ReportFormat {

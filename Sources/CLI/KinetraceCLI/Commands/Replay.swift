@@ -30,7 +30,18 @@ struct Replay: ParsableCommand {
             Replies are matched to samples by the stamp they echo and compared with the replies \
             the protocol's host model predicts for what was actually sent (MotionLink v1: an \
             ack per trigger of the gesture rule). A replay never hangs: --timeout \
-            bounds it. Exit status: 0 done; 1 acks differ from the prediction (--strict only); \
+            bounds it.
+
+            --format junit writes one testcase per controller, failed when its acks differ \
+            from the prediction (missing or unexpected ones, what --strict exits 1 on; without \
+            --strict the report still shows them and the exit status stays 0). For a protocol \
+            whose host sends no replies the controllers are skipped, since there is nothing to \
+            compare. A replay that stops early adds an error testcase saying why and skips the \
+            controllers; a harness error before it starts (an input that is missing or not \
+            valid) writes a report whose one testcase is the error. Either way the exit status \
+            is the one below.
+
+            Exit status: 0 done; 1 acks differ from the prediction (--strict only); \
             64 usage; 65 bad input or network; 66 an input is missing; 69 the host is unreachable \
             or died; 73 the record cannot be created; 75 timed out; 76 the host never answered, \
             broke the stdio framing, or flooded the replay with replies nobody asked for (more than \
@@ -141,7 +152,13 @@ struct Replay: ParsableCommand {
     @Flag(help: "Exit 1 when the acks differ from the gesture rule's prediction.")
     var strict = false
 
-    @OptionGroup var report: ReportOptions<OutputFormat>
+    @OptionGroup var report: ReportOptions<ReplayFormat>
+
+    enum ReplayFormat: String, ReportFormat {
+        case text, json, junit
+        static var defaultFormat: ReplayFormat { .text }
+        static var formatHelp: String { "text for people, json for machines, junit for CI (one testcase per controller)" }
+    }
 
     enum OrderPolicy: String, ExpressibleByArgument, CaseIterable { case keep, jitter }
 
@@ -167,9 +184,17 @@ struct Replay: ParsableCommand {
         guard (0...100_000).contains(spinUs) else { throw ValidationError("--spin-us must be between 0 and 100000.") }
         if network != nil && legacyProfile != nil { throw ValidationError("Give --network once (--profile is its old name).") }
         if let corruptBits { guard (1...64).contains(corruptBits) else { throw ValidationError("--corrupt-bits must be from 1 to 64.") } }
+        if dryRun && report.format == .junit {
+            throw ValidationError("--dry-run sends nothing, so there is nothing to judge: use --format text or json.")
+        }
     }
 
     func run() throws {
+        let junit = JUnitErrorGuard(command: "kinetrace replay", enabled: report.format == .junit, path: report.out)
+        try junit.run { try replay(junit) }
+    }
+
+    private func replay(_ junit: JUnitErrorGuard) throws {
         var options = ReplayOptions()
         options.timing = timing
         options.speed = speed
@@ -248,7 +273,14 @@ struct Replay: ParsableCommand {
             throw error.code == .badOptions ? ExitCode.validationFailure : ExitStatus.dataError
         }
         if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
-        try emit(render(report, options: options, replies: replayInput.wireProtocol.hostReplies, protocolName: replayInput.wireProtocol.id.name))
+        let wireProtocol = replayInput.wireProtocol
+        if self.report.format == .junit {
+            let networkName: String? = if case .string(let name) = recordExtra["network"] { name } else { nil }
+            try junit.write(JUnitRendering.replay(report, inputs: inputs, protocolName: wireProtocol.id.name, replies: wireProtocol.hostReplies,
+                                                  strict: strict, network: networkName, startedEpochNs: junit.startedEpochNs))
+        } else {
+            try emit(render(report, options: options, replies: wireProtocol.hostReplies, protocolName: wireProtocol.id.name))
+        }
         if let detail = report.detail, report.outcome != .completed { printError(detail) }
         switch report.outcome {
         case .completed:
@@ -355,7 +387,7 @@ struct Replay: ParsableCommand {
             }
         }
         switch self.report.format {
-        case .text:
+        case .text, .junit:  // validate() refuses junit for a dry run
             lines.append("plan: \(sends) message(s) from \(schedule.messages.count) input message(s) as \(schedule.controllerCount) controller(s) over \(SummaryRendering.ms(Double(lastDeadline) / 1e6, 1)) ms, seed \(options.seed)")
             if !impaired.isEmpty {
                 lines.append("impaired: " + impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
@@ -416,7 +448,7 @@ struct Replay: ParsableCommand {
                              "round_trip_ms": t.roundTripNs.map { .number(Double($0) / 1e6) } ?? .null])
                 }),
             ]).jsonText)
-        case .text:
+        case .text, .junit:  // junit is JUnitRendering.replay
             let count = report.controllers.count
             lines.append("replayed \(inputs.joined(separator: ", ")) to \(report.target) as \(count) controller(s), seed \(report.seed): \(report.outcome.rawValue)")
             var sentLine = "sent \(report.sent) message(s) in \(SummaryRendering.ms(Double(report.elapsedNs) / 1e9, 2)) s"

@@ -1,5 +1,6 @@
 import KinetraceAnalysis
 import KinetraceConformance
+import KinetraceJUnit
 
 /// A conformance report as one self-contained HTML5 page: inline CSS, no
 /// scripts and no external resources, so the file can be archived with a CI
@@ -153,7 +154,7 @@ enum ConformanceHTML {
 
     static func number(_ value: Double) -> String { ConformanceRendering.number(value) }
 
-    static func esc(_ text: String) -> String { ConformanceRendering.escape(text) }
+    static func esc(_ text: String) -> String { JUnitXML.escaped(text, inAttribute: true) }
 
     // MARK: Style
 

@@ -2,7 +2,7 @@ import KinetraceJSON
 import KinetraceConformance
 import KinetraceTrace
 
-/// Conformance reports for people (text), machines (JSON) and CI (JUnit XML).
+/// Conformance reports for people (text) and machines (JSON); JUnit XML is `JUnitRendering.conform`.
 enum ConformanceRendering {
     static func text(_ report: SuiteReport, strict: Bool) -> String {
         var lines = ["kinetrace conform \(ConformanceSuite.version) (\(report.specVersion)), \(report.mode), \(report.target)",
@@ -52,51 +52,7 @@ enum ConformanceRendering {
         ]).jsonText + "\n"
     }
 
-    static func junit(_ report: SuiteReport, strict: Bool) -> String {
-        let failures = report.results.filter { $0.fails(strict: strict) }.count
-        let skipped = report.results.filter { if case .inconclusive = $0.verdict { return true } else { return false } }.count
-        let errors = report.results.filter { if case .error = $0.verdict { return true } else { return false } }.count
-        var xml = [#"<?xml version="1.0" encoding="UTF-8"?>"#,
-                   #"<testsuites name="kinetrace conform" tests="\#(report.results.count)" failures="\#(failures)" errors="\#(errors)" skipped="\#(skipped)">"#,
-                   #"  <testsuite name="\#(escape(report.target))" tests="\#(report.results.count)" failures="\#(failures)" errors="\#(errors)" skipped="\#(skipped)" time="\#(Double(report.elapsedNs) / 1e9)">"#]
-        for r in report.results {
-            xml.append(#"    <testcase classname="\#(escape(r.info.requirements.joined(separator: " ")))" name="\#(escape(r.info.id))" time="\#(Double(r.durationNs) / 1e9)">"#)
-            let detail = escape(([r.verdict.reason ?? ""] + r.evidence).joined(separator: "\n"))
-            switch r.verdict {
-            case .fail(let why),
-                 .nonStrict(let why) where strict:
-                xml.append(#"      <failure message="\#(escape(why))" type="\#(r.verdict.name)">\#(detail)</failure>"#)
-            case .inconclusive(let why):
-                xml.append(#"      <skipped message="\#(escape(why))"/>"#)
-            case .error(let why):
-                xml.append(#"      <error message="\#(escape(why))">\#(detail)</error>"#)
-            default:
-                break
-            }
-            let out = r.measurements.map { "\($0.name)=\(number($0.value))\($0.unit)" }.joined(separator: " ")
-            xml.append("      <system-out>\(escape(r.verdict.name + (out.isEmpty ? "" : " " + out)))</system-out>")
-            xml.append("    </testcase>")
-        }
-        xml += ["  </testsuite>", "</testsuites>"]
-        return xml.joined(separator: "\n") + "\n"
-    }
-
     static func durationMs(_ r: CaseResult) -> String { SummaryRendering.ms(Double(r.durationNs) / 1e6, 1) }
-
-    static func escape(_ text: String) -> String {
-        var out = ""
-        for ch in text {
-            switch ch {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&apos;"
-            default: out.append(ch)
-            }
-        }
-        return out
-    }
 
     static func number(_ value: Double) -> String {
         value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : SummaryRendering.ms(value, 3)

@@ -40,8 +40,9 @@ enum ExitStatus {
     }
 }
 
-/// Prints one line to standard error.
+/// Prints one line to standard error (and keeps it for a harness-error report).
 func printError(_ message: String) {
+    ErrorLines.record(message)
     var stderr = StandardError()
     print("kinetrace: error: \(message)", to: &stderr)
 }

@@ -4,7 +4,7 @@ import KinetraceGestures
 import KinetraceTrace
 
 /// `kinetrace gestures eval` reports: a table for people, JSON for machines and
-/// baselines (specs/gesture-eval-v1.schema.json), JUnit XML for CI.
+/// baselines (specs/gesture-eval-v1.schema.json); JUnit XML is `JUnitRendering.gestures`.
 enum GestureRendering {
     static func number(_ x: Double, _ decimals: Int = 3) -> String { SummaryRendering.ms(x, decimals) }
     static func ratio(_ x: Double?) -> String { x.map { number($0) } ?? "-" }
@@ -184,33 +184,6 @@ enum GestureRendering {
                                   "choices": .array(p.choices.map { .string($0) })])
                      })])
         })
-    }
-
-    // MARK: JUnit
-
-    /// One testcase per trace (its scores in system-out) and one per gate, failed when it regressed.
-    static func junit(_ report: GestureReport, checks: [GestureBaseline.Check], elapsedNs: Int64) -> String {
-        let best = report.bestIndex
-        let failures = checks.filter(\.regressed).count
-        let e = ConformanceRendering.escape
-        var xml = [#"<?xml version="1.0" encoding="UTF-8"?>"#,
-                   #"<testsuites name="kinetrace gestures eval" tests="\#(report.traces.count + checks.count)" failures="\#(failures)">"#,
-                   #"  <testsuite name="\#(e(report.detector)) \#(e(settingText(report, best)))" tests="\#(report.traces.count + checks.count)" failures="\#(failures)" time="\#(Double(elapsedNs) / 1e9)">"#]
-        for t in report.traces {
-            let s = t.scores[best].score
-            xml.append(#"    <testcase classname="\#(e(report.detector))" name="\#(e(t.source))">"#)
-            xml.append("      <system-out>TP \(s.truePositives) FP \(s.falsePositives) FN \(s.falseNegatives) precision \(ratio(s.precision)) recall \(ratio(s.recall)) F1 \(ratio(s.f1))</system-out>")
-            xml.append("    </testcase>")
-        }
-        for c in checks {
-            xml.append(#"    <testcase classname="gate" name="\#(e(c.metric)) ≥ \#(number(c.baseline - c.margin))">"#)
-            if c.regressed {
-                xml.append(#"      <failure message="\#(e(c.metric)) \#(number(c.current)) below \#(number(c.baseline - c.margin))"/>"#)
-            }
-            xml.append("    </testcase>")
-        }
-        xml += ["  </testsuite>", "</testsuites>"]
-        return xml.joined(separator: "\n") + "\n"
     }
 }
 
