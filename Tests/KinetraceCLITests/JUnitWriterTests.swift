@@ -1,4 +1,5 @@
 import Foundation
+@testable import KinetraceCLI
 import KinetraceJUnit
 import KinetraceTestSupport
 import Testing
@@ -54,18 +55,19 @@ import Testing
         }
     }
 
+    /// The CLI's suite timestamps: RFC 3339 in UTC, to the second, with no zone.
     @Test func timestampsAreUTCToTheSecond() {
-        #expect(JUnitXML.timestamp(epochNs: 0) == "1970-01-01T00:00:00")
-        #expect(JUnitXML.timestamp(epochNs: 951_782_400_000_000_000) == "2000-02-29T00:00:00")
-        #expect(JUnitXML.timestamp(epochNs: 1_767_225_599_999_999_999) == "2025-12-31T23:59:59")
-        #expect(JUnitXML.timestamp(epochNs: 1_767_225_600_000_000_000) == "2026-01-01T00:00:00")
-        #expect(JUnitXML.timestamp(epochNs: 4_107_542_400_000_000_000) == "2100-03-01T00:00:00")
-        #expect(JUnitXML.timestamp(epochNs: -1) == "1969-12-31T23:59:59")
+        #expect(JUnitRendering.timestamp(0) == "1970-01-01T00:00:00")
+        #expect(JUnitRendering.timestamp(951_782_400_000_000_000) == "2000-02-29T00:00:00")
+        #expect(JUnitRendering.timestamp(1_767_225_599_999_999_999) == "2025-12-31T23:59:59")
+        #expect(JUnitRendering.timestamp(4_107_542_400_000_000_000) == "2100-03-01T00:00:00")
+        #expect(JUnitRendering.timestamp(-1) == "1969-12-31T23:59:59")
+        #expect(JUnitRendering.timestamp(nil) == nil)
     }
 
     static func sampleReport(hostile: String) -> JUnitReport {
         JUnitReport(name: "run \(hostile)", suites: [
-            JUnitSuite(name: "suite \(hostile)", durationNs: 7_410_900, startedEpochNs: 1_767_225_600_000_000_000,
+            JUnitSuite(name: "suite \(hostile)", durationNs: 7_410_900, timestamp: "2026-01-01T00:00:00",
                        properties: [JUnitProperty("p \(hostile)", "v \(hostile)")],
                        cases: [
                         JUnitCase(name: "passes \(hostile)", className: "c.\(hostile)", durationNs: 74_109, systemOut: "out \(hostile)"),

@@ -48,19 +48,20 @@ public struct JUnitReport: Sendable, Hashable {
 public struct JUnitSuite: Sendable, Hashable {
     public var name: String
     public var durationNs: Int64?
-    /// When the suite started, as nanoseconds since the Unix epoch; written in UTC.
-    public var startedEpochNs: Int64?
+    /// When the suite started: ISO 8601 in UTC to the second, without a zone ("2026-11-24T18:07:19"),
+    /// as Ant and Surefire write it. The caller formats it (the trace layer has the calendar).
+    public var timestamp: String?
     /// Name–value pairs describing the run (options, target, seed), in order.
     public var properties: [JUnitProperty]
     public var cases: [JUnitCase]
     /// What the whole suite printed, e.g. its one-line status.
     public var systemOut: String?
 
-    public init(name: String, durationNs: Int64? = nil, startedEpochNs: Int64? = nil, properties: [JUnitProperty] = [],
+    public init(name: String, durationNs: Int64? = nil, timestamp: String? = nil, properties: [JUnitProperty] = [],
                 cases: [JUnitCase], systemOut: String? = nil) {
         self.name = name
         self.durationNs = durationNs
-        self.startedEpochNs = startedEpochNs
+        self.timestamp = timestamp
         self.properties = properties
         self.cases = cases
         self.systemOut = systemOut
@@ -79,7 +80,7 @@ public struct JUnitSuite: Sendable, Hashable {
         attribute("errors", String(errors), to: &out)
         attribute("skipped", String(skipped), to: &out)
         if let durationNs { attribute("time", JUnitXML.seconds(ns: durationNs), to: &out) }
-        if let startedEpochNs { attribute("timestamp", JUnitXML.timestamp(epochNs: startedEpochNs), to: &out) }
+        if let timestamp { attribute("timestamp", timestamp, to: &out) }
         out += ">\n"
         if !properties.isEmpty {
             out += "    <properties>\n"

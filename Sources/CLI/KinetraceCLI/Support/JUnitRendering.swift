@@ -5,10 +5,16 @@ import KinetraceGestures
 import KinetraceJUnit
 import KinetraceReplay
 import KinetraceSupport
+import KinetraceTrace
 
 /// conform, gestures eval and replay results as the one JUnit report (`KinetraceJUnit`),
 /// and the report a harness error leaves.
 enum JUnitRendering {
+    /// A suite's timestamp in JUnit's form: RFC 3339 in UTC cut to the second, without the zone.
+    static func timestamp(_ epochNs: Int64?) -> String? {
+        epochNs.map { String(RFC3339.string(fromNanoseconds: $0).prefix(19)) }
+    }
+
     // MARK: conform
 
     /// One testcase per case: FAIL (and NON-STRICT under --strict) a failure, INCONCLUSIVE
@@ -46,7 +52,7 @@ enum JUnitRendering {
                                        detail: "every MUST and SHOULD case was INCONCLUSIVE: see their reasons")
             cases.append(JUnitCase(name: "judged something", className: "conform", result: .failed(problem)))
         }
-        let suite = JUnitSuite(name: report.target, durationNs: report.elapsedNs, startedEpochNs: startedEpochNs,
+        let suite = JUnitSuite(name: report.target, durationNs: report.elapsedNs, timestamp: timestamp(startedEpochNs),
                                properties: properties, cases: cases, systemOut: report.status(strict: strict))
         return JUnitReport(name: "kinetrace conform", suites: [suite], durationNs: report.elapsedNs)
     }
@@ -87,7 +93,7 @@ enum JUnitRendering {
                                    systemOut: "\(c.metric) \(number(c.current))"))
         }
         let suite = JUnitSuite(name: "\(report.detector) \(GestureRendering.settingText(report, best))", durationNs: timing.totalNs,
-                               startedEpochNs: startedEpochNs, properties: properties, cases: cases)
+                               timestamp: timestamp(startedEpochNs), properties: properties, cases: cases)
         return JUnitReport(name: "kinetrace gestures eval", suites: [suite], durationNs: timing.totalNs)
     }
 
@@ -133,7 +139,7 @@ enum JUnitRendering {
                                        detail: report.hostExit.map { "host process \($0)" } ?? "")
             cases.insert(JUnitCase(name: "replay", className: className, durationNs: report.elapsedNs, result: .errored(problem)), at: 0)
         }
-        let suite = JUnitSuite(name: "replay to \(report.target)", durationNs: report.elapsedNs, startedEpochNs: startedEpochNs,
+        let suite = JUnitSuite(name: "replay to \(report.target)", durationNs: report.elapsedNs, timestamp: timestamp(startedEpochNs),
                                properties: properties, cases: cases)
         return JUnitReport(name: "kinetrace replay", suites: [suite], durationNs: report.elapsedNs)
     }
@@ -161,7 +167,7 @@ enum JUnitRendering {
                                    detail: "\(command) stopped with exit status \(status): \(message)")
         let testCase = JUnitCase(name: "run", className: command.replacingOccurrences(of: " ", with: "."), durationNs: durationNs,
                                  result: .errored(problem))
-        let suite = JUnitSuite(name: command, durationNs: durationNs, startedEpochNs: startedEpochNs,
+        let suite = JUnitSuite(name: command, durationNs: durationNs, timestamp: timestamp(startedEpochNs),
                                properties: [JUnitProperty("arguments", arguments.joined(separator: " "))], cases: [testCase],
                                systemOut: "harness error: nothing was judged")
         return JUnitReport(name: command, suites: [suite], durationNs: durationNs)
