@@ -19,12 +19,14 @@ import Darwin
 /// stream order by a `TCPReassembler`, one chunk record per segment with the
 /// `StreamEvent`s (start, gap, end) between them, as `convert` makes of the pcap.
 ///
-/// The handle is made with pcap_create in immediate mode with nanosecond
-/// timestamps, a 2 KiB snapshot length (at least 256 KiB for a byte stream, whose
-/// segments must not be cut) and a 32 MiB buffer. Both files are flushed at least every
-/// 250 ms. On stop (a signal, the duration or the count) the handle is put
-/// in non-blocking mode and drained until the kernel has nothing left, so
-/// nothing captured before the stop is lost.
+/// The handle is made with pcap_create (TPACKET_V3 ring, not immediate mode) with nanosecond
+/// timestamps, tcpdump's 262,144-byte snapshot length (always that for a byte
+/// stream, whose segments must not be cut) and a 32 MiB buffer. The files are
+/// flushed at least every 250 ms, and rotated (tcpdump's -G and -C) between
+/// packets, so each rotated pcap and trace is complete on its own. On stop (a
+/// signal, the duration or the count) the handle is put in non-blocking mode and
+/// drained until the kernel has nothing left, so nothing captured before the
+/// stop is lost.
 public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is behind `lock`; the rest is used on the capturing thread
     public struct Configuration: Sendable {
         public var wireProtocol: any WireProtocol.Type
@@ -33,19 +35,24 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         public var port: UInt16?
         /// Narrows the default filter, `udp port PORT`, further.
         public var filter: String?
-        public var pcapPath: String
-        public var tracePath: String
+        /// The pcap to write, the trace to write, or both; a strftime template when rotating by time.
+        public var pcapPath: String?
+        public var tracePath: String?
+        /// Start new files after this many seconds (tcpdump's -G): names from strftime of the moment each is opened.
+        public var rotateSeconds: Int?
+        /// Start new files once the pcap holds this many bytes (tcpdump's -C, in millions of bytes); later files get 1, 2, … appended.
+        public var rotateBytes: Int64?
         public var durationS: Double?
         /// Stop after this many packets.
         public var count: Int?
-        /// Kernel ring size. In immediate mode libpcap on Linux uses a ring of
-        /// fixed-size slots sized from the snapshot length, so buffer ÷ snaplen
-        /// is how many packets can wait: 32 MiB ÷ 2 KiB ≈ 16,000, 1.6 s at 10,000 frames/s.
+        /// Kernel ring size. The TPACKET_V3 ring packs packets at their captured length:
+        /// 32 MiB held 97,500 MotionLink frames on lo while the capture was paused.
         public var bufferBytes: Int32 = 32 << 20
-        /// Bytes kept of each packet; MotionLink datagrams need under 200.
-        public var snaplen: Int32 = 2048
+        /// Bytes kept of each packet, tcpdump's default; MotionLink datagrams need under 200.
+        public var snaplen: Int32 = Self.defaultSnaplen
+        public static let defaultSnaplen: Int32 = 262_144
 
-        public init(wireProtocol: any WireProtocol.Type, interface: String, pcapPath: String, tracePath: String) {
+        public init(wireProtocol: any WireProtocol.Type, interface: String, pcapPath: String?, tracePath: String?) {
             self.wireProtocol = wireProtocol
             self.interface = interface
             self.pcapPath = pcapPath
@@ -57,7 +64,7 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
 
         /// The snapshot length used: a byte stream's is at least 256 KiB, since a cut segment loses stream bytes.
         public var effectiveSnaplen: Int32 {
-            wireProtocol.transport == .byteStream ? max(snaplen, 262_144) : snaplen
+            wireProtocol.transport == .byteStream ? max(snaplen, Self.defaultSnaplen) : snaplen
         }
 
         /// The BPF program actually compiled.
@@ -69,10 +76,12 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
     }
 
     public let configuration: Configuration
+    /// libpcap's read timeout, which is also the kernel's block-retire timer: the longest a packet waits in a partly filled block.
+    static let blockTimeoutMs = 100
     private let logger: Logger
     private let handle: OpaquePointer
-    private let dumper: OpaquePointer
-    private let writer: TraceWriter
+    /// The files being written now.
+    private var files: OutputFiles
     private let linkType: LinkType
     private var decoder = PacketDecoder()
     /// For a byte-stream protocol.
@@ -83,6 +92,9 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
     private var stopRequested = false
     private var report = CaptureReport()
     private var writeFailure: TraceError?
+    private var rotationFailure: CaptureError?
+    /// Files opened in the current -G period, for -C's numbering.
+    private var filesInPeriod = 0
 
     /// Opens and activates the capture and creates both output files.
     public init(configuration: Configuration, logger: Logger) throws(CaptureError) {
@@ -95,8 +107,11 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         }
         func fail(_ error: CaptureError) -> CaptureError { pcap_close(handle); return error }
         pcap_set_snaplen(handle, configuration.effectiveSnaplen)
-        pcap_set_immediate_mode(handle, 1)
-        pcap_set_timeout(handle, 100)
+        // Not immediate mode: libpcap then uses TPACKET_V3, whose ring blocks hold packets
+        // packed at their captured length, so tcpdump's 256 KiB snapshot length costs no ring
+        // space (immediate mode gives every packet a slot of the snapshot length: 32 MiB held
+        // 256 packets on lo). The kernel hands a partly filled block over after the timeout.
+        pcap_set_timeout(handle, Int32(Self.blockTimeoutMs))
         pcap_set_buffer_size(handle, configuration.bufferBytes)
         if pcap_set_tstamp_precision(handle, Int32(PCAP_TSTAMP_PRECISION_NANO)) != 0 {
             throw fail(CaptureError(.other, "\(configuration.interface): libpcap cannot give nanosecond timestamps here"))
@@ -125,32 +140,24 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
             throw fail(CaptureError(.badFilter, "cannot apply the filter: \(cText(pcap_geterr(handle)))"))
         }
         linkType = LinkType(pcap_datalink(handle))
-        guard let dumper = pcap_dump_open(handle, configuration.pcapPath) else {
-            throw fail(CaptureError(.cannotCreate, "\(configuration.pcapPath): cannot create: \(cText(pcap_geterr(handle)))"))
-        }
-        do throws(TraceError) {
-            writer = try TraceWriter(path: configuration.tracePath, header: TraceHeader(
-                created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace capture",
-                protocolID: configuration.wireProtocol.id, capturePoint: .network, clock: .pcap,
-                notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"))
-        } catch {
-            pcap_dump_close(dumper)
-            unlink(configuration.pcapPath)  // don't leave an empty pcap behind
-            throw fail(CaptureError(error.code == .cannotCreate ? .cannotCreate : .io, error.description))
-        }
         self.handle = handle
-        self.dumper = dumper
+        do throws(CaptureError) {
+            files = try OutputFiles.open(configuration, handle: handle, linkType: linkType, nowNs: SystemClock.realtimeNs(), number: 0)
+        } catch {
+            pcap_close(handle)
+            throw error
+        }
+        report.files = files.paths
     }
 
     deinit {
-        pcap_dump_close(dumper)
+        files.abandon()
         pcap_close(handle)
     }
 
     /// Asks `run` to stop; safe from any thread.
     public func stop() {
         lock.withLock { stopRequested = true }
-        pcap_breakloop(handle)
     }
 
     /// Captures until stopped, the duration ends or the count is reached, then drains and reports.
@@ -159,26 +166,43 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         let deadline = configuration.durationS.map { startNs + Int64($0 * 1e9) }
         var lastFlush = startNs
         let context = Unmanaged.passUnretained(self).toOpaque()
+        // Non-blocking reads after our own poll: with TPACKET_V3 libpcap's own poll waits for
+        // a block without a timeout, so a quiet interface would never let the loop look at
+        // the stop flag or the deadline.
+        var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
+        guard pcap_setnonblock(handle, 1, &errorBuffer) == 0 else {
+            throw CaptureError(.other, "cannot read \(configuration.interface) without blocking: \(cText(errorBuffer))")
+        }
+        let descriptor = pcap_get_selectable_fd(handle)
+        func waitForPackets() {
+            guard descriptor >= 0 else { usleep(useconds_t(Self.blockTimeoutMs) * 1000); return }
+            var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            _ = poll(&entry, 1, Int32(Self.blockTimeoutMs))
+        }
+        func dispatch() throws(CaptureError) -> Int32 {
+            let budget = configuration.count.map { Int32(clamping: $0 - report.packets) } ?? -1
+            let n = pcap_dispatch(handle, budget, captureCallback, context.assumingMemoryBound(to: UInt8.self))
+            if n == PCAP_ERROR { throw CaptureError(.other, "capture failed: \(cText(pcap_geterr(handle)))") }
+            return n
+        }
         while true {
             if lock.withLock({ stopRequested }) { break }
             if let count = configuration.count, report.packets >= count { break }
             let now = SystemClock.monotonicNs()
             if let deadline, now >= deadline { break }
-            let budget = configuration.count.map { Int32(clamping: $0 - report.packets) } ?? -1
-            let n = pcap_dispatch(handle, budget, captureCallback, context.assumingMemoryBound(to: UInt8.self))
-            if n == PCAP_ERROR { throw CaptureError(.other, "capture failed: \(cText(pcap_geterr(handle)))") }
+            if try dispatch() <= 0 { waitForPackets() }
             if SystemClock.monotonicNs() - lastFlush >= 250_000_000 {
                 try flush()
                 lastFlush = SystemClock.monotonicNs()
             }
         }
-        // Drain what the kernel already holds: without this, libpcap's
-        // buffered delivery loses the last packets before a stop.
-        var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
-        pcap_setnonblock(handle, 1, &errorBuffer)
-        while configuration.count.map({ report.packets < $0 }) ?? true {
-            let budget = configuration.count.map { Int32(clamping: $0 - report.packets) } ?? -1
-            if pcap_dispatch(handle, budget, captureCallback, context.assumingMemoryBound(to: UInt8.self)) <= 0 { break }
+        // Drain what the kernel already holds: its last, partly filled block is handed over
+        // only when the block timer fires, so read until quiet for longer than that.
+        var quietSince = SystemClock.monotonicNs()
+        while configuration.count.map({ report.packets < $0 }) ?? true, rotationFailure == nil {
+            if try dispatch() > 0 { quietSince = SystemClock.monotonicNs(); continue }
+            if SystemClock.monotonicNs() - quietSince >= Int64(Self.blockTimeoutMs) * 3_000_000 { break }
+            waitForPackets()
         }
         if reassembler != nil {
             chunks = reassembler!.finish()
@@ -192,18 +216,38 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
             report.kernelDropped = Int(stats.ps_drop)
             report.interfaceDropped = Int(stats.ps_ifdrop)
         }
-        do { try writer.close() } catch { throw CaptureError(.io, error.description) }
+        try files.close()
+        if let rotationFailure { throw rotationFailure }
         if let writeFailure { throw CaptureError(.io, writeFailure.description) }
         return report
     }
 
     private func flush() throws(CaptureError) {
-        pcap_dump_flush(dumper)
-        do { try writer.flush() } catch { throw CaptureError(.io, error.description) }
+        try files.flush()
+    }
+
+    /// Between packets: closes the files and opens the next ones when -G's period or -C's size is reached.
+    private func rotateIfDue(packetBytes: Int) {
+        guard rotationFailure == nil else { return }
+        let nowNs = SystemClock.realtimeNs()
+        let periodOver = configuration.rotateSeconds.map { nowNs - files.openedNs >= Int64($0) * 1_000_000_000 } ?? false
+        let full = configuration.rotateBytes.map { files.pcapBytes > 24 && files.pcapBytes + Int64(16 + packetBytes) > $0 } ?? false
+        guard periodOver || full else { return }
+        filesInPeriod = periodOver ? 0 : filesInPeriod + 1
+        do throws(CaptureError) {
+            try files.close()
+            files = try OutputFiles.open(configuration, handle: handle, linkType: linkType, nowNs: nowNs, number: filesInPeriod)
+            report.files += files.paths
+        } catch {
+            rotationFailure = error
+            lock.withLock { stopRequested = true }
+        }
     }
 
     fileprivate func handle(header: UnsafePointer<pcap_pkthdr>, bytes: UnsafePointer<UInt8>) {
-        pcap_dump(UnsafeMutableRawPointer(dumper).assumingMemoryBound(to: UInt8.self), header, bytes)
+        if configuration.rotateSeconds != nil || configuration.rotateBytes != nil { rotateIfDue(packetBytes: Int(header.pointee.caplen)) }
+        guard rotationFailure == nil else { return }
+        files.dump(header, bytes)
         report.packets += 1
         // With nanosecond precision the field named tv_usec holds nanoseconds.
         let timeNs = Int64(header.pointee.ts.tv_sec) * 1_000_000_000 + Int64(header.pointee.ts.tv_usec)
@@ -219,7 +263,7 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
                 return
             }
             report.messages[direction.rawValue, default: 0] += 1
-            guard writeFailure == nil else { return }
+            guard writeFailure == nil, let writer = files.writer else { return }
             do throws(TraceError) {
                 try writer.write(.message(MessageRecord(timeNs: timeNs, direction: direction, source: datagram.source,
                                                         destination: datagram.destination, payload: datagram.payload)))
@@ -263,10 +307,93 @@ extension LiveCapture {
             case .event(let event): report.streamEvents[event.event, default: 0] += 1
             default: break
             }
-            guard writeFailure == nil else { continue }
+            guard writeFailure == nil, let writer = files.writer else { continue }
             do throws(TraceError) { try writer.write(record) } catch { writeFailure = error }
         }
     }
+}
+
+/// One pcap and/or one trace, opened together and closed together.
+private struct OutputFiles {
+    var dumper: OpaquePointer?
+    var writer: TraceWriter?
+    var paths: [String] = []
+    /// Wall-clock time the files were opened, for -G.
+    var openedNs: Int64
+    /// Bytes in the pcap so far (its 24-byte header, then 16 per packet plus the bytes kept), for -C.
+    var pcapBytes: Int64 = 0
+
+    /// Opens the files named from the configuration: strftime of `nowNs` when rotating by time, and `number` appended past the first.
+    static func open(_ configuration: LiveCapture.Configuration, handle: OpaquePointer, linkType: LinkType,
+                     nowNs: Int64, number: Int) throws(CaptureError) -> OutputFiles {
+        var files = OutputFiles(openedNs: nowNs)
+        func name(_ template: String) -> String {
+            let base = configuration.rotateSeconds != nil ? strftimeName(template, seconds: nowNs / 1_000_000_000) : template
+            return number > 0 ? base + "\(number)" : base
+        }
+        if let template = configuration.pcapPath {
+            let path = name(template)
+            guard let dumper = pcap_dump_open(handle, path) else {
+                throw CaptureError(.cannotCreate, "\(path): cannot create: \(cText(pcap_geterr(handle)))")
+            }
+            files.dumper = dumper
+            files.pcapBytes = 24
+            files.paths.append(path)
+        }
+        if let template = configuration.tracePath {
+            let path = name(template)
+            do throws(TraceError) {
+                files.writer = try TraceWriter(path: path, header: TraceHeader(
+                    created: RFC3339.string(fromNanoseconds: nowNs), tool: "kinetrace capture",
+                    protocolID: configuration.wireProtocol.id, capturePoint: .network, clock: .pcap,
+                    notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"))
+                files.paths.append(path)
+            } catch {
+                if let dumper = files.dumper, let pcapPath = files.paths.first {
+                    pcap_dump_close(dumper)
+                    unlink(pcapPath)  // don't leave an empty pcap behind
+                }
+                throw CaptureError(error.code == .cannotCreate ? .cannotCreate : .io, error.description)
+            }
+        }
+        return files
+    }
+
+    mutating func dump(_ header: UnsafePointer<pcap_pkthdr>, _ bytes: UnsafePointer<UInt8>) {
+        guard let dumper else { return }
+        pcap_dump(UnsafeMutableRawPointer(dumper).assumingMemoryBound(to: UInt8.self), header, bytes)
+        pcapBytes += 16 + Int64(header.pointee.caplen)
+    }
+
+    func flush() throws(CaptureError) {
+        if let dumper { pcap_dump_flush(dumper) }
+        do { try writer?.flush() } catch { throw CaptureError(.io, error.description) }
+    }
+
+    /// Flushes and closes both; a closed OutputFiles writes nothing more.
+    mutating func close() throws(CaptureError) {
+        if let dumper { pcap_dump_close(dumper) }
+        dumper = nil
+        defer { writer = nil }
+        do { try writer?.close() } catch { throw CaptureError(.io, error.description) }
+    }
+
+    /// For deinit: closes whatever is still open, ignoring errors (run reports them).
+    mutating func abandon() {
+        if let dumper { pcap_dump_close(dumper) }
+        dumper = nil
+        writer = nil
+    }
+}
+
+/// A rotated file's name: the template through strftime(3) in local time, as tcpdump -G names its files.
+func strftimeName(_ template: String, seconds: Int64) -> String {
+    var time = time_t(seconds)
+    var parts = tm()
+    localtime_r(&time, &parts)
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let count = strftime(&buffer, buffer.count, template, &parts)
+    return count > 0 ? cText(buffer) : template
 }
 
 private func captureCallback(_ user: UnsafeMutablePointer<UInt8>?, _ header: UnsafePointer<pcap_pkthdr>?, _ bytes: UnsafePointer<UInt8>?) {
@@ -278,6 +405,8 @@ private func captureCallback(_ user: UnsafeMutablePointer<UInt8>?, _ header: Uns
 public struct CaptureReport: Sendable, Equatable {
     /// Packets that passed the filter and were written to the pcap.
     public var packets = 0
+    /// Every file written, in order (more than one pcap and trace when rotating).
+    public var files: [String] = []
     /// Messages written to the trace, by direction (`c2h`, `h2c`): datagrams, or a byte stream's chunks.
     public var messages: [String: Int] = [:]
     /// A byte stream's `StreamEvent`s written to the trace, by name (`stream_start`, `stream_gap`, `stream_end`).

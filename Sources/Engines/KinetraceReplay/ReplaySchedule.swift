@@ -28,8 +28,16 @@ public struct ReplayOptions: Hashable, Sendable {
 
     public var timing = Timing.original
     public var speed: Double = 1
-    /// Passes over the input, each re-anchored where the last one ended.
+    /// Passes over the input, each re-anchored where the last one ended; 0 for
+    /// "until stopped" (tcpreplay's --loop 0): as many as fit the longest plan.
     public var loops = 1
+    /// A fixed rate, messages per second, that replaces the recorded spacing (tcpreplay's
+    /// --pps): every controller's messages in recorded order, 1/rate apart. nil: as recorded.
+    public var packetsPerSecond: Double?
+    /// Stop after this many sends (tcpreplay's --limit). nil: no limit.
+    public var sendLimit: Int?
+    /// Stop sending at this offset from the anchor (tcpreplay's --duration). nil: no limit.
+    public var durationLimitNs: Int64?
     /// Only messages at or after this offset from the input's start.
     public var startNs: Int64 = 0
     /// Only messages before this offset, when set.
@@ -58,16 +66,36 @@ public struct ReplayOptions: Hashable, Sendable {
     /// The most sends a plan may hold: 30 days at 50 µs each.
     public static let maximumSends: Int64 = maximumDurationNs / 50_000
 
+    /// How long one pass takes at these options, ns: the frame-time span at --speed, or the
+    /// sends at the fixed rate; 0 for fast timing.
+    func passDurationNs(passSpanNs: Double, sendsPerPass: Double) -> Double {
+        if timing == .fast { return 0 }
+        if let packetsPerSecond { return sendsPerPass / packetsPerSecond * 1e9 }
+        return passSpanNs / speed
+    }
+
+    /// The passes made: `loops`, or for 0 as many as fit `maximumDurationNs` and `maximumSends` (at least 1).
+    func passes(passSpanNs: Double, sendsPerPass: Double) -> Int {
+        guard loops == 0 else { return loops }
+        let byTime = passDurationNs(passSpanNs: passSpanNs, sendsPerPass: sendsPerPass)
+        let fitTime = byTime > 0 ? Double(Self.maximumDurationNs) * 0.99 / byTime : Double(Int32.max)
+        let fitSends = Double(Self.maximumSends) / Swift.max(1, sendsPerPass)
+        return Int(Swift.max(1, Swift.min(fitTime, fitSends, Double(Int32.max)).rounded(.down)))
+    }
+
     /// Why these options cannot replay `input`, when they cannot: the plan would run past
     /// `maximumDurationNs` (a hostile or mistaken trace can span a century).
     public func problem(planning input: ReplayInput) -> String? {
         let selectedSpan = Double(Swift.min(input.spanNs, endNs ?? .max)) - Double(startNs)
         let passNs = Swift.max(0, selectedSpan) + Double(input.medianPeriodNs ?? 100_000_000)
-        let totalNs = timing == .fast ? 0 : (passNs * Double(loops) + Double(staggerNs)) / speed
+        let copies = Swift.max(1, (controllers ?? input.controllers.count) / Swift.max(1, input.controllers.count))
+        let sendsPerPass = Double(input.messages.count) * Double(copies)
+        let loops = passes(passSpanNs: passNs, sendsPerPass: sendsPerPass)
+        let totalNs = timing == .fast ? 0
+            : passDurationNs(passSpanNs: passNs, sendsPerPass: sendsPerPass) * Double(loops) + Double(staggerNs) / speed
         // Fast timing plans no duration, so count sends (at the replayer's 50 µs allowance each):
         // a huge --loop would otherwise overflow the replayer's deadline arithmetic.
-        let copies = Swift.max(1, (controllers ?? input.controllers.count) / Swift.max(1, input.controllers.count))
-        let sends = Double(input.messages.count) * Double(loops) * Double(copies)
+        let sends = sendsPerPass * Double(loops)
         guard sends <= Double(Self.maximumSends) else {
             return "the replay would send \(sends) messages (\(input.messages.count) × \(loops) loop(s) × \(copies)); "
                 + "at most \(Self.maximumSends) (30 days at 50 µs each): lower --loop or --controllers"
@@ -92,7 +120,13 @@ public struct ReplayOptions: Hashable, Sendable {
     /// The first unusable option, described.
     public var problem: String? {
         if !(speed.isFinite && speed > 0) { return "the speed must be a positive number" }
-        if loops < 1 { return "the loop count must be at least 1" }
+        if loops < 0 { return "the loop count must be at least 0 (0: until stopped)" }
+        if let packetsPerSecond, !(packetsPerSecond.isFinite && packetsPerSecond > 0 && packetsPerSecond <= 10_000_000) {
+            return "the packet rate must be a number above 0, at most 10000000 per second"
+        }
+        if packetsPerSecond != nil && timing == .fast { return "--pps sets a rate and --topspeed sends at once: give one" }
+        if let sendLimit, sendLimit < 1 { return "the send limit must be at least 1" }
+        if let durationLimitNs, durationLimitNs <= 0 { return "the duration limit must be above 0" }
         if startNs < 0 { return "the start offset must be at least 0" }
         if let endNs, endNs <= startNs { return "the end offset must be after the start offset" }
         if let controllers, !(1...65_536).contains(controllers) { return "the controller count must be from 1 to 65536" }
@@ -153,6 +187,12 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
     /// The selected input messages.
     public let messages: [ReplayInput.Message]
 
+    /// Passes over the input this schedule makes (`ReplayOptions.loops`, resolved for 0).
+    public let passes: Int
+    /// The interval between sends at a fixed rate (--pps), ns; nil: as recorded.
+    private let fixedIntervalNs: Double?
+    private var sends = 0
+
     private let anchorWallNs: Int64
     private let virtuals: [[Int]]
     private var pass = 0
@@ -197,6 +237,9 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
         self.virtuals = virtuals
         let span = (messages.last?.offsetNs ?? 0) + (input.medianPeriodNs ?? 100_000_000)
         passSpanNs = span
+        let sendsPerPass = Double(messages.count) * Double(Swift.max(1, count / inputControllers))
+        passes = options.passes(passSpanNs: Double(span), sendsPerPass: sendsPerPass)
+        fixedIntervalNs = options.packetsPerSecond.map { 1e9 / $0 }
         impairer = Impairer(options.impairments, seed: options.seed)
         fifoDeadline = Array(repeating: .min, count: count)
         link = LinkQueue(options.impairments.rate)
@@ -214,10 +257,35 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
     /// When the last pass's last message is due before impairment, ns from the anchor.
     public var plannedDurationNs: Int64 {
         guard options.timing == .original else { return 0 }
-        return Int64(Double(passSpanNs * Int64(options.loops)) / options.speed)
+        let sendsPerPass = Double(messages.count) * Double(Swift.max(1, controllerCount / Swift.max(1, virtuals.count)))
+        let planned = Int64(options.passDurationNs(passSpanNs: Double(passSpanNs), sendsPerPass: sendsPerPass) * Double(passes))
+        return Swift.min(planned, options.durationLimitNs ?? .max)
     }
 
     public mutating func next() -> Step? {
+        guard let step = nextPlanned() else { return nil }
+        // --limit and --duration cut the plan where they fall; steps leave in deadline order.
+        if case .send(let send) = step {
+            if let limit = options.sendLimit, sends >= limit { return cut() }
+            if let limit = options.durationLimitNs, send.deadlineNs >= limit { return cut() }
+            sends += 1
+        }
+        return step
+    }
+
+    private mutating func cut() -> Step? {
+        outbox.removeAll()
+        outboxCursor = 0
+        order.removeAll()
+        cursor = 0
+        pass = passes
+        finished = true
+        held.removeAll()
+        inFlight = Heap()
+        return nil
+    }
+
+    private mutating func nextPlanned() -> Step? {
         while true {
             if outboxCursor < outbox.count {
                 defer {
@@ -232,7 +300,7 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
                 // Nothing decided later can be due before this message's base time.
                 release(upTo: item.baseNs)
                 decide(item)
-            } else if pass + 1 < options.loops {
+            } else if pass + 1 < passes {
                 pass += 1
                 buildPass()
             } else if !finished {
@@ -261,6 +329,10 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
             // 1 ns apart, in order: sent as fast as the socket takes them.
             let offset = Int64(pass) * Int64(order.count)
             for i in order.indices { order[i].baseNs = offset + Int64(i) }
+        } else if let fixedIntervalNs {
+            // In recorded order at a fixed rate; the Double keeps a fractional interval from drifting.
+            let offset = Double(pass) * Double(order.count)
+            for i in order.indices { order[i].baseNs = Int64(((offset + Double(i)) * fixedIntervalNs).rounded()) }
         }
     }
 

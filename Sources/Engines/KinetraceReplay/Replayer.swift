@@ -149,7 +149,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
 
         let planned = schedule.plannedDurationNs
         // Fast timing has no planned duration: allow 50 µs a message on top.
-        let approximateSends = Int64(schedule.messages.count) * Int64(c.options.loops)
+        let approximateSends = Int64(schedule.messages.count) * Int64(schedule.passes)
             * Int64(Swift.max(1, count / Swift.max(1, c.input.controllers.count)))
         let fastAllowance = c.options.timing == .fast ? approximateSends * 50_000 : 0
         let timeoutNs = c.timeoutNs ?? (planned + fastAllowance + c.settleMs * 1_000_000 + 10_000_000_000 + planned / 10)

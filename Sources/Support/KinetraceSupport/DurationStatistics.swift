@@ -33,9 +33,16 @@ public struct DurationStatistics: Sendable {
     public func percentileMs(_ percentile: Double) -> Double? {
         guard count > 0 else { return nil }
         let micros = Double(histogram.valueAtPercentile(percentile))
-        guard micros >= 1000 else { return micros / 1000 }
-        var scale = 1.0
-        while micros / scale >= 1000 { scale *= 10 }
-        return (micros / scale).rounded() * scale / 1000
+        let rounded: Double
+        if micros < 1000 {
+            rounded = micros / 1000
+        } else {
+            var scale = 1.0
+            while micros / scale >= 1000 { scale *= 10 }
+            rounded = (micros / scale).rounded() * scale / 1000
+        }
+        // A bucket's top, rounded, can pass the largest value recorded (p99 "1.07" above a max of 1.061):
+        // a percentile never lies outside what was seen.
+        return Swift.min(Swift.max(rounded, minMs!), maxMs!)
     }
 }

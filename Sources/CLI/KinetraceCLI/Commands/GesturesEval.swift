@@ -52,7 +52,8 @@ struct GesturesEval: ParsableCommand {
               completion: .file())
     var traces: [String]
 
-    @Option(help: ArgumentHelp("The detector: \(DetectorKind.allCases.map(\.rawValue).dropLast().joined(separator: ", ")) or \(DetectorKind.allCases.last!.rawValue).", valueName: "name"))
+    @Option(help: ArgumentHelp("The detector: \(DetectorKind.allCases.map(\.rawValue).dropLast().joined(separator: ", ")) or \(DetectorKind.allCases.last!.rawValue).", valueName: "name"),
+            completion: .list(DetectorKind.allCases.map(\.rawValue)))
     var detector: String?
 
     @Option(name: .customLong("param"), help: ArgumentHelp("Set a detector parameter, e.g. --param threshold=0.6; repeat for more.", valueName: "name=value"))
@@ -210,7 +211,7 @@ struct GesturesEval: ParsableCommand {
                          timing: inout GestureTiming) throws -> GestureReport {
         var summaries: [GestureReport.TraceSummary] = []
         for (n, path) in paths.enumerated() {
-            if stdoutIsTerminal { writeStandardError("\rgestures: \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
+            if stderrIsTerminal { writeStandardError("\rgestures: \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
             let readStart = SystemClock.monotonicNs()
             let trace = try reportingFailures { () throws(TraceError) -> GestureTrace in
                 let reader = try openInput(path: path, wireProtocol: input.wire.given, port: input.port)
@@ -229,13 +230,13 @@ struct GesturesEval: ParsableCommand {
             do throws(GestureError) {
                 scores = try GestureEvaluation.evaluate(trace, settings: settings, window: window)
             } catch {
-                if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+                if stderrIsTerminal { writeStandardError("\r\u{1B}[K") }
                 printError(error.description)
                 throw ExitStatus.dataError
             }
             summaries.append(summary(trace, path: path, scores: scores, gestures: settings[0].kind.gestures))
         }
-        if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+        if stderrIsTerminal { writeStandardError("\r\u{1B}[K") }
         let kind = settings[0].kind
         return GestureReport(detector: kind.rawValue, gestures: kind.gestures, settings: settings, sweptParameter: swept,
                              window: window, traces: summaries)
@@ -253,7 +254,7 @@ struct GesturesEval: ParsableCommand {
         var summaries: [GestureReport.TraceSummary] = []
         let signals = LiveStop()
         for (n, path) in paths.enumerated() {
-            if stdoutIsTerminal { writeStandardError("\rgestures: replaying \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
+            if stderrIsTerminal { writeStandardError("\rgestures: replaying \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
             let traceStart = SystemClock.monotonicNs()
             let (trace, replayInput) = try reportingFailures { () throws(TraceError) -> (GestureTrace, ReplayInput) in
                 (try GestureTrace.read(try openInput(path: path, wireProtocol: input.wire.given, port: input.port), source: .frames),
@@ -266,7 +267,7 @@ struct GesturesEval: ParsableCommand {
             do throws(ReplayError) {
                 report = try signals.running(replayer) { (r: Replayer) throws(ReplayError) -> ReplayReport in try r.run() }
             } catch {
-                if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+                if stderrIsTerminal { writeStandardError("\r\u{1B}[K") }
                 // Options the planner refuses (a --live-speed that stretches the replay past 30 days) are usage errors.
                 if error.code == .badOptions {
                     printError("\(path): --live-speed \(liveSpeed): \(error.description)")
@@ -279,7 +280,7 @@ struct GesturesEval: ParsableCommand {
             case .completed: break
             case .interrupted: throw ExitStatus.interrupted
             default:
-                if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+                if stderrIsTerminal { writeStandardError("\r\u{1B}[K") }
                 printError("\(path): replay to \(host) \(report.outcome.rawValue): \(report.detail ?? "")")
                 switch report.outcome {
                 // A flood of replies (or broken stdio framing) is the host's fault, as replay reports it.
@@ -300,7 +301,7 @@ struct GesturesEval: ParsableCommand {
                                      gestures: ["jump"]))
             timing.perTraceNs.append(SystemClock.monotonicNs() - traceStart)
         }
-        if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+        if stderrIsTerminal { writeStandardError("\r\u{1B}[K") }
         return GestureReport(detector: "live \(host)", gestures: ["jump"], settings: [], sweptParameter: nil, window: window,
                              traces: summaries)
     }

@@ -59,15 +59,32 @@ struct Replay: ParsableCommand {
 
     @OptionGroup var input: CaptureInputOptions
 
-    // Timing
-    @Option(help: ArgumentHelp("original: keep the recorded spacing (divided by --speed); fast: back to back, in order.", valueName: "mode"))
-    var timing: ReplayOptions.Timing = .original
-
-    @Option(help: ArgumentHelp("Play this many times faster than recorded (0.5 is half speed).", valueName: "x"))
+    // Timing, with tcpreplay's spellings
+    @Option(name: [.customShort("x"), .customLong("multiplier"), .customLong("speed")], help: ArgumentHelp(
+        "Play this many times faster than recorded, as tcpreplay's -x (0.5 is half speed; --speed is the older name).", valueName: "x"))
     var speed: Double = 1
 
-    @Option(name: .customLong("loop"), help: ArgumentHelp("Play the input this many times, each pass starting where the last ended.", valueName: "n"))
+    @Flag(name: [.customShort("t"), .customLong("topspeed")], help: "Send back to back, in order, as fast as the sockets take them (tcpreplay's -t).")
+    var topspeed = false
+
+    @Option(help: ArgumentHelp("original: keep the recorded spacing (divided by -x); fast: the same as -t.", valueName: "mode"))
+    var timing: ReplayOptions.Timing?
+
+    @Option(name: [.customShort("p"), .customLong("pps")], help: ArgumentHelp(
+        "Send this many messages a second, in recorded order, ignoring the recorded spacing (tcpreplay's -p); impairments still apply.",
+        valueName: "rate"))
+    var pps: Double?
+
+    @Option(name: .customLong("loop"), help: ArgumentHelp(
+        "Play the input this many times, each pass starting where the last ended; 0 plays until interrupted, --duration or -L ends it (as tcpreplay's --loop 0; at most 30 days).",
+        valueName: "n"))
     var loops = 1
+
+    @Option(name: [.customShort("L"), .customLong("limit")], help: ArgumentHelp("Stop after sending this many messages (tcpreplay's -L).", valueName: "n"))
+    var limit: Int?
+
+    @Option(name: .customLong("duration"), help: ArgumentHelp("Stop sending this many seconds after the start (tcpreplay's --duration); acks still settle.", valueName: "seconds"))
+    var duration: Double?
 
     @Option(help: ArgumentHelp("Skip messages before this many seconds into the input.", valueName: "seconds"))
     var start: Double = 0
@@ -90,7 +107,7 @@ struct Replay: ParsableCommand {
 
     // Impairments
     @Option(help: ArgumentHelp("The network to replay through: a bundled name (\(BundledNetworks.json.keys.sorted().joined(separator: ", "))) or a network JSON file.",
-                               valueName: "name|file"), completion: .file())
+                               valueName: "name|file"), completion: .custom { _ in Replay.networkCompletions() })
     var network: String?
 
     /// `--profile`, the name of `--network` until networks were called networks.
@@ -149,6 +166,12 @@ struct Replay: ParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "Plan the replay and report it without sending anything.")
     var dryRun = false
 
+    @Flag(name: [.customShort("q"), .customLong("quiet")], help: "Print no progress and no text summary, only errors (tcpreplay's -q); --format json or junit still writes its report.")
+    var quiet = false
+
+    @Option(name: .customLong("stats"), help: ArgumentHelp("Print a line of statistics to standard error every this many seconds while sending (tcpreplay's --stats).", valueName: "seconds"))
+    var statsInterval: Int?
+
     @Flag(help: "Exit 1 when the acks differ from the gesture rule's prediction.")
     var strict = false
 
@@ -169,7 +192,16 @@ struct Replay: ParsableCommand {
         }
         if let to { do { _ = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") } }
         guard speed.isFinite, speed > 0 else { throw ValidationError("--speed must be a positive number.") }
-        guard loops >= 1 else { throw ValidationError("--loop must be at least 1.") }
+        guard loops >= 0 else { throw ValidationError("--loop must be at least 0 (0: until interrupted).") }
+        if topspeed && timing == .original {
+            throw ValidationError("-t sends back to back and --timing original keeps the spacing: give one.")
+        }
+        if let pps { guard pps.isFinite, pps > 0, pps <= 10_000_000 else { throw ValidationError("-p must be a rate above 0, at most 10000000 a second.") } }
+        if pps != nil && (topspeed || timing == .fast) { throw ValidationError("-p sets a rate and -t sends at once: give one.") }
+        if pps != nil && speed != 1 { throw ValidationError("-p sets the rate itself: -x has nothing to scale.") }
+        if let limit { guard limit >= 1 else { throw ValidationError("-L must be at least 1.") } }
+        if let duration { guard duration.isFinite, duration > 0, duration <= 1e9 else { throw ValidationError("--duration must be a positive number of seconds, at most 1000000000.") } }
+        if let statsInterval { guard (1...86_400).contains(statsInterval) else { throw ValidationError("--stats must be from 1 to 86400 seconds.") } }
         // A billion seconds (31 years) is past any trace's span and keeps the offsets in Int64 ns.
         guard start.isFinite, start >= 0, start <= 1e9 else { throw ValidationError("--start must be a number of seconds from 0 to 1000000000.") }
         if let end { guard end.isFinite, end > start, end <= 1e9 else { throw ValidationError("--end must come after --start, at most 1000000000 s.") } }
@@ -196,9 +228,12 @@ struct Replay: ParsableCommand {
 
     private func replay(_ junit: JUnitErrorGuard) throws {
         var options = ReplayOptions()
-        options.timing = timing
+        options.timing = topspeed ? .fast : timing ?? .original
         options.speed = speed
         options.loops = loops
+        options.packetsPerSecond = pps
+        options.sendLimit = limit
+        options.durationLimitNs = duration.map { Int64($0 * 1e9) }
         options.startNs = Int64(start * 1e9)
         options.endNs = end.map { Int64($0 * 1e9) }
         options.timestamps = timestamps
@@ -253,11 +288,16 @@ struct Replay: ParsableCommand {
         configuration.timeoutNs = timeout.map { Int64($0 * 1e9) }
         configuration.spinNs = spinUs * 1000
         configuration.realtime = realtime
-        if stdoutIsTerminal {
+        // The progress line goes to standard error, so that is the terminal it needs.
+        let showProgress = stderrIsTerminal && !quiet && statsInterval == nil
+        if showProgress {
             configuration.progress = { p in
                 let total = p.plannedNs > 0 ? String(format: " of %.1f s", Double(p.plannedNs) / 1e9) : ""
                 writeStandardError(String(format: "\rreplay: %.1f s%@, %d sent, %d of %d acks…", Double(p.elapsedNs) / 1e9, total, p.sent, p.acks, p.predicted))
             }
+        } else if let statsInterval {
+            let printer = PeriodicStats(intervalNs: Int64(statsInterval) * 1_000_000_000)
+            configuration.progress = { p in printer.update(p) }
         }
         // The report says what went wrong; the library's log is for embedders.
         let replayer = Replayer(configuration: configuration, logger: Logger(label: "kinetrace.replay") { _ in SwiftLogNoOpLogHandler() })
@@ -267,18 +307,18 @@ struct Replay: ParsableCommand {
         do throws(ReplayError) {
             report = try replayer.run()
         } catch {
-            if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+            if showProgress { writeStandardError("\r\u{1B}[K") }
             printError(error.description)
             if let trace = error.trace { throw ExitStatus.forTraceError(trace) }
             throw error.code == .badOptions ? ExitCode.validationFailure : ExitStatus.dataError
         }
-        if stdoutIsTerminal { writeStandardError("\r\u{1B}[K") }
+        if showProgress { writeStandardError("\r\u{1B}[K") }
         let wireProtocol = replayInput.wireProtocol
         if self.report.format == .junit {
             let networkName: String? = if case .string(let name) = recordExtra["network"] { name } else { nil }
             try junit.write(JUnitRendering.replay(report, inputs: inputs, protocolName: wireProtocol.id.name, replies: wireProtocol.hostReplies,
                                                   strict: strict, network: networkName, startedEpochNs: junit.startedEpochNs))
-        } else {
+        } else if !(quiet && self.report.format == .text) {
             try emit(render(report, options: options, replies: wireProtocol.hostReplies, protocolName: wireProtocol.id.name))
         }
         if let detail = report.detail, report.outcome != .completed { printError(detail) }
@@ -296,6 +336,12 @@ struct Replay: ParsableCommand {
     }
 
     // MARK: Options
+
+    /// For shell completion: the bundled networks' names, then the JSON files in the current directory.
+    static func networkCompletions() -> [String] {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: ".")) ?? []
+        return BundledNetworks.json.keys.sorted() + files.filter { $0.hasSuffix(".json") }.sorted()
+    }
 
     private func loadNetwork(_ nameOrPath: String) throws -> ReplayNetwork {
         let bytes: [UInt8]
@@ -500,6 +546,30 @@ struct Replay: ParsableCommand {
 
     private func pad(_ s: String, _ width: Int) -> String { s + String(repeating: " ", count: max(0, width - s.count)) }
     private func lpad(_ n: Int, _ width: Int) -> String { let s = String(n); return String(repeating: " ", count: max(0, width - s.count)) + s }
+}
+
+/// --stats: one line each interval, from the replayer's progress snapshots (about four a second).
+private final class PeriodicStats: @unchecked Sendable {  // called on the sending thread only
+    private let intervalNs: Int64
+    private var nextNs: Int64
+    private var lastSent = 0
+    private var lastNs: Int64 = 0
+
+    init(intervalNs: Int64) {
+        self.intervalNs = intervalNs
+        nextNs = intervalNs
+    }
+
+    func update(_ p: ReplayProgress) {
+        guard p.elapsedNs >= nextNs else { return }
+        let seconds = Double(p.elapsedNs - lastNs) / 1e9
+        let rate = seconds > 0 ? Double(p.sent - lastSent) / seconds : 0
+        writeStandardError(String(format: "replay: %.1f s: %d sent (%.1f/s over the last %.1f s), %d of %d acks\n",
+                                  Double(p.elapsedNs) / 1e9, p.sent, rate, seconds, p.acks, p.predicted))
+        lastSent = p.sent
+        lastNs = p.elapsedNs
+        while nextNs <= p.elapsedNs { nextNs += intervalNs }
+    }
 }
 
 extension ReplayOptions.Timing: ExpressibleByArgument {}

@@ -79,13 +79,13 @@ func reportingFailures<T>(_ body: () throws(TraceError) -> T) throws -> T {
     }
 }
 
-/// Whether standard output is a terminal (progress and colour go only there).
-var stdoutIsTerminal: Bool { isatty(STDOUT_FILENO) != 0 }
+/// Whether standard error, where progress lines are drawn, is a terminal.
+var stderrIsTerminal: Bool { isatty(STDERR_FILENO) != 0 }
 
 /// A one-line progress counter on standard error, shown only when standard
-/// output is a terminal and redrawn at most four times a second.
+/// error is a terminal and redrawn at most four times a second.
 struct Progress {
-    let enabled = stdoutIsTerminal
+    let enabled = stderrIsTerminal
     let label: String
     private var lastDrawNs: Int64 = 0
 
