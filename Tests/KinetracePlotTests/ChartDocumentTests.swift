@@ -8,7 +8,7 @@ import Testing
 /// has no NaN/inf, parses as XML, and renders at the expected pixel size.
 @Suite struct ChartDocumentTests {
     enum Kind: String, CaseIterable, CustomTestStringConvertible, Sendable {
-        case scatter, histogram, cdf
+        case scatter, histogram, cdf, lines
         var testDescription: String { rawValue }
     }
 
@@ -38,7 +38,7 @@ import Testing
                 let mean = values.reduce(0, +) / Double(values.count)
                 return [
                     ReferenceLine(label: "mean", value: mean),
-                    ReferenceLine(label: "p95", value: SampleData.percentile(values, 0.95), dashed: false),
+                    ReferenceLine(label: "p95", value: SampleData.percentile(values, 0.95)),
                 ]
             case .empty: return [ReferenceLine(label: "target 50 ms", value: 50)]
             case .nonFiniteMixed, .onlyNonFinite:
@@ -69,6 +69,15 @@ import Testing
                 title: "latency CDF (\(data.rawValue))", xLabel: "latency (ms)",
                 series: [CDFSeries(name: "A", values: values), CDFSeries(name: "empty", values: [])],
                 references: data.references)
+        case .lines:
+            let points = values.enumerated().map { PlotPoint(x: Double($0.offset), y: $0.element) }
+            let swapped = values.enumerated().map { PlotPoint(x: $0.element, y: Double($0.offset)) }
+            let labels = values.indices.map { PointLabel(index: $0, text: "v\($0)") }
+            return Charts.lines(
+                title: "scores (\(data.rawValue))", xLabel: "value", yLabel: "score",
+                series: [LineSeries(name: "A", points: points, marks: .lineAndPoints, labels: labels),
+                         LineSeries(name: "B", points: swapped), LineSeries(name: "best", points: Array(points.prefix(1)), marks: .points)],
+                verticalReferences: data.references)
         }
     }
 
@@ -89,7 +98,7 @@ import Testing
     }
 
     @Test func stackedFigureHasTheDocumentParts() throws {
-        let charts = Kind.allCases.map { Self.chart($0, .normal) }
+        let charts = [Kind.scatter, .histogram, .cdf].map { Self.chart($0, .normal) }
         let svg = Charts.figure(title: "latency & jitter", charts: charts)
         #expect(svg.hasPrefix("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" height=\"900\" viewBox=\"0 0 720 900\""))
         #expect(!svg.contains("<?xml"))
@@ -127,11 +136,15 @@ import Testing
         try SVGChecks.expectValidDocument(Charts.figure(title: "many", charts: [chart]), width: 720, height: 300)
     }
 
-    @Test func legendOnlyWithTwoOrMoreSeries() {
+    @Test func aLoneScatterSeriesIsInTheLegendOnlyBesideReferenceLines() {
         let points = [PlotPoint(x: 0, y: 1), PlotPoint(x: 1, y: 2)]
         let one = Charts.scatter(
             title: "t", xLabel: "x", yLabel: "y", series: [PlotSeries(name: "only-series", points: points)])
         #expect(!one.body.contains("only-series"))
+        let withReference = Charts.scatter(
+            title: "t", xLabel: "x", yLabel: "y", series: [PlotSeries(name: "only-series", points: points)],
+            references: [ReferenceLine(label: "mean 1.5", value: 1.5, legend: "mean")])
+        #expect(withReference.body.contains(">only-series<") && withReference.body.contains(">mean<"))
         let two = Charts.scatter(
             title: "t", xLabel: "x", yLabel: "y",
             series: [PlotSeries(name: "first-series", points: points), PlotSeries(name: "second-series", points: points)])

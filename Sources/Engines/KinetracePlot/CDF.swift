@@ -24,15 +24,21 @@ enum CDFRenderer {
         let references = drawableReferences(references)
         for reference in references { xExtent.include(reference.line.value) }
 
-        let yAxis = NiceScale.axis(lower: 0, upper: 1, maxTicks: 6)
-        let legend = series.enumerated().map { LegendEntry(name: $0.element.name, colour: Style.seriesColour($0.offset)) }
+        // Padded, so the curve's flat ends at 0 and 1 are not hidden on the frame.
+        let yAxis = NiceScale.paddedAxis(lower: 0, upper: 1, maxTicks: 6, padding: Style.axisPadding)
+        let seriesEntries = series.count >= 2 || !references.isEmpty
+            ? series.enumerated().map {
+                LegendEntry(name: $0.element.name, colour: Style.seriesColour($0.offset), dash: Style.seriesDash($0.offset))
+            } : []
         let layout = Layout.make(
-            size: size, xRange: xExtent.drawable, yAxis: yAxis, legend: legend, verticalReferences: references)
+            size: size, xRange: xExtent.drawable, yAxis: yAxis, legend: seriesEntries + referenceLegendEntries(references),
+            verticalReferences: references)
         let frame = layout.frame
 
         var svg = SVGWriter()
         svg.beginPanel()
         svg.grid(frame)
+        svg.plotAreaMarker(frame)
         var vertexCounts: [Int] = []
         for (index, values) in sortedSeries.enumerated() {
             let vertices = stepCurve(values, frame: frame)
@@ -44,12 +50,12 @@ enum CDFRenderer {
                 if offset > 0 { points += " " }
                 points += "\(svgNumber(vertex.x)),\(svgNumber(vertex.y))"
             }
-            svg.raw("<polyline points=\"\(points)\" fill=\"none\" stroke=\"\(Style.seriesColour(index))\"")
-            svg.raw(" stroke-width=\"1.8\" stroke-linejoin=\"round\"/>")
+            svg.raw("<polyline class=\"series\" points=\"\(points)\" fill=\"none\" stroke=\"\(Style.seriesColour(index))\"")
+            svg.raw(" stroke-dasharray=\"\(Style.seriesDash(index))\" stroke-width=\"1.8\" stroke-linejoin=\"round\"/>")
         }
         svg.verticalReferences(layout.referenceLabels, frame: frame)
         svg.axes(frame, title: title, xTitle: xLabel, yTitle: "fraction ≤ x")
-        svg.legend(layout.legend, top: layout.legendTop, swatch: .line)
+        svg.legend(layout.legend, top: layout.legendTop)
         if !hasData { svg.noData(frame) }
         svg.endPanel()
         return CDFRendering(chart: Chart(size: size, body: svg.output), frame: frame, vertexCounts: vertexCounts)

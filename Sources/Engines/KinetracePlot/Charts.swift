@@ -1,7 +1,9 @@
 /// SVG charts for latency analysis: pure functions from data to SVG text.
 /// Same input, byte-identical output; non-finite values are skipped, never printed.
 public enum Charts {
-    /// Points (e.g. latency per frame: x = frame index or seconds, y = ms), one colour per series, with a legend when there are 2+ series.
+    /// Points (e.g. latency per frame: x = frame index or seconds, y = ms), one colour per series, on padded axes.
+    /// The legend names the series when there are 2+ or any reference line, and every reference line;
+    /// each reference line's label goes where it covers the fewest points.
     public static func scatter(
         title: String, xLabel: String, yLabel: String, series: [PlotSeries],
         references: [ReferenceLine] = [], size: PlotSize = .standard
@@ -18,6 +20,20 @@ public enum Charts {
     ) -> Chart {
         HistogramRenderer.render(
             title: title, xLabel: xLabel, values: values, bins: bins, references: references, size: size
+        ).chart
+    }
+
+    /// Lines through each series' points in the order given, each in its own colour and dash
+    /// pattern, on axes padded so no point sits on the frame and covering `domain`; every
+    /// series and reference line has a legend entry; point labels are placed where they
+    /// cover no ink, and left out where there is no such place.
+    public static func lines(
+        title: String, xLabel: String, yLabel: String, series: [LineSeries],
+        verticalReferences: [ReferenceLine] = [], domain: AxisDomain = AxisDomain(), size: PlotSize = .standard
+    ) -> Chart {
+        LineRenderer.render(
+            title: title, xLabel: xLabel, yLabel: yLabel, series: series, verticalReferences: verticalReferences,
+            domain: domain, size: size
         ).chart
     }
 

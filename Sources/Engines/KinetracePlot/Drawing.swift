@@ -1,7 +1,14 @@
 // The parts every panel shares: grid, axes, titles, legend, reference lines, "no data".
 
 enum LegendSwatch {
-    case dot, line
+    case dot, ring, line
+}
+
+/// A reference line with the style of its legend entry.
+struct DrawnReference {
+    var line: ReferenceLine
+    var colour: String
+    var dash: String
 }
 
 extension SVGWriter {
@@ -47,28 +54,40 @@ extension SVGWriter {
         let xTitleText = fitted(xTitle, maxWidth: frame.plotWidth, fontSize: Style.axisTitleFontSize)
         text(
             xTitleText, x: frame.plotLeft + frame.plotWidth / 2, y: frame.height - 9,
-            fontSize: Style.axisTitleFontSize, anchor: .middle)
+            fontSize: Style.axisTitleFontSize, anchor: .middle, cssClass: "x-title")
         let yTitleText = fitted(yTitle, maxWidth: frame.plotHeight + 30, fontSize: Style.axisTitleFontSize)
         verticalText(
             yTitleText, x: Style.yTitleBaseline, y: frame.plotTop + frame.plotHeight / 2,
             fontSize: Style.axisTitleFontSize)
         let titleText = fitted(title, maxWidth: frame.width - 2 * Style.outerPadding, fontSize: Style.titleFontSize)
-        text(titleText, x: Style.outerPadding, y: Style.titleBaseline, fontSize: Style.titleFontSize, bold: true)
+        text(titleText, x: Style.outerPadding, y: Style.titleBaseline, fontSize: Style.titleFontSize, bold: true, cssClass: "title")
     }
 
-    mutating func legend(_ items: [PlacedLegendItem], top: Double, swatch: LegendSwatch) {
+    mutating func legend(_ items: [PlacedLegendItem], top: Double) {
         for item in items {
             let baseline = top + Double(item.row) * Style.legendRowHeight + 12
             guard let colour = item.colour else {
                 text(item.text, x: item.x, y: baseline, fontSize: Style.legendFontSize, fill: Style.mutedTextColour)
                 continue
             }
-            switch swatch {
-            case .dot: circle(cx: item.x + 6, cy: baseline - 4, r: 4, fill: colour)
-            case .line: line(x1: item.x, y1: baseline - 4, x2: item.x + 13, y2: baseline - 4, stroke: colour, width: 2.5)
+            raw("<g class=\"legend-entry\">")
+            switch item.swatch {
+            case .dot: circle(cx: item.x + 10, cy: baseline - 4, r: 4, fill: colour)
+            case .ring: ring(cx: item.x + 10, cy: baseline - 4, r: 4.5, stroke: colour)
+            case .line:
+                line(x1: item.x, y1: baseline - 4, x2: item.x + 22, y2: baseline - 4, stroke: colour, width: 2, dash: item.dash)
             }
-            text(item.text, x: item.x + Layout.legendSwatchWidth, y: baseline, fontSize: Style.legendFontSize)
+            text(item.text, x: item.x + Layout.legendSwatchWidth, y: baseline, fontSize: Style.legendFontSize, cssClass: "legend")
+            raw("</g>")
         }
+    }
+
+    /// An invisible rectangle on the plot area carrying its axis ranges, so a
+    /// reader of the SVG (or a test) can map coordinates back to values.
+    mutating func plotAreaMarker(_ frame: ChartFrame) {
+        raw("<rect class=\"plot-area\" x=\"\(svgNumber(frame.plotLeft))\" y=\"\(svgNumber(frame.plotTop))\"")
+        raw(" width=\"\(svgNumber(frame.plotWidth))\" height=\"\(svgNumber(frame.plotHeight))\" fill=\"none\"")
+        raw(" data-x-range=\"\(frame.xAxis.lower) \(frame.xAxis.upper)\" data-y-range=\"\(frame.yAxis.lower) \(frame.yAxis.upper)\"/>")
     }
 
     /// Vertical lines across the plot, labels in the rows above it.
@@ -76,36 +95,57 @@ extension SVGWriter {
         for label in labels {
             line(
                 x1: label.lineX, y1: frame.plotTop - 3, x2: label.lineX, y2: frame.plotBottom,
-                stroke: label.colour, width: 1.5, dashed: label.line.dashed)
+                stroke: label.reference.colour, width: 1.5, dash: label.reference.dash,
+                cssClass: "reference", dataValue: label.reference.line.value)
             let baseline = frame.plotTop - 6 - Double(label.row) * Style.referenceRowHeight
             text(
-                label.line.label, x: label.textX, y: baseline, fontSize: Style.referenceFontSize,
-                anchor: label.anchor, fill: label.colour)
+                label.reference.line.label, x: label.textX, y: baseline, fontSize: Style.referenceFontSize,
+                anchor: label.anchor, fill: label.reference.colour, cssClass: "reference-label")
         }
     }
 
-    /// Horizontal lines across the plot, labels at the right end just above
-    /// each line on a pale backing; labels that would collide are pushed down.
-    mutating func horizontalReferences(_ references: [(line: ReferenceLine, colour: String)], frame: ChartFrame) {
-        let positioned = references.enumerated()
-            .map { (index: $0.offset, reference: $0.element, y: frame.pixelY($0.element.line.value)) }
-            .sorted { ($0.y, $0.index) < ($1.y, $1.index) }
-        var previousBaseline = -Double.infinity
+    /// Horizontal lines across the plot, each labelled where its label covers
+    /// the fewest drawn pixels (`occupied`), other labels and other lines:
+    /// near the right end if that is free, above or below the line.
+    mutating func horizontalReferences(_ references: [DrawnReference], frame: ChartFrame, occupied: inout PixelMask) {
+        let positioned = references.map { (reference: $0, y: frame.pixelY($0.line.value)) }
         for item in positioned {
             line(
                 x1: frame.plotLeft, y1: item.y, x2: frame.plotRight, y2: item.y,
-                stroke: item.reference.colour, width: 1.5, dashed: item.reference.line.dashed)
+                stroke: item.reference.colour, width: 1.5, dash: item.reference.dash,
+                cssClass: "reference", dataValue: item.reference.line.value)
         }
-        for item in positioned {
+        var placed: [(x0: Double, y0: Double, x1: Double, y1: Double)] = []
+        for (index, item) in positioned.enumerated() {
             let label = fitted(item.reference.line.label, maxWidth: frame.plotWidth - 8, fontSize: Style.referenceFontSize)
-            let baseline = min(
-                max(item.y - 4, previousBaseline + Style.referenceRowHeight, frame.plotTop + 11),
-                frame.plotBottom - 3)
-            previousBaseline = baseline
-            let textWidth = estimatedTextWidth(label, fontSize: Style.referenceFontSize)
-            let textRight = frame.plotRight - 4
-            rect(x: textRight - textWidth - 2, y: baseline - 9, width: textWidth + 4, height: 12, fill: "#ffffff", opacity: 0.8)
-            text(label, x: textRight, y: baseline, fontSize: Style.referenceFontSize, anchor: .end, fill: item.reference.colour)
+            let width = estimatedTextWidth(label, fontSize: Style.referenceFontSize) + 4
+            let height = 12.0
+            var best: (score: Int, x0: Double, y0: Double)?
+            let steps = 8
+            for step in 0...steps {
+                // From the right end leftwards: readers look for a line's name at its end.
+                let x0 = frame.plotRight - 4 - width - Double(step) * (frame.plotWidth - 8 - width) / Double(steps)
+                guard x0 >= frame.plotLeft + 2 else { continue }
+                for y0 in [item.y - 2 - height, item.y + 2] {
+                    guard y0 >= frame.plotTop + 1, y0 + height <= frame.plotBottom - 1 else { continue }
+                    var score = occupied.count(x0: x0, y0: y0, x1: x0 + width, y1: y0 + height)
+                    for other in placed where x0 < other.x1 && other.x0 < x0 + width && y0 < other.y1 && other.y0 < y0 + height {
+                        score += 100_000
+                    }
+                    for (otherIndex, other) in positioned.enumerated() where otherIndex != index && other.y > y0 && other.y < y0 + height {
+                        score += 10_000
+                    }
+                    if best == nil || score < best!.score { best = (score, x0, y0) }
+                }
+            }
+            // A plot too short for a label beside the line: on it, at the right end.
+            let chosen = best ?? (0, frame.plotRight - 4 - width, min(max(item.y - height / 2, frame.plotTop), frame.plotBottom - height))
+            placed.append((chosen.x0, chosen.y0, chosen.x0 + width, chosen.y0 + height))
+            occupied.mark(x0: chosen.x0, y0: chosen.y0, x1: chosen.x0 + width, y1: chosen.y0 + height)
+            rect(x: chosen.x0, y: chosen.y0, width: width, height: height, fill: "#ffffff", opacity: 0.85)
+            text(
+                label, x: chosen.x0 + 2, y: chosen.y0 + 9.5, fontSize: Style.referenceFontSize,
+                fill: item.reference.colour, cssClass: "reference-label")
         }
     }
 
@@ -120,9 +160,27 @@ extension SVGWriter {
     }
 }
 
-/// Reference lines worth drawing (finite values), each with its colour from its position in the input.
-func drawableReferences(_ references: [ReferenceLine]) -> [(line: ReferenceLine, colour: String)] {
-    references.enumerated()
-        .filter { isPlottable($0.element.value) }
-        .map { (line: $0.element, colour: Style.referenceColour($0.offset)) }
+/// Reference lines worth drawing (finite values), each styled by its legend
+/// entry's position among the distinct entries of the input.
+func drawableReferences(_ references: [ReferenceLine]) -> [DrawnReference] {
+    var groups: [String] = []
+    var drawn: [DrawnReference] = []
+    for line in references {
+        let group = groups.firstIndex(of: line.legendText) ?? {
+            groups.append(line.legendText)
+            return groups.count - 1
+        }()
+        guard isPlottable(line.value) else { continue }
+        drawn.append(DrawnReference(line: line, colour: Style.referenceColour(group), dash: Style.referenceDash(group)))
+    }
+    return drawn
+}
+
+/// One legend entry per distinct reference legend text, in order.
+func referenceLegendEntries(_ references: [DrawnReference]) -> [LegendEntry] {
+    var seen: Set<String> = []
+    return references.compactMap { reference in
+        guard seen.insert(reference.line.legendText).inserted else { return nil }
+        return LegendEntry(name: reference.line.legendText, colour: reference.colour, dash: reference.dash, swatch: .line)
+    }
 }

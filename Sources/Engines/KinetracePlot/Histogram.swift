@@ -54,12 +54,14 @@ enum HistogramRenderer {
         let yAxis = Layout.verticalAxis(
             (0, Double(max(1, counts.max() ?? 0))), panelHeight: size.height, integerSteps: true)
         let layout = Layout.make(
-            size: size, xRange: xExtent.drawable, yAxis: yAxis, legend: [], verticalReferences: references)
+            size: size, xRange: xExtent.drawable, yAxis: yAxis, legend: referenceLegendEntries(references),
+            verticalReferences: references)
         let frame = layout.frame
 
         var svg = SVGWriter()
         svg.beginPanel()
         svg.grid(frame)
+        svg.plotAreaMarker(frame)
         let binWidth = (binRange.upper - binRange.lower) / Double(binCount)
         let barColour = Style.seriesColour(0)
         for (index, count) in counts.enumerated() where count > 0 {
@@ -74,6 +76,7 @@ enum HistogramRenderer {
         }
         svg.verticalReferences(layout.referenceLabels, frame: frame)
         svg.axes(frame, title: title, xTitle: xLabel, yTitle: "count")
+        svg.legend(layout.legend, top: layout.legendTop)
         if !hasData { svg.noData(frame) }
         svg.endPanel()
         return HistogramRendering(

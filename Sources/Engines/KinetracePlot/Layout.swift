@@ -28,20 +28,23 @@ struct ChartFrame: Sendable {
 struct LegendEntry {
     var name: String
     var colour: String
+    var dash: String = "none"
+    var swatch: LegendSwatch = .line
 }
 
 /// A legend item (or the "+N more" note, which has no colour) placed in the header.
 struct PlacedLegendItem {
     var text: String
     var colour: String?
+    var dash: String = "none"
+    var swatch: LegendSwatch = .line
     var x: Double
     var row: Int
 }
 
 /// A reference line and the label row above the plot its text went to.
 struct PlacedReferenceLabel {
-    var line: ReferenceLine
-    var colour: String
+    var reference: DrawnReference
     var lineX: Double
     var textX: Double
     var anchor: TextAnchor
@@ -58,7 +61,7 @@ struct ChartLayout {
 enum Layout {
     static let maxLegendRows = 3
     static let maxReferenceRows = 3
-    static let legendSwatchWidth = 18.0
+    static let legendSwatchWidth = 27.0
     static let legendItemGap = 14.0
 
     /// Lays out a panel. The y axis is chosen first (its tick count depends only
@@ -66,7 +69,7 @@ enum Layout {
     /// the plot width and x axis, which place the header items, which give the plot top.
     static func make(
         size: PlotSize, xRange: (lower: Double, upper: Double), yAxis: Axis,
-        legend entries: [LegendEntry], verticalReferences: [(line: ReferenceLine, colour: String)]
+        legend entries: [LegendEntry], verticalReferences: [DrawnReference], paddedX: Bool = false
     ) -> ChartLayout {
         let width = Double(size.width), height = Double(size.height)
         let yLabelWidth = yAxis.labels.map { estimatedTextWidth($0, fontSize: Style.tickFontSize) }.max() ?? 0
@@ -74,12 +77,12 @@ enum Layout {
 
         var rightMargin = 16.0
         var plotWidth = 0.0
-        var xAxis = NiceScale.axis(lower: xRange.lower, upper: xRange.upper)
+        var xAxis = horizontalAxis(xRange, plotWidth: width - plotLeft - rightMargin, padded: paddedX)
         // The end x labels are centred on the plot edges; widen the margins until half of each fits.
         for _ in 0..<3 {
             // Only absurd labels on a minimum-width panel could squeeze the plot this far.
             plotWidth = max(20, (width - plotLeft - rightMargin).rounded(.down))
-            xAxis = horizontalAxis(xRange, plotWidth: plotWidth)
+            xAxis = horizontalAxis(xRange, plotWidth: plotWidth, padded: paddedX)
             let labels = xAxis.labels
             func halfWidth(_ label: String?) -> Double {
                 (estimatedTextWidth(label ?? "", fontSize: Style.tickFontSize) / 2 + 6).rounded(.up)
@@ -98,7 +101,7 @@ enum Layout {
             plotLeft + (value - xAxis.lower) / (xAxis.upper - xAxis.lower) * plotWidth
         }
         let referenceLabels = placeReferenceLabels(
-            verticalReferences.map { ($0.line, $0.colour, pixelX($0.line.value)) }, chartWidth: width)
+            verticalReferences.map { ($0, pixelX($0.line.value)) }, chartWidth: width)
         let referenceRows = referenceLabels.map { $0.row + 1 }.max() ?? 0
 
         let plotTop = Style.titleBand + Double(legendRows) * Style.legendRowHeight
@@ -113,18 +116,21 @@ enum Layout {
 
     /// The y axis for a panel of this height: about one tick per 32 px, 3…8 ticks.
     static func verticalAxis(
-        _ range: (lower: Double, upper: Double), panelHeight: Int, integerSteps: Bool = false
+        _ range: (lower: Double, upper: Double), panelHeight: Int, integerSteps: Bool = false, padded: Bool = false
     ) -> Axis {
         let approximatePlotHeight = Double(panelHeight) - 90
         let maxTicks = min(8, max(3, Int(approximatePlotHeight / 32)))
+        if padded { return NiceScale.paddedAxis(lower: range.lower, upper: range.upper, maxTicks: maxTicks, padding: Style.axisPadding) }
         return NiceScale.axis(lower: range.lower, upper: range.upper, maxTicks: maxTicks, integerSteps: integerSteps)
     }
 
     /// The x axis: up to 8 ticks, fewer when the labels would crowd each other.
-    private static func horizontalAxis(_ range: (lower: Double, upper: Double), plotWidth: Double) -> Axis {
+    private static func horizontalAxis(_ range: (lower: Double, upper: Double), plotWidth: Double, padded: Bool) -> Axis {
         var maxTicks = min(8, max(3, Int(plotWidth / 70)))
         while true {
-            let axis = NiceScale.axis(lower: range.lower, upper: range.upper, maxTicks: maxTicks)
+            let axis = padded
+                ? NiceScale.paddedAxis(lower: range.lower, upper: range.upper, maxTicks: maxTicks, padding: Style.axisPadding)
+                : NiceScale.axis(lower: range.lower, upper: range.upper, maxTicks: maxTicks)
             let widest = axis.labels.map { estimatedTextWidth($0, fontSize: Style.tickFontSize) }.max() ?? 0
             let spacing = plotWidth / Double(max(1, axis.ticks.count - 1))
             if widest + 12 <= spacing || maxTicks <= 2 { return axis }
@@ -135,7 +141,7 @@ enum Layout {
     /// Legend items flow left to right and wrap; past the last row the rest are
     /// summarised as "+N more" so a huge series list cannot eat the plot.
     static func placeLegend(_ entries: [LegendEntry], startX: Double, endX: Double) -> [PlacedLegendItem] {
-        guard entries.count >= 2 else { return [] }
+        guard !entries.isEmpty else { return [] }
         let moreNoteWidth = estimatedTextWidth("+9999 more", fontSize: Style.legendFontSize)
         let maxNameWidth = max(20, endX - startX - legendSwatchWidth)
         var placed: [PlacedLegendItem] = []
@@ -153,7 +159,7 @@ enum Layout {
                 row += 1
                 x = startX
             }
-            placed.append(PlacedLegendItem(text: name, colour: entry.colour, x: x, row: row))
+            placed.append(PlacedLegendItem(text: name, colour: entry.colour, dash: entry.dash, swatch: entry.swatch, x: x, row: row))
             x += itemWidth + legendItemGap
         }
         return placed
@@ -163,15 +169,15 @@ enum Layout {
     /// their line; a label that would overlap one already placed moves up a row,
     /// so close lines (mean and p95) stay readable.
     static func placeReferenceLabels(
-        _ references: [(line: ReferenceLine, colour: String, x: Double)], chartWidth: Double
+        _ references: [(reference: DrawnReference, x: Double)], chartWidth: Double
     ) -> [PlacedReferenceLabel] {
         // Left to right, ties by input order, so the stagger is deterministic.
         let order = references.indices.sorted { (references[$0].x, $0) < (references[$1].x, $1) }
         var occupied: [[(Double, Double)]] = Array(repeating: [], count: maxReferenceRows)
         var placed: [PlacedReferenceLabel] = []
         for index in order {
-            let (line, colour, x) = references[index]
-            let text = fitted(line.label, maxWidth: chartWidth - 2 * Style.outerPadding, fontSize: Style.referenceFontSize)
+            let (reference, x) = references[index]
+            let text = fitted(reference.line.label, maxWidth: chartWidth - 2 * Style.outerPadding, fontSize: Style.referenceFontSize)
             let textWidth = estimatedTextWidth(text, fontSize: Style.referenceFontSize)
             // Text to the right of the line, unless that would run off the panel.
             let anchor: TextAnchor = x + 3 + textWidth <= chartWidth - 4 ? .start : .end
@@ -185,7 +191,7 @@ enum Layout {
                 ?? (0..<maxReferenceRows).min { (overlaps($0), $0) < (overlaps($1), $1) } ?? 0
             occupied[row].append(span)
             placed.append(
-                PlacedReferenceLabel(line: line, colour: colour, lineX: x, textX: textX, anchor: anchor, row: row))
+                PlacedReferenceLabel(reference: reference, lineX: x, textX: textX, anchor: anchor, row: row))
         }
         return placed
     }

@@ -28,15 +28,68 @@ public struct CDFSeries: Sendable {
     }
 }
 
-/// A labelled reference line: horizontal on scatter plots (a y value), vertical on histograms and CDFs (an x value).
+/// A labelled reference line: horizontal on scatter plots (a y value), vertical on histograms, CDFs and line charts (an x value).
+/// Every reference line has a legend entry: lines with the same `legend` text share one entry and one style
+/// (the −3σ and +3σ bounds), and each distinct entry gets its own colour and dash pattern.
 public struct ReferenceLine: Hashable, Sendable {
+    /// Drawn beside the line, with its value.
     public var label: String
     public var value: Double
-    public var dashed: Bool
-    public init(label: String, value: Double, dashed: Bool = true) {
+    /// The legend entry; nil uses `label`.
+    public var legend: String?
+    public init(label: String, value: Double, legend: String? = nil) {
         self.label = label
         self.value = value
-        self.dashed = dashed
+        self.legend = legend
+    }
+
+    var legendText: String { legend ?? label }
+}
+
+/// A point of a line series to label, by its index in the series.
+public struct PointLabel: Hashable, Sendable {
+    public var index: Int
+    public var text: String
+    public init(index: Int, text: String) {
+        self.index = index
+        self.text = text
+    }
+}
+
+/// One named series of a line chart, in its own colour and dash pattern.
+public struct LineSeries: Sendable {
+    public enum Marks: Sendable {
+        /// The points joined in the order given.
+        case line
+        /// Joined, with a dot on each point (each point is a setting worth seeing).
+        case lineAndPoints
+        /// Rings on the points, not joined (a highlighted setting).
+        case points
+    }
+
+    public var name: String
+    /// Joined in this order (a sweep's points in the order of the swept value).
+    public var points: [PlotPoint]
+    public var marks: Marks
+    /// Labels to place, most important first; one that would overlap a line, a point
+    /// or another label is left out, so a long list gives a readable subset.
+    public var labels: [PointLabel]
+
+    public init(name: String, points: [PlotPoint], marks: Marks = .line, labels: [PointLabel] = []) {
+        self.name = name
+        self.points = points
+        self.marks = marks
+        self.labels = labels
+    }
+}
+
+/// Extra ranges an axis must cover besides the data (e.g. 0…1 for scores).
+public struct AxisDomain: Sendable {
+    public var x: (lower: Double, upper: Double)?
+    public var y: (lower: Double, upper: Double)?
+    public init(x: (lower: Double, upper: Double)? = nil, y: (lower: Double, upper: Double)? = nil) {
+        self.x = x
+        self.y = y
     }
 }
 

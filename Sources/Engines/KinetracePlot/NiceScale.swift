@@ -108,6 +108,20 @@ enum NiceScale {
         }
     }
 
+    /// An axis over `lower...upper` widened by `padding` × the span at each end,
+    /// with nice ticks inside it: unlike `axis`, its ends are not ticks, so a
+    /// value at the data's extreme sits inside the plot, not on its frame.
+    static func paddedAxis(lower: Double, upper: Double, maxTicks: Int = 8, padding: Double) -> Axis {
+        let (low, high) = drawableRange(lower, upper)
+        let pad = (high - low) * max(0, padding)
+        let paddedLow = low - pad, paddedHigh = high + pad
+        // Two spare ticks, as the outward rounding of `axis` adds up to two that the filter removes.
+        let nice = axis(lower: paddedLow, upper: paddedHigh, maxTicks: max(2, maxTicks) + 2)
+        let tolerance = (paddedHigh - paddedLow) * 1e-9
+        let ticks = nice.ticks.filter { $0 >= paddedLow - tolerance && $0 <= paddedHigh + tolerance }
+        return Axis(lower: paddedLow, upper: paddedHigh, step: nice.step, ticks: ticks, stepExponent: nice.stepExponent)
+    }
+
     /// k with 10^k ≤ value < 10^(k+1), for a positive finite value.
     static func decimalExponent(of value: Double) -> Int {
         guard value > 0, value.isFinite else { return 0 }

@@ -123,11 +123,15 @@ struct SVGWriter {
     }
 
     mutating func line(
-        x1: Double, y1: Double, x2: Double, y2: Double, stroke: String, width: Double = 1, dashed: Bool = false
+        x1: Double, y1: Double, x2: Double, y2: Double, stroke: String, width: Double = 1, dash: String = "none",
+        cssClass: String? = nil, dataValue: Double? = nil
     ) {
-        output += "<line x1=\"\(svgNumber(x1))\" y1=\"\(svgNumber(y1))\" x2=\"\(svgNumber(x2))\" y2=\"\(svgNumber(y2))\""
+        output += "<line"
+        if let cssClass { output += " class=\"\(cssClass)\"" }
+        if let dataValue, dataValue.isFinite { output += " data-value=\"\(dataValue)\"" }
+        output += " x1=\"\(svgNumber(x1))\" y1=\"\(svgNumber(y1))\" x2=\"\(svgNumber(x2))\" y2=\"\(svgNumber(y2))\""
         output += " stroke=\"\(stroke)\" stroke-width=\"\(svgNumber(width))\""
-        if dashed { output += " stroke-dasharray=\"6 4\"" }
+        if dash != "none" { output += " stroke-dasharray=\"\(dash)\"" }
         output += "/>"
     }
 
@@ -140,15 +144,26 @@ struct SVGWriter {
         output += "/>"
     }
 
-    mutating func circle(cx: Double, cy: Double, r: Double, fill: String) {
-        output += "<circle cx=\"\(svgNumber(cx))\" cy=\"\(svgNumber(cy))\" r=\"\(svgNumber(r))\" fill=\"\(fill)\"/>"
+    mutating func ring(cx: Double, cy: Double, r: Double, stroke: String, cssClass: String? = nil) {
+        output += "<circle"
+        if let cssClass { output += " class=\"\(cssClass)\"" }
+        output += " cx=\"\(svgNumber(cx))\" cy=\"\(svgNumber(cy))\" r=\"\(svgNumber(r))\""
+        output += " fill=\"#ffffff\" stroke=\"\(stroke)\" stroke-width=\"2\"/>"
+    }
+
+    mutating func circle(cx: Double, cy: Double, r: Double, fill: String, cssClass: String? = nil) {
+        output += "<circle"
+        if let cssClass { output += " class=\"\(cssClass)\"" }
+        output += " cx=\"\(svgNumber(cx))\" cy=\"\(svgNumber(cy))\" r=\"\(svgNumber(r))\" fill=\"\(fill)\"/>"
     }
 
     mutating func text(
         _ content: String, x: Double, y: Double, fontSize: Double, anchor: TextAnchor = .start,
-        fill: String = Style.textColour, bold: Bool = false
+        fill: String = Style.textColour, bold: Bool = false, cssClass: String? = nil
     ) {
-        output += "<text x=\"\(svgNumber(x))\" y=\"\(svgNumber(y))\" font-size=\"\(svgNumber(fontSize))\""
+        output += "<text"
+        if let cssClass { output += " class=\"\(cssClass)\"" }
+        output += " x=\"\(svgNumber(x))\" y=\"\(svgNumber(y))\" font-size=\"\(svgNumber(fontSize))\""
         if anchor != .start { output += " text-anchor=\"\(anchor.rawValue)\"" }
         if bold { output += " font-weight=\"bold\"" }
         output += " fill=\"\(fill)\">\(xmlEscaped(content))</text>"
@@ -156,7 +171,7 @@ struct SVGWriter {
 
     /// Text rotated a quarter turn anticlockwise around (x, y), for the y-axis title.
     mutating func verticalText(_ content: String, x: Double, y: Double, fontSize: Double) {
-        output += "<text transform=\"translate(\(svgNumber(x)) \(svgNumber(y))) rotate(-90)\""
+        output += "<text class=\"y-title\" transform=\"translate(\(svgNumber(x)) \(svgNumber(y))) rotate(-90)\""
         output += " font-size=\"\(svgNumber(fontSize))\" text-anchor=\"middle\" fill=\"\(Style.textColour)\">"
         output += "\(xmlEscaped(content))</text>"
     }

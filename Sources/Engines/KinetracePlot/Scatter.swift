@@ -35,29 +35,42 @@ enum ScatterRenderer {
         let references = drawableReferences(references)
         for reference in references { yExtent.include(reference.line.value) }
 
-        let yAxis = Layout.verticalAxis(yExtent.drawable, panelHeight: size.height)
-        let legend = series.enumerated().map { LegendEntry(name: $0.element.name, colour: Style.seriesColour($0.offset)) }
+        let yAxis = Layout.verticalAxis(yExtent.drawable, panelHeight: size.height, padded: true)
+        // A lone series needs a legend entry only beside reference lines' entries.
+        let seriesEntries = series.count >= 2 || !references.isEmpty
+            ? series.enumerated().map { LegendEntry(name: $0.element.name, colour: Style.seriesColour($0.offset), swatch: .dot) } : []
         let layout = Layout.make(
-            size: size, xRange: xExtent.drawable, yAxis: yAxis, legend: legend, verticalReferences: [])
+            size: size, xRange: xExtent.drawable, yAxis: yAxis, legend: seriesEntries + referenceLegendEntries(references),
+            verticalReferences: [], paddedX: true)
         let frame = layout.frame
 
         var svg = SVGWriter()
         svg.beginPanel()
         svg.grid(frame)
+        svg.plotAreaMarker(frame)
         var markCount = 0
         let translucent = series.count > 1
         for (index, entry) in series.enumerated() {
             let marks = pixelMarks(entry.points, frame: frame)
             guard marks.count > 0 else { continue }
             markCount += marks.count
-            svg.raw("<path d=\"\(marks.path)\" fill=\"none\" stroke=\"\(Style.seriesColour(index))\"")
+            svg.raw("<path class=\"series\" d=\"\(marks.path)\" fill=\"none\" stroke=\"\(Style.seriesColour(index))\"")
             svg.raw(" stroke-width=\"\(svgNumber(dotDiameter(pointCount: entry.points.count)))\" stroke-linecap=\"round\"")
             if translucent { svg.raw(" stroke-opacity=\"0.75\"") }
             svg.raw("/>")
         }
-        svg.horizontalReferences(references, frame: frame)
+        if !references.isEmpty {
+            var occupied = PixelMask(frame: frame)
+            for entry in series {
+                let radius = dotDiameter(pointCount: entry.points.count) / 2 + 1
+                for point in entry.points where isPlottable(point.x) && isPlottable(point.y) {
+                    occupied.mark(x: frame.pixelX(point.x), y: frame.pixelY(point.y), radius: radius)
+                }
+            }
+            svg.horizontalReferences(references, frame: frame, occupied: &occupied)
+        }
         svg.axes(frame, title: title, xTitle: xLabel, yTitle: yLabel)
-        svg.legend(layout.legend, top: layout.legendTop, swatch: .dot)
+        svg.legend(layout.legend, top: layout.legendTop)
         if !hasData { svg.noData(frame) }
         svg.endPanel()
         return ScatterRendering(chart: Chart(size: size, body: svg.output), frame: frame, markCount: markCount)

@@ -82,8 +82,10 @@ struct GesturesEval: ParsableCommand {
 
     @OptionGroup var report: ReportOptions<GestureFormat>
 
-    @Option(help: ArgumentHelp("Draw an SVG: the precision–recall curve and F1 per value for a sweep, else F1 per trace.", valueName: "file.svg"))
+    @Option(help: ArgumentHelp("Draw a plot to this file, in the format --plot-format chooses: for a sweep, the precision–recall curve through every value and F1, precision and recall against the value; else the scores per trace.", valueName: "file"))
     var plot: String?
+
+    @OptionGroup var plotFormat: PlotFormatOptions
 
     @Option(help: ArgumentHelp("Replay each trace's frames to the host at HOST:PORT and score its acks as jumps.", valueName: "host:port"))
     var live: String?
@@ -95,6 +97,7 @@ struct GesturesEval: ParsableCommand {
 
     func validate() throws {
         guard !traces.isEmpty else { throw ValidationError("Name at least one trace.") }
+        _ = try plotFormat.format(for: plot)
         if live == nil {
             guard let detector else { throw ValidationError("Choose a --detector (see `kinetrace gestures list`), or --live HOST:PORT.") }
             guard DetectorKind(rawValue: detector) != nil else {
@@ -131,6 +134,8 @@ struct GesturesEval: ParsableCommand {
     }
 
     private func evaluate(_ junit: JUnitErrorGuard) throws {
+        // Before any work: a plot format that cannot be written stops the run at once.
+        let converter = try plotFormat.converter(for: plot)
         let window = try matchWindow()
         let paths = try Self.expand(traces)
         let started = SystemClock.monotonicNs()
@@ -157,8 +162,7 @@ struct GesturesEval: ParsableCommand {
         if let minRecall { checks.append(.init(metric: "recall", baseline: minRecall, current: best.recall ?? 0, margin: 0)) }
 
         if let plot {
-            let svg = GestureFigures.figure(result)
-            try writeOutput(svg, to: plot, what: "the plot")
+            try plotFormat.write(GestureFigures.figure(result), to: plot, converter: converter)
         }
         switch report.format {
         case .text:

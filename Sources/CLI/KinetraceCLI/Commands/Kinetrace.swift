@@ -20,7 +20,8 @@ public struct Kinetrace: ParsableCommand {
               64   bad usage
               65   bad input data (a trace, capture, network or baseline that is not valid)
               66   an input file that is missing or unreadable
-              69   a host that is not there, refuses, cannot be started or died
+              69   a host that is not there, refuses, cannot be started or died; rsvg-convert
+                   missing for --plot-format png or pdf
               73   an output file that cannot be created
               74   an I/O error
               75   a run that timed out

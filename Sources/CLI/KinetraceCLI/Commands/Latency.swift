@@ -50,8 +50,10 @@ struct Latency: ParsableCommand {
     @Option(name: .customLong("median-scope"), help: ArgumentHelp("The median the relative latencies subtract: each controller's own (each phone has its own clock) or one over the dataset.", valueName: "scope"))
     var medianScope: MedianScope = .controller
 
-    @Option(help: ArgumentHelp("Draw Figure 2 (latency per frame) with a histogram and a CDF to this SVG file.", valueName: "file.svg"))
+    @Option(help: ArgumentHelp("Draw the paper's Figure 2 (latency per frame) with a histogram and a CDF to this file, in the format --plot-format chooses.", valueName: "file"))
     var plot: String?
+
+    @OptionGroup var plotFormat: PlotFormatOptions
 
     @Option(name: .customLong("plot-measure"), help: ArgumentHelp("The latency to plot, named as in the list above.", valueName: "measure"))
     var plotMeasureName: PlotMeasure = .oneWayRelative
@@ -66,6 +68,7 @@ struct Latency: ParsableCommand {
 
     func validate() throws {
         guard !traces.isEmpty else { throw ValidationError("Name at least one trace.") }
+        _ = try plotFormat.format(for: plot)
         if join {
             guard traces.count == 2 else { throw ValidationError("--join takes two traces: the controller's, then the host's.") }
             guard [PlotMeasure.oneWayRelative, .joinedOneWay, .joinedAckOneWay].contains(plotMeasureName) else {
@@ -79,6 +82,7 @@ struct Latency: ParsableCommand {
     }
 
     func run() throws {
+        let converter = try plotFormat.converter(for: plot)
         let options = LatencyOptions(sigmas: sigmas, medianScope: medianScope, baseMs: baseMs)
         var reports: [LatencyReport] = []
         for path in join ? [] : traces {
@@ -111,8 +115,7 @@ struct Latency: ParsableCommand {
                 printError("\(missing.source): no \(plotMeasure.rawValue) samples to plot: \(why)")
                 throw ExitStatus.dataError
             }
-            let svg = LatencyFigures.figure(reports, measure: plotMeasure)
-            try writeOutput(svg, to: plot, what: "the plot")
+            try plotFormat.write(LatencyFigures.figure(reports, measure: plotMeasure), to: plot, converter: converter)
         }
         let text: String
         switch report.format {

@@ -89,6 +89,11 @@ enum ConformanceHTML {
         if !detail.isEmpty {
             html += [#"<tr class="detail"><td></td><td colspan="5">"#] + detail + ["</td></tr>"]
         }
+        // Plots take the table's whole width, not the detail column's.
+        let figures = plots(r)
+        if !figures.isEmpty {
+            html += [#"<tr class="plots"><td colspan="6">"#] + figures + ["</td></tr>"]
+        }
         html.append("</tbody>")
         return html
     }
@@ -105,14 +110,29 @@ enum ConformanceHTML {
             html += [#"<p class="label">Evidence</p>"#, #"<ul class="evidence">"#]
                 + r.evidence.map { "<li>\(esc($0))</li>" } + ["</ul>"]
         }
+        return html
+    }
+
+    /// The case's plots, one figure per sample series; empty when it has none.
+    static func plots(_ r: CaseResult) -> [String] {
+        var html: [String] = []
         for series in r.samples where !series.values.isEmpty {
+            let judged = judgedPercentile(r, series)
             // The SVG is generated here and escapes its own text, so it goes in as markup.
             html += [#"<figure class="plot">"#,
-                     LatencyFigures.delayFigure(title: "\(r.info.id) \(series.name)", delaysMs: series.values, deadlineMs: series.limit),
-                     "<figcaption>\(esc(series.name.prefix(1).uppercased() + series.name.dropFirst())) of each of \(series.values.count) answered triggers, in \(esc(series.unit)), in the order measured\(series.limit.map { "; the line marks the \(number($0)) \(esc(series.unit)) limit" } ?? "").</figcaption>",
+                     LatencyFigures.delayFigure(title: "\(r.info.id) \(series.name)", values: series.values, unit: series.unit,
+                                                limit: series.limit, judged: judged),
+                     "<figcaption>\(esc(series.name.prefix(1).uppercased() + series.name.dropFirst())) of each of \(series.values.count) answered triggers, in \(esc(series.unit)), in the order measured\(judged.map { "; the solid line marks the \($0.name), \(number($0.value)) \(esc(series.unit)), which the verdict holds to the limit" } ?? "")\(series.limit.map { "; the limit is \(number($0)) \(esc(series.unit)) (dashed, when it is on the scale)" } ?? "").</figcaption>",
                      "</figure>"]
         }
         return html
+    }
+
+    /// The percentile a timing case compares with its limit: the p99 it measured, as the verdict uses it.
+    static func judgedPercentile(_ r: CaseResult, _ series: SampleSeries) -> (name: String, value: Double)? {
+        guard series.limit != nil else { return nil }
+        let p99 = r.measurements.first { $0.name == "p99" }?.value ?? percentile(series.values.sorted(), 99)
+        return p99.isFinite ? ("p99", p99) : nil
     }
 
     /// The capture's latencies: Table I per measure and the paper's Figure 2.
@@ -168,7 +188,8 @@ enum ConformanceHTML {
     body { max-width: 78rem; margin: 2rem auto; padding: 0 1rem; color: #1b1f24; background: #fff;
       font: 15px/1.45 var(--sans); }
     .plot { margin: .75rem 0; break-inside: avoid; page-break-inside: avoid; }
-    .plot svg { max-width: 100%; height: auto; }
+    .plot { width: 100%; }
+    .plot svg { display: block; width: 100%; height: auto; }
     .plot figcaption { color: var(--muted); font-size: .85rem; }
     .latency { margin-top: 2rem; }
     h1 { font-size: 1.5rem; margin: 0 0 .75rem; overflow-wrap: anywhere; }
@@ -204,7 +225,7 @@ enum ConformanceHTML {
     .flag { display: block; margin-top: .25rem; color: var(--fail); font-size: .75rem; font-weight: 700; }
     .id { font-family: var(--mono); font-weight: 600; }
     .num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-    .detail td { padding-top: 0; }
+    .detail td, .plots td { padding-top: 0; }
     .detail p, .detail ul { margin: .1rem 0 .35rem; }
     .reason { font-weight: 600; white-space: pre-wrap; overflow-wrap: anywhere; }
     .fails .reason { color: var(--fail); }

@@ -124,13 +124,18 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
 /// ignored the failed write.
 func writeOutput(_ text: String, to path: String?, what: String = "the report", failure: ExitCode = ExitStatus.cannotCreate) throws {
     guard let path else { return print(text, terminator: "") }
+    try writeOutput(bytes: Array(text.utf8), to: path, what: what, failure: failure)
+}
+
+/// Writes `bytes` to the file at `path`, with the same one-line errors and exit codes.
+func writeOutput(bytes: [UInt8], to path: String, what: String, failure: ExitCode = ExitStatus.cannotCreate) throws {
     let file: POSIXFile
     do throws(FileError) { file = try POSIXFile(path: path, mode: .createTruncate) } catch {
         printError("\(path): cannot write \(what): \(error.message)")
         throw failure
     }
     do {
-        try Array(text.utf8).withUnsafeBytes { try file.write($0) }
+        try bytes.withUnsafeBytes { try file.write($0) }
         try file.close()
     } catch {
         printError("\(path): cannot write \(what): \((error as? FileError)?.message ?? "\(error)")")

@@ -94,3 +94,52 @@ extension OutputFormat: ReportFormat {
     static var defaultFormat: OutputFormat { .text }
     static var formatHelp: String { "text for people, json for machines" }
 }
+
+/// What a plot file is written as.
+enum PlotFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case svg, png, pdf
+
+    /// The format a file name's extension names, if any.
+    init?(fileName: String) {
+        guard let dot = fileName.lastIndex(of: "."), !fileName[dot...].contains("/") else { return nil }
+        self.init(rawValue: fileName[fileName.index(after: dot)...].lowercased())
+    }
+}
+
+/// `--plot-format`, for commands that draw a plot to a file (`--plot`).
+struct PlotFormatOptions: ParsableArguments {
+    @Option(name: .customLong("plot-format"),
+            help: ArgumentHelp("The plot's format: svg is written directly; png (at twice the SVG's pixel size) and pdf are converted from it by rsvg-convert (librsvg), which must be on PATH, or the command stops at once with exit 69. Without this option the --plot file's extension (.svg, .png or .pdf) chooses, and any other name gets svg. The file is written under exactly the name given: no extension is added or changed.",
+                               valueName: "format"))
+    var given: PlotFormat?
+
+    /// The format for `path`, and a usage error when the option and the file's extension disagree.
+    func format(for path: String?) throws -> PlotFormat {
+        guard let path else {
+            if given != nil { throw ValidationError("--plot-format needs --plot FILE.") }
+            return .svg
+        }
+        let named = PlotFormat(fileName: path)
+        if let given, let named, given != named {
+            throw ValidationError("--plot \(path) names a .\(named.rawValue) file but --plot-format is \(given.rawValue); name the file for its format.")
+        }
+        return given ?? named ?? .svg
+    }
+
+    /// The converter for png and pdf, found before any work is done; exit 69 when it is missing.
+    func converter(for path: String?) throws -> PlotConverter? {
+        let format = try format(for: path)
+        guard format != .svg else { return nil }
+        guard let executable = PlotConverter.findOnPath("rsvg-convert") else {
+            printError("a \(format.rawValue) plot (--plot-format \(format.rawValue)) needs rsvg-convert (librsvg; Debian's librsvg2-bin) on PATH, and there is none; use --plot-format svg")
+            throw ExitStatus.unavailable
+        }
+        return PlotConverter(executable: executable, format: format)
+    }
+
+    /// Writes `svg` to `path` in the chosen format.
+    func write(_ svg: String, to path: String, converter: PlotConverter?) throws {
+        guard let converter else { return try writeOutput(svg, to: path, what: "the plot") }
+        try writeOutput(bytes: try converter.convert(svg), to: path, what: "the plot")
+    }
+}
