@@ -21,13 +21,7 @@ enum LineRenderer {
         domain: AxisDomain, size requestedSize: PlotSize
     ) -> LineRendering {
         let size = requestedSize.clamped
-        var xExtent = Extent(), yExtent = Extent()
-        for entry in series {
-            for point in entry.points where isPlottable(point.x) && isPlottable(point.y) {
-                xExtent.include(point.x)
-                yExtent.include(point.y)
-            }
-        }
+        var (xExtent, yExtent) = Extent.of(series.map(\.points))
         let hasData = !xExtent.isEmpty
         if let x = domain.x { xExtent.includeIfPlottable(x.lower); xExtent.includeIfPlottable(x.upper) }
         if let y = domain.y { yExtent.includeIfPlottable(y.lower); yExtent.includeIfPlottable(y.upper) }

@@ -28,6 +28,18 @@ struct Extent {
         if isPlottable(value) { include(value) }
     }
 
+    /// The x and y extents of every plottable point in `pointSets`.
+    static func of(_ pointSets: [[PlotPoint]]) -> (x: Extent, y: Extent) {
+        var x = Extent(), y = Extent()
+        for points in pointSets {
+            for point in points where isPlottable(point.x) && isPlottable(point.y) {
+                x.include(point.x)
+                y.include(point.y)
+            }
+        }
+        return (x, y)
+    }
+
     /// A range an axis can be drawn over; (0, 1) when there is nothing to show.
     var drawable: (lower: Double, upper: Double) {
         isEmpty ? (0, 1) : drawableRange(lower, upper)

@@ -24,13 +24,7 @@ enum ScatterRenderer {
         size requestedSize: PlotSize
     ) -> ScatterRendering {
         let size = requestedSize.clamped
-        var xExtent = Extent(), yExtent = Extent()
-        for entry in series {
-            for point in entry.points where isPlottable(point.x) && isPlottable(point.y) {
-                xExtent.include(point.x)
-                yExtent.include(point.y)
-            }
-        }
+        var (xExtent, yExtent) = Extent.of(series.map(\.points))
         let hasData = !xExtent.isEmpty
         let references = drawableReferences(references)
         for reference in references { yExtent.include(reference.line.value) }

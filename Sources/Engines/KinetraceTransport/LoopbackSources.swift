@@ -24,8 +24,9 @@ public enum LoopbackSources {
     }
 
     /// Sends `payload(i)` from the i-th of `count` distinct sources, pacing at about
-    /// `perSecond` datagrams so a host's receive buffer is not simply overrun.
-    public static func send(count: Int, to host: SocketAddressBox, perSecond: Int = 50_000,
+    /// `perSecond` datagrams so a host's receive buffer is not simply overrun. Sources
+    /// are numbered from `firstSource`, so calls in turn can use sources none used before.
+    public static func send(count: Int, firstSource: Int = 0, to host: SocketAddressBox, perSecond: Int = 50_000,
                             payload: (Int) -> [UInt8]) -> Outcome {
         guard host.family == AF_INET else { return .unavailable("the host is not on IPv4 loopback") }
         let hostIPv4 = withUnsafeBytes(of: host.storage) { raw in
@@ -34,13 +35,15 @@ public enum LoopbackSources {
         guard UInt32(bigEndian: hostIPv4.s_addr) >> 24 == 127 else {
             return .unavailable("the host is not on loopback: distinct sources are made on 127.0.0.0/8 only")
         }
-        guard count > 0, count <= 250 * 250 * portsPerAddress else { return .unavailable("cannot make \(count) sources") }
-        var sent = 0, attempt = 0
+        guard count > 0, firstSource >= 0, firstSource + count <= 250 * 250 * portsPerAddress else {
+            return .unavailable("cannot make sources \(firstSource) to \(firstSource + count)")
+        }
+        var sent = 0, attempt = firstSource
         let batch = max(1, perSecond / 100)
         var batchStarted = SystemClock.monotonicNs()
         while sent < count {
             // Skip sources in use; give up when far more binds fail than succeed.
-            guard attempt < 2 * count + 1_000 else { return .unavailable("only \(sent) of \(count) loopback sources could be bound") }
+            guard attempt - firstSource < 2 * count + 1_000, attempt < 250 * 250 * portsPerAddress else { return .unavailable("only \(sent) of \(count) loopback sources could be bound") }
             let address = attempt / portsPerAddress
             let port = firstPort + UInt16(attempt % portsPerAddress)
             attempt += 1

@@ -127,10 +127,10 @@ public final class LiveProbe {
     /// One message each from `count` controllers the host has never heard and that are not
     /// kept here (a state-exhaustion flood): distinct loopback sources over UDP, fresh
     /// controller ids over exec. Their replies, if any, are not collected.
-    public func sendFromFreshSources(count: Int, payload: (Int) -> [UInt8]) -> LoopbackSources.Outcome {
+    public func sendFromFreshSources(count: Int, firstSource: Int = 0, payload: (Int) -> [UInt8]) -> LoopbackSources.Outcome {
         switch link.target {
         case .udp(let address):
-            let outcome = LoopbackSources.send(count: count, to: address, payload: payload)
+            let outcome = LoopbackSources.send(count: count, firstSource: firstSource, to: address, payload: payload)
             if case .sent(let n) = outcome { samplesSent += n }
             return outcome
         case .exec:
