@@ -194,6 +194,9 @@ public final class PcapTraceReader: TraceRecordSource {
         /// File offset just after the last whole packet, for truncation reports.
         var offsetAfterLastPacket: Int
         var finished = false
+        /// A pcapng's packet comments, read beside libpcap: labels and events written by `PcapWriter`.
+        var comments: PcapngCommentWalker? = nil
+        var wireProtocol: (any WireProtocol.Type)? = nil
     }
 
     /// Opens the capture at `path`, holding `wireProtocol`'s traffic to and from the host at
@@ -226,7 +229,8 @@ public final class PcapTraceReader: TraceRecordSource {
         self.statePointer = .allocate(capacity: 1)
         statePointer.initialize(to: State(link: PacketDecoder.LinkLayer(linkType), transport: IPTransport(wireProtocol.transport),
                                           reassembler: reassembler is TCPReassembler ? nil : reassembler,
-                                          tcp: reassembler as? TCPReassembler, offsetAfterLastPacket: Self.fileOffset(handle) ?? 0))
+                                          tcp: reassembler as? TCPReassembler, offsetAfterLastPacket: Self.fileOffset(handle) ?? 0,
+                                          comments: format == .pcapng ? PcapngCommentWalker(path: path) : nil, wireProtocol: wireProtocol))
         var info = stat()
         let modified = stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) : 0
         header = TraceHeader(
@@ -328,24 +332,45 @@ public final class PcapTraceReader: TraceRecordSource {
             } else {
                 state.offsetAfterLastPacket += 16 + Int(packetHeader.caplen)
             }
+            // A packet's comments (labels and events in a pcapng kinetrace wrote) come out with it,
+            // those stamped no later than the packet before its message and the rest after.
+            let packetTimeNs = Self.nanoseconds(seconds: Int64(packetHeader.ts.tv_sec), nanoseconds: Int64(packetHeader.ts.tv_usec))
+            var commentRecords: [TraceRecord] = []
+            if let walker = state.comments, let wireProtocol = state.wireProtocol {
+                commentRecords = walker.nextPacketComments().compactMap {
+                    PcapngCommentWalker.record($0, packetTimeNs: packetTimeNs ?? 0, wireProtocol: wireProtocol)
+                }
+            }
+            func queueComments(around message: MessageRecord?) -> Bool {
+                guard !commentRecords.isEmpty else { return false }
+                let at = packetTimeNs ?? 0
+                state.queued.removeAll(keepingCapacity: true)
+                state.queuedHead = 0
+                state.queued += commentRecords.filter { $0.timeNs <= at }
+                if let message { state.queued.append(.message(message)) }
+                state.queued += commentRecords.filter { $0.timeNs > at }
+                return true
+            }
             let packet = UnsafeRawBufferPointer(start: data, count: Int(packetHeader.caplen))
             let location: TransportLocation
             switch PacketDecoder.locate(in: packet, link: state.link, transport: state.transport) {
             case .skipped(let reason):
                 state.skipped[reason] += 1
+                if queueComments(around: nil) { return nil }
                 continue
             case .found(let found):
                 location = found
             }
             guard let direction = Direction(sourcePort: location.sourcePort, destinationPort: location.destinationPort, hostPort: port) else {
                 state.skipped[.otherPort] += 1
+                if queueComments(around: nil) { return nil }
                 continue
             }
             let (sourceEndpoint, destinationEndpoint) = state.decoder.endpoints(of: location, in: packet)
             let bytes = UnsafeRawBufferPointer(rebasing: packet[location.payloadOffset..<location.payloadOffset + location.payloadCount])
             // With nanosecond precision requested, tv_usec holds nanoseconds. A pcapng stamp is 64 bits
             // of any unit, so a hostile one can name a time no nanosecond clock holds.
-            guard let timeNs = Self.nanoseconds(seconds: Int64(packetHeader.ts.tv_sec), nanoseconds: Int64(packetHeader.ts.tv_usec)) else {
+            guard let timeNs = packetTimeNs else {
                 throw TraceError(.badRecord, source: source, message: "packet \(state.packetCount): timestamp \(packetHeader.ts.tv_sec) s \(packetHeader.ts.tv_usec) ns is outside what a trace holds, \(TraceRecord.timeRangeText)")
             }
             if location.transport == .tcp {
@@ -356,13 +381,16 @@ public final class PcapTraceReader: TraceRecordSource {
                 } else {
                     state.chunks = state.reassembler!.add(segment)
                 }
+                if queueComments(around: nil) { return nil }  // the segment's chunks follow on the next call
                 continue
             }
             // Inline for small payloads: no allocation per record.
             let payload = Payload(copying: bytes)
+            let message = MessageRecord(timeNs: timeNs, direction: direction, source: sourceEndpoint,
+                                        destination: destinationEndpoint, payload: payload)
+            if queueComments(around: message) { return nil }  // counted as it is dequeued
             state.recordCount += 1
-            return MessageRecord(timeNs: timeNs, direction: direction, source: sourceEndpoint,
-                                 destination: destinationEndpoint, payload: payload)
+            return message
         }
     }
 

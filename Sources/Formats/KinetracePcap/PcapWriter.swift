@@ -354,42 +354,88 @@ enum InternetChecksum {
     }
 }
 
-/// Writes message records to a nanosecond pcap file (see `PcapEncoder`).
-/// Labels and events have no packet form: they are counted, not written.
+/// Writes message records to a nanosecond pcap or pcapng file (see `PcapEncoder`).
+/// In a pcap, labels and events have no form: they are counted, not written. In a
+/// pcapng each becomes a comment (opt_comment) on the packet nearest in time, as its
+/// trace record line, which `PcapTraceReader` turns back into the record.
 public final class PcapWriter {
+    public enum Container: Sendable { case pcap, pcapng }
+
     public let path: String
+    public let container: Container
     /// Packets written so far.
     public var packetCount: Int { encoder.packetCount }
     /// Records that have no packet form, by kind.
     public private(set) var labelsNotWritten = 0
     public private(set) var eventsNotWritten = 0
     public private(set) var motionSamplesNotWritten = 0
+    /// Labels and events written as pcapng comments.
+    public private(set) var comments = 0
 
     private let file: BufferedFile
     private var encoder: PcapEncoder
+    private let wireProtocol: (any WireProtocol.Type)?
+    private var placer = PcapngCommentPlacer()
+    private var scratch: [UInt8] = [], blocks: [UInt8] = []
+    /// A pcapng's section header waits for the first packet: with none, the comments go on it.
+    private var pendingHeader: (description: String, written: Bool)
     private static let flushBytes = 64 << 10
 
-    public init(path: String, transport: IPTransport = .udp) throws(TraceError) {
+    /// `wireProtocol` names the records' protocol in pcapng comments (a trace line needs it).
+    public init(path: String, transport: IPTransport = .udp, container: Container = .pcap,
+                wireProtocol: (any WireProtocol.Type)? = nil, interfaceDescription: String = "kinetrace") throws(TraceError) {
         self.path = path
+        self.container = container
+        self.wireProtocol = wireProtocol
         do throws(FileError) { file = try BufferedFile(path: path, reserving: Self.flushBytes + 2048) }
         catch { throw TraceError(error) }
         encoder = PcapEncoder(source: path, transport: transport)
-        file.pending += PcapEncoder.fileHeader
+        pendingHeader = (interfaceDescription, container == .pcap)
+        if container == .pcap { file.pending += PcapEncoder.fileHeader }
     }
 
-    /// Writes a message as a packet; returns false (and counts it) for a label, an event or a motion sample.
+    /// Sends the encoder's new records through the comment placer into the file.
+    private func placePackets() {
+        blocks.removeAll(keepingCapacity: true)
+        placer.packets(scratch, to: &blocks)
+        emit(blocks)
+    }
+
+    private func emit(_ blocks: [UInt8]) {
+        guard !blocks.isEmpty else { return }
+        if !pendingHeader.written {
+            file.pending += PcapngBlock.sectionHeader(application: "kinetrace")
+            file.pending += PcapngBlock.interfaceDescription(name: "kinetrace", description: pendingHeader.description)
+            pendingHeader.written = true
+        }
+        file.pending += blocks
+    }
+
+    /// Writes a message as a packet, or in a pcapng a label or event as a comment; returns
+    /// false (and counts it) for what has no form here.
     @discardableResult
     public func write(_ record: TraceRecord) throws(TraceError) -> Bool {
         switch record {
         case .message(let message):
             try write(message)
             return true
-        case .label:
+        case .label(let label):
+            if comment(record, timeNs: label.timeNs) { return true }
             labelsNotWritten += 1
             return false
         case .event(let event):
             // A captured stream's gap or end becomes the same in the segments.
-            if let streamEvent = StreamEvent(event), try encoder.apply(streamEvent, timeNs: event.timeNs, to: &file.pending) { return true }
+            if let streamEvent = StreamEvent(event) {
+                if container == .pcap {
+                    if try encoder.apply(streamEvent, timeNs: event.timeNs, to: &file.pending) { return true }
+                } else {
+                    scratch.removeAll(keepingCapacity: true)
+                    let applied = try encoder.apply(streamEvent, timeNs: event.timeNs, to: &scratch)
+                    placePackets()
+                    if applied { return true }
+                }
+            }
+            if comment(record, timeNs: event.timeNs) { return true }
             eventsNotWritten += 1
             return false
         case .motion:
@@ -399,9 +445,26 @@ public final class PcapWriter {
         }
     }
 
+    private func comment(_ record: TraceRecord, timeNs: Int64) -> Bool {
+        guard container == .pcapng, let wireProtocol else { return false }
+        let line = TraceEncoder.line(for: record, as: wireProtocol)
+        let text = String(decoding: line.last == 0x0A ? line.dropLast() : line[...], as: UTF8.self)
+        guard text.utf8.count <= PcapngBlock.longestOptionValue else { return false }
+        placer.comment(text, timeNs: timeNs)
+        comments += 1
+        return true
+    }
+
     public func write(_ message: MessageRecord) throws(TraceError) {
         precondition(!file.isClosed, "PcapWriter used after close()")
-        try encoder.append(message, to: &file.pending)
+        switch container {
+        case .pcap:
+            try encoder.append(message, to: &file.pending)
+        case .pcapng:
+            scratch.removeAll(keepingCapacity: true)
+            try encoder.append(message, to: &scratch)
+            placePackets()
+        }
         if file.pending.count >= Self.flushBytes { try flush() }
     }
 
@@ -411,7 +474,23 @@ public final class PcapWriter {
 
     /// Closes open TCP connections, flushes and closes; further writes are a programming error.
     public func close() throws(TraceError) {
-        encoder.finish(to: &file.pending)
+        switch container {
+        case .pcap:
+            encoder.finish(to: &file.pending)
+        case .pcapng:
+            scratch.removeAll(keepingCapacity: true)
+            encoder.finish(to: &scratch)
+            placePackets()
+            blocks.removeAll(keepingCapacity: true)
+            // With no packet at all the comments describe the whole file: they go on its section header.
+            let unplaced = placer.finish(to: &blocks)
+            if !pendingHeader.written {
+                file.pending += PcapngBlock.sectionHeader(application: "kinetrace", comments: unplaced)
+                file.pending += PcapngBlock.interfaceDescription(name: "kinetrace", description: pendingHeader.description)
+                pendingHeader.written = true
+            }
+            file.pending += blocks
+        }
         do throws(FileError) { try file.close() } catch { throw TraceError(error) }
     }
 }

@@ -16,9 +16,9 @@ struct Convert: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Convert between kinetrace traces and packet captures (pcap and pcapng in, pcap out).",
         discussion: """
-            Reads a trace, a pcap or a pcapng and writes a trace or a nanosecond pcap. The \
-            output format comes from OUT's extension (.pcap for pcap, .jsonl or .ktrace for a \
-            trace) unless --to names it. Writing pcapng is not supported.
+            Reads a trace, a pcap or a pcapng and writes a trace, a nanosecond pcap or a \
+            pcapng. The output format comes from OUT's extension (.pcap, .pcapng, or .jsonl \
+            or .ktrace for a trace) unless --to names it.
 
             From a capture, a datagram to the host's port (--protocol and --port) becomes a \
             controller→host message and one from it a host→controller message, with its \
@@ -27,24 +27,29 @@ struct Convert: ParsableCommand {
 
             To pcap, each message becomes an Ethernet, IPv4 or IPv6, and UDP packet with \
             correct checksums; the controller's MAC address is 02:4b:54:00:00:01 and the \
-            host's 02:4b:54:00:00:02. Labels and events have no packet form: they are counted \
-            and left out.
+            host's 02:4b:54:00:00:02. In a pcap, labels and events have no form: they are \
+            counted and left out. A pcapng has nanosecond resolution (if_tsresol 9) and one \
+            interface description for the synthesized Ethernet link; each label and event \
+            becomes a comment (opt_comment, Wireshark's frame.comment) on the packet nearest \
+            in time, holding the record's trace line, and on the section header when there is \
+            no packet. Reading such a pcapng back restores them; anyone else's packet comment \
+            reads as a pcapng_comment event.
             """)
 
     @Argument(help: ArgumentHelp("The file to read: a kinetrace trace, a pcap or a pcapng.", valueName: "in"), completion: .file())
     var input: String
 
-    @Argument(help: ArgumentHelp("The file to write: .pcap, .jsonl or .ktrace.", valueName: "out"), completion: .file())
+    @Argument(help: ArgumentHelp("The file to write: .pcap, .pcapng, .jsonl or .ktrace.", valueName: "out"), completion: .file())
     var output: String
 
-    @Option(help: ArgumentHelp("Output type, overriding OUT's extension: trace or pcap.", valueName: "type"))
+    @Option(help: ArgumentHelp("Output type, overriding OUT's extension: trace, pcap or pcapng.", valueName: "type"))
     var to: OutputKind?
 
     @OptionGroup var inputOptions: CaptureInputOptions
     @OptionGroup var summaryFormat: SummaryFormatOptions
 
     enum OutputKind: String, ExpressibleByArgument, CaseIterable {
-        case trace, pcap
+        case trace, pcap, pcapng
     }
 
     func validate() throws {
@@ -60,15 +65,13 @@ struct Convert: ParsableCommand {
     func outputKind() throws -> OutputKind {
         let name = output.split(separator: "/").last.map(String.init) ?? output
         let fileExtension = name.contains(".") ? String(name.split(separator: ".").last!).lowercased() : ""
-        if fileExtension == "pcapng" {
-            throw ValidationError("Writing pcapng is not supported; name the output .pcap to write a nanosecond pcap.")
-        }
         if let to { return to }
         switch fileExtension {
         case "pcap": return .pcap
+        case "pcapng": return .pcapng
         case "jsonl", "ktrace": return .trace
         default:
-            throw ValidationError("Cannot tell the output format from '\(name)': name it .pcap, .jsonl or .ktrace, or pass --to.")
+            throw ValidationError("Cannot tell the output format from '\(name)': name it .pcap, .pcapng, .jsonl or .ktrace, or pass --to.")
         }
     }
 
@@ -102,12 +105,15 @@ struct Convert: ParsableCommand {
                     try copyRecords { (record) throws(TraceError) in try writer.write(record) }
                     try writer.close()
                     summary.recordsWritten = writer.recordCount
-                case .pcap:
-                    let writer = try PcapWriter(path: output, transport: IPTransport(reader.wireProtocol.transport))
+                case .pcap, .pcapng:
+                    let writer = try PcapWriter(path: output, transport: IPTransport(reader.wireProtocol.transport),
+                                                container: kind == .pcap ? .pcap : .pcapng, wireProtocol: reader.wireProtocol,
+                                                interfaceDescription: "kinetrace convert of \(input)")
                     outputCreated = true
                     try copyRecords { (record) throws(TraceError) in try writer.write(record) }
                     try writer.close()
                     summary.recordsWritten = writer.packetCount
+                    summary.commentsWritten = writer.comments
                     summary.labelsNotWritten = writer.labelsNotWritten
                     summary.eventsNotWritten = writer.eventsNotWritten
                     summary.motionSamplesNotWritten = writer.motionSamplesNotWritten
@@ -146,6 +152,8 @@ struct ConversionSummary {
     var outputKind: Convert.OutputKind
     var recordsRead = 0
     var recordsWritten = 0
+    /// Labels and events written as pcapng comments.
+    var commentsWritten = 0
     /// Capture input only.
     var packetsRead: Int?
     var skipped: PacketSkipCounts?
@@ -161,7 +169,8 @@ struct ConversionSummary {
         var out = ""
         let from = linkType.map { "\(inputFormat), link type \($0)" } ?? "\(inputFormat)"
         out += "Converted  \(input) (\(from)) to \(output) (\(outputKind.rawValue))\n"
-        out += "Written    \(recordsWritten) \(outputKind == .pcap ? "packets" : "records") from \(recordsRead) records read\n"
+        out += "Written    \(recordsWritten) \(outputKind == .trace ? "records" : "packets") from \(recordsRead) records read"
+            + (outputKind == .pcapng ? ", \(commentsWritten) labels and events as packet comments" : "") + "\n"
         if let packetsRead, let skipped {
             out += "Packets    \(packetsRead) read, \(skipped.total) skipped" + (skipped.total > 0 ? ": \(skipped)" : "") + "\n"
         }
@@ -181,6 +190,7 @@ struct ConversionSummary {
             "output_format": .string(outputKind.rawValue),
             "records_read": .integer(Int64(recordsRead)),
             "records_written": .integer(Int64(recordsWritten)),
+            "comments_written": .integer(Int64(commentsWritten)),
             "unknown_records": .integer(Int64(unknownRecords)),
             "not_written": .object(["label": .integer(Int64(labelsNotWritten)), "event": .integer(Int64(eventsNotWritten)),
                                      "motion": .integer(Int64(motionSamplesNotWritten))]),

@@ -297,3 +297,19 @@ struct TraceDecoder {
 enum HexTable {
     static let values: [UInt8] = (0..<256).map { Hex.nibble(UInt8($0)) ?? 0xFF }
 }
+
+/// One record line parsed on its own, for formats that carry trace records inside
+/// their own containers (a pcapng packet comment).
+public enum TraceLine {
+    /// The record on `line` (nil: a record kind this reader does not know), or why it is not one.
+    public static func record(_ line: [UInt8], wireProtocol: any WireProtocol.Type) -> Result<TraceRecord?, TraceError> {
+        var decoder = TraceDecoder(wireProtocol)
+        return line.withUnsafeBytes { raw in
+            do throws(TraceDecoder.Failure) {
+                return .success(try decoder.generalRecord(raw))
+            } catch {
+                return .failure(TraceError(error.code, source: "record", message: "byte \(error.offset): \(error.message)"))
+            }
+        }
+    }
+}
