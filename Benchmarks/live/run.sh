@@ -31,7 +31,10 @@ start_capture() {  # port name
 }
 
 stop_capture() {  # name
-  kill -INT "$cap_pid"; wait "$cap_pid" || true
+  # Called in $(...), a subshell that cannot `wait` for the capture: poll until it has exited
+  # (it drains the kernel's ring for a few hundred ms after the signal) before reading its summary.
+  kill -INT "$cap_pid"
+  while kill -0 "$cap_pid" 2>/dev/null; do sleep 0.05; done
   tail -1 "$work/$1.cap"
 }
 
