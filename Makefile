@@ -3,7 +3,7 @@
 SWIFT ?= swift
 DEMO_TRACE ?= captures/synthetic-session.jsonl
 
-.PHONY: all deps build demo test fuzz-short fuzz bench bench-live clean
+.PHONY: all deps build demo test example-test fuzz-short fuzz bench bench-live clean
 
 all: build
 
@@ -21,7 +21,13 @@ test: deps
 	SWIFT=$(SWIFT) scripts/check-layers
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	$(MAKE) example-test
 	$(MAKE) fuzz-short
+
+# The conformance suite inside a host's own package (examples/swift-host-tests), as a
+# game's CI would run it: its own build of Kinetrace by path, about a minute.
+example-test:
+	cd examples/swift-host-tests && $(SWIFT) test
 
 # Every fuzz target (Fuzz/README.md) for FUZZ_SECONDS each after a ~30 s build:
 # about 3 minutes of CI. Fails on a crash, a failed build, or a target that ran nothing.

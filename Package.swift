@@ -193,7 +193,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceConformanceTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceConformance", "KinetraceTrace", "KinetraceWire", "KinetraceReplay", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceConformance", "KinetraceHost", "KinetraceTrace", "KinetraceWire", "KinetraceReplay",
+                           "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceDissectorTests",

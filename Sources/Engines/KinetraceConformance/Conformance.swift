@@ -1,0 +1,87 @@
+import KinetraceTransport
+import KinetraceWire
+
+/// The conformance suite as a library, for a host's own tests: what `kinetrace conform`
+/// runs, against a host in this process, on the network or behind the stdio adapter, with
+/// typed verdicts back. A stable entry point: new cases may be added to a suite, but this
+/// API and the meaning of a `SuiteReport` stay.
+///
+/// ```swift
+/// let report = try Conformance.check(MotionLinkV1.self, against: .inProcess { datagram, controller in
+///     myHost.receive(datagram, from: controller)   // the replies to send back
+/// })
+/// #expect(!report.failed(strict: false), "\(report.results.filter { $0.fails(strict: false) })")
+/// ```
+public enum Conformance {
+    public enum Target: Sendable {
+        /// A host listening at `host:port`: on UDP, or TCP for a byte-stream protocol.
+        case network(host: String, port: UInt16)
+        /// A host program behind the stdio adapter (specs/stdio-adapter-v1.md), run with `/bin/sh -c`.
+        case exec(String)
+        /// A host in this process: each datagram a controller sends, with the controller's
+        /// address ("127.0.0.1:50001"), in; the replies for that controller out. Called from
+        /// one thread, in arrival order. Datagram protocols only.
+        case inProcess(InProcessDatagramHost.Handler)
+    }
+
+    /// Which cases run, and the rule and limits they judge by (`kinetrace conform`'s options).
+    public struct Options: Sendable {
+        /// Case IDs or prefixes to run (`AC-ACK`); empty: every active case.
+        public var cases: [String] = []
+        /// Case IDs or prefixes to leave out, e.g. the timing cases on a noisy CI machine.
+        public var exclude: [String] = []
+        public var parameters = SuiteParameters()
+        public init() {}
+    }
+
+    /// Why the suite could not run at all (a case that cannot decide is a verdict, not this).
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public struct Code: Hashable, Sendable {
+            public let name: String
+            public static let noSuite = Code(name: "no_suite")
+            public static let noCases = Code(name: "no_cases")
+            public static let unreachable = Code(name: "unreachable")
+        }
+        public var code: Code
+        public var description: String
+    }
+
+    /// Runs the active cases of `wireProtocol`'s suite against `target`; `progress` is told each case's result as it ends.
+    public static func check(_ wireProtocol: any WireProtocol.Type, against target: Target, options: Options = Options(),
+                             progress: (CaseResult) -> Void = { _ in }) throws(Failure) -> SuiteReport {
+        guard let suite = ConformanceSuite.suite(for: wireProtocol) else {
+            throw Failure(code: .noSuite, description: "\(wireProtocol.id) has no conformance suite")
+        }
+        let cases = ConformanceSuite.select(suite.activeCases, include: options.cases, exclude: options.exclude)
+        guard !cases.isEmpty else { throw Failure(code: .noCases, description: "no active case matches \(options.cases) without \(options.exclude)") }
+        var inProcess: InProcessDatagramHost?
+        defer { inProcess?.stop() }
+        let link: any ControllerLink
+        let name: String
+        do throws(SocketError) {
+            switch target {
+            case .network(let host, let port):
+                let linkTarget = LinkTarget.network(try SocketAddressBox.resolve(host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"),
+                                                    for: wireProtocol.transport)
+                link = try openLink(to: linkTarget)
+                name = "host \(linkTarget)"
+            case .exec(let command):
+                link = try StdioControllerLink(command: command)
+                name = "exec: \(command)"
+            case .inProcess(let handler):
+                guard wireProtocol.transport == .datagram else {
+                    throw SocketError("an in-process host takes datagrams; \(wireProtocol.id) is a byte stream: use .network or .exec")
+                }
+                let host = try InProcessDatagramHost(handler: handler)
+                inProcess = host
+                link = try openLink(to: .udp(try SocketAddressBox.resolve("127.0.0.1:\(host.port)")))
+                name = "an in-process host on 127.0.0.1:\(host.port)"
+            }
+        } catch {
+            throw Failure(code: .unreachable, description: error.description)
+        }
+        let report = ConformanceSuite.run(cases, of: suite, over: link, target: name, parameters: options.parameters) { result in progress(result) }
+        _ = link.finish(graceMs: 1_000)
+        return report
+    }
+}
