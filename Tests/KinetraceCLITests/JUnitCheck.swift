@@ -82,9 +82,9 @@ enum JUnitCheck {
         return parsed
     }
 
-    /// Digits, a point, six digits: never an exponent or a sign.
+    /// Digits, a point, three digits (Surefire's pattern allows at most three): never an exponent or a sign.
     static func isDecimalSeconds(_ text: String) -> Bool {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 2 && !parts[0].isEmpty && parts[1].count == 6 && parts.allSatisfy { $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
+        return parts.count == 2 && !parts[0].isEmpty && parts[1].count == 3 && parts.allSatisfy { $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
     }
 }

@@ -7,7 +7,7 @@
 /// (never skipped); each `<testsuite>` the required name, tests, failures and errors,
 /// and skipped, time and timestamp; each `<testcase>` its name, classname and time,
 /// with at most one `<failure>`, `<error>` or `<skipped>`. Times are decimal seconds
-/// with six places (Surefire's pattern: no exponent, no sign). Text goes through
+/// with three places (Surefire's pattern: no exponent, no sign, at most three). Text goes through
 /// `JUnitXML.escaped`, which drops nothing a reader needs and everything XML 1.0
 /// forbids. `Tests/KinetraceCLITests/Schemas/junit.xsd` states the same rules.
 public struct JUnitReport: Sendable, Hashable {

@@ -38,12 +38,14 @@ public enum JUnitXML {
         }
     }
 
-    /// Nanoseconds as decimal seconds with six places, "0.000074": Surefire's pattern,
-    /// never an exponent. Rounded to the nearest microsecond; a negative duration is 0.
+    /// Nanoseconds as decimal seconds with three places, "0.074": Surefire's time pattern,
+    /// which Jenkins' junit-10.xsd enforces, allows at most three (checked against it:
+    /// six places fail there). Never an exponent; rounded to the nearest millisecond; a
+    /// negative duration is 0.
     public static func seconds(ns: Int64) -> String {
         let ns = max(ns, 0)
-        let micros = ns / 1_000 + (ns % 1_000 >= 500 ? 1 : 0)
-        let fraction = String(micros % 1_000_000)
-        return "\(micros / 1_000_000)." + String(repeating: "0", count: 6 - fraction.count) + fraction
+        let millis = ns / 1_000_000 + (ns % 1_000_000 >= 500_000 ? 1 : 0)
+        let fraction = String(millis % 1_000)
+        return "\(millis / 1_000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
     }
 }
