@@ -72,6 +72,7 @@ import Testing
         (["-L", "0"], "-L must be at least 1"),
         (["--duration", "0"], "--duration must be a positive number"),
         (["--stats", "0"], "--stats must be from 1 to 86400"),
+        (["--loop", "0"], "bound it with --duration or -L"),
     ])
     func usageMistakes(_ extra: [String], _ message: String) throws {
         let result = try kinetrace(["replay", Self.session, "--dry-run"] + extra)

@@ -193,6 +193,9 @@ struct Replay: ParsableCommand {
         if let to { do { _ = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") } }
         guard speed.isFinite, speed > 0 else { throw ValidationError("--speed must be a positive number.") }
         guard loops >= 0 else { throw ValidationError("--loop must be at least 0 (0: until interrupted).") }
+        if loops == 0 && dryRun && limit == nil && duration == nil {
+            throw ValidationError("--loop 0 --dry-run would plan 30 days of sends: bound it with --duration or -L.")
+        }
         if topspeed && timing == .original {
             throw ValidationError("-t sends back to back and --timing original keeps the spacing: give one.")
         }
