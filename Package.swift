@@ -70,8 +70,11 @@ let package = Package(
         // 3. Formats
         .target(
             name: "KinetraceTrace",
-            dependencies: ["KinetraceWire", "KinetraceJSON", "KinetraceSupport"],
+            dependencies: ["KinetraceWire", "KinetraceJSON", "KinetraceSupport", "CZlib"],
             path: "Sources/Formats/KinetraceTrace", swiftSettings: strict),
+        .systemLibrary(
+            name: "CZlib", path: "Sources/Formats/CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         .systemLibrary(
             name: "CPcap", path: "Sources/Formats/CPcap", pkgConfig: "libpcap",
             providers: [.apt(["libpcap-dev"]), .brew(["libpcap"])]),

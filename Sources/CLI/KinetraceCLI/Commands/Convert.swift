@@ -18,7 +18,8 @@ struct Convert: ParsableCommand {
         discussion: """
             Reads a trace, a pcap or a pcapng and writes a trace, a nanosecond pcap or a \
             pcapng. The output format comes from OUT's extension (.pcap, .pcapng, or .jsonl \
-            or .ktrace for a trace) unless --to names it.
+            or .ktrace for a trace, .jsonl.gz for a gzip-compressed one) unless --to names it. \
+            Every command reads a gzip-compressed trace, whatever its name.
 
             From a capture, a datagram to the host's port (--protocol and --port) becomes a \
             controller→host message and one from it a host→controller message, with its \
@@ -63,7 +64,9 @@ struct Convert: ParsableCommand {
 
     /// The output format: --to, else OUT's extension.
     func outputKind() throws -> OutputKind {
-        let name = output.split(separator: "/").last.map(String.init) ?? output
+        var name = output.split(separator: "/").last.map(String.init) ?? output
+        // A trace named .gz is written gzip-compressed; the extension before it says what it is.
+        if name.lowercased().hasSuffix(".jsonl.gz") || name.lowercased().hasSuffix(".ktrace.gz") { name.removeLast(3) }
         let fileExtension = name.contains(".") ? String(name.split(separator: ".").last!).lowercased() : ""
         if let to { return to }
         switch fileExtension {
@@ -71,7 +74,7 @@ struct Convert: ParsableCommand {
         case "pcapng": return .pcapng
         case "jsonl", "ktrace": return .trace
         default:
-            throw ValidationError("Cannot tell the output format from '\(name)': name it .pcap, .pcapng, .jsonl or .ktrace, or pass --to.")
+            throw ValidationError("Cannot tell the output format from '\(name)': name it .pcap, .pcapng, .jsonl, .ktrace or .jsonl.gz, or pass --to.")
         }
     }
 

@@ -27,6 +27,7 @@ struct Inspect: ParsableCommand {
 
     func run() throws {
         let rule = ruleOptions.rule
+        var bytes: (file: Int, uncompressed: Int)?
         let summary = try reportingFailures { () throws(TraceError) -> TraceSummary in
             let reader = try openInput(path: file, wireProtocol: input.wire.given, port: input.port)
             var summarizer = TraceSummarizer(source: reader.source, header: reader.header, wireProtocol: reader.wireProtocol, rule: rule)
@@ -39,12 +40,13 @@ struct Inspect: ParsableCommand {
             }
             progress.finish()
             summarizer.finish(reader)
+            bytes = reader.bytesRead
             return summarizer.summary
         }
         if let truncation = summary.truncation { printWarning("\(file): \(truncation)") }
         switch report.format {
-        case .text: try writeOutput(SummaryRendering.text(summary), to: report.out)
-        case .json: try writeOutput(SummaryRendering.json(summary).jsonText + "\n", to: report.out)
+        case .text: try writeOutput(SummaryRendering.text(summary, bytes: bytes), to: report.out)
+        case .json: try writeOutput(SummaryRendering.json(summary, bytes: bytes).jsonText + "\n", to: report.out)
         }
     }
 }

@@ -7,7 +7,7 @@ import KinetraceWire
 /// Renders a `TraceSummary` for `inspect`: aligned text, or a JSON object
 /// whose shape is documented in README ("inspect --format json").
 enum SummaryRendering {
-    static func text(_ s: TraceSummary) -> String {
+    static func text(_ s: TraceSummary, bytes: (file: Int, uncompressed: Int)? = nil) -> String {
         var out = ""
         func line(_ text: String = "") { out += text + "\n" }
         let h = s.header
@@ -24,6 +24,9 @@ enum SummaryRendering {
         line("Records    \(messages) messages, \(labels) labels, \(events) events"
              + (s.motionSamples > 0 ? ", \(s.motionSamples) motion samples" : "")
              + (s.unknownRecords > 0 ? ", \(s.unknownRecords) skipped (unknown record kinds, or packets that are not \(h.protocolID))" : ""))
+        if let bytes {
+            line("Bytes      \(bytes.file) read" + (bytes.file != bytes.uncompressed ? ", \(bytes.uncompressed) after gzip decompression" : ""))
+        }
         line()
 
         var table = TextTable(["Direction", "Messages", "Valid", "Invalid", "Invalid by reason"])
@@ -111,7 +114,7 @@ enum SummaryRendering {
 
     private static func interval(_ low: Double, _ high: Double) -> String { "[\(ms(low, 3)), \(ms(high, 3))]" }
 
-    static func json(_ s: TraceSummary) -> JSONValue {
+    static func json(_ s: TraceSummary, bytes: (file: Int, uncompressed: Int)? = nil) -> JSONValue {
         let h = s.header
         func counts(_ d: Direction) -> JSONValue {
             let c = s.messages[d] ?? .init()
@@ -183,6 +186,9 @@ enum SummaryRendering {
                 .object(["source": .string(u.source.description), "destination": .string(u.destination.description),
                          "offset": .integer(Int64(u.offset)), "bytes": .integer(Int64(u.bytes))])
             })
+        }
+        if let bytes {
+            object["bytes"] = .object(["file": .integer(Int64(bytes.file)), "uncompressed": .integer(Int64(bytes.uncompressed))])
         }
         if let t = s.truncation {
             object["truncation"] = .object(["line": .integer(Int64(t.line)), "byte_offset": .integer(Int64(t.byteOffset)),

@@ -77,6 +77,7 @@ public final class FramingRecordSource: TraceRecordSource {
     public var wireProtocol: any WireProtocol.Type { base.wireProtocol }
     public var truncation: TraceTruncation? { base.truncation }
     public var readingNote: String? { base.readingNote }
+    public var bytesRead: (file: Int, uncompressed: Int)? { base.bytesRead }
     public var unknownRecordCount: Int { base.unknownRecordCount }
 
     public func next() throws(TraceError) -> TraceRecord? {

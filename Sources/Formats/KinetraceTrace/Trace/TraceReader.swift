@@ -29,6 +29,8 @@ public final class TraceReader {
     public static let maxLineBytes = 16 << 20
 
     private let file: POSIXFile?
+    /// A gzip-compressed trace's stream, read instead of `file` (found by its magic bytes, not its name).
+    private var gzip: GzipInput?
     private var decoder = TraceDecoder(nil)
     private var buffer: UnsafeMutableRawBufferPointer
     private var start = 0
@@ -45,17 +47,34 @@ public final class TraceReader {
     /// protocol `registry` does not know fails with `unknownProtocol`.
     public convenience init(path: String, registry: ProtocolRegistry = .standard) throws(TraceError) {
         let file: POSIXFile
-        do throws(FileError) { file = try POSIXFile(path: path, mode: .read) } catch { throw TraceError(error) }
-        try self.init(file: file, source: path, initial: [], registry: registry)
+        let magic = UnsafeMutableRawBufferPointer.allocate(byteCount: 2, alignment: 1)
+        defer { magic.deallocate() }
+        var count = 0
+        do throws(FileError) {
+            file = try POSIXFile(path: path, mode: .read)
+            // Up to two bytes (a short read just means a shorter file).
+            while count < 2 {
+                let n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: magic[count...]))
+                if n == 0 { break }
+                count += n
+            }
+        } catch {
+            throw TraceError(error)
+        }
+        let first = Array(magic.prefix(count))
+        // gzip or not by content, so a compressed trace reads whatever it is named.
+        let gzip = GzipInput.isGzip(first) ? try GzipInput(path: path) : nil
+        try self.init(file: file, gzip: gzip, source: path, initial: gzip == nil ? first : [], registry: registry)
     }
 
     /// Reads a trace held in memory; `name` is used in errors.
     public convenience init(bytes: [UInt8], name: String = "<memory>", registry: ProtocolRegistry = .standard) throws(TraceError) {
-        try self.init(file: nil, source: name, initial: bytes, registry: registry)
+        try self.init(file: nil, gzip: nil, source: name, initial: bytes, registry: registry)
     }
 
-    private init(file: POSIXFile?, source: String, initial: [UInt8], registry: ProtocolRegistry) throws(TraceError) {
+    private init(file: POSIXFile?, gzip: GzipInput?, source: String, initial: [UInt8], registry: ProtocolRegistry) throws(TraceError) {
         self.file = file
+        self.gzip = gzip
         self.source = source
         let capacity = file == nil ? max(initial.count, 1) : 1 << 20
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
@@ -74,6 +93,12 @@ public final class TraceReader {
     }
 
     deinit { buffer.deallocate() }
+
+    /// Bytes taken from the file, and the trace text they held (more for a gzip-compressed trace).
+    public var bytesRead: (file: Int, uncompressed: Int)? {
+        let text = bufferFileOffset + end
+        return (gzip?.compressedOffset ?? text, text)
+    }
 
     /// The next record, or nil at the end (check `truncation` then).
     public func next() throws(TraceError) -> TraceRecord? {
@@ -94,6 +119,10 @@ public final class TraceReader {
                 throw TraceError(error.code, source: source, line: line.number,
                                  byteOffset: line.offset + error.offset, message: error.message)
             }
+        }
+        // A gzip stream cut between lines loses whatever came after, unseen: still a cut.
+        if truncation == nil, gzip?.truncated == true {
+            truncation = TraceTruncation(line: lineNumber + 1, byteOffset: bufferFileOffset + start, droppedBytes: 0, unit: "line (gzip stream cut)")
         }
         return nil
     }
@@ -228,8 +257,12 @@ public final class TraceReader {
             buffer = bigger
         }
         let n: Int
-        do throws(FileError) { n = try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...])) }
-        catch { throw TraceError(error) }
+        let space = UnsafeMutableRawBufferPointer(rebasing: buffer[end...])
+        if let gzip {
+            n = try gzip.read(into: space)
+        } else {
+            do throws(FileError) { n = try file.read(into: space) } catch { throw TraceError(error) }
+        }
         if n == 0 { atEOF = true } else { end += n }
     }
 

@@ -17,10 +17,13 @@ public protocol TraceRecordSource: AnyObject {
     var unknownRecordCount: Int { get }
     /// What a person should know about how the input was read (a capture's inferred host port).
     var readingNote: String? { get }
+    /// Bytes read so far: from the file, and after decompression (the same for a plain file); nil when not counted.
+    var bytesRead: (file: Int, uncompressed: Int)? { get }
 }
 
 extension TraceRecordSource {
     public var readingNote: String? { nil }
+    public var bytesRead: (file: Int, uncompressed: Int)? { nil }
 }
 
 extension TraceReader: TraceRecordSource {}

@@ -27,6 +27,8 @@ public final class TraceWriter {
     public let policy: FlushPolicy
     public private(set) var recordCount = 0
     private let file: BufferedFile
+    /// For a path ending in `.gz`: the gzip stream the buffered lines go through at each flush.
+    private let gzip: GzipDeflater?
     private var oldestPendingNs: Int64 = 0
 
     /// The protocol whose decoded fields message records carry.
@@ -40,6 +42,12 @@ public final class TraceWriter {
         wireProtocol = try TraceEncoder.resolve(header, registry)
         do throws(FileError) { file = try BufferedFile(path: path, reserving: policy.maxBufferedBytes + 512) }
         catch { throw TraceError(error) }
+        if path.hasSuffix(".gz") {
+            guard let deflater = GzipDeflater() else { throw TraceError(.io, source: path, message: "zlib cannot start a gzip stream") }
+            gzip = deflater
+        } else {
+            gzip = nil
+        }
         file.pending.append(contentsOf: TraceEncoder.line(for: header))
         try flush()
     }
@@ -58,13 +66,15 @@ public final class TraceWriter {
         }
     }
 
-    /// Hands everything buffered to the kernel.
+    /// Hands everything buffered to the kernel (compressed, to a sync point, on a `.gz` path).
     public func flush() throws(TraceError) {
+        if let gzip { file.pending = gzip.compress(file.pending) }
         do throws(FileError) { try file.flush() } catch { throw TraceError(error) }
     }
 
     /// Flushes and closes; further writes are a programming error.
     public func close() throws(TraceError) {
+        if let gzip, !file.isClosed { file.pending = gzip.compress(file.pending, finish: true) }
         do throws(FileError) { try file.close() } catch { throw TraceError(error) }
     }
 }

@@ -1,0 +1,2 @@
+// zlib, for reading gzip-compressed traces (.jsonl.gz).
+#include <zlib.h>
