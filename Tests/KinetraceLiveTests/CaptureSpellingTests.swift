@@ -90,7 +90,7 @@ struct CaptureSpellingTests {
         let host = try Background.kinetrace("host", "--port", "0")  // a listener, so no ICMP; it drops the zero frames (bad CRC)
         let port = try port(in: try host.waitForLine(startingWith: "listening on"))
         let capture = try Background.kinetrace("capture", "-i", "lo", "--port", "\(port)", "-C", "1", "-s", "256", "-w", pcap,
-                                               "--trace", dir.appendingPathComponent("big.jsonl").path, "--format", "json")
+                                               "--trace", dir.appendingPathComponent("big.jsonl.gz").path, "--format", "json")
         _ = try capture.waitForLine(startingWith: "capturing on lo")
         // 30,000 frames of 94 bytes on lo's Ethernet framing, with pcap's 16-byte headers: about 3.3 MB, paced so the ring keeps up.
         let sender = try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", """
@@ -115,7 +115,13 @@ struct CaptureSpellingTests {
         }
         let packets = try #require(report["packets"] as? Int)
         #expect(try pcaps.map(tcpdumpCount).reduce(0, +) == packets)
-        #expect(try files.filter { $0.contains(".jsonl") }.map(messageCount).reduce(0, +) == packets)
+        let traces = files.filter { $0.contains(".jsonl") }
+        #expect(try traces.map(messageCount).reduce(0, +) == packets)
+        // Every rotated trace is gzip as its template says, "big.jsonl.gz1" too.
+        for trace in traces {
+            let head = try #require(FileHandle(forReadingAtPath: trace)).readData(ofLength: 2)
+            #expect([UInt8](head) == [0x1F, 0x8B], "\(trace) is not gzip")
+        }
     }
 
     /// Usage mistakes stop before anything is opened or written.

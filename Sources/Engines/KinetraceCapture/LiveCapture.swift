@@ -343,10 +343,12 @@ private struct OutputFiles {
         if let template = configuration.tracePath {
             let path = name(template)
             do throws(TraceError) {
+                // A numbered rotation (".jsonl.gz1") is compressed as its template says.
                 files.writer = try TraceWriter(path: path, header: TraceHeader(
                     created: RFC3339.string(fromNanoseconds: nowNs), tool: "kinetrace capture",
                     protocolID: configuration.wireProtocol.id, capturePoint: .network, clock: .pcap,
-                    notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"))
+                    notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"),
+                    gzip: template.hasSuffix(".gz"))
                 files.paths.append(path)
             } catch {
                 if let dumper = files.dumper, let pcapPath = files.paths.first {

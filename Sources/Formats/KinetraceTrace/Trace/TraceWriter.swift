@@ -35,14 +35,15 @@ public final class TraceWriter {
     public let wireProtocol: any WireProtocol.Type
 
     /// Creates the file and writes the header. A header naming a protocol
-    /// `registry` does not know fails with `unknownProtocol`.
+    /// `registry` does not know fails with `unknownProtocol`. `gzip`: compress
+    /// (nil: when `path` ends in `.gz`).
     public init(path: String, header: TraceHeader, policy: FlushPolicy = .default,
-                registry: ProtocolRegistry = .standard) throws(TraceError) {
+                registry: ProtocolRegistry = .standard, gzip compress: Bool? = nil) throws(TraceError) {
         self.policy = policy
         wireProtocol = try TraceEncoder.resolve(header, registry)
         do throws(FileError) { file = try BufferedFile(path: path, reserving: policy.maxBufferedBytes + 512) }
         catch { throw TraceError(error) }
-        if path.hasSuffix(".gz") {
+        if compress ?? path.hasSuffix(".gz") {
             guard let deflater = GzipDeflater() else { throw TraceError(.io, source: path, message: "zlib cannot start a gzip stream") }
             gzip = deflater
         } else {
