@@ -13,7 +13,7 @@ import Testing
     @Test func theBundledCaptureWorksWithoutAPortAndSaysWhichItInferred() throws {
         let result = try kinetrace(["inspect", Self.capture("loopback-session.pcap"), "--format", "json"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stderr.contains("note: ") && result.stderr.contains("host port 41448, inferred from 1800 valid motionlink-v1 messages"),
+        #expect(result.stderr.contains("note: ") && result.stderr.contains("host port 41448, inferred from the first 1000 valid motionlink-v1 messages"),
                 "\(result.stderr)")
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let messages = try #require(summary["messages"] as? [String: [String: Any]])
@@ -26,7 +26,7 @@ import Testing
     @Test func aStreamProtocolsPortIsInferredFromItsConnections() throws {
         let result = try kinetrace(["inspect", Self.capture("attitude-session.pcap"), "--protocol", "attitude-stream"])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stderr.contains("host port 39081, inferred from 2400 valid attitude-stream messages"), "\(result.stderr)")
+        #expect(result.stderr.contains("host port 39081, inferred from the first 1000 valid attitude-stream messages"), "\(result.stderr)")
     }
 
     /// The wrong --port: the error names the ports seen and the one the protocol's messages go to.

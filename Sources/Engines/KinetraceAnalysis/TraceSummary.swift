@@ -114,30 +114,51 @@ public struct TraceSummary: Sendable {
 
 /// Builds a `TraceSummary` one record at a time, running the protocol's
 /// host model over the samples as a conforming host would.
+///
+/// Per record it hashes the controller's endpoint once: controllers are
+/// numbered on first sight and their summaries kept in an array by number,
+/// the direction counts in a pair; `summary` assembles the dictionaries.
 public struct TraceSummarizer {
-    public private(set) var summary: TraceSummary
+    private var partial: TraceSummary
     public let wireProtocol: any WireProtocol.Type
     private var model: any HostModel
     private var numbering = ControllerNumbering<Endpoint>()
+    /// By controller number; nil for an endpoint seen only where the summary counts no controller (an invalid reply).
+    private var controllers: [TraceSummary.ControllerSummary?] = []
+    private var endpoints: [Endpoint] = []
+    private var toHost = TraceSummary.DirectionCounts()
+    private var toController = TraceSummary.DirectionCounts()
     private var recentIDs = RecentIDs()
     private let describesIDs: Bool
 
     public init(source: String, header: TraceHeader, wireProtocol: any WireProtocol.Type, rule: GestureRule = .default) {
-        summary = TraceSummary(source: source, header: header, nominalRateHz: wireProtocol.nominalRateHz, rule: rule)
+        partial = TraceSummary(source: source, header: header, nominalRateHz: wireProtocol.nominalRateHz, rule: rule)
         self.wireProtocol = wireProtocol
         model = wireProtocol.makeHostModel(rule: rule)
-        summary.hasReplies = ProtocolTraits.hasReplies(wireProtocol)
-        summary.hasSenderClock = ProtocolTraits.hasSenderClock(wireProtocol)
-        summary.transport = wireProtocol.transport
+        partial.hasReplies = ProtocolTraits.hasReplies(wireProtocol)
+        partial.hasSenderClock = ProtocolTraits.hasSenderClock(wireProtocol)
+        partial.transport = wireProtocol.transport
         describesIDs = ProtocolTraits.describesIDs(wireProtocol)
-        if describesIDs { summary.duplicateIDs = 0 }
+        if describesIDs { partial.duplicateIDs = 0 }
+    }
+
+    /// The summary of the records added so far.
+    public var summary: TraceSummary {
+        var summary = partial
+        if toHost.total > 0 { summary.messages[.controllerToHost] = toHost }
+        if toController.total > 0 { summary.messages[.hostToController] = toController }
+        summary.controllers.reserveCapacity(endpoints.count)
+        for (endpoint, controller) in zip(endpoints, controllers) {
+            if let controller { summary.controllers[endpoint] = controller }
+        }
+        return summary
     }
 
     /// What the reader reported at the end: truncation, skipped records, streams that ended inside a record.
     public mutating func finish(_ reader: some TraceRecordSource) {
-        summary.truncation = reader.truncation
-        summary.unknownRecords = reader.unknownRecordCount
-        if let framed = reader as? FramingRecordSource { summary.unfinishedStreams = framed.unfinished }
+        partial.truncation = reader.truncation
+        partial.unknownRecords = reader.unknownRecordCount
+        if let framed = reader as? FramingRecordSource { partial.unfinishedStreams = framed.unfinished }
     }
 
     /// Reads a whole trace.
@@ -150,63 +171,85 @@ public struct TraceSummarizer {
 
     public mutating func add(_ record: TraceRecord) {
         let t = record.timeNs
-        summary.firstTimeNs = min(summary.firstTimeNs ?? t, t)
-        summary.lastTimeNs = max(summary.lastTimeNs ?? t, t)
+        partial.firstTimeNs = min(partial.firstTimeNs ?? t, t)
+        partial.lastTimeNs = max(partial.lastTimeNs ?? t, t)
         switch record {
-        case .label(let label): summary.labels[label.gesture, default: 0] += 1
-        case .event(let event): summary.events[event.event, default: 0] += 1
-        case .motion: summary.motionSamples += 1
+        case .label(let label): partial.labels[label.gesture, default: 0] += 1
+        case .event(let event): partial.events[event.event, default: 0] += 1
+        case .motion: partial.motionSamples += 1
         case .message(let message): add(message)
         }
     }
 
+    /// The controller's number; its summary is made by `countController` (only then is it reported).
+    private mutating func number(of endpoint: Endpoint) -> Int {
+        let number = numbering.number(of: endpoint)
+        if number == endpoints.count {
+            endpoints.append(endpoint)
+            controllers.append(nil)
+        }
+        return number
+    }
+
+    /// Makes the controller's summary if it has none; returns its number.
+    @discardableResult
+    private mutating func countController(_ number: Int) -> Int {
+        if controllers[number] == nil { controllers[number] = TraceSummary.ControllerSummary() }
+        return number
+    }
+
     private mutating func add(_ message: MessageRecord) {
-        // Mutate the per-direction and per-controller entries in place: copying
-        // one out of its dictionary would copy its histograms on every record.
-        let endpoint = message.controller
-        summary.messages[message.direction, default: .init()].total += 1
-        if let rtt = message.rttNs { summary.roundTrips.record(ns: rtt) }
+        let toHostDirection = message.direction == .controllerToHost
+        let controller = number(of: toHostDirection ? message.source : message.destination)
+        if toHostDirection { toHost.total += 1 } else { toController.total += 1 }
+        if let rtt = message.rttNs { partial.roundTrips.record(ns: rtt) }
         let facts = message.facts(wireProtocol)
-        if let error = facts.error {
-            summary.messages[message.direction, default: .init()].invalidByReason[error.code.name, default: 0] += 1
-            if message.direction == .controllerToHost { summary.controllers[endpoint, default: .init()].frames += 1 }
-            return
-        }
-        guard facts.direction == message.direction else {
+        let invalidReason: String? = if let error = facts.error {
+            error.code.name
+        } else if facts.direction != message.direction {
             // A valid message travelling the wrong way (an ack sent to the host, say).
-            summary.messages[message.direction, default: .init()].invalidByReason["wrong_direction", default: 0] += 1
-            if message.direction == .controllerToHost { summary.controllers[endpoint, default: .init()].frames += 1 }
+            "wrong_direction"
+        } else {
+            nil
+        }
+        if let invalidReason {
+            if toHostDirection {
+                toHost.invalidByReason[invalidReason, default: 0] += 1
+                controllers[countController(controller)]!.frames += 1
+            } else {
+                toController.invalidByReason[invalidReason, default: 0] += 1
+            }
             return
         }
-        summary.messages[message.direction, default: .init()].valid += 1
-        switch message.direction {
-        case .controllerToHost:
-            let verdict = model.accept(facts, from: numbering.number(of: endpoint), receivedNs: message.timeNs)
-            if verdict == .stale { summary.staleFrames += 1 }
+        if toHostDirection {
+            toHost.valid += 1
+            let verdict = model.accept(facts, from: controller, receivedNs: message.timeNs)
+            if verdict == .stale { partial.staleFrames += 1 }
             let decision = verdict.decision
             if let decision {
-                summary.triggers += 1
-                summary.decisions[decision.name.description, default: 0] += 1
-                if decision.owesReply { summary.repliesOwed += 1 }
+                partial.triggers += 1
+                partial.decisions[decision.name.description, default: 0] += 1
+                if decision.owesReply { partial.repliesOwed += 1 }
             }
             if let attitude = facts.motion?.attitude { widenAttitudeRange(attitude) }
             if describesIDs, let id = ProtocolTraits.describedID(of: message, wireProtocol),
                recentIDs.isRepeat(id, at: message.timeNs, window: TraceSummary.duplicateWindowNs) {
-                summary.duplicateIDs! += 1
+                partial.duplicateIDs! += 1
             }
             let deltas = Self.addSample(facts.senderTimeMs, decision: decision, stale: verdict == .stale, at: message.timeNs,
-                                        period: summary.nominalPeriodMs, gapMs: summary.gapThresholdMs,
-                                        to: &summary.controllers[endpoint, default: .init()])
-            if let sender = deltas.senderMs { summary.senderIntervals.record(ns: Self.nanoseconds(ms: sender)) }
-            if let capture = deltas.captureNs { summary.captureIntervals.record(ns: capture) }
-        case .hostToController:
-            summary.acks += 1
-            let triggerNs = Self.addReply(facts.echoTimeMs, to: &summary.controllers[endpoint, default: .init()])
+                                        period: partial.nominalPeriodMs, gapMs: partial.gapThresholdMs,
+                                        to: &controllers[countController(controller)]!)
+            if let sender = deltas.senderMs { partial.senderIntervals.record(ns: Self.nanoseconds(ms: sender)) }
+            if let capture = deltas.captureNs { partial.captureIntervals.record(ns: capture) }
+        } else {
+            toController.valid += 1
+            partial.acks += 1
+            let triggerNs = Self.addReply(facts.echoTimeMs, to: &controllers[countController(controller)]!)
             if let triggerNs {
-                summary.matchedAcks += 1
-                summary.ackDelay.record(ns: message.timeNs - triggerNs)
+                partial.matchedAcks += 1
+                partial.ackDelay.record(ns: message.timeNs - triggerNs)
             } else {
-                summary.unexpectedAcks += 1
+                partial.unexpectedAcks += 1
             }
         }
     }
@@ -243,8 +286,8 @@ public struct TraceSummarizer {
     }
 
     private mutating func widenAttitudeRange(_ a: Vector3) {
-        guard let range = summary.attitudeRange else { return summary.attitudeRange = (a, a) }
-        summary.attitudeRange = (Vector3(min(range.min.x, a.x), min(range.min.y, a.y), min(range.min.z, a.z)),
+        guard let range = partial.attitudeRange else { return partial.attitudeRange = (a, a) }
+        partial.attitudeRange = (Vector3(min(range.min.x, a.x), min(range.min.y, a.y), min(range.min.z, a.z)),
                                  Vector3(max(range.max.x, a.x), max(range.max.y, a.y), max(range.max.z, a.z)))
     }
 

@@ -155,7 +155,8 @@ public final class PcapTraceReader: TraceRecordSource {
     public var readingNote: String? {
         guard let inference = portInference, let inferred = inference.inferredPort, inferred != wireProtocol.defaultPort else { return nil }
         let valid = inference.validByPort[inferred] ?? 0
-        return "\(source): host port \(inferred), inferred from \(valid) valid \(wireProtocol.id) message\(valid == 1 ? "" : "s") sent to it"
+        let first = inference.stoppedEarly ? "the first " : ""
+        return "\(source): host port \(inferred), inferred from \(first)\(valid) valid \(wireProtocol.id) message\(valid == 1 ? "" : "s") sent to it"
             + " (the protocol's default is \(wireProtocol.defaultPort); --port chooses)"
     }
     public let linkType: LinkType
@@ -276,7 +277,7 @@ public final class PcapTraceReader: TraceRecordSource {
         guard state.recordCount == 0 else { return }
         let transport = IPTransport(wireProtocol.transport)
         // With --port given nothing was scanned; the ports are worth a scan now, to say where the traffic went.
-        let inference = portInference ?? PortInference(path: source, wireProtocol: wireProtocol, link: state.link)
+        let inference = portInference ?? PortInference(path: source, wireProtocol: wireProtocol, link: state.link, settling: false)
         var why = "no \(wireProtocol.id) messages to or from \(transport) port \(port) in \(state.packetCount) packet\(state.packetCount == 1 ? "" : "s")"
         why += "; \(transport) ports seen: \(inference.portsSeen())"
         if let other = inference.inferredPort, other != port {

@@ -7,19 +7,24 @@ import Histogram
 public struct DurationStatistics: Sendable {
     /// HDR histograms are exact to this many significant digits.
     public static let significantDigits = 3
-    private var histogram = Histogram<UInt32>(highestTrackableValue: 10_000_000, numberOfSignificantValueDigits: .three)
-    public private(set) var count = 0
-    private var sumNs: Double = 0
-    public private(set) var minNs: Int64 = .max
-    public private(set) var maxNs: Int64 = .min
+    @usableFromInline var histogram = Histogram<UInt32>(highestTrackableValue: 10_000_000, numberOfSignificantValueDigits: .three)
+    @usableFromInline var recordedCount = 0
+    @usableFromInline var sumNs: Double = 0
+    @usableFromInline var smallestNs: Int64 = .max
+    @usableFromInline var largestNs: Int64 = .min
+    public var count: Int { recordedCount }
+    public var minNs: Int64 { smallestNs }
+    public var maxNs: Int64 { largestNs }
 
     public init() { histogram.autoResize = true }
 
+    // Inlinable: readers record a few intervals per message, and a call across modules costs more than the recording.
+    @inlinable
     public mutating func record(ns: Int64) {
-        count += 1
+        recordedCount += 1
         sumNs += Double(ns)
-        minNs = min(minNs, ns)
-        maxNs = max(maxNs, ns)
+        smallestNs = min(smallestNs, ns)
+        largestNs = max(largestNs, ns)
         _ = histogram.record(UInt64(max(0, ns / 1000)))
     }
 

@@ -33,7 +33,7 @@ struct ProtocolOptions: ParsableArguments {
 struct CaptureInputOptions: ParsableArguments {
     @OptionGroup var wire: ProtocolOptions
 
-    @Option(help: ArgumentHelp("The host's port in pcap and pcapng input, to tell which way a packet went. Without it, the port that valid messages of the protocol go to is inferred from the first 100,000 packets and named on standard error when it is not the default (none found: the protocol's default, 47110 for motionlink-v1). A capture with none of the protocol's messages at the port is an error (exit 65) naming the ports it holds.",
+    @Option(help: ArgumentHelp("The host's port in pcap and pcapng input, to tell which way a packet went. Without it, the port that valid messages of the protocol go to is inferred from the first 100,000 packets (fewer once 1,000 valid messages agree) and named on standard error when it is not the default (none found: the protocol's default, 47110 for motionlink-v1). A capture with none of the protocol's messages at the port is an error (exit 65) naming the ports it holds.",
                                valueName: "port"))
     var port: UInt16?
 }

@@ -56,7 +56,10 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
         self.port = UInt16(port)
     }
 
-    public var isIPv6: Bool { host.contains(":") }
+    public var isIPv6: Bool {
+        var host = host
+        return host.withUTF8 { $0.contains(UInt8(ascii: ":")) }
+    }
 
     public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 

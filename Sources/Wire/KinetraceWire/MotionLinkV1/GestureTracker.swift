@@ -52,20 +52,23 @@ public struct GestureTracker<Controller: Hashable> {
     /// is forgotten and the frame judged as its first (ML-STATE-4, ML-STATE-3).
     @inlinable
     public mutating func accept(tMs: UInt64, ay: Double, from controller: Controller, receivedNs: Int64?) -> GestureVerdict {
-        var previous = states[controller]
-        if let known = previous, tMs <= known.newestTMs {
+        // One hash lookup per frame: the known controller's state is updated where it lies.
+        guard let index = states.index(forKey: controller) else {
+            let fires = ay > rule.threshold
+            states[controller] = State(newestTMs: tMs, lastTriggerTMs: fires ? tMs : nil, acceptedNs: receivedNs ?? 0)
+            return fires ? .trigger : .accepted
+        }
+        let known = states.values[index]
+        var lastTriggerTMs = known.lastTriggerTMs
+        if tMs <= known.newestTMs {
             guard let receivedNs, rule.staleResyncMs > 0,
                   case let (since, overflow) = receivedNs.subtractingReportingOverflow(known.acceptedNs), !overflow,
                   since >= 0, UInt64(since) / 1_000_000 >= rule.staleResyncMs else { return .stale }
-            previous = nil
+            lastTriggerTMs = nil  // locked out long enough: judged as the controller's first frame
         }
-        var state = previous ?? State(newestTMs: tMs, lastTriggerTMs: nil, acceptedNs: 0)
-        state.newestTMs = tMs
-        state.acceptedNs = receivedNs ?? 0
-        // Not stale, so tMs > newest ≥ lastTrigger and the subtraction cannot underflow.
-        let fires = ay > rule.threshold && (state.lastTriggerTMs.map { tMs - $0 >= rule.refractoryMs } ?? true)
-        if fires { state.lastTriggerTMs = tMs }
-        states[controller] = state
+        // Not stale (or forgotten), so tMs > newest ≥ lastTrigger and the subtraction cannot underflow.
+        let fires = ay > rule.threshold && (lastTriggerTMs.map { tMs - $0 >= rule.refractoryMs } ?? true)
+        states.values[index] = State(newestTMs: tMs, lastTriggerTMs: fires ? tMs : lastTriggerTMs, acceptedNs: receivedNs ?? 0)
         return fires ? .trigger : .accepted
     }
 
