@@ -58,35 +58,75 @@ public struct JSONOutput {
     }
 
     @inlinable public mutating func string(_ s: String) {
-        bytes.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): raw("\\\"")
-            case UInt8(ascii: "\\"): raw("\\\\")
-            case UInt8(ascii: "\n"): raw("\\n")
-            case UInt8(ascii: "\r"): raw("\\r")
-            case UInt8(ascii: "\t"): raw("\\t")
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                raw("\\u00")
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0xF)])
-            default: bytes.append(byte)
+        var s = s
+        s.withUTF8 { utf8 in
+            bytes.append(UInt8(ascii: "\""))
+            // Most strings need no escape: one copy of their bytes.
+            if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                bytes.append(contentsOf: utf8)
+            } else {
+                for byte in utf8 { escaped(byte) }
             }
+            bytes.append(UInt8(ascii: "\""))
         }
-        bytes.append(UInt8(ascii: "\""))
     }
 
-    @inlinable public mutating func integer<T: BinaryInteger>(_ value: T) { raw(String(value)) }
+    @usableFromInline mutating func escaped(_ byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "\""): raw("\\\"")
+        case UInt8(ascii: "\\"): raw("\\\\")
+        case UInt8(ascii: "\n"): raw("\\n")
+        case UInt8(ascii: "\r"): raw("\\r")
+        case UInt8(ascii: "\t"): raw("\\t")
+        case 0..<0x20:
+            let hex: StaticString = "0123456789abcdef"
+            raw("\\u00")
+            bytes.append(hex.utf8Start[Int(byte >> 4)])
+            bytes.append(hex.utf8Start[Int(byte & 0xF)])
+        default: bytes.append(byte)
+        }
+    }
+
+    /// Decimal digits written straight into the buffer: `String(value)` would allocate per number.
+    @inlinable public mutating func integer<T: BinaryInteger>(_ value: T) {
+        if let small = Int64(exactly: value) {
+            digits(small.magnitude, negative: small < 0)
+        } else if let large = UInt64(exactly: value) {
+            digits(large, negative: false)
+        } else {
+            raw(String(value))
+        }
+    }
+
+    @usableFromInline mutating func digits(_ magnitude: UInt64, negative: Bool) {
+        // Right to left into a stack buffer (20 digits and a sign at most), then one append.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { buffer in
+            var value = magnitude
+            var i = 21
+            repeat {
+                i &-= 1
+                buffer[i] = UInt8(truncatingIfNeeded: value % 10) &+ UInt8(ascii: "0")
+                value /= 10
+            } while value > 0
+            if negative { i &-= 1; buffer[i] = UInt8(ascii: "-") }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[i...]))
+        }
+    }
 
     /// Finite doubles as their shortest round-trip text; JSON has no NaN or
     /// infinities, so those become the strings "NaN", "Infinity", "-Infinity".
     @inlinable public mutating func double(_ value: Double) {
-        if value.isFinite { raw(value.description) } else { string(Self.nonFiniteName(value)) }
+        if value.isFinite { text(value.description) } else { string(Self.nonFiniteName(value)) }
+    }
+
+    /// A short string's bytes in one copy (its UTF-8 view would be walked a byte at a time).
+    @inlinable mutating func text(_ s: String) {
+        var s = s
+        s.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
     @inlinable public mutating func float(_ value: Float32) {
-        if value.isFinite { raw(value.description) } else { string(Self.nonFiniteName(Double(value))) }
+        if value.isFinite { text(value.description) } else { string(Self.nonFiniteName(Double(value))) }
     }
 
     @inlinable public static func nonFiniteName(_ value: Double) -> String {

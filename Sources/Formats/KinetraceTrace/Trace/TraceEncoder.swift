@@ -85,15 +85,31 @@ public enum TraceEncoder {
         out.raw("]")
     }
 
+    /// `"host:port"` (`"[v6]:port"`) written in place, as `out.string(endpoint.description)` would write it.
+    private static func endpoint(_ endpoint: Endpoint, to out: inout JSONOutput) {
+        var host = endpoint.host
+        host.withUTF8 { text in
+            guard !text.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                return out.string(endpoint.description)
+            }
+            let v6 = text.contains(UInt8(ascii: ":"))
+            out.raw(v6 ? "\"[" : "\"")
+            out.bytes.append(contentsOf: text)
+            out.raw(v6 ? "]:" : ":")
+            out.integer(endpoint.port)
+            out.raw("\"")
+        }
+    }
+
     private static func appendMessage(_ m: MessageRecord, as wireProtocol: any WireProtocol.Type, to out: inout JSONOutput) {
         out.raw("{\"kind\":\"msg\",\"t_ns\":")
         out.integer(m.timeNs)
         out.raw(",\"dir\":\"")
         out.raw(m.direction.rawValue)
         out.raw("\",\"src\":")
-        out.string(m.source.description)
+        endpoint(m.source, to: &out)
         out.raw(",\"dst\":")
-        out.string(m.destination.description)
+        endpoint(m.destination, to: &out)
         out.raw(",\"len\":")
         out.integer(m.payload.count)
         out.raw(",\"payload\":\"")
