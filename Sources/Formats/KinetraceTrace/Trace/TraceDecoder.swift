@@ -273,14 +273,25 @@ struct TraceDecoder {
                 throw Failure(.badRecord, at: at, "\"payload\" must be an even number of hex digits")
             }
             return try Payload(count: slice.count / 2) { (out: UnsafeMutableRawBufferPointer) throws(Failure) in
-                let table = HexTable.values
-                for i in 0..<out.count {
-                    let hi = table[Int(slice[2 &* i])], lo = table[Int(slice[2 &* i &+ 1])]
-                    guard hi | lo < 0x10 else {
-                        throw Failure(.badRecord, at: at + 1 + 2 * i, "\"payload\" holds a non-hex character")
+                // Pointers, not indices: this loop runs over every payload byte of a trace.
+                guard let digits = slice.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                      let bytes = out.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
+                var bad = false
+                HexTable.values.withUnsafeBufferPointer { table in
+                    let table = table.baseAddress!
+                    var invalid: UInt8 = 0
+                    for i in 0..<out.count {
+                        let hi = table[Int(digits[2 &* i])], lo = table[Int(digits[2 &* i &+ 1])]
+                        invalid |= hi | lo
+                        bytes[i] = hi &<< 4 | lo
                     }
-                    out[i] = hi << 4 | lo
+                    bad = invalid >= 0x10
                 }
+                guard bad else { return }
+                // Find the first bad digit to name it.
+                let table = HexTable.values
+                let i = (0..<slice.count).first { table[Int(digits[$0])] >= 0x10 } ?? 0
+                throw Failure(.badRecord, at: at + 1 + (i & ~1), "\"payload\" holds a non-hex character")
             }
         case true:
             let text = token.string
