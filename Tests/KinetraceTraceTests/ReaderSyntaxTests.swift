@@ -268,6 +268,19 @@ import KinetraceWire
         }
     }
 
+    /// The payload's first non-hex digit is named by its byte offset, wherever in the payload it is.
+    @Test(arguments: [0, 1, 2, 7, 70, 71])
+    func aNonHexPayloadDigitIsNamedByItsOffset(_ position: Int) throws {
+        var digits = Array(repeating: Character("a"), count: 72)
+        digits[position] = "g"
+        if position < 70 { digits[71] = "z" }  // a later bad digit must not be the one named
+        let line = #"{"kind":"msg","t_ns":1,"dir":"c2h","src":"1.2.3.4:5","dst":"1.2.3.4:6","payload":""# + String(digits) + #""}"#
+        guard case .failure(let error) = parseOne(line) else { Issue.record("accepted \(line)"); return }
+        #expect(error.code == .badRecord && error.line == 2, "\(error)")
+        let payloadStart = offset(of: #""payload":""#, in: document([line]))! + 11
+        #expect(error.byteOffset == payloadStart + (position & ~1), "\(error)")
+    }
+
     @Test func wronglyTypedMembersAreBadRecordsNotSyntaxErrors() {
         // TraceError.Code.badRecord is documented as "Valid JSON, but a record lacks a
         // field or has one of the wrong type"; .syntax as "A line is not valid JSON".
