@@ -51,6 +51,13 @@ public struct JSONOutput {
 
     @inlinable public mutating func raw(_ s: String) { bytes.append(contentsOf: s.utf8) }
 
+    /// Appends `count` bytes that `fill` writes in place: one append instead of one per byte.
+    @inlinable public mutating func appendUninitialized(_ count: Int, _ fill: (UnsafeMutableBufferPointer<UInt8>) -> Void) {
+        let start = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: count))
+        bytes.withUnsafeMutableBufferPointer { fill(UnsafeMutableBufferPointer(rebasing: $0[start...])) }
+    }
+
     @inlinable public mutating func key(_ s: StaticString) {
         bytes.append(UInt8(ascii: "\""))
         raw(s)

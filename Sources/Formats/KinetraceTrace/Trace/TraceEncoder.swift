@@ -113,11 +113,15 @@ public enum TraceEncoder {
         out.raw(",\"len\":")
         out.integer(m.payload.count)
         out.raw(",\"payload\":\"")
-        let digits: StaticString = "0123456789abcdef"
-        let hex = digits.utf8Start
-        for byte in m.payload {
-            out.bytes.append(hex[Int(byte >> 4)])
-            out.bytes.append(hex[Int(byte & 0x0F)])
+        m.payload.withUnsafeBytes { payload in
+            out.appendUninitialized(2 * payload.count) { text in
+                let digits: StaticString = "0123456789abcdef"
+                let hex = digits.utf8Start
+                for (i, byte) in payload.enumerated() {
+                    text[2 &* i] = hex[Int(byte &>> 4)]
+                    text[2 &* i &+ 1] = hex[Int(byte & 0x0F)]
+                }
+            }
         }
         out.raw("\"")
         if let rtt = m.rttNs { out.raw(",\"rtt_ns\":"); out.integer(rtt) }
