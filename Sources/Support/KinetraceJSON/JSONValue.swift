@@ -54,8 +54,37 @@ public struct JSONOutput {
     /// Appends `count` bytes that `fill` writes in place: one append instead of one per byte.
     @inlinable public mutating func appendUninitialized(_ count: Int, _ fill: (UnsafeMutableBufferPointer<UInt8>) -> Void) {
         let start = bytes.count
-        bytes.append(contentsOf: repeatElement(0, count: count))
+        grow(by: count)
         bytes.withUnsafeMutableBufferPointer { fill(UnsafeMutableBufferPointer(rebasing: $0[start...])) }
+    }
+
+    /// Appends `count` zero bytes by copying (appending `repeatElement` goes a byte at a time).
+    @usableFromInline mutating func grow(by count: Int) {
+        if count <= JSONOutput.zeros.count {
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: JSONOutput.zeros[..<count]))
+        } else {
+            bytes.append(contentsOf: repeatElement(0, count: count))
+        }
+    }
+
+    /// Never freed, never written after it is made.
+    nonisolated(unsafe) static let zeros: UnsafeBufferPointer<UInt8> = {
+        let buffer = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 1024)
+        buffer.initialize(repeating: 0)
+        return UnsafeBufferPointer(buffer)
+    }()
+
+    /// Appends what `body` writes through a cursor, at most `maxCount` bytes: a run
+    /// of small pieces (a member name, a number, an endpoint) costs one append, not one each.
+    @inlinable public mutating func write(upTo maxCount: Int, _ body: (inout JSONCursor) -> Void) {
+        let start = bytes.count
+        grow(by: maxCount)
+        let written = bytes.withUnsafeMutableBufferPointer { buffer in
+            var cursor = JSONCursor(buffer.baseAddress! + start, capacity: maxCount)
+            body(&cursor)
+            return cursor.count
+        }
+        bytes.removeLast(maxCount &- written)
     }
 
     @inlinable public mutating func key(_ s: StaticString) {
@@ -106,18 +135,7 @@ public struct JSONOutput {
     }
 
     @usableFromInline mutating func digits(_ magnitude: UInt64, negative: Bool) {
-        // Right to left into a stack buffer (20 digits and a sign at most), then one append.
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 21) { buffer in
-            var value = magnitude
-            var i = 21
-            repeat {
-                i &-= 1
-                buffer[i] = UInt8(truncatingIfNeeded: value % 10) &+ UInt8(ascii: "0")
-                value /= 10
-            } while value > 0
-            if negative { i &-= 1; buffer[i] = UInt8(ascii: "-") }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[i...]))
-        }
+        write(upTo: 21) { $0.digits(magnitude, negative: negative) }
     }
 
     /// Finite doubles as their shortest round-trip text; JSON has no NaN or
@@ -165,6 +183,57 @@ public struct JSONOutput {
             bytes.append(UInt8(ascii: "}"))
         }
     }
+}
+
+/// Writes into room `JSONOutput.write(upTo:_:)` made; writing past it traps
+/// (a caller's bound was wrong), never overruns.
+public struct JSONCursor {
+    @usableFromInline let base: UnsafeMutablePointer<UInt8>
+    @usableFromInline let capacity: Int
+    @usableFromInline var written = 0
+    /// Bytes written so far.
+    public var count: Int { written }
+
+    @inlinable init(_ base: UnsafeMutablePointer<UInt8>, capacity: Int) {
+        self.base = base
+        self.capacity = capacity
+    }
+
+    @inlinable public mutating func byte(_ byte: UInt8) {
+        precondition(written < capacity, "JSONCursor: write past the bound")
+        base[written] = byte
+        written &+= 1
+    }
+
+    @inlinable public mutating func bytes(_ bytes: UnsafeBufferPointer<UInt8>) {
+        precondition(bytes.count <= capacity &- written, "JSONCursor: write past the bound")
+        if let source = bytes.baseAddress { (base + written).update(from: source, count: bytes.count) }
+        written &+= bytes.count
+    }
+
+    @inlinable public mutating func raw(_ s: StaticString) {
+        bytes(UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    /// Decimal digits, right to left in place: at most 20 and a sign.
+    @inlinable public mutating func digits(_ magnitude: UInt64, negative: Bool) {
+        var length = negative ? 2 : 1
+        var rest = magnitude
+        while rest >= 10 { rest /= 10; length &+= 1 }
+        precondition(length <= capacity &- written, "JSONCursor: write past the bound")
+        if negative { base[written] = UInt8(ascii: "-") }
+        var value = magnitude
+        var i = written &+ length
+        repeat {
+            i &-= 1
+            base[i] = UInt8(truncatingIfNeeded: value % 10) &+ UInt8(ascii: "0")
+            value /= 10
+        } while value > 0
+        written &+= length
+    }
+
+    @inlinable public mutating func integer(_ value: Int64) { digits(value.magnitude, negative: value < 0) }
+    @inlinable public mutating func integer(_ value: UInt64) { digits(value, negative: false) }
 }
 
 /// Why a standalone JSON document (a network, a config) did not parse.

@@ -93,11 +93,13 @@ public enum TraceEncoder {
                 return out.string(endpoint.description)
             }
             let v6 = text.contains(UInt8(ascii: ":"))
-            out.raw(v6 ? "\"[" : "\"")
-            out.bytes.append(contentsOf: text)
-            out.raw(v6 ? "]:" : ":")
-            out.integer(endpoint.port)
-            out.raw("\"")
+            out.write(upTo: text.count + 10) { cursor in
+                cursor.raw(v6 ? "\"[" : "\"")
+                cursor.bytes(text)
+                cursor.raw(v6 ? "]:" : ":")
+                cursor.integer(UInt64(endpoint.port))
+                cursor.byte(UInt8(ascii: "\""))
+            }
         }
     }
 
@@ -154,18 +156,33 @@ struct DecodedFieldWriter: DecodedFieldVisitor {
         out.raw("\"")
     }
 
-    private mutating func name(_ name: StaticString) {
-        out.raw(opened ? ",\"" : ",\"decoded\":{\"")
+    /// `,"decoded":{"NAME":` for the first field, `,"NAME":` after, then the value's text.
+    private mutating func member(_ name: StaticString, valueUpTo maxCount: Int, _ value: (inout JSONCursor) -> Void) {
+        let opening: StaticString = opened ? ",\"" : ",\"decoded\":{\""
         opened = true
-        out.raw(name)
-        out.raw("\":")
+        out.write(upTo: opening.utf8CodeUnitCount + name.utf8CodeUnitCount + 2 + maxCount) { cursor in
+            cursor.raw(opening)
+            cursor.raw(name)
+            cursor.raw("\":")
+            value(&cursor)
+        }
     }
 
-    mutating func field(_ name: StaticString, _ value: UInt64) { self.name(name); out.integer(value) }
-    mutating func field(_ name: StaticString, _ value: UInt32) { self.name(name); out.integer(value) }
-    mutating func field(_ name: StaticString, _ value: Float32) { self.name(name); out.float(value) }
-    mutating func field(_ name: StaticString, _ value: Double) { self.name(name); out.double(value) }
-    mutating func field(_ name: StaticString, _ value: String) { self.name(name); out.string(value) }
+    /// A finite number's shortest text, in the same append as its name.
+    private mutating func number(_ name: StaticString, _ text: String) {
+        var text = text
+        text.withUTF8 { utf8 in member(name, valueUpTo: utf8.count) { $0.bytes(utf8) } }
+    }
+
+    mutating func field(_ name: StaticString, _ value: UInt64) { member(name, valueUpTo: 20) { $0.integer(value) } }
+    mutating func field(_ name: StaticString, _ value: UInt32) { member(name, valueUpTo: 10) { $0.integer(UInt64(value)) } }
+    mutating func field(_ name: StaticString, _ value: Float32) {
+        if value.isFinite { number(name, value.description) } else { member(name, valueUpTo: 0) { _ in }; out.float(value) }
+    }
+    mutating func field(_ name: StaticString, _ value: Double) {
+        if value.isFinite { number(name, value.description) } else { member(name, valueUpTo: 0) { _ in }; out.double(value) }
+    }
+    mutating func field(_ name: StaticString, _ value: String) { member(name, valueUpTo: 0) { _ in }; out.string(value) }
 
     mutating func close() { if opened { out.raw("}") } }
 }
