@@ -94,7 +94,11 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
             try prepareStream()
         }
         let c = configuration
+        let planningStart = SystemClock.monotonicNs()
         var schedule = ReplaySchedule(input: c.input, options: c.options, anchorWallNs: 0)
+        // The schedule is planned again once the anchor is known (payload stamps depend on it):
+        // the anchor leaves room for that, or a big plan (600,000 messages) starts its sends late.
+        let planningNs = SystemClock.monotonicNs() - planningStart
         let count = schedule.controllerCount
         guard count > 0, !schedule.messages.isEmpty else {
             throw ReplayError(.emptyInput, "nothing to replay: the input has no controller→host messages in the selected range"
@@ -102,7 +106,8 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         }
         report.target = c.target.description
         report.seed = c.options.seed
-        sentAt = Array(repeating: [:], count: count)
+        // Each controller's table made now, not on its first send, where ten thousand first sends fall in the first 100 ms.
+        sentAt = (0..<count).map { _ in Dictionary(minimumCapacity: 16) }
         pruneAt = Array(repeating: 4096, count: count)
         predicted = Array(repeating: [:], count: count)
 
@@ -123,7 +128,8 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         }
 
         // Everything slow happens before the anchor: opening the record, starting
-        // the receiver, locking memory. The anchor then leaves 50 ms of margin.
+        // the receiver, locking memory. The anchor then leaves 50 ms of margin, plus
+        // twice what planning took, for planning again.
         if let path = c.recordPath {
             do throws(TraceError) { writer = try TraceWriter(path: path, header: header(link: link, schedule: schedule)) }
             catch { throw ReplayError(.record, error.description, trace: error) }
@@ -131,8 +137,9 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         let receiver = WorkerThread { [self] in receiveLoop(link) }
         report.realtime = c.realtime && Self.enterRealtime()
         Self.tightenTimerSlack()
-        let anchorMono = SystemClock.monotonicNs() + 50_000_000
-        anchorWallNs = SystemClock.realtimeNs() + 50_000_000
+        let marginNs = 50_000_000 + 2 * planningNs
+        let anchorMono = SystemClock.monotonicNs() + marginNs
+        anchorWallNs = SystemClock.realtimeNs() + marginNs
         report.anchorWallNs = anchorWallNs
         schedule = ReplaySchedule(input: c.input, options: c.options, anchorWallNs: anchorWallNs)
         record(.event(EventRecord(timeNs: anchorWallNs, event: "replay_start", data: [

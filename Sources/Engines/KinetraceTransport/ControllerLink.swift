@@ -109,12 +109,14 @@ public func openLink(to target: LinkTarget) throws(SocketError) -> any Controlle
 }
 
 /// A host on UDP: one connected socket per controller, all kept open until the link finishes.
+/// Replies are waited for through a readiness set (epoll) where there is one, else `poll`.
 public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // sockets behind `lock`; the buffer and poll set belong to the receiving thread
     public let address: SocketAddressBox
     public let hostEndpoint: Endpoint
     private let lock = NIOLock()
     private var sockets: [ConnectedUDPSocket] = []
     private var polled: [pollfd] = []
+    private let readiness = ReadinessSet()
     // Big enough for any UDP reply, so a wrong one is judged as sent.
     private var buffer = [UInt8](repeating: 0, count: 65_536)
     /// Datagrams read from one socket per `receive` call (up to 4 MiB of 64 KiB replies).
@@ -129,10 +131,14 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
 
     public func openController() throws(SocketError) -> Int {
         let socket = try ConnectedUDPSocket(to: address)
-        return lock.withLock {
+        let index = lock.withLock {
             sockets.append(socket)
             return sockets.count - 1
         }
+        if let readiness, let code = readiness.add(socket.fd, tag: UInt32(index)) {
+            throw SocketError("watch controller \(index)'s socket for replies: \(String(cString: strerror(code)))")
+        }
+        return index
     }
 
     public var controllerCount: Int { lock.withLock { sockets.count } }
@@ -144,6 +150,18 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
     }
 
     public func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
+        if let readiness {
+            var any = false
+            readiness.wait(timeoutMs: timeoutMs) { tag in
+                let index = Int(tag)
+                guard let socket = lock.withLock({ index < sockets.count ? sockets[index] : nil }) else { return }
+                any = true
+                drain(socket, index, handle)
+            }
+            // Nothing registered yet returns at once: still wait, so callers never spin.
+            if !any && controllerCount == 0 { usleep(UInt32(clamping: Int64(max(timeoutMs, 0)) * 1000)) }
+            return
+        }
         let open: [ConnectedUDPSocket] = lock.withLock {
             if polled.count < sockets.count {
                 polled += sockets[polled.count...].map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
@@ -158,15 +176,19 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
         guard poll(&polled, nfds_t(polled.count), timeoutMs) > 0 else { return }
         for index in polled.indices where polled[index].revents != 0 {
             polled[index].revents = 0
-            // At most a bounded burst per socket and call: a host flooding one controller must
-            // not keep the caller here (it checks its deadlines and flood limits between calls).
-            draining: for _ in 0..<Self.datagramsPerBurst {
-                switch open[index].receive(into: &buffer) {
-                case .datagram(let n):
-                    handle(.datagram(controller: index, payload: Array(buffer[0..<n]), receivedMonoNs: SystemClock.monotonicNs()))
-                case .error(let code): handle(.error(controller: index, code: code))
-                case .nothing: break draining
-                }
+            drain(open[index], index, handle)
+        }
+    }
+
+    /// At most a bounded burst per socket and call: a host flooding one controller must
+    /// not keep the caller here (it checks its deadlines and flood limits between calls).
+    private func drain(_ socket: ConnectedUDPSocket, _ index: Int, _ handle: (LinkEvent) -> Void) {
+        draining: for _ in 0..<Self.datagramsPerBurst {
+            switch socket.receive(into: &buffer) {
+            case .datagram(let n):
+                handle(.datagram(controller: index, payload: Array(buffer[0..<n]), receivedMonoNs: SystemClock.monotonicNs()))
+            case .error(let code): handle(.error(controller: index, code: code))
+            case .nothing: break draining
             }
         }
     }

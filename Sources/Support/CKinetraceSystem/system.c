@@ -2,7 +2,9 @@
 
 #if defined(__linux__)
 #include <linux/capability.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -20,7 +22,47 @@ int kinetrace_clear_capabilities(void) {
     header.pid = 0;
     return (int)syscall(SYS_capset, &header, data);
 }
+
+int kinetrace_readiness_create(void) {
+    return epoll_create1(EPOLL_CLOEXEC);
+}
+
+int kinetrace_readiness_add(int set, int fd, unsigned int tag) {
+    struct epoll_event event;
+    memset(&event, 0, sizeof event);
+    event.events = EPOLLIN;
+    event.data.u32 = tag;
+    return epoll_ctl(set, EPOLL_CTL_ADD, fd, &event);
+}
+
+int kinetrace_readiness_wait(int set, unsigned int *tags, int capacity, int timeout_ms) {
+    enum { batch = 256 };
+    struct epoll_event events[batch];
+    if (capacity <= 0) { errno = EINVAL; return -1; }
+    int count = epoll_wait(set, events, capacity < batch ? capacity : batch, timeout_ms);
+    for (int i = 0; i < count; i++) tags[i] = events[i].data.u32;
+    return count;
+}
 #else
+#include <errno.h>
+
+int kinetrace_readiness_create(void) {
+    errno = ENOSYS;
+    return -1;
+}
+
+int kinetrace_readiness_add(int set, int fd, unsigned int tag) {
+    (void)set; (void)fd; (void)tag;
+    errno = ENOSYS;
+    return -1;
+}
+
+int kinetrace_readiness_wait(int set, unsigned int *tags, int capacity, int timeout_ms) {
+    (void)set; (void)tags; (void)capacity; (void)timeout_ms;
+    errno = ENOSYS;
+    return -1;
+}
+
 int kinetrace_set_timer_slack(unsigned long nanoseconds) {
     (void)nanoseconds;
     return -1;

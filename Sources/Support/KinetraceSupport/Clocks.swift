@@ -30,8 +30,12 @@ public enum DeadlineClock {
     /// Sleeps until `spinNs` before the deadline, then spins on the clock for
     /// the rest: kernel wake-ups land tens to hundreds of µs late (timer slack,
     /// a virtual CPU's scheduling), a short spin does not.
+    /// A deadline already past, or within the spin, costs no system call: at
+    /// 100,000 sends a second each sleep call would cost more than the send.
     public static func wait(untilMonotonicNs deadline: Int64, spinNs: Int64) {
-        if spinNs > 0 { sleep(untilMonotonicNs: deadline - spinNs) } else { sleep(untilMonotonicNs: deadline) }
+        let now = SystemClock.monotonicNs()
+        guard now < deadline else { return }
+        if deadline - now > spinNs { sleep(untilMonotonicNs: spinNs > 0 ? deadline - spinNs : deadline) }
         while spinNs > 0 && SystemClock.monotonicNs() < deadline {}
     }
 

@@ -3,11 +3,14 @@ import Histogram
 /// Streaming summary of durations (intervals, delays): exact count, mean,
 /// min and max, and percentiles from an HDR histogram at microsecond
 /// resolution, so memory stays constant however long the trace (about
-/// 45 KB per instance for values up to 10 s; it grows for longer ones).
+/// 60 KB per instance for values up to 10 s at three significant digits,
+/// 9 KB at two; it grows for longer ones, and is made on the first value).
 public struct DurationStatistics: Sendable {
-    /// HDR histograms are exact to this many significant digits.
+    /// HDR histograms are exact to this many significant digits (the default).
     public static let significantDigits = 3
-    @usableFromInline var histogram = Histogram<UInt32>(highestTrackableValue: 10_000_000, numberOfSignificantValueDigits: .three)
+    /// Made on the first value: a replay keeps one per controller, and ten thousand
+    /// controllers that never see an ack must not cost anything.
+    @usableFromInline var histogram: Histogram<UInt32>?
     @usableFromInline var recordedCount = 0
     @usableFromInline var sumNs: Double = 0
     @usableFromInline var smallestNs: Int64 = .max
@@ -16,7 +19,26 @@ public struct DurationStatistics: Sendable {
     public var minNs: Int64 { smallestNs }
     public var maxNs: Int64 { largestNs }
 
-    public init() { histogram.autoResize = true }
+    /// Significant digits of the percentiles: 3, or 2 for statistics kept per
+    /// controller by the ten thousand (a seventh of the memory).
+    public let digits: Int
+
+    /// `significantDigits` is 3 or 2 (anything else is taken as 3).
+    public init(significantDigits: Int = 3) { digits = significantDigits == 2 ? 2 : 3 }
+
+    /// A copy of an empty template: its counts are copied as one block on the first
+    /// write, where making a histogram fills them one value at a time through generic
+    /// code (300 µs, which a replay's ack handler paid under its lock per controller).
+    @usableFromInline func makeHistogram() -> Histogram<UInt32> { digits == 2 ? Self.twoDigits : Self.threeDigits }
+
+    private static let threeDigits = template(.three)
+    private static let twoDigits = template(.two)
+
+    private static func template(_ digits: SignificantDigits) -> Histogram<UInt32> {
+        var histogram = Histogram<UInt32>(highestTrackableValue: 10_000_000, numberOfSignificantValueDigits: digits)
+        histogram.autoResize = true
+        return histogram
+    }
 
     // Inlinable: readers record a few intervals per message, and a call across modules costs more than the recording.
     @inlinable
@@ -25,7 +47,8 @@ public struct DurationStatistics: Sendable {
         sumNs += Double(ns)
         smallestNs = min(smallestNs, ns)
         largestNs = max(largestNs, ns)
-        _ = histogram.record(UInt64(max(0, ns / 1000)))
+        if histogram == nil { histogram = makeHistogram() }
+        _ = histogram!.record(UInt64(max(0, ns / 1000)))
     }
 
     public var meanMs: Double? { count == 0 ? nil : sumNs / Double(count) / 1e6 }
@@ -33,17 +56,18 @@ public struct DurationStatistics: Sendable {
     public var maxMs: Double? { count == 0 ? nil : Double(maxNs) / 1e6 }
 
     /// The value at `percentile` (0–100) in milliseconds, rounded to the
-    /// histogram's three significant digits: the histogram reports the top
-    /// of a bucket (100.031 for 100), and digits past its precision are noise.
+    /// histogram's significant digits: the histogram reports the top of a
+    /// bucket (100.031 for 100), and digits past its precision are noise.
     public func percentileMs(_ percentile: Double) -> Double? {
-        guard count > 0 else { return nil }
+        guard count > 0, let histogram else { return nil }
         let micros = Double(histogram.valueAtPercentile(percentile))
+        let exact = digits == 2 ? 100.0 : 1000.0
         let rounded: Double
-        if micros < 1000 {
+        if micros < exact {
             rounded = micros / 1000
         } else {
             var scale = 1.0
-            while micros / scale >= 1000 { scale *= 10 }
+            while micros / scale >= exact { scale *= 10 }
             rounded = (micros / scale).rounded() * scale / 1000
         }
         // A bucket's top, rounded, can pass the largest value recorded (p99 "1.07" above a max of 1.061):

@@ -11,4 +11,17 @@ int kinetrace_set_timer_slack(unsigned long nanoseconds);
 /// Returns 0 on success, -1 where unsupported or refused.
 int kinetrace_clear_capabilities(void);
 
+/// A readiness set: descriptors, each with a tag, of which a wait returns
+/// only the ready ones (Linux epoll; poll's cost grows with every descriptor
+/// watched, which thousands of controller sockets make the bottleneck).
+/// Returns the set's descriptor, or -1 where unsupported (callers poll).
+int kinetrace_readiness_create(void);
+
+/// Watches `fd` for input, reported with `tag`. Returns 0, or -1 with errno.
+int kinetrace_readiness_add(int set, int fd, unsigned int tag);
+
+/// Waits up to `timeout_ms` for input on the set; writes up to `capacity`
+/// ready tags. Returns how many, 0 on timeout, or -1 with errno (EINTR too).
+int kinetrace_readiness_wait(int set, unsigned int *tags, int capacity, int timeout_ms);
+
 #endif
