@@ -11,6 +11,12 @@
 #   KINETRACE_BIN  use this kinetrace binary instead (implies SKIP_BUILD=1)
 #   KEEP_WORK=1    keep inputs, captures and logs (path printed at the end)
 #   REPLAY_EXTRA   extra options for `kinetrace replay` (e.g. "--spin-us 500")
+#   TCPREPLAY      the tcpreplay binary to compare with (default: tcpreplay on PATH,
+#                  installed with apt-get if missing). Debian's 4.4.x drifts; the
+#                  issue-17 figures use 4.5.5 built from source in /tmp:
+#                    ./autogen.sh && ./configure --prefix=/tmp/tcpreplay-4.5.5 && make install
+#                    TCPREPLAY=/tmp/tcpreplay-4.5.5/bin/tcpreplay Benchmarks/replay/run.sh
+#   LOADS          "name controllers rate_hz duration_s;..." instead of the built-in loads
 # Needs root (capture and tcpreplay on lo). Writes results/results.{json,md}.
 # Exits non-zero only on harness errors; missed targets are reported, not asserted.
 set -euo pipefail
@@ -25,11 +31,18 @@ quick=0
 
 # name controllers rate_hz duration_s. Durations give p99 at least 6 samples
 # beyond it (600 frames at the slowest load) while the whole run stays ~3 min.
-if [ "$quick" = 1 ]; then
-  loads=("10hz-x1 1 10 10" "1000hz-x1 1 1000 2" "10hz-x1000 1000 10 2")
+# The stadium loads (3,000 to 10,000 controllers) find the highest rate whose p99 stays ≤ 100 µs.
+if [ -n "${LOADS:-}" ]; then
+  IFS=';' read -r -a loads <<<"$LOADS"
+elif [ "$quick" = 1 ]; then
+  loads=("10hz-x1 1 10 10" "1000hz-x1 1 1000 2" "10hz-x1000 1000 10 2" "10hz-x10000 10000 10 2")
 else
-  loads=("10hz-x1 1 10 60" "1000hz-x1 1 1000 10" "10hz-x1000 1000 10 10")
+  loads=("10hz-x1 1 10 60" "1000hz-x1 1 1000 10" "10hz-x1000 1000 10 10"
+         "10hz-x3000 3000 10 5" "10hz-x5000 5000 10 5" "10hz-x10000 10000 10 5")
 fi
+for load in "${loads[@]}"; do
+  [[ $load =~ ^[A-Za-z0-9_-]+\ [0-9]+\ [0-9]+\ [0-9]+$ ]] || { echo "run.sh: bad load '$load' (name controllers rate_hz duration_s)" >&2; exit 64; }
+done
 
 die() { echo "run.sh: $*" >&2; exit 1; }
 log() { echo "== $*" >&2; }
@@ -37,7 +50,10 @@ log() { echo "== $*" >&2; }
 [ "$(id -u)" -eq 0 ] || die "needs root: capturing and injecting on lo"
 command -v tcpdump >/dev/null || die "tcpdump is missing (scripts/bootstrap installs it)"
 command -v python3 >/dev/null || die "python3 is missing"
-if ! command -v tcpreplay >/dev/null; then
+tcpreplay=${TCPREPLAY:-tcpreplay}
+if [ -n "${TCPREPLAY:-}" ]; then
+  [ -x "$TCPREPLAY" ] || die "TCPREPLAY=$TCPREPLAY is not an executable"
+elif ! command -v tcpreplay >/dev/null; then
   log "installing tcpreplay"
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tcpreplay >/dev/null \
     || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tcpreplay >/dev/null; } \
@@ -92,6 +108,9 @@ stop_capture() {
   stop_pid "$cap_pid"
 }
 
+# User + system CPU seconds from /usr/bin/time's "%U %S" (its last line: the first may be a signal note).
+cpu_seconds() { tail -n 1 "$1" 2>/dev/null | awk 'NF == 2 { printf "%.2f", $1 + $2 }'; }
+
 # Read help into a variable first: `cmd | grep -q` can fail under pipefail (SIGPIPE).
 has_option() { local help; help=$("$bin" "$1" --help 2>&1 || true); [[ "$help" == *"$2"* ]]; }
 
@@ -100,13 +119,13 @@ has_option() { local help; help=$("$bin" "$1" --help 2>&1 || true); [[ "$help" =
 # nano is run, and the better one is the baseline: which is more accurate
 # depends on the build and machine, and the comparison should be fair.
 tcpreplay_opts=(--intf1=lo --preload-pcap)
-tcpreplay_help=$(tcpreplay --help 2>&1 || true)
+tcpreplay_help=$("$tcpreplay" --help 2>&1 || true)
 tcpreplay_timers=()
 if [[ "$tcpreplay_help" == *"--timer"* ]]; then
   for timer in gtod nano; do [[ "$tcpreplay_help" == *"$timer"* ]] && tcpreplay_timers+=("$timer"); done
 fi
 [ ${#tcpreplay_timers[@]} -gt 0 ] || tcpreplay_timers=(default)
-tcpreplay_version=$(tcpreplay --version 2>&1 | head -1 || true)
+tcpreplay_version=$("$tcpreplay" --version 2>&1 | head -1 || true)
 
 have_replay=0
 "$bin" replay --help >/dev/null 2>&1 && have_replay=1
@@ -161,12 +180,12 @@ for load in "${loads[@]}"; do
     log "$name: tcpreplay ${opts[*]}"
     start_capture "$dir/$tool.cap.pcap" "$dir/$tool.cap.log" "udp and dst host 10.0.0.1 and dst port 47110"
     code=0
-    tcpreplay "${opts[@]}" "$input" >"$dir/$tool.log" 2>&1 || code=$?
+    /usr/bin/time -f "%U %S" -o "$dir/$tool.cpu" "$tcpreplay" "${opts[@]}" "$input" >"$dir/$tool.log" 2>&1 || code=$?
     stop_capture
     [ "$code" = 0 ] || log "$name: tcpreplay exited $code: $(tail -3 "$dir/$tool.log")"
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$controllers" "$rate" "$duration" \
       "$tool" ran "$input" "$dir/$tool.cap.pcap" "$dir/$tool.cap.log" 47110 "$code" "" \
-      "tcpreplay ${opts[*]} input.pcap" >>"$manifest"
+      "tcpreplay ${opts[*]} input.pcap" | sed "s/\$/\t$(cpu_seconds "$dir/$tool.cpu")/" >>"$manifest"
   done
 
   if [ "$have_replay" = 0 ]; then
@@ -191,13 +210,14 @@ for load in "${loads[@]}"; do
   log "$name: kinetrace replay ${replay_opts[*]} --to 127.0.0.1:$port"
   start_capture "$dir/kinetrace.cap.pcap" "$dir/kinetrace.cap.log" "udp and dst host 127.0.0.1 and dst port $port"
   code=0
-  "$bin" replay "$input" --to "127.0.0.1:$port" "${replay_opts[@]}" >"$dir/kinetrace.json" 2>"$dir/kinetrace.log" || code=$?
+  /usr/bin/time -f "%U %S" -o "$dir/kinetrace.cpu" \
+    "$bin" replay "$input" --to "127.0.0.1:$port" "${replay_opts[@]}" >"$dir/kinetrace.json" 2>"$dir/kinetrace.log" || code=$?
   stop_capture
   stop_pid "$host_pid"
   [ "$code" = 0 ] || log "$name: kinetrace replay exited $code: $(tail -3 "$dir/kinetrace.log")"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$controllers" "$rate" "$duration" \
     kinetrace ran "$input" "$dir/kinetrace.cap.pcap" "$dir/kinetrace.cap.log" "$port" "$code" "$dir/kinetrace.json" \
-    "kinetrace replay input.pcap --to 127.0.0.1:PORT ${replay_opts[*]}" >>"$manifest"
+    "kinetrace replay input.pcap --to 127.0.0.1:PORT ${replay_opts[*]}" | sed "s/\$/\t$(cpu_seconds "$dir/kinetrace.cpu")/" >>"$manifest"
 done
 
 mkdir -p "$results"

@@ -166,7 +166,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
             for (index, pfd) in fds.enumerated() where pfd.revents != 0 {
                 receiving: while true {
                     switch sockets[index].receive(into: &buffer) {
-                    case .datagram(let n):
+                    case .datagram(let n, _):
                         let payload = Array(buffer[0..<n])
                         handleAck(payload, controller: index, socket: sockets[index],
                                   mono: SystemClock.monotonicNs(), wall: SystemClock.realtimeNs())

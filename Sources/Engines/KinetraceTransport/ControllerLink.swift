@@ -35,7 +35,7 @@ public enum LinkTarget: Sendable, CustomStringConvertible {
 
 /// What the receive side of a controller link saw.
 public enum LinkEvent: Sendable {
-    /// A message from the host for a controller, stamped on CLOCK_MONOTONIC as it was read.
+    /// A message from the host for a controller, stamped on CLOCK_MONOTONIC: as it arrived where the link has kernel stamps (`stampsArrivals`), else as it was read.
     case datagram(controller: Int, payload: [UInt8], receivedMonoNs: Int64)
     /// A decision the host reported about a controller on the stdio adapter's observation channel (SA-OBS-*).
     case observation(controller: Int, Observation, receivedMonoNs: Int64)
@@ -81,10 +81,15 @@ public protocol ControllerLink: AnyObject, Sendable {
     /// Bytes a controller wrote that the host has not yet taken (Linux SIOCOUTQ: TCP, and the
     /// exec link's one stream for all its controllers); nil where the link cannot tell (UDP, other platforms).
     func unsentBytes(of controller: Int) -> Int?
+    /// Whether replies carry the kernel's arrival time (`LinkEvent.datagram`'s
+    /// `receivedMonoNs`): then a late read costs no accuracy, and the receiving
+    /// thread may batch its wake-ups.
+    var stampsArrivals: Bool { get }
 }
 
 extension ControllerLink {
     public func unsentBytes(of controller: Int) -> Int? { nil }
+    public var stampsArrivals: Bool { false }
 
     /// Opens `count` controllers.
     public func openControllers(_ count: Int) throws(SocketError) -> Range<Int> {
@@ -117,6 +122,7 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
     private var sockets: [ConnectedUDPSocket] = []
     private var polled: [pollfd] = []
     private let readiness = ReadinessSet()
+    private var everySocketStamps = true
     // Big enough for any UDP reply, so a wrong one is judged as sent.
     private var buffer = [UInt8](repeating: 0, count: 65_536)
     /// Datagrams read from one socket per `receive` call (up to 4 MiB of 64 KiB replies).
@@ -133,6 +139,7 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
         let socket = try ConnectedUDPSocket(to: address)
         let index = lock.withLock {
             sockets.append(socket)
+            everySocketStamps = everySocketStamps && socket.stampsArrivals
             return sockets.count - 1
         }
         if let readiness, let code = readiness.add(socket.fd, tag: UInt32(index)) {
@@ -142,6 +149,8 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
     }
 
     public var controllerCount: Int { lock.withLock { sockets.count } }
+
+    public var stampsArrivals: Bool { lock.withLock { everySocketStamps && !sockets.isEmpty } }
 
     public func endpoint(of controller: Int) -> Endpoint { lock.withLock { sockets[controller].local } }
 
@@ -183,10 +192,13 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
     /// At most a bounded burst per socket and call: a host flooding one controller must
     /// not keep the caller here (it checks its deadlines and flood limits between calls).
     private func drain(_ socket: ConnectedUDPSocket, _ index: Int, _ handle: (LinkEvent) -> Void) {
+        // Kernel stamps are on the realtime clock; the link reports monotonic time.
+        let realtimeAhead = SystemClock.realtimeNs() - SystemClock.monotonicNs()
         draining: for _ in 0..<Self.datagramsPerBurst {
             switch socket.receive(into: &buffer) {
-            case .datagram(let n):
-                handle(.datagram(controller: index, payload: Array(buffer[0..<n]), receivedMonoNs: SystemClock.monotonicNs()))
+            case .datagram(let n, let stamp):
+                let arrival = stamp.map { $0 - realtimeAhead } ?? SystemClock.monotonicNs()
+                handle(.datagram(controller: index, payload: Array(buffer[0..<n]), receivedMonoNs: arrival))
             case .error(let code): handle(.error(controller: index, code: code))
             case .nothing: break draining
             }

@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KinetraceSupport
 import KinetraceTrace
 
 #if canImport(Glibc)
@@ -94,6 +95,8 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
 public final class ConnectedUDPSocket {
     public let fd: Int32
     public let local: Endpoint
+    /// Whether the kernel stamps each reply's arrival (`Received.datagram`'s stamp).
+    public let stampsArrivals: Bool
 
     public init(to peer: SocketAddressBox) throws(SocketError) {
         #if canImport(Glibc) || canImport(Musl)
@@ -113,6 +116,7 @@ public final class ConnectedUDPSocket {
         }
         // Non-blocking so the receive loop can drain with poll().
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        stampsArrivals = StampedReceive.enable(fd)
         var local = SocketAddressBox()
         local.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &local.storage) {
@@ -130,13 +134,14 @@ public final class ConnectedUDPSocket {
         return n == bytes.count ? nil : (n < 0 ? errno : EMSGSIZE)
     }
 
-    public enum Received { case datagram(Int), nothing, error(Int32) }
+    /// A datagram's length and the kernel's arrival stamp (CLOCK_REALTIME ns; nil unstamped).
+    public enum Received { case datagram(Int, arrivalRealtimeNs: Int64?), nothing, error(Int32) }
 
     /// One datagram if one is waiting, or the socket's pending error (an
     /// ICMP port unreachable surfaces here as ECONNREFUSED).
     public func receive(into buffer: inout [UInt8]) -> Received {
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if n >= 0 { return .datagram(n) }
+        let (n, stamp) = buffer.withUnsafeMutableBytes { StampedReceive.receive(fd, into: $0) }
+        if n >= 0 { return .datagram(n, arrivalRealtimeNs: stamp) }
         let error = errno
         return error == EAGAIN || error == EWOULDBLOCK ? .nothing : .error(error)
     }

@@ -5,6 +5,9 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -43,8 +46,47 @@ int kinetrace_readiness_wait(int set, unsigned int *tags, int capacity, int time
     for (int i = 0; i < count; i++) tags[i] = events[i].data.u32;
     return count;
 }
+
+int kinetrace_enable_receive_timestamps(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
+}
+
+long kinetrace_receive_stamped(int fd, void *buffer, unsigned long capacity, long long *arrival_ns) {
+    struct iovec vector = { .iov_base = buffer, .iov_len = capacity };
+    union { char bytes[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } control;
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    message.msg_control = control.bytes;
+    message.msg_controllen = sizeof control.bytes;
+    *arrival_ns = -1;
+    ssize_t n = recvmsg(fd, &message, MSG_DONTWAIT);
+    if (n < 0) return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&message); c != NULL; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS && c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+            struct timespec stamp;
+            memcpy(&stamp, CMSG_DATA(c), sizeof stamp);
+            *arrival_ns = (long long)stamp.tv_sec * 1000000000LL + stamp.tv_nsec;
+        }
+    }
+    return (long)n;
+}
 #else
 #include <errno.h>
+#include <sys/socket.h>
+
+int kinetrace_enable_receive_timestamps(int fd) {
+    (void)fd;
+    errno = ENOSYS;
+    return -1;
+}
+
+long kinetrace_receive_stamped(int fd, void *buffer, unsigned long capacity, long long *arrival_ns) {
+    *arrival_ns = -1;
+    return (long)recv(fd, buffer, capacity, MSG_DONTWAIT);
+}
 
 int kinetrace_readiness_create(void) {
     errno = ENOSYS;

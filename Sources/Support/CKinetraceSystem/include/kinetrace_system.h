@@ -24,4 +24,13 @@ int kinetrace_readiness_add(int set, int fd, unsigned int tag);
 /// ready tags. Returns how many, 0 on timeout, or -1 with errno (EINTR too).
 int kinetrace_readiness_wait(int set, unsigned int *tags, int capacity, int timeout_ms);
 
+/// Asks the kernel to stamp each datagram `fd` receives with its arrival time
+/// (Linux SO_TIMESTAMPNS, CLOCK_REALTIME). Returns 0, or -1 where unsupported.
+int kinetrace_enable_receive_timestamps(int fd);
+
+/// Receives one datagram without waiting; `*arrival_ns` is its kernel arrival
+/// stamp (CLOCK_REALTIME ns), or -1 when it carried none. Returns its length,
+/// or -1 with errno (EAGAIN: nothing waiting).
+long kinetrace_receive_stamped(int fd, void *buffer, unsigned long capacity, long long *arrival_ns);
+
 #endif
