@@ -8,9 +8,12 @@ import Histogram
 public struct DurationStatistics: Sendable {
     /// HDR histograms are exact to this many significant digits (the default).
     public static let significantDigits = 3
-    /// Made on the first value: a replay keeps one per controller, and ten thousand
-    /// controllers that never see an ack must not cost anything.
-    @usableFromInline var histogram: Histogram<UInt32>?
+    /// Starts as a copy of an empty template that shares its counts: the counts are
+    /// copied, as one block, on the first value (copy on write). A replay keeps one per
+    /// controller, and ten thousand controllers that never see an ack cost nothing;
+    /// making a histogram fills its counts one value at a time through generic code
+    /// (300 µs, which a replay's ack handler paid under its lock per controller).
+    @usableFromInline var histogram: Histogram<UInt32>
     @usableFromInline var recordedCount = 0
     @usableFromInline var sumNs: Double = 0
     @usableFromInline var smallestNs: Int64 = .max
@@ -24,12 +27,10 @@ public struct DurationStatistics: Sendable {
     public let digits: Int
 
     /// `significantDigits` is 3 or 2 (anything else is taken as 3).
-    public init(significantDigits: Int = 3) { digits = significantDigits == 2 ? 2 : 3 }
-
-    /// A copy of an empty template: its counts are copied as one block on the first
-    /// write, where making a histogram fills them one value at a time through generic
-    /// code (300 µs, which a replay's ack handler paid under its lock per controller).
-    @usableFromInline func makeHistogram() -> Histogram<UInt32> { digits == 2 ? Self.twoDigits : Self.threeDigits }
+    public init(significantDigits: Int = 3) {
+        digits = significantDigits == 2 ? 2 : 3
+        histogram = digits == 2 ? Self.twoDigits : Self.threeDigits
+    }
 
     private static let threeDigits = template(.three)
     private static let twoDigits = template(.two)
@@ -47,8 +48,7 @@ public struct DurationStatistics: Sendable {
         sumNs += Double(ns)
         smallestNs = min(smallestNs, ns)
         largestNs = max(largestNs, ns)
-        if histogram == nil { histogram = makeHistogram() }
-        _ = histogram!.record(UInt64(max(0, ns / 1000)))
+        _ = histogram.record(UInt64(max(0, ns / 1000)))
     }
 
     public var meanMs: Double? { count == 0 ? nil : sumNs / Double(count) / 1e6 }
@@ -59,7 +59,7 @@ public struct DurationStatistics: Sendable {
     /// histogram's significant digits: the histogram reports the top of a
     /// bucket (100.031 for 100), and digits past its precision are noise.
     public func percentileMs(_ percentile: Double) -> Double? {
-        guard count > 0, let histogram else { return nil }
+        guard count > 0 else { return nil }
         let micros = Double(histogram.valueAtPercentile(percentile))
         let exact = digits == 2 ? 100.0 : 1000.0
         let rounded: Double
