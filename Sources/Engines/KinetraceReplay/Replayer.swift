@@ -257,6 +257,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         lock.withLock { receiving = false }
         receiver.join()
         let hostExit = link.finish(graceMs: 1_000)
+        lock.withLock { tallyControllerRoundTrips() }
 
         let failure: TraceError? = lock.withLock {
             report.hostExit = hostExit
@@ -294,6 +295,14 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         let cutoff = now - 30_000_000_000
         sentAt[v] = sentAt[v].filter { $0.value >= cutoff }
         pruneAt[v] = Swift.max(4096, 2 * sentAt[v].count)
+    }
+
+    /// Each controller's round trips, from the matched acks' records: done once the
+    /// sending is over, where ten thousand histograms cost no send its deadline.
+    private func tallyControllerRoundTrips() {
+        for trigger in report.triggers where trigger.predicted {
+            if let rtt = trigger.roundTripNs { report.controllers[trigger.controller].roundTrips.record(ns: rtt) }
+        }
     }
 
     // MARK: Receiving
@@ -345,10 +354,9 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     report.triggers[index].roundTripNs = rtt
                     report.acksMatched += 1
                     report.controllers[v].acksMatched += 1
-                    if let rtt {
-                        report.roundTrips.record(ns: rtt)
-                        report.controllers[v].roundTrips.record(ns: rtt)
-                    }
+                    // Per controller only after sending (`tallyControllerRoundTrips`): a controller's
+                    // first ack would make its histogram here, under the sender's lock.
+                    if let rtt { report.roundTrips.record(ns: rtt) }
                 } else {
                     if let sent = sentAt[v][echo] { rtt = mono - sent }
                     report.acksUnexpected += 1

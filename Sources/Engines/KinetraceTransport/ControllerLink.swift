@@ -160,15 +160,12 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
 
     public func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
         if let readiness {
-            var any = false
+            // An empty set still waits out the timeout, so callers never spin.
             readiness.wait(timeoutMs: timeoutMs) { tag in
                 let index = Int(tag)
                 guard let socket = lock.withLock({ index < sockets.count ? sockets[index] : nil }) else { return }
-                any = true
                 drain(socket, index, handle)
             }
-            // Nothing registered yet returns at once: still wait, so callers never spin.
-            if !any && controllerCount == 0 { usleep(UInt32(clamping: Int64(max(timeoutMs, 0)) * 1000)) }
             return
         }
         let open: [ConnectedUDPSocket] = lock.withLock {
