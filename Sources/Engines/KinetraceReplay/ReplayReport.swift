@@ -34,6 +34,8 @@ public struct ReplayReport: Sendable {
         /// The input controller it replays.
         public var source: Endpoint
         public var offsetNs: Int64 = 0
+        /// Its number in the whole plan (differs from its position in a shard's report).
+        public var number = 0
         public var scheduled = 0
         public var sent = 0
         public var lost = 0
@@ -86,6 +88,14 @@ public struct ReplayReport: Sendable {
     public var realtime = false
     /// CLOCK_REALTIME at the anchor: message i was due at this + its deadline offset.
     public var anchorWallNs: Int64 = 0
+    /// The share of the plan's controllers sent here.
+    public var shard = ReplayShard.whole
+    /// Controllers in the whole plan (all shards).
+    public var plannedControllers = 0
+    /// With an agreed start instant: how much of the time needed to get ready it did not leave, ns (the first sends are late by up to this).
+    public var startLateNs: Int64 = 0
+    /// The wall clock's discipline as the kernel saw it at the start (nil where unsupported).
+    public var clock: ClockDiscipline?
 
     public init() {}
 

@@ -55,6 +55,8 @@ public struct ReplayOptions: Hashable, Sendable {
     public var seed: UInt64 = 1
     /// The rule the host model predicts the acks with.
     public var rule = GestureRule.default
+    /// The share of the controllers this process sends (the schedule itself is always the whole plan).
+    public var shard = ReplayShard.whole
 
     public init() {}
 
@@ -88,7 +90,11 @@ public struct ReplayOptions: Hashable, Sendable {
     public func problem(planning input: ReplayInput) -> String? {
         let selectedSpan = Double(Swift.min(input.spanNs, endNs ?? .max)) - Double(startNs)
         let passNs = Swift.max(0, selectedSpan) + Double(input.medianPeriodNs ?? 100_000_000)
-        let copies = Swift.max(1, (controllers ?? input.controllers.count) / Swift.max(1, input.controllers.count))
+        let total = controllers ?? input.controllers.count
+        if total > 0 && shard.controllers(of: total) == 0 {
+            return "shard \(shard) holds none of the replay's \(total) controller(s): use at most \(total) shard(s), or more --controllers"
+        }
+        let copies = Swift.max(1, total / Swift.max(1, input.controllers.count))
         let sendsPerPass = Double(input.messages.count) * Double(copies)
         let loops = passes(passSpanNs: passNs, sendsPerPass: sendsPerPass)
         let totalNs = timing == .fast ? 0

@@ -38,6 +38,9 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         public var realtime = false
         /// Called on the sending thread about four times a second.
         public var progress: (@Sendable (ReplayProgress) -> Void)?
+        /// Start on this CLOCK_REALTIME instant (ns), the one every shard of a replay
+        /// agreed on, instead of as soon as ready. It must leave room for getting ready.
+        public var startAtWallNs: Int64?
 
         public init(target: LinkTarget, input: ReplayInput) {
             self.target = target
@@ -99,13 +102,30 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         // The schedule is planned again once the anchor is known (payload stamps depend on it):
         // the anchor leaves room for that, or a big plan (600,000 messages) starts its sends late.
         let planningNs = SystemClock.monotonicNs() - planningStart
-        let count = schedule.controllerCount
-        guard count > 0, !schedule.messages.isEmpty else {
+        let shard = c.options.shard
+        // Sockets, tables and the report are the share's: local controller i is the plan's shard.global(i).
+        let count = shard.controllers(of: schedule.controllerCount)
+        guard schedule.controllerCount > 0, !schedule.messages.isEmpty else {
             throw ReplayError(.emptyInput, "nothing to replay: the input has no controller→host messages in the selected range"
                               + " (for a pcap, --port must name the host's port)")
         }
+        guard count > 0 else {
+            throw ReplayError(.badOptions, "shard \(shard) holds none of the replay's \(schedule.controllerCount) controller(s)")
+        }
+        // Before anything is opened: an agreed instant already (nearly) past cannot be kept.
+        let marginNs = 50_000_000 + 2 * planningNs
+        if let startAt = c.startAtWallNs {
+            let aheadNs = startAt - SystemClock.realtimeNs()
+            guard aheadNs >= marginNs else {
+                throw ReplayError(.startPassed, aheadNs < 0
+                    ? "the start instant \(RFC3339.string(fromNanoseconds: startAt)) passed \(Self.seconds(-aheadNs)) s ago"
+                    : "the start instant \(RFC3339.string(fromNanoseconds: startAt)) is only \(Self.seconds(aheadNs)) s away; getting ready takes \(Self.seconds(marginNs)) s")
+            }
+        }
         report.target = c.target.description
         report.seed = c.options.seed
+        report.shard = shard
+        report.plannedControllers = schedule.controllerCount
         // Each controller's table made now, not on its first send, where ten thousand first sends fall in the first 100 ms.
         sentAt = (0..<count).map { _ in Dictionary(minimumCapacity: 16) }
         pruneAt = Array(repeating: 4096, count: count)
@@ -123,8 +143,8 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         }
         report.controllers = (0..<count).map {
             ReplayReport.Controller(endpoint: link.endpoint(of: $0),
-                                    source: c.input.controllers[schedule.sourceController[$0]],
-                                    offsetNs: schedule.offsetsNs[$0])
+                                    source: c.input.controllers[schedule.sourceController[shard.global($0)]],
+                                    offsetNs: schedule.offsetsNs[shard.global($0)], number: shard.global($0))
         }
 
         // Everything slow happens before the anchor: opening the record, starting
@@ -137,19 +157,38 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         let receiver = WorkerThread { [self] in receiveLoop(link) }
         report.realtime = c.realtime && Self.enterRealtime()
         Self.tightenTimerSlack()
-        let marginNs = 50_000_000 + 2 * planningNs
-        let anchorMono = SystemClock.monotonicNs() + marginNs
-        anchorWallNs = SystemClock.realtimeNs() + marginNs
+        let anchorMono: Int64
+        if let startAt = c.startAtWallNs {
+            // The agreed instant on this machine's wall clock, carried over to the monotonic clock the sends keep.
+            let (mono, wall) = (SystemClock.monotonicNs(), SystemClock.realtimeNs())
+            anchorMono = mono + (startAt - wall)
+            anchorWallNs = startAt
+            report.startLateNs = Swift.max(0, marginNs - (startAt - wall))
+        } else {
+            anchorMono = SystemClock.monotonicNs() + marginNs
+            anchorWallNs = SystemClock.realtimeNs() + marginNs
+        }
         report.anchorWallNs = anchorWallNs
+        report.clock = ClockDiscipline.current()
         schedule = ReplaySchedule(input: c.input, options: c.options, anchorWallNs: anchorWallNs)
-        record(.event(EventRecord(timeNs: anchorWallNs, event: "replay_start", data: [
+        var start: [String: JSONValue] = [
             "target": .string(c.target.description), "controllers": .integer(Int64(count)),
             "seed": .integer(Int64(bitPattern: c.options.seed)),
             "segmentation": c.input.segmentation.map { .string($0.rawValue) } ?? .null,
             // Deadlines are anchor + the schedule's offsets: with the seed, every message's lateness can be recomputed.
             "anchor_wall_ns": .integer(anchorWallNs),
-            "offsets_ns": .array(schedule.offsetsNs.map { .integer($0) }),
-        ])))
+            "offsets_ns": .array((0..<count).map { .integer(schedule.offsetsNs[shard.global($0)]) }),
+            "shard": .string(shard.description), "planned_controllers": .integer(Int64(schedule.controllerCount)),
+            // Each local controller's number in the whole plan, so shards' records can be merged and compared.
+            "controller_numbers": .array((0..<count).map { .integer(Int64(shard.global($0))) }),
+            "controller_endpoints": .array((0..<count).map { .string(link.endpoint(of: $0).description) }),
+        ]
+        if let startAt = c.startAtWallNs { start["start_at_ns"] = .integer(startAt) }
+        if let clock = report.clock {
+            start["clock"] = .object(["synchronized": .bool(clock.synchronized), "offset_ns": .integer(clock.offsetNs),
+                                      "max_error_ns": .integer(clock.maxErrorNs), "estimated_error_ns": .integer(clock.estimatedErrorNs)])
+        }
+        record(.event(EventRecord(timeNs: anchorWallNs, event: "replay_start", data: start)))
         lock.withLock {
             do throws(TraceError) { try writer?.flush() } catch { writeFailure = writeFailure ?? error }
         }
@@ -157,7 +196,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         let planned = schedule.plannedDurationNs
         // Fast timing has no planned duration: allow 50 µs a message on top.
         let approximateSends = Int64(schedule.messages.count) * Int64(schedule.passes)
-            * Int64(Swift.max(1, count / Swift.max(1, c.input.controllers.count)))
+            * Int64(Swift.max(1, schedule.controllerCount / Swift.max(1, c.input.controllers.count)))
         let fastAllowance = c.options.timing == .fast ? approximateSends * 50_000 : 0
         let timeoutNs = c.timeoutNs ?? (planned + fastAllowance + c.settleMs * 1_000_000 + 10_000_000_000 + planned / 10)
         let giveUpAt = anchorMono + timeoutNs
@@ -165,7 +204,9 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         var timedOut = false
         var previousDeadline = anchorMono
 
-        sending: while let step = schedule.next() {
+        sending: while let whole = schedule.next() {
+            // The whole plan is walked (its draws are the single process's); only the share is sent.
+            guard let step = Self.share(whole, of: shard) else { continue }
             switch step {
             case .impairment(let impairment):
                 lock.withLock {
@@ -285,6 +326,25 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         }
         if let failure { throw ReplayError(.record, failure.description, trace: failure) }
         return lock.withLock { report }
+    }
+
+    /// The step with its controller renumbered within the share, or nil when it is another shard's.
+    static func share(_ step: ReplaySchedule.Step, of shard: ReplayShard) -> ReplaySchedule.Step? {
+        switch step {
+        case .send(var send):
+            guard let local = shard.local(send.controller) else { return nil }
+            send.controller = local
+            return .send(send)
+        case .impairment(var impairment):
+            guard let local = shard.local(impairment.controller) else { return nil }
+            impairment.controller = local
+            return .impairment(impairment)
+        }
+    }
+
+    private static func seconds(_ ns: Int64) -> String {
+        let text = String(Double(ns / 1_000_000) / 1000)
+        return text
     }
 
     /// Keeps the per-frame send times of long replays bounded: an ack more
@@ -449,10 +509,12 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         var extra = c.recordExtra
         extra["seed"] = .integer(Int64(bitPattern: c.options.seed))
         extra["replay_of"] = .array(c.input.paths.map { .string($0) })
+        if c.options.shard != .whole { extra["shard"] = .string(c.options.shard.description) }
         return TraceHeader(
             created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace replay",
             protocolID: c.input.wireProtocol.id, capturePoint: .controller, clock: .realtime,
-            notes: "replay of \(c.input.paths.joined(separator: ", ")) to \(c.target) as \(schedule.controllerCount) controller(s), seed \(c.options.seed)",
+            notes: "replay of \(c.input.paths.joined(separator: ", ")) to \(c.target) as \(schedule.controllerCount) controller(s), seed \(c.options.seed)"
+                + (c.options.shard == .whole ? "" : ", shard \(c.options.shard): \(c.options.shard.controllers(of: schedule.controllerCount)) of them"),
             extra: extra)
     }
 
@@ -502,6 +564,8 @@ public struct ReplayError: Error, CustomStringConvertible, Sendable {
         public static let badStream = Code("bad_stream")
         /// The record file could not be written.
         public static let record = Code("record")
+        /// The agreed start instant (`startAtWallNs`) has passed, or is too close to get ready for.
+        public static let startPassed = Code("start_passed")
     }
 
     public var code: Code

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/timex.h>
 #include <unistd.h>
 
 int kinetrace_set_timer_slack(unsigned long nanoseconds) {
@@ -73,6 +74,18 @@ long kinetrace_receive_stamped(int fd, void *buffer, unsigned long capacity, lon
     }
     return (long)n;
 }
+int kinetrace_clock_discipline(int *synchronized, long long *offset_ns, long long *max_error_ns, long long *estimated_error_ns) {
+    struct timex t;
+    memset(&t, 0, sizeof t);  /* modes 0: read only, no privilege needed */
+    int state = adjtimex(&t);
+    if (state == -1) return -1;
+    *synchronized = (state != TIME_ERROR && !(t.status & STA_UNSYNC)) ? 1 : 0;
+    /* offset is in µs unless STA_NANO; the error bounds are always µs */
+    *offset_ns = (t.status & STA_NANO) ? (long long)t.offset : (long long)t.offset * 1000LL;
+    *max_error_ns = (long long)t.maxerror * 1000LL;
+    *estimated_error_ns = (long long)t.esterror * 1000LL;
+    return 0;
+}
 #else
 #include <errno.h>
 #include <sys/socket.h>
@@ -111,6 +124,10 @@ int kinetrace_set_timer_slack(unsigned long nanoseconds) {
 }
 
 int kinetrace_clear_capabilities(void) {
+    return -1;
+}
+int kinetrace_clock_discipline(int *synchronized, long long *offset_ns, long long *max_error_ns, long long *estimated_error_ns) {
+    (void)synchronized; (void)offset_ns; (void)max_error_ns; (void)estimated_error_ns;
     return -1;
 }
 #endif

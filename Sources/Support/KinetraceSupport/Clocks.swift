@@ -59,3 +59,24 @@ extension DeadlineClock {
     @discardableResult
     public static func tightenTimerSlack() -> Bool { kinetrace_set_timer_slack(1) == 0 }
 }
+
+/// How well this machine's wall clock is disciplined, as its kernel reports it: what a
+/// replay started on one agreed instant by several machines is off by (their clocks'
+/// errors add directly to every send's timing error).
+public struct ClockDiscipline: Hashable, Sendable {
+    /// Whether NTP or PTP keeps CLOCK_REALTIME synchronised (the kernel's STA_UNSYNC is clear).
+    public var synchronized: Bool
+    /// The offset the discipline last corrected, ns.
+    public var offsetNs: Int64
+    /// The kernel's maximum and estimated error of CLOCK_REALTIME, ns.
+    public var maxErrorNs: Int64
+    public var estimatedErrorNs: Int64
+
+    /// The kernel's current view (Linux adjtimex, read only); nil where unsupported.
+    public static func current() -> ClockDiscipline? {
+        var synchronized: Int32 = 0
+        var offset: Int64 = 0, maxError: Int64 = 0, estimated: Int64 = 0
+        guard kinetrace_clock_discipline(&synchronized, &offset, &maxError, &estimated) == 0 else { return nil }
+        return ClockDiscipline(synchronized: synchronized != 0, offsetNs: offset, maxErrorNs: maxError, estimatedErrorNs: estimated)
+    }
+}

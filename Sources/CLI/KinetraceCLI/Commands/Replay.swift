@@ -41,6 +41,13 @@ struct Replay: ParsableCommand {
             valid) writes a report whose one testcase is the error. Either way the exit status \
             is the one below.
 
+            Several processes or machines share one replay with --shard K/N: each sends the \
+            controllers whose number mod N is K−1, and all of them plan the whole replay, so \
+            together they send what one process would, draw for draw (see \
+            docs/sharded-replay.md). --start-at starts them on one agreed wall-clock instant; \
+            clock error between machines adds to every send's timing error. \
+            `kinetrace merge` joins their records.
+
             Exit status: 0 done; 1 acks differ from the prediction (--strict only); \
             64 usage; 65 bad input or network; 66 an input is missing; 69 the host is unreachable \
             or died; 73 the record cannot be created; 75 timed out; 76 the host never answered, \
@@ -175,6 +182,17 @@ struct Replay: ParsableCommand {
     @Flag(help: "Exit 1 when the acks differ from the gesture rule's prediction.")
     var strict = false
 
+    // Spreading one replay over several processes or machines
+    @Option(help: ArgumentHelp(
+        "Send only share K of N (1-based): the controllers whose number mod N is K−1, the same share for every seed. auto reads K from JOB_COMPLETION_INDEX (Kubernetes), SLURM_ARRAY_TASK_ID (Slurm) or PARALLEL_SEQ (GNU parallel), and N from auto/N or SLURM_ARRAY_TASK_COUNT.",
+        valueName: "k/n|auto[/n]"))
+    var shard: String?
+
+    @Option(name: .customLong("start-at"), help: ArgumentHelp(
+        "Start on this wall-clock instant, RFC 3339 (2026-11-25T20:00:00Z) or +SECONDS from now, so that shards on several machines start together.",
+        valueName: "time"))
+    var startAt: String?
+
     @OptionGroup var report: ReportOptions<ReplayFormat>
 
     enum ReplayFormat: String, ReportFormat {
@@ -222,6 +240,30 @@ struct Replay: ParsableCommand {
         if dryRun && report.format == .junit {
             throw ValidationError("--dry-run sends nothing, so there is nothing to judge: use --format text or json.")
         }
+        _ = try resolvedShard()
+        if let startAt {
+            guard Self.startInstant(startAt, nowNs: 0) != nil else {
+                throw ValidationError("--start-at \(startAt): expected an RFC 3339 time from 1970 to 2116 (2026-11-25T20:00:00Z, or with an offset such as +01:00), or +SECONDS (at most 86400).")
+            }
+            if dryRun { throw ValidationError("--dry-run sends nothing, so it has nothing to start: drop --start-at.") }
+        }
+    }
+
+    private func resolvedShard() throws -> ReplayShard {
+        guard let shard else { return .whole }
+        switch ReplayShard.parse(shard, environment: ProcessInfo.processInfo.environment) {
+        case .success(let value): return value
+        case .failure(let error): throw ValidationError("--shard \(error.description)")
+        }
+    }
+
+    /// The start instant in CLOCK_REALTIME ns: RFC 3339, or `+SECONDS` after `nowNs` (up to a day).
+    static func startInstant(_ text: String, nowNs: Int64) -> Int64? {
+        if text.hasPrefix("+") {
+            guard let seconds = Double(text.dropFirst()), seconds.isFinite, seconds >= 0, seconds <= 86_400 else { return nil }
+            return nowNs + Int64(seconds * 1e9)
+        }
+        return RFC3339.nanoseconds(from: text)
     }
 
     func run() throws {
@@ -244,6 +286,7 @@ struct Replay: ParsableCommand {
         options.rule = ruleOptions.rule
         options.impairments.allowReordering = false
         options.segmentation = segmentation
+        options.shard = try resolvedShard()
         var recordExtra: [String: JSONValue] = ["command": .string(CommandLine.arguments.dropFirst().joined(separator: " "))]
         if legacyProfile != nil { printWarning("--profile is now --network; the old name goes away in the next minor version") }
         if let name = network ?? legacyProfile {
@@ -291,6 +334,7 @@ struct Replay: ParsableCommand {
         configuration.timeoutNs = timeout.map { Int64($0 * 1e9) }
         configuration.spinNs = spinUs * 1000
         configuration.realtime = realtime
+        configuration.startAtWallNs = startAt.flatMap { Self.startInstant($0, nowNs: SystemClock.realtimeNs()) }
         // The progress line goes to standard error, so that is the terminal it needs.
         let showProgress = stderrIsTerminal && !quiet && statsInterval == nil
         if showProgress {
@@ -313,7 +357,7 @@ struct Replay: ParsableCommand {
             if showProgress { writeStandardError("\r\u{1B}[K") }
             printError(error.description)
             if let trace = error.trace { throw ExitStatus.forTraceError(trace) }
-            throw error.code == .badOptions ? ExitCode.validationFailure : ExitStatus.dataError
+            throw error.code == .badOptions || error.code == .startPassed ? ExitCode.validationFailure : ExitStatus.dataError
         }
         if showProgress { writeStandardError("\r\u{1B}[K") }
         let wireProtocol = replayInput.wireProtocol
@@ -419,10 +463,16 @@ struct Replay: ParsableCommand {
         var lines: [String] = []
         var schedule = ReplaySchedule(input: input, options: options, anchorWallNs: SystemClock.realtimeNs())
         var digest = ScheduleDigest()
+        var share = ShareDigest()
         var sends = 0, predicted = 0, lastDeadline: Int64 = 0
         var impaired: [String: Int] = [:]
+        let shard = options.shard
         while let step = schedule.next() {
+            // The whole plan's digest in every shard (the same draws as one process); the rest counts the share.
             digest.add(step)
+            let controller = switch step { case .send(let s): s.controller; case .impairment(let r): r.controller }
+            guard shard.contains(controller: controller) else { continue }
+            share.add(step)
             switch step {
             case .send(let send):
                 sends += 1
@@ -443,13 +493,23 @@ struct Replay: ParsableCommand {
             }
             lines.append(input.wireProtocol.hostReplies ? "acks predicted by the gesture rule: \(predicted)" : "replies: none in \(input.wireProtocol.id.name)")
             lines.append("schedule digest: \(digest)")
+            if self.shard != nil {
+                lines.append("shard \(shard): \(shard.controllers(of: schedule.controllerCount)) of the \(schedule.controllerCount) controllers; share digest \(share) (the N shares' digests add up, mod 2^64, to --shard 1/1's)")
+            }
         case .json:
-            lines.append(JSONValue.object([
+            var plan: [String: JSONValue] = [
                 "dry_run": .bool(true), "sends": .integer(Int64(sends)), "input_messages": .integer(Int64(schedule.messages.count)),
                 "controllers": .integer(Int64(schedule.controllerCount)), "last_deadline_ns": .integer(lastDeadline),
                 "impaired": .object(impaired.mapValues { .integer(Int64($0)) }), "acks_predicted": .integer(Int64(predicted)),
                 "seed": .integer(Int64(bitPattern: options.seed)), "schedule_digest": .string(digest.description),
-            ]).jsonText)
+            ]
+            // Only when sharded: a plain dry run's report stays as it was (the byte-identity checks compare it).
+            if self.shard != nil {
+                plan["shard"] = .string(shard.description)
+                plan["shard_controllers"] = .integer(Int64(shard.controllers(of: schedule.controllerCount)))
+                plan["share_digest"] = .string(share.description)
+            }
+            lines.append(JSONValue.object(plan).jsonText)
         }
         return lines
     }
@@ -482,8 +542,16 @@ struct Replay: ParsableCommand {
                 "round_trip_ms": statsJSON(report.roundTrips, scale: 1),
                 "realtime": .bool(report.realtime), "host_exit": report.hostExit.map { .string($0) } ?? .null,
                 "anchor_wall_ns": .integer(report.anchorWallNs),
+                "shard": .string(report.shard.description), "planned_controllers": .integer(Int64(report.plannedControllers)),
+                "start_late_ms": .number(Double(report.startLateNs) / 1e6),
+                "clock": report.clock.map { clock in
+                    .object(["synchronized": .bool(clock.synchronized), "offset_ms": .number(Double(clock.offsetNs) / 1e6),
+                             "max_error_ms": .number(Double(clock.maxErrorNs) / 1e6),
+                             "estimated_error_ms": .number(Double(clock.estimatedErrorNs) / 1e6)])
+                } ?? .null,
                 "controllers": .array(report.controllers.map { c in
                     .object(["endpoint": .string(c.endpoint.description), "source": .string(c.source.description),
+                             "number": .integer(Int64(c.number)),
                              "offset_ms": .number(Double(c.offsetNs) / 1e6), "scheduled": .integer(Int64(c.scheduled)),
                              "sent": .integer(Int64(c.sent)), "lost": .integer(Int64(c.lost)), "send_errors": .integer(Int64(c.sendErrors)),
                              "acks_predicted": .integer(Int64(c.acksPredicted)), "acks_matched": .integer(Int64(c.acksMatched)),
@@ -499,7 +567,20 @@ struct Replay: ParsableCommand {
             ]).jsonText)
         case .text, .junit:  // junit is JUnitRendering.replay
             let count = report.controllers.count
-            lines.append("replayed \(inputs.joined(separator: ", ")) to \(report.target) as \(count) controller(s), seed \(report.seed): \(report.outcome.rawValue)")
+            let share = report.shard == .whole ? "\(count) controller(s)" : "\(count) of \(report.plannedControllers) controller(s) (shard \(report.shard))"
+            lines.append("replayed \(inputs.joined(separator: ", ")) to \(report.target) as \(share), seed \(report.seed): \(report.outcome.rawValue)")
+            if startAt != nil {
+                var clock = "clock: "
+                if let c = report.clock {
+                    clock += c.synchronized
+                        ? "synchronised (kernel: offset \(SummaryRendering.ms(Double(c.offsetNs) / 1e6, 3)) ms, max error \(SummaryRendering.ms(Double(c.maxErrorNs) / 1e6, 1)) ms)"
+                        : "NOT synchronised by NTP or PTP (kernel max error \(SummaryRendering.ms(Double(c.maxErrorNs) / 1e6, 0)) ms): other machines' shards may start that far apart"
+                } else {
+                    clock += "its discipline is unknown on this system"
+                }
+                let late = report.startLateNs > 0 ? ", \(SummaryRendering.ms(Double(report.startLateNs) / 1e6, 1)) ms too soon to get ready (the first sends were late)" : ""
+                lines.append("started at \(RFC3339.string(fromNanoseconds: report.anchorWallNs)) as agreed\(late); \(clock)")
+            }
             var sentLine = "sent \(report.sent) message(s) in \(SummaryRendering.ms(Double(report.elapsedNs) / 1e9, 2)) s"
             if !report.sendErrors.isEmpty {
                 sentLine += " (" + report.sendErrors.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ") + ")"

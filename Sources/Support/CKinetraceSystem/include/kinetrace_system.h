@@ -33,4 +33,10 @@ int kinetrace_enable_receive_timestamps(int fd);
 /// or -1 with errno (EAGAIN: nothing waiting).
 long kinetrace_receive_stamped(int fd, void *buffer, unsigned long capacity, long long *arrival_ns);
 
+/// The kernel's view of its clock discipline (Linux adjtimex, read only):
+/// whether NTP or PTP synchronises CLOCK_REALTIME, the offset it last
+/// corrected, and its error bounds, all in nanoseconds. Returns 0, or -1
+/// where unsupported.
+int kinetrace_clock_discipline(int *synchronized, long long *offset_ns, long long *max_error_ns, long long *estimated_error_ns);
+
 #endif

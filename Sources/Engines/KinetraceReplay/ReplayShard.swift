@@ -1,0 +1,164 @@
+/// One share of a replay's controllers, for spreading a replay over several
+/// processes or machines (`replay --shard K/N`).
+///
+/// Controller v (0-based, after fan-out) belongs to share `v mod N`: a function
+/// of the controller's number and N alone, so every seed splits the same way,
+/// the shares are disjoint and together hold every controller, and each share
+/// gets every input controller's fanned-out copies in turn. Every shard plans
+/// the whole replay and sends only its share, so its impairment draws, rate
+/// queue and predicted acks are the ones the single process would have had.
+public struct ReplayShard: Hashable, Sendable, CustomStringConvertible {
+    /// 0-based share.
+    public let index: Int
+    public let count: Int
+
+    /// The most shares: one per controller at most, and controllers number at most 65,536.
+    public static let maximumCount = 65_536
+
+    /// - Precondition: 0 ≤ index < count ≤ `maximumCount` (`parse` checks input).
+    public init(index: Int, count: Int) {
+        precondition(count >= 1 && count <= Self.maximumCount && (0..<count).contains(index))
+        self.index = index
+        self.count = count
+    }
+
+    /// The whole replay, as one process.
+    public static let whole = ReplayShard(index: 0, count: 1)
+
+    /// `K/N`, 1-based as GNU split's -n K/N.
+    public var description: String { "\(index + 1)/\(count)" }
+
+    public func contains(controller v: Int) -> Bool { v % count == index }
+
+    /// The share's position of controller `v`, when it is in the share.
+    public func local(_ v: Int) -> Int? { contains(controller: v) ? v / count : nil }
+
+    /// The controller at the share's position `local`.
+    public func global(_ local: Int) -> Int { local * count + index }
+
+    /// How many of `total` controllers the share holds.
+    public func controllers(of total: Int) -> Int { total > index ? (total - index + count - 1) / count : 0 }
+
+    /// Environment variables that name a shard, in the order they are read for `auto`.
+    public static let environmentSources = [
+        "JOB_COMPLETION_INDEX (a Kubernetes Indexed Job, 0-based)",
+        "SLURM_ARRAY_TASK_ID (a Slurm job array, from SLURM_ARRAY_TASK_MIN; N from SLURM_ARRAY_TASK_COUNT)",
+        "PARALLEL_SEQ (GNU parallel's job number, 1-based)",
+    ]
+
+    /// Parses `K/N` (1 ≤ K ≤ N), `auto` or `auto/N`. For `auto`, K comes from the
+    /// first of JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID and PARALLEL_SEQ that is
+    /// set, and N from `auto/N` or SLURM_ARRAY_TASK_COUNT. The error is one line
+    /// naming the value or variable at fault.
+    public static func parse(_ text: String, environment: [String: String]) -> Result<ReplayShard, ShardError> {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count <= 2, let first = parts.first else { return .failure(ShardError("expected K/N, auto or auto/N, got \"\(text)\"")) }
+        var count: Int?
+        if parts.count == 2 {
+            guard let n = Int(parts[1]), (1...maximumCount).contains(n) else {
+                return .failure(ShardError("the shard count in \"\(text)\" must be a whole number from 1 to \(maximumCount)"))
+            }
+            count = n
+        }
+        if first != "auto" {
+            guard let count else { return .failure(ShardError("expected K/N, auto or auto/N, got \"\(text)\"")) }
+            guard let k = Int(first), (1...count).contains(k) else {
+                return .failure(ShardError("the shard number in \"\(text)\" must be a whole number from 1 to \(count)"))
+            }
+            return .success(ReplayShard(index: k - 1, count: count))
+        }
+        func integer(_ name: String) -> Result<Int?, ShardError> {
+            guard let value = environment[name] else { return .success(nil) }
+            guard let n = Int(value.trimmingSpaces), n >= 0, n <= 1 << 31 else {
+                return .failure(ShardError("\(name)=\"\(value)\" is not a whole number from 0 to 2147483648"))
+            }
+            return .success(n)
+        }
+        let index: Int
+        let source: String
+        do throws(ShardError) {
+            if let k = try integer("JOB_COMPLETION_INDEX").get() {
+                index = k; source = "JOB_COMPLETION_INDEX"
+            } else if let id = try integer("SLURM_ARRAY_TASK_ID").get() {
+                let low = try integer("SLURM_ARRAY_TASK_MIN").get() ?? 0
+                guard id >= low else { throw ShardError("SLURM_ARRAY_TASK_ID=\(id) is below SLURM_ARRAY_TASK_MIN=\(low)") }
+                if count == nil, let n = try integer("SLURM_ARRAY_TASK_COUNT").get() {
+                    guard (1...maximumCount).contains(n) else { throw ShardError("SLURM_ARRAY_TASK_COUNT=\(n) must be from 1 to \(maximumCount)") }
+                    count = n
+                }
+                index = id - low; source = "SLURM_ARRAY_TASK_ID"
+            } else if let seq = try integer("PARALLEL_SEQ").get() {
+                guard seq >= 1 else { throw ShardError("PARALLEL_SEQ=0: GNU parallel numbers its jobs from 1") }
+                index = seq - 1; source = "PARALLEL_SEQ"
+            } else {
+                throw ShardError("auto found none of JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID and PARALLEL_SEQ set: give K/N")
+            }
+        } catch {
+            return .failure(error)
+        }
+        guard let count else {
+            return .failure(ShardError("auto took shard \(index + 1) from \(source), but nothing says how many shards there are: give auto/N"))
+        }
+        guard index < count else {
+            return .failure(ShardError("\(source) makes this shard \(index + 1), but there are only \(count) shard(s)"))
+        }
+        return .success(ReplayShard(index: index, count: count))
+    }
+}
+
+public struct ShardError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: Substring {
+        var s = Substring(self)
+        while s.first == " " { s.removeFirst() }
+        while s.last == " " { s.removeLast() }
+        return s
+    }
+}
+
+/// A fingerprint of one shard's share of a schedule that adds up across shards:
+/// each controller's steps are fingerprinted in plan order (`ScheduleDigest`),
+/// mixed with its number, and the shard's value is their sum mod 2^64. So the N
+/// shards' values add up to the whole replay's (`ReplayShard.whole`), and equal
+/// sums mean every controller got the same sends, deadlines, bytes and draws.
+public struct ShareDigest: Hashable, Sendable, CustomStringConvertible {
+    private var perController: [Int: ScheduleDigest] = [:]
+
+    public init() {}
+
+    /// Adds a step of the whole schedule that belongs to the share (the caller filters).
+    public mutating func add(_ step: ReplaySchedule.Step) {
+        let v: Int = switch step {
+        case .send(let s): s.controller
+        case .impairment(let r): r.controller
+        }
+        perController[v, default: ScheduleDigest()].add(step)
+    }
+
+    public var value: UInt64 {
+        perController.reduce(0) { sum, entry in sum &+ Self.mix(UInt64(entry.key), entry.value.value) }
+    }
+
+    /// Sums values (the shards' values give the whole replay's).
+    public static func sum(_ values: [UInt64]) -> UInt64 { values.reduce(0, &+) }
+
+    /// SplitMix64's finaliser over the controller and its digest, so the sum does
+    /// not cancel when two controllers' steps swap.
+    private static func mix(_ controller: UInt64, _ digest: UInt64) -> UInt64 {
+        var z = digest &+ controller &* 0x9E37_79B9_7F4A_7C15
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    public var description: String { Self.hex(value) }
+
+    public static func hex(_ value: UInt64) -> String {
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
