@@ -207,6 +207,16 @@ import Testing
         #expect(twice.status == 64 && twice.stderr.contains("given twice"), "\(twice.stderr)")
     }
 
+    /// Inputs are read twice, so a pipe is refused at once rather than found empty the second time.
+    @Test func aPipeInputIsRefused() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let fifo = dir.appendingPathComponent("fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let result = try kinetrace(["merge", Fixture.bundledTrace, fifo, "-w", dir.appendingPathComponent("out.jsonl").path])
+        #expect(result.status == 64 && result.stderr.contains("\(fifo) is a pipe or device"), "\(result.stderr)")
+    }
+
     /// A truncated input is a warning naming the file and line, and the merge goes on.
     @Test func aTruncatedInputIsAWarning() throws {
         let dir = try Fixture.temporaryDirectory()

@@ -58,6 +58,11 @@ struct Merge: ParsableCommand {
         for path in records {
             var info = stat()
             guard stat(path, &info) == 0 else { continue }  // a missing input is reported when it is opened (66)
+            // A pipe (`<(zcat …)`) cannot be read a second time; a directory is left to the reader (66).
+            let type = info.st_mode & S_IFMT
+            if type == S_IFIFO || type == S_IFCHR || type == S_IFSOCK {
+                throw ValidationError("\(path) is a pipe or device: merge reads each input twice (to check, then to write), so give files.")
+            }
             if outputExists, info.st_dev == outputInfo.st_dev, info.st_ino == outputInfo.st_ino {
                 throw ValidationError("-w \(write) is the input \(path); writing would destroy it.")
             }
