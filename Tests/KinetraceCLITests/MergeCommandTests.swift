@@ -237,6 +237,15 @@ import Testing
         #expect(result.stderr.contains("/nonexistent-dir/merged.jsonl"), "\(result.stderr)")
     }
 
+    /// A write that fails is 74, and a device written to is not removed as a half-written output.
+    @Test func aFailedWriteIs74AndLeavesADeviceAlone() throws {
+        guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
+        let result = try kinetrace(["merge", Fixture.bundledTrace, "-w", "/dev/full"])
+        #expect(result.status == 74, "\(result.stderr)")
+        #expect(result.stderr.contains("/dev/full"), "\(result.stderr)")
+        #expect(FileManager.default.fileExists(atPath: "/dev/full"))
+    }
+
     // MARK: Output
 
     /// `-w OUT.gz` writes gzip, which reads back to the same records as the plain merge.

@@ -130,7 +130,7 @@ public final class TraceMerger {
     /// Reads the inputs again and writes them merged to `path` under `header`
     /// (gzip-compressed as `TraceWriter` decides: `gzip`, else a `.gz` name).
     /// An input whose records differ in number from the first pass (changed
-    /// meanwhile) fails with `badRecord`. On any failure after `path` was created, it is removed.
+    /// meanwhile) fails with `badRecord`. On any failure after `path` was created, it is removed (when it is a regular file).
     public func write(to path: String, header: TraceHeader, gzip: Bool? = nil,
                       policy: TraceWriter.FlushPolicy = .default) throws(TraceError) -> TraceMergeSummary {
         var inputs: [OrderedInput] = []
@@ -138,6 +138,9 @@ public final class TraceMerger {
         for (index, inputPath) in paths.enumerated() {
             inputs.append(OrderedInput(reader: try TraceReader(path: inputPath, registry: registry), index: index, windowNs: windowNs))
         }
+        // Only a regular file (or a new one) is removed on failure: never a device such as /dev/full.
+        var existing = stat()
+        let removable = stat(path, &existing) != 0 || existing.st_mode & S_IFMT == S_IFREG
         let writer = try TraceWriter(path: path, header: header, policy: policy, registry: registry, gzip: gzip)
         do throws(TraceError) {
             var heads = Heap<Pending>()
@@ -158,7 +161,7 @@ public final class TraceMerger {
         } catch {
             // A merge that fails part way leaves no output behind: half a trace passes for a whole one.
             try? writer.close()
-            unlink(path)
+            if removable { unlink(path) }
             throw error
         }
     }
