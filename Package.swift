@@ -70,7 +70,11 @@ let package = Package(
         // 3. Formats
         .target(
             name: "KinetraceTrace",
-            dependencies: ["KinetraceWire", "KinetraceJSON", "KinetraceSupport", "CZlib"],
+            dependencies: [
+                "KinetraceWire", "KinetraceJSON", "KinetraceSupport", "CZlib",
+                // The k-way heap of `TraceMerger` (`kinetrace merge`).
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
             path: "Sources/Formats/KinetraceTrace", swiftSettings: strict),
         .systemLibrary(
             name: "CZlib", path: "Sources/Formats/CZlib", pkgConfig: "zlib",

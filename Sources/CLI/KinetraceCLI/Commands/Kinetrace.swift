@@ -30,7 +30,7 @@ public struct Kinetrace: ParsableCommand {
               130  interrupted (SIGINT or SIGTERM)
             """,
         version: version,
-        subcommands: [Inspect.self, Convert.self, Host.self, Simulate.self, Capture.self, Replay.self, Conform.self, Latency.self, Gestures.self, Synth.self])
+        subcommands: [Inspect.self, Convert.self, Merge.self, Host.self, Simulate.self, Capture.self, Replay.self, Conform.self, Latency.self, Gestures.self, Synth.self])
 
     public init() {}
 }

@@ -25,6 +25,8 @@ public final class TraceReader {
     public private(set) var recordCount = 0
     /// Records of kinds this reader does not know, skipped.
     public private(set) var unknownRecordCount = 0
+    /// The number of the last line read: after `next()` returns a record, that record's line.
+    public var lastLineNumber: Int { lineNumber }
     /// Lines longer than this are rejected rather than buffered without bound.
     public static let maxLineBytes = 16 << 20
 

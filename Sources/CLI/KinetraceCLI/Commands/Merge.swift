@@ -1,0 +1,158 @@
+import ArgumentParser
+import KinetraceJSON
+import KinetraceSupport
+import KinetraceTrace
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `kinetrace merge RECORD... -w OUT`: shard records into one trace in time order.
+struct Merge: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Merge traces, such as the records of replay shards, into one trace in time order.",
+        discussion: """
+            Merges the traces into the --write file, streaming, in memory bounded by what the \
+            inputs record within the reorder window. Each input may be out of time order by up \
+            to --window (a replay record writes its acks in batches, a few ms late): a record is \
+            held until its trace has read one at least the window later. A record further out \
+            of order is a data error naming its file and line. Records at the same time keep the \
+            order of the inputs on the command line, then their order in their file. The inputs \
+            are read twice: once to check them and count their records, so a refused merge \
+            writes nothing, then to write the merge.
+
+            The inputs must name the same protocol, clock and capture point. The merged header \
+            keeps every input's header under "shards", in input order. The output is \
+            written gzip-compressed when its name ends in .gz. An input with no records is a warning; \
+            inputs with no records at all are an error, and nothing is written.
+
+            The summary (records per input, records written, the largest reordering seen and \
+            the time span) is printed to standard output.
+            """)
+
+    @Argument(help: ArgumentHelp("The traces to merge: kinetrace trace v1 (JSON Lines, gzip-compressed or not).", valueName: "record"),
+              completion: .file())
+    var records: [String]
+
+    @Option(name: [.customShort("w"), .customLong("write")],
+            help: ArgumentHelp("The merged trace to write (tcpdump's -w); a name ending in .gz is written gzip-compressed.", valueName: "file"),
+            completion: .file())
+    var write: String
+
+    @Option(help: ArgumentHelp("How far out of time order a record may be within its input, in seconds, from 0.001 to 3600.", valueName: "seconds"))
+    var window: Double = 1
+
+    @OptionGroup var summaryFormat: SummaryFormatOptions
+
+    func validate() throws {
+        guard !records.isEmpty else { throw ValidationError("Name at least one trace to merge.") }
+        guard window.isFinite, window >= 0.001, window <= 3600 else {
+            throw ValidationError("--window must be a number of seconds from 0.001 to 3600.")
+        }
+        var outputInfo = stat()
+        let outputExists = stat(write, &outputInfo) == 0
+        var seen: [(dev: UInt64, ino: UInt64, path: String)] = []
+        for path in records {
+            var info = stat()
+            guard stat(path, &info) == 0 else { continue }  // a missing input is reported when it is opened (66)
+            // A pipe (`<(zcat …)`) cannot be read a second time; a directory is left to the reader (66).
+            let type = info.st_mode & S_IFMT
+            if type == S_IFIFO || type == S_IFCHR || type == S_IFSOCK {
+                throw ValidationError("\(path) is a pipe or device: merge reads each input twice (to check, then to write), so give files.")
+            }
+            if outputExists, info.st_dev == outputInfo.st_dev, info.st_ino == outputInfo.st_ino {
+                throw ValidationError("-w \(write) is the input \(path); writing would destroy it.")
+            }
+            let dev = UInt64(truncatingIfNeeded: info.st_dev), ino = UInt64(truncatingIfNeeded: info.st_ino)
+            if let twin = seen.first(where: { $0.dev == dev && $0.ino == ino }) {
+                throw ValidationError("\(path) is given twice (as \(twin.path)); merging it with itself would double its records.")
+            }
+            seen.append((dev, ino, path))
+        }
+    }
+
+    var windowNs: Int64 {
+        // In range by validate(): 1e6 to 3.6e12 ns.
+        Int64((window * 1e9).rounded())
+    }
+
+    func run() throws {
+        let merger = try reportingFailures { () throws(TraceError) -> TraceMerger in
+            do throws(TraceError) {
+                return try TraceMerger(paths: records, windowNs: windowNs)
+            } catch where error.code == .outOfOrder {
+                throw TraceError(error.code, source: error.source, line: error.line, byteOffset: error.byteOffset,
+                                 message: error.message + "; a larger --window takes it")
+            }
+        }
+        for input in merger.scanned.inputs {
+            if let truncation = input.truncation { printWarning("\(input.path): \(truncation); merging what precedes it") }
+            if input.unknownRecords > 0 {
+                printWarning("\(input.path): skipped \(input.unknownRecords) records of kinds this kinetrace does not know; they are not merged")
+            }
+            if input.records == 0 { printWarning("\(input.path) holds no records") }
+        }
+        guard merger.scanned.totalRecords > 0 else {
+            printError("nothing to merge: \(records.count == 1 ? "the input holds" : "none of the \(records.count) inputs holds") a record; \(write) not written")
+            throw ExitStatus.dataError
+        }
+        let header = merger.mergedHeader(created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()))
+        // A merge that fails part way removes what it wrote.
+        let summary = try reportingFailures { () throws(TraceError) -> TraceMergeSummary in try merger.write(to: write, header: header) }
+        switch summaryFormat.format {
+        case .text: print(Self.text(summary, output: write), terminator: "")
+        case .json: print(Self.json(summary, output: write).jsonText)
+        }
+    }
+
+    static func text(_ summary: TraceMergeSummary, output: String) -> String {
+        var out = ""
+        let width = summary.inputs.map(\.path.count).max() ?? 0
+        for input in summary.inputs {
+            let padding = String(repeating: " ", count: max(0, width - input.path.count))
+            var line = "Read       \(input.path)\(padding)  \(input.records) records"
+            if input.largestReorderNs > 0 {
+                line += ", reordered up to \(TraceMerger.describe(input.largestReorderNs))"
+                if let at = input.largestReorderLine { line += " (line \(at))" }
+            }
+            out += line + "\n"
+        }
+        out += "Written    \(summary.recordsWritten) records from \(summary.inputs.count) files to \(output)\n"
+        if let largest = summary.largestReorder {
+            out += "Reordered  up to \(TraceMerger.describe(largest.largestReorderNs)) in \(largest.path), within the \(TraceMerger.describe(summary.windowNs)) window\n"
+        } else {
+            out += "Reordered  nothing: every input was in time order\n"
+        }
+        if let first = summary.firstNs, let last = summary.lastNs {
+            out += "Span       \(RFC3339.string(fromNanoseconds: first)) to \(RFC3339.string(fromNanoseconds: last)) (\(TraceMerger.describe(last - first)))\n"
+        }
+        return out
+    }
+
+    static func json(_ summary: TraceMergeSummary, output: String) -> JSONValue {
+        func optional(_ value: Int64?) -> JSONValue { value.map(JSONValue.integer) ?? .null }
+        return .object([
+            "output": .string(output),
+            "records_written": .integer(Int64(summary.recordsWritten)),
+            "window_ns": .integer(summary.windowNs),
+            "largest_reorder_ns": .integer(summary.largestReorder?.largestReorderNs ?? 0),
+            "first_t_ns": optional(summary.firstNs),
+            "last_t_ns": optional(summary.lastNs),
+            "inputs": .array(summary.inputs.map { input in
+                .object([
+                    "path": .string(input.path),
+                    "records": .integer(Int64(input.records)),
+                    "unknown_records": .integer(Int64(input.unknownRecords)),
+                    "largest_reorder_ns": .integer(input.largestReorderNs),
+                    "largest_reorder_line": input.largestReorderLine.map { .integer(Int64($0)) } ?? .null,
+                    "first_t_ns": optional(input.firstNs),
+                    "last_t_ns": optional(input.lastNs),
+                    "truncation": input.truncation.map { .string($0.description) } ?? .null,
+                ])
+            }),
+        ])
+    }
+}

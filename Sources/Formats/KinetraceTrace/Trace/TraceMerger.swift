@@ -1,0 +1,299 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HeapModule
+import KinetraceJSON
+import KinetraceWire
+
+extension TraceError.Code {
+    /// A record is further out of time order than a merge's reorder window allows.
+    public static let outOfOrder = TraceError.Code("out_of_order")
+}
+
+/// Merges traces, each nearly in time order (the shard records of `replay
+/// --shard K/N`), into one trace in time order, streaming, in memory bounded
+/// by what each input records within the reorder window.
+///
+/// Each input passes through a reorder buffer: a record is released once its
+/// input has read a record at least `windowNs` later, or at the input's end.
+/// A record older than one its input already released is out of order by more
+/// than the window (it lies more than the window behind a record read before it
+/// in its file): an `outOfOrder` error naming its file and line. Released
+/// records are merged k ways by (time, input position, record position in
+/// its file), so equal times keep the inputs' order and each file's order.
+///
+/// Two passes: `init` opens every input, checks that the headers agree and
+/// reads every record once (counting them, finding truncations and reordering),
+/// so a refused merge writes nothing and the merged header can say how many
+/// records it holds; `write` reads them again and writes the merged trace.
+public final class TraceMerger {
+    /// The window `kinetrace merge` uses unless told: a second.
+    public static let defaultWindowNs: Int64 = 1_000_000_000
+    /// The windows a merge accepts: a millisecond to an hour.
+    public static let windowRangeNs: ClosedRange<Int64> = 1_000_000...3_600_000_000_000
+
+    public let paths: [String]
+    public let windowNs: Int64
+    /// Every input's header, in the order of `paths`.
+    public let headers: [TraceHeader]
+    /// What the first pass found: records, truncations and reordering per input.
+    public let scanned: TraceMergeSummary
+    private let registry: ProtocolRegistry
+
+    /// Opens every input, refuses headers that disagree, and reads every record once.
+    ///
+    /// The inputs must name one protocol, one clock and one capture point. A
+    /// different protocol cannot be decoded alike; times on different clocks
+    /// have no common order; and records observed at different points (a host's
+    /// socket, a controller's) would pass for one observation under one header
+    /// member. So any difference is refused (`protocolMismatch` or `badHeader`,
+    /// naming both files) rather than one of them chosen or "unknown" written.
+    public init(paths: [String], windowNs: Int64 = defaultWindowNs, registry: ProtocolRegistry = .standard) throws(TraceError) {
+        guard !paths.isEmpty else {
+            throw TraceError(.badHeader, source: "<merge>", message: "nothing to merge: no input traces")
+        }
+        guard Self.windowRangeNs.contains(windowNs) else {
+            throw TraceError(.badRecord, source: "<merge>",
+                             message: "a reorder window of \(windowNs) ns is outside 1 ms to 1 hour")
+        }
+        self.paths = paths
+        self.windowNs = windowNs
+        self.registry = registry
+        var readers: [TraceReader] = []
+        readers.reserveCapacity(paths.count)
+        for path in paths { readers.append(try TraceReader(path: path, registry: registry)) }
+        headers = readers.map(\.header)
+        try Self.checkAgreement(paths: paths, headers: headers)
+        var inputs: [TraceMergeSummary.Input] = []
+        for (index, reader) in readers.enumerated() {
+            let input = OrderedInput(reader: reader, index: index, windowNs: windowNs)
+            while try input.next() != nil {}
+            inputs.append(input.summary)
+        }
+        scanned = TraceMergeSummary(inputs: inputs, recordsWritten: 0, windowNs: windowNs)
+    }
+
+    private static func checkAgreement(paths: [String], headers: [TraceHeader]) throws(TraceError) {
+        guard let first = headers.first, let firstPath = paths.first else { return }
+        for (path, header) in zip(paths, headers).dropFirst() {
+            if header.protocolID != first.protocolID {
+                throw TraceError(.protocolMismatch, source: path, line: 1,
+                                 message: "the header names protocol \"\(header.protocolID)\", but \(firstPath) names \"\(first.protocolID)\": traces of different protocols cannot be merged")
+            }
+            if header.clock != first.clock {
+                throw TraceError(.badHeader, source: path, line: 1,
+                                 message: "the header's clock is \"\(header.clock)\", but \(firstPath)'s is \"\(first.clock)\": times on different clocks have no common order")
+            }
+            if header.capturePoint != first.capturePoint {
+                throw TraceError(.badHeader, source: path, line: 1,
+                                 message: "the header's capture point is \"\(header.capturePoint)\", but \(firstPath)'s is \"\(first.capturePoint)\": a merged trace has one capture point")
+            }
+        }
+    }
+
+    /// The merged trace's header: the inputs' protocol, clock and capture point,
+    /// `tool` "kinetrace merge", notes counting records and files, and every
+    /// input's header under `extra["shards"]`, in input order.
+    public func mergedHeader(created: String) -> TraceHeader {
+        let shards: [JSONValue] = zip(paths, zip(headers, scanned.inputs)).map { path, pair in
+            let (header, input) = pair
+            var shard: [String: JSONValue] = [
+                "path": .string(path),
+                "format": .string(TraceHeader.formatName),
+                "version": .integer(Int64(header.major)),
+                "minor": .integer(Int64(header.minor)),
+                "created": .string(header.created),
+                "tool": .string(header.tool),
+                "profile": .string(header.protocolID.name),
+                "capture_point": .string(header.capturePoint.name),
+                "clock": .string(header.clock.name),
+                "notes": .string(header.notes),
+                "extra": .object(header.extra),
+                "records": .integer(Int64(input.records)),
+            ]
+            if let truncation = input.truncation { shard["truncated_at_line"] = .integer(Int64(truncation.line)) }
+            return .object(shard)
+        }
+        let first = headers[0]
+        let total = scanned.totalRecords
+        return TraceHeader(
+            created: created, tool: "kinetrace merge", protocolID: first.protocolID,
+            capturePoint: first.capturePoint, clock: first.clock,
+            notes: "\(total) record\(total == 1 ? "" : "s") merged in time order from \(paths.count) file\(paths.count == 1 ? "" : "s"): \(paths.joined(separator: ", "))",
+            extra: ["shards": .array(shards), "merge_window_ns": .integer(windowNs)])
+    }
+
+    /// Reads the inputs again and writes them merged to `path` under `header`
+    /// (gzip-compressed as `TraceWriter` decides: `gzip`, else a `.gz` name).
+    /// An input whose records differ in number from the first pass (changed
+    /// meanwhile) fails with `badRecord`. On any failure after `path` was created, it is removed (when it is a regular file).
+    public func write(to path: String, header: TraceHeader, gzip: Bool? = nil,
+                      policy: TraceWriter.FlushPolicy = .default) throws(TraceError) -> TraceMergeSummary {
+        var inputs: [OrderedInput] = []
+        inputs.reserveCapacity(paths.count)
+        for (index, inputPath) in paths.enumerated() {
+            inputs.append(OrderedInput(reader: try TraceReader(path: inputPath, registry: registry), index: index, windowNs: windowNs))
+        }
+        // Only a regular file (or a new one) is removed on failure: never a device such as /dev/full.
+        var existing = stat()
+        let removable = stat(path, &existing) != 0 || existing.st_mode & S_IFMT == S_IFREG
+        let writer = try TraceWriter(path: path, header: header, policy: policy, registry: registry, gzip: gzip)
+        do throws(TraceError) {
+            var heads = Heap<Pending>()
+            for input in inputs {
+                if let head = try input.next() { heads.insert(head) }
+            }
+            while let head = heads.popMin() {
+                try writer.write(head.record)
+                if let next = try inputs[head.input].next() { heads.insert(next) }
+            }
+            try writer.close()
+            let summaries = inputs.map(\.summary)
+            for (summary, before) in zip(summaries, scanned.inputs) where summary.records != before.records {
+                throw TraceError(.badRecord, source: summary.path,
+                                 message: "changed while being merged: \(before.records) records on the first reading, \(summary.records) on the second")
+            }
+            return TraceMergeSummary(inputs: summaries, recordsWritten: writer.recordCount, windowNs: windowNs)
+        } catch {
+            // A merge that fails part way leaves no output behind: half a trace passes for a whole one.
+            try? writer.close()
+            if removable { unlink(path) }
+            throw error
+        }
+    }
+}
+
+/// What a merge read and wrote.
+public struct TraceMergeSummary: Hashable, Sendable {
+    public struct Input: Hashable, Sendable {
+        public var path: String
+        public var records = 0
+        /// Records of kinds this reader does not know: skipped, so not merged.
+        public var unknownRecords = 0
+        public var truncation: TraceTruncation?
+        /// The largest amount by which a record came before one read ahead of it
+        /// in its file (every such record was within the window, or the merge failed).
+        public var largestReorderNs: Int64 = 0
+        /// Where that record is.
+        public var largestReorderLine: Int?
+        public var firstNs: Int64?
+        public var lastNs: Int64?
+
+        public init(path: String) { self.path = path }
+    }
+
+    public var inputs: [Input]
+    public var recordsWritten: Int
+    public var windowNs: Int64
+
+    public var totalRecords: Int { inputs.reduce(0) { $0 + $1.records } }
+    public var firstNs: Int64? { inputs.compactMap(\.firstNs).min() }
+    public var lastNs: Int64? { inputs.compactMap(\.lastNs).max() }
+    /// The input with the largest reordering, if any record was reordered.
+    public var largestReorder: Input? {
+        inputs.filter { $0.largestReorderNs > 0 }.max { $0.largestReorderNs < $1.largestReorderNs }
+    }
+}
+
+/// A record waiting in a merge, ordered by time, then input, then position in its file.
+private struct Pending: Comparable {
+    var record: TraceRecord
+    var timeNs: Int64
+    var input: Int
+    var sequence: Int
+
+    static func < (a: Pending, b: Pending) -> Bool {
+        (a.timeNs, a.input, a.sequence) < (b.timeNs, b.input, b.sequence)
+    }
+
+    static func == (a: Pending, b: Pending) -> Bool {
+        (a.timeNs, a.input, a.sequence) == (b.timeNs, b.input, b.sequence)
+    }
+}
+
+/// One input behind its reorder buffer: `next()` returns its records in time order.
+private final class OrderedInput {
+    let reader: TraceReader
+    let index: Int
+    let windowNs: Int64
+    private var pending = Heap<Pending>()
+    private var latestReadNs: Int64?
+    private var latestReadLine = 0
+    private var atEnd = false
+    private(set) var summary: TraceMergeSummary.Input
+
+    init(reader: TraceReader, index: Int, windowNs: Int64) {
+        self.reader = reader
+        self.index = index
+        self.windowNs = windowNs
+        summary = TraceMergeSummary.Input(path: reader.source)
+    }
+
+    func next() throws(TraceError) -> Pending? {
+        while true {
+            if let oldest = pending.min, atEnd || isReleasable(oldest.timeNs) {
+                let released = pending.removeMin()
+                if summary.firstNs == nil { summary.firstNs = released.timeNs }
+                summary.lastNs = released.timeNs
+                return released
+            }
+            if atEnd { return nil }
+            guard let record = try reader.next() else {
+                atEnd = true
+                summary.records = reader.recordCount
+                summary.unknownRecords = reader.unknownRecordCount
+                summary.truncation = reader.truncation
+                continue
+            }
+            try admit(record)
+        }
+    }
+
+    /// Whether a record at `timeNs` is at least the window older than the latest read.
+    private func isReleasable(_ timeNs: Int64) -> Bool {
+        guard let latestReadNs else { return false }
+        let (age, overflow) = latestReadNs.subtractingReportingOverflow(timeNs)
+        return !overflow && age >= windowNs
+    }
+
+    private func admit(_ record: TraceRecord) throws(TraceError) {
+        let timeNs = record.timeNs
+        let line = reader.lastLineNumber
+        if let latestReadNs, timeNs < latestReadNs {
+            let (behind, overflow) = latestReadNs.subtractingReportingOverflow(timeNs)
+            let lateness = overflow ? Int64.max : behind
+            // Further back than the window is refused even when nothing later has been released
+            // yet (a gap in the input): whether a merge fails must not hang on where its gaps fall.
+            // Within the window it never comes after a released record (those are a window older
+            // than the latest read).
+            if lateness > windowNs {
+                throw TraceError(.outOfOrder, source: reader.source, line: line,
+                                 message: "record \(reader.recordCount) (t_ns \(timeNs)) is \(TraceMerger.describe(lateness)) out of time order, behind line \(latestReadLine) (t_ns \(latestReadNs)): more than the \(TraceMerger.describe(windowNs)) reorder window")
+            }
+            if lateness > summary.largestReorderNs {
+                summary.largestReorderNs = lateness
+                summary.largestReorderLine = line
+            }
+        } else {
+            latestReadNs = timeNs
+            latestReadLine = line
+        }
+        pending.insert(Pending(record: record, timeNs: timeNs, input: index, sequence: reader.recordCount))
+    }
+}
+
+extension TraceMerger {
+    /// A duration to the microsecond, in ms below a second ("0.125 ms") and in s from one ("1.500 s"), without Foundation.
+    public static func describe(_ duration: Int64) -> String {
+        let micros = max(duration, 0) / 1000
+        func thousandths(_ v: Int64) -> String {
+            let s = String(v % 1000)
+            return "\(v / 1000).\(String(repeating: "0", count: max(0, 3 - s.count)))\(s)"
+        }
+        return micros < 1_000_000 ? thousandths(micros) + " ms" : thousandths(micros / 1000) + " s"
+    }
+}
