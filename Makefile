@@ -30,10 +30,10 @@ example-test:
 	cd examples/swift-host-tests && $(SWIFT) test
 
 # Every fuzz target (Fuzz/README.md) for FUZZ_SECONDS each after a ~30 s build:
-# about 3 minutes of CI. Fails on a crash, a failed build, or a target that ran nothing.
+# two targets at a time, about 2 minutes of CI. Fails on a crash, a failed build, or a target that ran nothing.
 FUZZ_SECONDS ?= 20
 fuzz-short:
-	scripts/fuzz run -t $(FUZZ_SECONDS)
+	scripts/fuzz run -t $(FUZZ_SECONDS) -j 2
 
 # A longer local run; FUZZ_ARGS as for scripts/fuzz run (e.g. "-t 600 --merge trace").
 FUZZ_ARGS ?= -t 300
