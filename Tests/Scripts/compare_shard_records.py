@@ -73,9 +73,11 @@ def main():
     # Every shard started on the agreed instant.
     instant = datetime.strptime(start_at[:26] + "Z", "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
     start_ns = int(instant.timestamp()) * 10**9 + int(start_at[20:29])
+    lateness = []
     for path in reports:
         with open(path) as f:
             report = json.load(f)
+        lateness.append(report.get("lateness_us", {}).get("p99"))
         if report["outcome"] != "completed":
             sys.exit(f"{path}: outcome {report['outcome']}: {report.get('detail')}")
         if report["anchor_wall_ns"] != start_ns:
@@ -83,8 +85,12 @@ def main():
     sends = sum(len(v) for v in sent.values())
     if sends == 0:
         sys.exit("nothing was sent: nothing compared")
+    with open(single_path.replace(".jsonl", ".json")) as f:
+        single_p99 = json.load(f).get("lateness_us", {}).get("p99")
     print(f"identical: {len(sent)} controllers, {sends} sends, {len(impaired)} impairment decisions; "
           f"acks {acks} merged, {single_acks} single; {len(reports)} shards started at {start_at}")
+    print("send lateness p99, µs: shards " + ", ".join(f"{p:.0f}" if p is not None else "-" for p in lateness)
+          + (f"; one process {single_p99:.0f}" if single_p99 is not None else ""))
 
 
 main()

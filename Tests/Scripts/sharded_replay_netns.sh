@@ -5,6 +5,7 @@
 # single-process replay of the same seed (compare_shard_records.py).
 #
 # Usage: sharded_replay_netns.sh KINETRACE INPUT WORKDIR [SHARDS] [SEED]
+# CONTROLLERS (9), NETWORK (harsh) and END (4 s of the input) set the replay's size.
 # Needs root, ip (iproute2), GNU parallel and python3. Removes every namespace
 # and process it made, also when it fails or is interrupted.
 set -euo pipefail
@@ -44,7 +45,7 @@ for _ in $(seq 1 100); do grep -q "listening on" "$work/host.out" 2>/dev/null &&
 port="$(sed -n 's/.*listening on .*:\([0-9]*\).*/\1/p' "$work/host.out" | head -1)"
 [ -n "$port" ] || { echo "sharded_replay_netns: the host did not start: $(cat "$work/host.err")" >&2; exit 1; }
 
-common=(--controllers 9 --network harsh --end 4 --seed "$seed" --settle-ms 300)
+common=(--controllers "${CONTROLLERS:-9}" --network "${NETWORK:-harsh}" --end "${END:-4}" --seed "$seed" --settle-ms 300)
 # Every shard starts on one instant, 3 s from now, in RFC 3339 with nanoseconds.
 start="$(date -u -d "@$(( $(date +%s) + 3 ))" +%Y-%m-%dT%H:%M:%S.%NZ)"
 echo "$start" >"$work/start-at"
