@@ -28,7 +28,7 @@ IFS=';' read -ra rows <<<"$loads"
 for row in "${rows[@]}"; do
   read -r shards controllers network seconds <<<"$row"
   dir="$work/$shards-$controllers-$network"
-  if result=$(CONTROLLERS=$controllers NETWORK=$network END=$seconds \
+  if result=$(START_AHEAD=4 CONTROLLERS=$controllers NETWORK=$network END=$seconds \
       bash Tests/Scripts/sharded_replay_netns.sh "$kinetrace" captures/synthetic-session.jsonl "$dir" "$shards" 17 2>&1); then
     same=yes
   else

@@ -55,6 +55,7 @@ import Testing
         (["--start-at", "tomorrow"], "RFC 3339"),
         (["--start-at", "+1e9"], "RFC 3339"),
         (["--start-at", "+1", "--dry-run"], "nothing to start"),
+        (["--start-at", "2100-01-01T00:00:00Z"], "at most a day"),
     ])
     func refusedInOneLine(_ extra: [String], _ reason: String) throws {
         var arguments = ["replay", Self.session, "--to", "127.0.0.1:9"] + extra

@@ -163,3 +163,40 @@ import KinetraceWire
         }
     }
 }
+
+/// A sample not newer than the newest before it is dropped, as a host drops a stale frame;
+/// a run with nothing stale is kept as it is (the fast path that copies nothing).
+@Suite struct StaleSampleTests {
+    static func plainModel(_ samples: [GestureSample]) -> [GestureSample] {
+        var kept: [GestureSample] = []
+        var newest: UInt64?
+        for sample in samples {
+            if sample.contents.contains(.senderClock) {
+                if let newest, sample.tMs <= newest { continue }
+                newest = sample.tMs
+            }
+            kept.append(sample)
+        }
+        return kept
+    }
+
+    @Test func dropsWhatAHostWouldAndKeepsTheRest() async {
+        await seededPropertyCheck(count: 300, draw: { rng in
+            (0..<Int(rng.next() % 40)).map { _ in (tMs: rng.next() % 30, clocked: rng.next() % 5 != 0) }
+        }) { draw in
+            let samples = draw.enumerated().map { i, d in
+                GestureSample(tMs: d.tMs, timeNs: Int64(i), userAcceleration: Vector3(0, 0, 0), rotationRate: Vector3(0, 0, 0),
+                              contents: d.clocked ? [.userAcceleration, .senderClock] : [.userAcceleration])
+            }
+            #expect(GestureTrace.dropStale(samples) == Self.plainModel(samples))
+        }
+    }
+
+    @Test func risingStampsAreKeptWhole() {
+        let samples = (0..<1000).map { i in
+            GestureSample(tMs: UInt64(i), timeNs: Int64(i), userAcceleration: Vector3(0, Double(i), 0), rotationRate: Vector3(0, 0, 0),
+                          contents: [.userAcceleration, .senderClock])
+        }
+        #expect(GestureTrace.dropStale(samples) == samples)
+    }
+}

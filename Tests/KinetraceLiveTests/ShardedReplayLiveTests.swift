@@ -23,7 +23,7 @@ struct ShardedReplayLiveTests {
         defer { Fixture.remove(work) }
         let result = try run(URL(fileURLWithPath: "/bin/bash"),
                              [Self.scripts.appendingPathComponent("sharded_replay_netns.sh").path, try Fixture.binary.path,
-                              Fixture.bundledTrace, work.path, "3", "17"], timeout: 120)
+                              Fixture.bundledTrace, work.path, "3", "17"], timeout: 300)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         let summary = try #require(result.stdout.firstMatch(of: /identical: 9 controllers, (\d+) sends, (\d+) impairment decisions/),
                                    "\(result.stdout)\(result.stderr)")

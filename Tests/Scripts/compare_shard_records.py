@@ -11,6 +11,7 @@ reports must each have started on START_AT. Prints one summary line; exits 1
 with the first difference otherwise.
 """
 import json
+import os
 import sys
 from datetime import datetime, timezone
 
@@ -85,8 +86,11 @@ def main():
     sends = sum(len(v) for v in sent.values())
     if sends == 0:
         sys.exit("nothing was sent: nothing compared")
-    with open(single_path.replace(".jsonl", ".json")) as f:
-        single_p99 = json.load(f).get("lateness_us", {}).get("p99")
+    single_p99 = None
+    single_report = single_path[:-len(".jsonl")] + ".json" if single_path.endswith(".jsonl") else None
+    if single_report and os.path.exists(single_report):  # the single replay's report, beside its record, when there is one
+        with open(single_report) as f:
+            single_p99 = json.load(f).get("lateness_us", {}).get("p99")
     print(f"identical: {len(sent)} controllers, {sends} sends, {len(impaired)} impairment decisions; "
           f"acks {acks} merged, {single_acks} single; {len(reports)} shards started at {start_at}")
     print("send lateness p99, µs: shards " + ", ".join(f"{p:.0f}" if p is not None else "-" for p in lateness)

@@ -5,7 +5,8 @@
 # single-process replay of the same seed (compare_shard_records.py).
 #
 # Usage: sharded_replay_netns.sh KINETRACE INPUT WORKDIR [SHARDS] [SEED]
-# CONTROLLERS (9), NETWORK (harsh) and END (4 s of the input) set the replay's size.
+# CONTROLLERS (9), NETWORK (harsh) and END (4 s of the input) set the replay's size;
+# START_AHEAD (8 s) how far ahead the shards' common start lies.
 # Needs root, ip (iproute2), GNU parallel and python3. Removes every namespace
 # and process it made, also when it fails or is interrupted.
 set -euo pipefail
@@ -46,8 +47,10 @@ port="$(sed -n 's/.*listening on .*:\([0-9]*\).*/\1/p' "$work/host.out" | head -
 [ -n "$port" ] || { echo "sharded_replay_netns: the host did not start: $(cat "$work/host.err")" >&2; exit 1; }
 
 common=(--controllers "${CONTROLLERS:-9}" --network "${NETWORK:-harsh}" --end "${END:-4}" --seed "$seed" --settle-ms 300)
-# Every shard starts on one instant, 3 s from now, in RFC 3339 with nanoseconds.
-start="$(date -u -d "@$(( $(date +%s) + 3 ))" +%Y-%m-%dT%H:%M:%S.%NZ)"
+# Every shard starts on one instant, START_AHEAD (8) s from now, in RFC 3339 with nanoseconds:
+# room for GNU parallel, ip netns exec and the planning on a loaded machine (a shard that is not
+# ready by then refuses to start, exit 64).
+start="$(date -u -d "@$(( $(date +%s) + ${START_AHEAD:-8} ))" +%Y-%m-%dT%H:%M:%S.%NZ)"
 echo "$start" >"$work/start-at"
 # GNU parallel sets PARALLEL_SEQ (1..N) for each job: --shard auto/N reads it.
 parallel --jobs "$shards" --halt now,fail=1 \

@@ -204,10 +204,12 @@ public struct GestureTrace: Sendable {
     /// Keeps samples in arrival order, each stamped one newer than every stamped one before it on
     /// the controller's clock. Samples without a sender stamp are never stale: arrival order is all there is.
     static func dropStale(_ samples: [GestureSample]) -> [GestureSample] {
-        var kept: [GestureSample] = []
+        // Most traces have no stale sample: then the array is kept, not copied (a million samples are 180 MB).
+        guard let first = firstStale(samples) else { return samples }
+        var kept = Array(samples[..<first])
         kept.reserveCapacity(samples.count)
-        var newestMs: UInt64?
-        for sample in samples {
+        var newestMs = kept.last { $0.contents.contains(.senderClock) }?.tMs
+        for sample in samples[first...] {
             if sample.contents.contains(.senderClock) {
                 if let newestMs, sample.tMs <= newestMs { continue }
                 newestMs = sample.tMs
@@ -215,5 +217,15 @@ public struct GestureTrace: Sendable {
             kept.append(sample)
         }
         return kept
+    }
+
+    /// The index of the first sample not newer than the newest before it, if any.
+    private static func firstStale(_ samples: [GestureSample]) -> Int? {
+        var newestMs: UInt64?
+        for (i, sample) in samples.enumerated() where sample.contents.contains(.senderClock) {
+            if let newestMs, sample.tMs <= newestMs { return i }
+            newestMs = sample.tMs
+        }
+        return nil
     }
 }

@@ -116,6 +116,10 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         let marginNs = 50_000_000 + 2 * planningNs
         if let startAt = c.startAtWallNs {
             let aheadNs = startAt - SystemClock.realtimeNs()
+            // A day at most, as `+SECONDS`: a mistyped year must not wait decades in silence.
+            guard aheadNs <= Self.maximumStartAheadNs else {
+                throw ReplayError(.startPassed, "the start instant \(RFC3339.string(fromNanoseconds: startAt)) is \(Self.seconds(aheadNs)) s away; at most a day (86400 s) ahead")
+            }
             guard aheadNs >= marginNs else {
                 throw ReplayError(.startPassed, aheadNs < 0
                     ? "the start instant \(RFC3339.string(fromNanoseconds: startAt)) passed \(Self.seconds(-aheadNs)) s ago"
@@ -327,6 +331,9 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         if let failure { throw ReplayError(.record, failure.description, trace: failure) }
         return lock.withLock { report }
     }
+
+    /// How far ahead an agreed start instant may lie: a day.
+    public static let maximumStartAheadNs: Int64 = 86_400_000_000_000
 
     /// The step with its controller renumbered within the share, or nil when it is another shard's.
     static func share(_ step: ReplaySchedule.Step, of shard: ReplayShard) -> ReplaySchedule.Step? {
@@ -564,7 +571,7 @@ public struct ReplayError: Error, CustomStringConvertible, Sendable {
         public static let badStream = Code("bad_stream")
         /// The record file could not be written.
         public static let record = Code("record")
-        /// The agreed start instant (`startAtWallNs`) has passed, or is too close to get ready for.
+        /// The agreed start instant (`startAtWallNs`) has passed, is too close to get ready for, or is more than a day away.
         public static let startPassed = Code("start_passed")
     }
 

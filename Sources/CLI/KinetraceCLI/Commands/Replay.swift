@@ -335,6 +335,10 @@ struct Replay: ParsableCommand {
         configuration.spinNs = spinUs * 1000
         configuration.realtime = realtime
         configuration.startAtWallNs = startAt.flatMap { Self.startInstant($0, nowNs: SystemClock.realtimeNs()) }
+        if let instant = configuration.startAtWallNs, !quiet {
+            let ahead = Double(instant - SystemClock.realtimeNs()) / 1e9
+            printNote("starting at \(RFC3339.string(fromNanoseconds: instant)), in \(String(format: "%.1f", ahead)) s")
+        }
         // The progress line goes to standard error, so that is the terminal it needs.
         let showProgress = stderrIsTerminal && !quiet && statsInterval == nil
         if showProgress {
