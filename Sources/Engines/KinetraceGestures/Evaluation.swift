@@ -46,11 +46,16 @@ public struct GestureScore: Hashable, Sendable {
 
     public static func + (a: GestureScore, b: GestureScore) -> GestureScore {
         var sum = a
-        sum.truePositives += b.truePositives
-        sum.falsePositives += b.falsePositives
-        sum.falseNegatives += b.falseNegatives
-        sum.delaysMs += b.delaysMs
+        sum += b
         return sum
+    }
+
+    /// In place: summing controllers one at a time with `+` copied the delays so far each time.
+    public static func += (a: inout GestureScore, b: GestureScore) {
+        a.truePositives += b.truePositives
+        a.falsePositives += b.falsePositives
+        a.falseNegatives += b.falseNegatives
+        a.delaysMs.append(contentsOf: b.delaysMs)
     }
 
     /// Matches detections to labels of the same gesture and controller, one to one: each
@@ -108,13 +113,20 @@ public struct TraceScore: Sendable {
 public enum GestureEvaluation {
     /// Every setting over every sample of the trace in one pass; one score per setting.
     public static func evaluate(_ trace: GestureTrace, settings: [DetectorSettings], window: MatchWindow) throws(GestureError) -> [TraceScore] {
-        guard let kind = settings.first?.kind else { return [] }
-        if kind.needsGravity, let missing = trace.controllers.indices.first(where: { c in trace.samples[c].contains { $0.gravity == nil } }) {
+        guard !settings.isEmpty else { return [] }
+        return try evaluate(DetectedTrace(trace, settings: settings), window: window)
+    }
+
+    /// Scores a trace's detections (`DetectedTrace`) against its labels; one score per setting.
+    public static func evaluate(_ trace: DetectedTrace, window: MatchWindow) throws(GestureError) -> [TraceScore] {
+        let kind = trace.kind
+        guard trace.settingCount > 0 else { return [] }
+        if kind.needsGravity, let missing = trace.controllers.indices.first(where: { trace.lacksGravity[$0] }) {
             throw GestureError(.needsGravity, "\(trace.source): \(kind.rawValue) needs gravity, and \(trace.controllers[missing])'s samples "
                                + "(\(trace.sampleKinds[missing].rawValue)) carry none; record device-motion samples (trace minor 1 \"motion\" records)")
         }
         let contents = trace.sampleContents
-        for c in trace.controllers.indices where !trace.samples[c].isEmpty {
+        for c in trace.controllers.indices where trace.sampleCounts[c] > 0 {
             if let needed = kind.unmet(by: contents[c]) {
                 let carried = contents[c].names
                 throw GestureError(.notApplicable, "\(trace.source): \(kind.rawValue) reads \(needed), and \(trace.controllers[c])'s samples "
@@ -122,7 +134,7 @@ public enum GestureEvaluation {
                                    + (carried.isEmpty ? "none of it" : "only " + carried.joined(separator: ", ")))
             }
         }
-        let settingCount = settings.count, gestures = kind.gestures
+        let settingCount = trace.settingCount, gestures = kind.gestures
         let gestureIndex = Dictionary(uniqueKeysWithValues: gestures.enumerated().map { ($1, $0) })
         let controllerIndex = Dictionary(uniqueKeysWithValues: trace.controllers.enumerated().map { ($1, $0) })
         // Label onsets per controller and gesture, sorted. Labels naming no controller ("loose") match
@@ -141,16 +153,15 @@ public enum GestureEvaluation {
         var scores = Array(repeating: Array(repeating: GestureScore(), count: gestures.count), count: settingCount)
         var detectionCounts = Array(repeating: 0, count: settingCount)
         var leftovers = Array(repeating: [(controller: Endpoint, detection: Detection)](), count: settingCount)
-        for (c, samples) in trace.samples.enumerated() {
+        for (c, found) in trace.detections.enumerated() {
             for g in gestures.indices { onsets[c][g].sort() }
-            let found = detect(kind, settings, samples)
             for s in 0..<settingCount {
                 detectionCounts[s] += found[s].count
                 for (g, gesture) in gestures.enumerated() {
                     // Samples are in controller-clock order, so each list of detections already is.
                     let mine = gestures.count == 1 ? found[s] : found[s].filter { $0.gesture == gesture }
                     let (score, used) = matchSorted(onsets[c][g], mine, window: window)
-                    scores[s][g] = scores[s][g] + score
+                    scores[s][g] += score
                     if !loose.isEmpty {
                         scores[s][g].falsePositives -= score.falsePositives  // the loose labels may still claim them
                         for (i, d) in mine.enumerated() where !used[i] { leftovers[s].append((trace.controllers[c], d)) }
@@ -198,27 +209,33 @@ public enum GestureEvaluation {
 
     /// Detections of each setting over one controller's samples.
     public static func detect(_ kind: DetectorKind, _ settings: [DetectorSettings], _ samples: [GestureSample]) -> [[Detection]] {
+        withDetectors(kind, settings, SampleVisitor(samples: samples))
+    }
+
+    /// Calls `visitor` with every setting's detector, of the kind's concrete type: the one place
+    /// a kind becomes its detector, and each detector type gets loops specialised for it.
+    static func withDetectors<V: DetectorVisitor>(_ kind: DetectorKind, _ settings: [DetectorSettings], _ visitor: V) -> V.Output {
         switch kind {
         case .threshold:
-            return run(settings.map { ThresholdDetector(threshold: $0["threshold"]) }, samples)
+            visitor.visit(settings.map { ThresholdDetector(threshold: $0["threshold"]) })
         case .keepcalm:
-            return run(settings.map { KeepCalmDetector(threshold: $0["threshold"], latchMs: $0["latch_ms"]) }, samples)
+            visitor.visit(settings.map { KeepCalmDetector(threshold: $0["threshold"], latchMs: $0["latch_ms"]) })
         case .motionlinkV1:
-            return run(settings.map { MotionLinkDetector(threshold: $0["threshold"], refractoryMs: $0.millis("refractory_ms")) }, samples)
+            visitor.visit(settings.map { MotionLinkDetector(threshold: $0["threshold"], refractoryMs: $0.millis("refractory_ms")) })
         case .badgerJump:
-            return run(settings.map { BadgerJumpDetector(threshold: $0["threshold"], windowMs: $0.millis("window_ms")) }, samples)
+            visitor.visit(settings.map { BadgerJumpDetector(threshold: $0["threshold"], windowMs: $0.millis("window_ms")) })
         case .badgerDuck:
-            return run(settings.map {
+            visitor.visit(settings.map {
                 BadgerDuckDetector(threshold: $0["threshold"], windowMs: $0.millis("window_ms"),
                                    orientation: HeldOrientation.allCases[Int($0["orientation"])])
-            }, samples)
+            })
         case .badgerTilt:
-            return run(settings.map { BadgerTiltDetector(thresholdDegrees: $0["threshold"], hysteresis: $0["hysteresis"]) }, samples)
+            visitor.visit(settings.map { BadgerTiltDetector(thresholdDegrees: $0["threshold"], hysteresis: $0["hysteresis"]) })
         case .attitudeTilt:
-            return run(settings.map {
+            visitor.visit(settings.map {
                 AttitudeTiltDetector(thresholdDegrees: $0["threshold"], hysteresis: $0["hysteresis"],
                                      axis: AttitudeTiltDetector.Axis.allCases[Int($0["axis"])])
-            }, samples)
+            })
         }
     }
 
@@ -227,15 +244,31 @@ public enum GestureEvaluation {
     static func run<D: GestureDetector>(_ detectors: [D], _ samples: [GestureSample]) -> [[Detection]] {
         var detectors = detectors
         var found = Array(repeating: [Detection](), count: detectors.count)
-        for sample in samples {
-            for i in detectors.indices {
-                if let gesture = detectors[i].accept(sample) {
-                    found[i].append(Detection(gesture: gesture, tMs: sample.tMs, timeNs: sample.timeNs))
-                }
-            }
-        }
+        for sample in samples { feed(sample, to: &detectors, into: &found) }
         return found
     }
+
+    /// One sample to every detector, in setting order.
+    @inline(__always)
+    static func feed<D: GestureDetector>(_ sample: GestureSample, to detectors: inout [D], into found: inout [[Detection]]) {
+        for i in detectors.indices {
+            if let gesture = detectors[i].accept(sample) {
+                found[i].append(Detection(gesture: gesture, tMs: sample.tMs, timeNs: sample.timeNs))
+            }
+        }
+    }
+}
+
+/// Runs the detectors over samples in memory (`GestureEvaluation.detect`).
+private struct SampleVisitor: DetectorVisitor {
+    let samples: [GestureSample]
+    func visit<D: GestureDetector>(_ detectors: [D]) -> [[Detection]] { GestureEvaluation.run(detectors, samples) }
+}
+
+/// Something done with every setting's detector, whatever the detectors' type (`GestureEvaluation.withDetectors`).
+protocol DetectorVisitor {
+    associatedtype Output
+    func visit<D: GestureDetector>(_ detectors: [D]) -> Output
 }
 
 /// `name=lo:hi:step`: the values a sweep tries, lo to hi inclusive.

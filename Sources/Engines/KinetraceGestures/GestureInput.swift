@@ -147,45 +147,10 @@ public struct GestureTrace: Sendable {
     /// a frame or sample not newer than the controller's newest is dropped,
     /// as a host drops a stale frame.
     public static func read(_ reader: some TraceRecordSource, source: SampleSource = .auto) throws(TraceError) -> GestureTrace {
-        // One hash per record: each controller's slot in these arrays.
-        var slots: [Endpoint: Int] = [:]
-        var order: [Endpoint] = []
         var frames: [[GestureSample]] = [], motion: [[GestureSample]] = []
         var labels: [GestureLabel] = []
-        let wireProtocol = reader.wireProtocol
-        // Device-motion samples of a protocol that sends KeepCalm's sum carry the sum too, so its detector sees what the game would.
-        let sendsCombined = wireProtocol.sample(MotionReading(userAcceleration: .zero, rotationRate: .zero), timeMs: 1)
-            .map { wireProtocol.facts($0).motion?.combined != nil } ?? false
-        func slot(_ controller: Endpoint) -> Int {
-            if let i = slots[controller] { return i }
-            slots[controller] = order.count
-            order.append(controller)
-            frames.append([])
-            motion.append([])
-            return order.count - 1
-        }
-        while let record = try reader.next() {
-            switch record {
-            case .message(let message) where message.direction == .controllerToHost:
-                guard let sample = GestureSample(message.facts(wireProtocol), timeNs: message.timeNs) else { continue }
-                frames[slot(message.source)].append(sample)
-            case .motion(let m):
-                let attitude = m.attitude.map { q in
-                    let a = AttitudeAngles.rollPitchYaw(w: q.w, x: q.x, y: q.y, z: q.z)
-                    return Vector3(a.roll, a.pitch, a.yaw)
-                }
-                let sum = MotionReading(userAcceleration: m.userAcceleration, rotationRate: m.rotationRate).combinedSum
-                motion[slot(m.controller)].append(GestureSample(
-                    tMs: m.tMs, timeNs: m.timeNs, userAcceleration: m.userAcceleration, rotationRate: m.rotationRate,
-                    gravity: m.gravity, attitude: attitude, combined: sendsCombined ? sum : nil))
-            case .label(let label):
-                labels.append(GestureLabel(gesture: label.gesture, controller: label.controller,
-                                           tMs: label.tMs.map { Double($0) } ?? Double(label.timeNs) / 1e6,
-                                           durationMs: label.durationMs.map { Double($0) }))
-            default:
-                continue
-            }
-        }
+        let order = try scan(reader, newController: { frames.append([]); motion.append([]) },
+                             frame: { frames[$0].append($1) }, motion: { motion[$0].append($1) }, label: { labels.append($0) })
         var samples: [[GestureSample]] = [], kinds: [SampleSource] = []
         for c in order.indices {
             let useMotion: Bool
@@ -199,6 +164,51 @@ public struct GestureTrace: Sendable {
         }
         return GestureTrace(source: reader.source, header: reader.header, controllers: order, samples: samples,
                             sampleKinds: kinds, labels: labels)
+    }
+
+    /// Reads every record once and hands over what gesture evaluation uses: each valid
+    /// controller→host sample of the protocol (`frame`), each device-motion sample (`motion`),
+    /// both with the controller's number in order of first appearance, and each label.
+    /// Returns the controllers in that order.
+    static func scan(_ reader: some TraceRecordSource, newController: () -> Void, frame: (Int, GestureSample) -> Void,
+                     motion: (Int, GestureSample) -> Void, label: (GestureLabel) -> Void) throws(TraceError) -> [Endpoint] {
+        // One hash per record: each controller's number.
+        var slots: [Endpoint: Int] = [:]
+        var order: [Endpoint] = []
+        let wireProtocol = reader.wireProtocol
+        // Device-motion samples of a protocol that sends KeepCalm's sum carry the sum too, so its detector sees what the game would.
+        let sendsCombined = wireProtocol.sample(MotionReading(userAcceleration: .zero, rotationRate: .zero), timeMs: 1)
+            .map { wireProtocol.facts($0).motion?.combined != nil } ?? false
+        func slot(_ controller: Endpoint) -> Int {
+            if let i = slots[controller] { return i }
+            slots[controller] = order.count
+            order.append(controller)
+            newController()
+            return order.count - 1
+        }
+        while let record = try reader.next() {
+            switch record {
+            case .message(let message) where message.direction == .controllerToHost:
+                guard let sample = GestureSample(message.facts(wireProtocol), timeNs: message.timeNs) else { continue }
+                frame(slot(message.source), sample)
+            case .motion(let m):
+                let attitude = m.attitude.map { q in
+                    let a = AttitudeAngles.rollPitchYaw(w: q.w, x: q.x, y: q.y, z: q.z)
+                    return Vector3(a.roll, a.pitch, a.yaw)
+                }
+                let sum = MotionReading(userAcceleration: m.userAcceleration, rotationRate: m.rotationRate).combinedSum
+                motion(slot(m.controller), GestureSample(
+                    tMs: m.tMs, timeNs: m.timeNs, userAcceleration: m.userAcceleration, rotationRate: m.rotationRate,
+                    gravity: m.gravity, attitude: attitude, combined: sendsCombined ? sum : nil))
+            case .label(let l):
+                label(GestureLabel(gesture: l.gesture, controller: l.controller,
+                                   tMs: l.tMs.map { Double($0) } ?? Double(l.timeNs) / 1e6,
+                                   durationMs: l.durationMs.map { Double($0) }))
+            default:
+                continue
+            }
+        }
+        return order
     }
 
     /// Keeps samples in arrival order, each stamped one newer than every stamped one before it on

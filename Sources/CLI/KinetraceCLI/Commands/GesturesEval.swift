@@ -217,9 +217,10 @@ struct GesturesEval: ParsableCommand {
         for (n, path) in paths.enumerated() {
             if stderrIsTerminal { writeStandardError("\rgestures: \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
             let readStart = SystemClock.monotonicNs()
-            let trace = try reportingFailures { () throws(TraceError) -> GestureTrace in
+            // Detected as read: memory for the detections, not the samples.
+            let trace = try reportingFailures { () throws(TraceError) -> DetectedTrace in
                 let reader = try openInput(path: path, wireProtocol: input.wire.given, port: input.port)
-                let trace = try GestureTrace.read(reader, source: source)
+                let trace = try DetectedTrace.read(reader, source: source, settings: settings)
                 if let truncation = reader.truncation { printWarning("\(path): \(truncation)") }
                 return trace
             }
@@ -232,7 +233,7 @@ struct GesturesEval: ParsableCommand {
             }
             let scores: [TraceScore]
             do throws(GestureError) {
-                scores = try GestureEvaluation.evaluate(trace, settings: settings, window: window)
+                scores = try GestureEvaluation.evaluate(trace, window: window)
             } catch {
                 if stderrIsTerminal { writeStandardError("\r\u{1B}[K") }
                 printError(error.description)
@@ -244,6 +245,12 @@ struct GesturesEval: ParsableCommand {
         let kind = settings[0].kind
         return GestureReport(detector: kind.rawValue, gestures: kind.gestures, settings: settings, sweptParameter: swept,
                              window: window, traces: summaries)
+    }
+
+    func summary(_ trace: DetectedTrace, path: String, scores: [TraceScore], gestures: [String]) -> GestureReport.TraceSummary {
+        GestureReport.TraceSummary(source: path, controllers: trace.controllers.count, samples: trace.sampleCount,
+                                   sampleKinds: Array(Set(trace.sampleKinds.map(\.rawValue))).sorted(),
+                                   labels: trace.labels.filter { gestures.contains($0.gesture) }.count, scores: scores)
     }
 
     func summary(_ trace: GestureTrace, path: String, scores: [TraceScore], gestures: [String]) -> GestureReport.TraceSummary {

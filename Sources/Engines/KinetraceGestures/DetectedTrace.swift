@@ -1,0 +1,138 @@
+import KinetraceTrace
+import KinetraceWire
+
+/// One trace's detections under every detector setting, and what scoring needs of its
+/// samples, without the samples: `read` runs the detectors as the trace is read, so
+/// evaluating a trace takes memory for its detections and labels, not for its samples
+/// (a million samples held are 180 MB).
+public struct DetectedTrace: Sendable {
+    public var source: String
+    public var header: TraceHeader
+    public var controllers: [Endpoint]
+    /// Which kind of record each controller's samples came from.
+    public var sampleKinds: [SampleSource]
+    /// Samples evaluated per controller (stale ones left out).
+    public var sampleCounts: [Int]
+    /// What every one of a controller's samples carries.
+    public var sampleContents: [SampleContents]
+    /// Whether any of a controller's samples lacks gravity.
+    public var lacksGravity: [Bool]
+    public var labels: [GestureLabel]
+    public var kind: DetectorKind
+    public var settingCount: Int
+    /// Per controller, per setting: its detections in controller-clock order.
+    public var detections: [[[Detection]]]
+
+    public var sampleCount: Int { sampleCounts.reduce(0, +) }
+    public var protocolID: ProtocolID { header.protocolID }
+
+    /// The detections over samples already in memory.
+    public init(_ trace: GestureTrace, settings: [DetectorSettings]) {
+        let kind = settings.first?.kind ?? .threshold
+        source = trace.source
+        header = trace.header
+        controllers = trace.controllers
+        sampleKinds = trace.sampleKinds
+        sampleCounts = trace.samples.map(\.count)
+        sampleContents = trace.sampleContents
+        lacksGravity = trace.samples.map { samples in samples.contains { $0.gravity == nil } }
+        labels = trace.labels
+        self.kind = kind
+        settingCount = settings.count
+        detections = settings.isEmpty ? trace.samples.map { _ in [] } : trace.samples.map { GestureEvaluation.detect(kind, settings, $0) }
+    }
+
+    /// Reads every record once, feeding each controller's samples to every setting's detector as
+    /// they come. What it finds equals `init(GestureTrace.read(reader, source:), settings:)`:
+    /// the same samples are chosen (device-motion or frames, as `source` says), stale ones are
+    /// left out the same way, and each detector sees them in the same order.
+    public static func read<R: TraceRecordSource>(_ reader: R, source: SampleSource = .auto,
+                                                   settings: [DetectorSettings]) throws(TraceError) -> DetectedTrace {
+        return try GestureEvaluation.withDetectors(settings.first?.kind ?? .threshold, settings,
+                                                   ReadingVisitor(reader: reader, source: source, settings: settings)).get()
+    }
+
+    fileprivate static func read<D: GestureDetector>(_ reader: any TraceRecordSource, source: SampleSource, settings: [DetectorSettings],
+                                                 detectors: [D]) throws(TraceError) -> DetectedTrace {
+        // With `auto` a controller's samples are its device-motion ones if it has any, which only the end
+        // of the trace tells: both lanes detect until then.
+        var frames: [Lane<D>] = [], motion: [Lane<D>] = []
+        var labels: [GestureLabel] = []
+        let feedFrames = source != .motion, feedMotion = source != .frames
+        let order = try GestureTrace.scan(reader, newController: {
+            frames.append(Lane(feedFrames ? detectors : []))
+            motion.append(Lane(feedMotion ? detectors : []))
+        }, frame: { frames[$0].accept($1) }, motion: { motion[$0].accept($1) }, label: { labels.append($0) })
+        var chosen: [Lane<D>] = [], kinds: [SampleSource] = []
+        for c in order.indices {
+            let useMotion = switch source {
+            case .auto: motion[c].received > 0
+            case .frames: false
+            case .motion: true
+            }
+            chosen.append(useMotion ? motion[c] : frames[c])
+            kinds.append(useMotion ? .motion : .frames)
+        }
+        return DetectedTrace(source: reader.source, header: reader.header, controllers: order, sampleKinds: kinds,
+                             sampleCounts: chosen.map(\.count), sampleContents: chosen.map(\.contents),
+                             lacksGravity: chosen.map(\.lacksGravity), labels: labels, kind: settings.first?.kind ?? .threshold,
+                             settingCount: settings.count,
+                             detections: chosen.map { $0.found.isEmpty ? Array(repeating: [], count: settings.count) : $0.found })
+    }
+
+    private init(source: String, header: TraceHeader, controllers: [Endpoint], sampleKinds: [SampleSource], sampleCounts: [Int],
+                 sampleContents: [SampleContents], lacksGravity: [Bool], labels: [GestureLabel], kind: DetectorKind,
+                 settingCount: Int, detections: [[[Detection]]]) {
+        self.source = source
+        self.header = header
+        self.controllers = controllers
+        self.sampleKinds = sampleKinds
+        self.sampleCounts = sampleCounts
+        self.sampleContents = sampleContents
+        self.lacksGravity = lacksGravity
+        self.labels = labels
+        self.kind = kind
+        self.settingCount = settingCount
+        self.detections = detections
+    }
+
+    /// One controller's samples of one kind, as they arrive: counted, checked for staleness
+    /// as `GestureTrace.dropStale` does, and fed to the detectors (none: a lane not evaluated).
+    struct Lane<D: GestureDetector> {
+        var received = 0
+        var count = 0
+        var contents = SampleContents.everything
+        var lacksGravity = false
+        var newestMs: UInt64?
+        var detectors: [D]
+        var found: [[Detection]]
+
+        init(_ detectors: [D]) {
+            self.detectors = detectors
+            found = Array(repeating: [], count: detectors.count)
+        }
+
+        mutating func accept(_ sample: GestureSample) {
+            received += 1
+            guard !detectors.isEmpty else { return }
+            if sample.contents.contains(.senderClock) {
+                if let newestMs, sample.tMs <= newestMs { return }
+                newestMs = sample.tMs
+            }
+            count += 1
+            contents.formIntersection(sample.contents)
+            if sample.gravity == nil { lacksGravity = true }
+            GestureEvaluation.feed(sample, to: &detectors, into: &found)
+        }
+    }
+}
+
+/// Reads a trace with the detectors of the settings' kind (`DetectedTrace.read`). The reader is
+/// held as an existential, so that the visitor is one concrete type and each detector type's
+/// reading loop is specialised (a reader's generic parameter would keep the loop generic).
+private struct ReadingVisitor: DetectorVisitor {
+    let reader: any TraceRecordSource, source: SampleSource, settings: [DetectorSettings]
+    func visit<D: GestureDetector>(_ detectors: [D]) -> Result<DetectedTrace, TraceError> {
+        Result { () throws(TraceError) in try DetectedTrace.read(reader, source: source, settings: settings, detectors: detectors) }
+    }
+}
