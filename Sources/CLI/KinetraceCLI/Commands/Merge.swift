@@ -80,6 +80,8 @@ struct Merge: ParsableCommand {
     }
 
     func run() throws {
+        // Every input is open at once: thousands of shards need more than the usual 1,024 descriptors.
+        DescriptorLimit.raiseToHardLimit()
         let merger = try reportingFailures { () throws(TraceError) -> TraceMerger in
             do throws(TraceError) {
                 return try TraceMerger(paths: records, windowNs: windowNs)

@@ -318,7 +318,12 @@ struct Replay: ParsableCommand {
                 throw ExitStatus.dataError
             }
         }
-        if dryRun { return try emit(plan(input: replayInput, options: options)) }
+        if dryRun {
+            let (lines, shareIsEmpty) = plan(input: replayInput, options: options)
+            try emit(lines)
+            if shareIsEmpty { try refuseEmptyShare(options.shard, controllers: options.controllers ?? replayInput.controllers.count) }
+            return
+        }
 
         let target: LinkTarget
         if let to {
@@ -373,6 +378,10 @@ struct Replay: ParsableCommand {
             try emit(render(report, options: options, replies: wireProtocol.hostReplies, protocolName: wireProtocol.id.name))
         }
         if let detail = report.detail, report.outcome != .completed { printError(detail) }
+        // Never green on nothing: a shard whose controllers had nothing planned sent nothing.
+        if report.outcome == .completed && report.shard != .whole && report.scheduled == 0 && (report.impaired["lost"] ?? 0) == 0 {
+            try refuseEmptyShare(report.shard, controllers: report.plannedControllers)
+        }
         switch report.outcome {
         case .completed:
             if strict && !report.acksAsPredicted {
@@ -463,7 +472,13 @@ struct Replay: ParsableCommand {
 
     // MARK: Dry run
 
-    private func plan(input: ReplayInput, options: ReplayOptions) -> [String] {
+    private func refuseEmptyShare(_ shard: ReplayShard, controllers: Int) throws -> Never {
+        printError("shard \(shard) had nothing to send: none of its \(shard.controllers(of: controllers)) controller(s) has a message in the selected range")
+        throw ExitStatus.dataError
+    }
+
+    /// The plan's report, and whether the shard asked for has nothing to send (nor lose).
+    private func plan(input: ReplayInput, options: ReplayOptions) -> (lines: [String], shareIsEmpty: Bool) {
         var lines: [String] = []
         var schedule = ReplaySchedule(input: input, options: options, anchorWallNs: SystemClock.realtimeNs())
         var digest = ScheduleDigest()
@@ -515,7 +530,7 @@ struct Replay: ParsableCommand {
             }
             lines.append(JSONValue.object(plan).jsonText)
         }
-        return lines
+        return (lines, self.shard != nil && sends == 0 && impaired.isEmpty)
     }
 
     // MARK: Report
