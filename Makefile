@@ -3,7 +3,7 @@
 SWIFT ?= swift
 DEMO_TRACE ?= captures/synthetic-session.jsonl
 
-.PHONY: all deps build demo test example-test fuzz-short fuzz bench bench-live clean
+.PHONY: all deps build demo test example-test install-check install fuzz-short fuzz bench bench-live clean
 
 all: build
 
@@ -22,12 +22,28 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) example-test
+	$(MAKE) install-check
 	$(MAKE) fuzz-short
 
 # The conformance suite inside a host's own package (examples/swift-host-tests), as a
 # game's CI would run it: its own build of Kinetrace by path, about a minute.
 example-test:
 	cd examples/swift-host-tests && $(SWIFT) test
+
+# Installs like a CLI tool: the binary, a man page per command (swift-argument-parser's
+# generate-manual) and bash, zsh and fish completions, under $(DESTDIR)$(PREFIX).
+PREFIX ?= /usr/local
+CONFIGURATION ?= release
+install: deps
+	$(SWIFT) build -c $(CONFIGURATION) --product kinetrace
+	$(SWIFT) build -c $(CONFIGURATION) --product generate-manual
+	scripts/install "$(DESTDIR)$(PREFIX)" "$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path)"
+
+# `make install` into a temporary prefix, then `man kinetrace` and bash completion from it
+# (scripts/check-install). The debug build `make test` already made, so CI builds no release.
+install-check:
+	@prefix=$$(mktemp -d) && trap 'rm -rf "$$prefix"' EXIT && \
+	  $(MAKE) --no-print-directory install PREFIX="$$prefix" CONFIGURATION=debug && scripts/check-install "$$prefix"
 
 # Every fuzz target (Fuzz/README.md) for FUZZ_SECONDS each after a ~30 s build:
 # two targets at a time, about 2 minutes of CI. Fails on a crash, a failed build, or a target that ran nothing.
