@@ -42,6 +42,9 @@ import Testing
         // The session spans 60 s, so without --loop 0 the duration alone cuts the first pass.
         #expect(try plan(["--duration", "5"]).messages == 150)
         #expect(try plan(["--loop", "0", "-L", "4000"]).messages == 4000, "past the 1,800-message session: it looped")
+        // -l is tcpreplay's short --loop.
+        #expect(try plan(["-l", "2"]).digest == plan(["--loop", "2"]).digest)
+        #expect(try plan(["-l", "2"]).messages == 3600)
     }
 
     /// On the wire: -t -L 20 sends exactly 20; -q prints nothing; --stats prints lines while sending.

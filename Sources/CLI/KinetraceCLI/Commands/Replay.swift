@@ -82,7 +82,7 @@ struct Replay: ParsableCommand {
         valueName: "rate"))
     var pps: Double?
 
-    @Option(name: .customLong("loop"), help: ArgumentHelp(
+    @Option(name: [.customShort("l"), .customLong("loop")], help: ArgumentHelp(
         "Play the input this many times, each pass starting where the last ended; 0 plays until interrupted, --duration or -L ends it (as tcpreplay's --loop 0; at most 30 days).",
         valueName: "n"))
     var loops = 1
