@@ -38,6 +38,12 @@ public final class TraceMerger {
 
     public let paths: [String]
     public let windowNs: Int64
+    /// Records one input may hold waiting in its reorder buffer: what bounds a merge's memory
+    /// when a file crowds its records into one window (a record waits as about 200 bytes).
+    public let maximumWaiting: Int
+    /// The default: a million records, which a second-long window of 100,000 controllers at
+    /// 10 Hz (frames and acks) stays well inside.
+    public static let defaultMaximumWaiting = 1 << 20
     /// Every input's header, in the order of `paths`.
     public let headers: [TraceHeader]
     /// What the first pass found: records, truncations and reordering per input.
@@ -52,7 +58,8 @@ public final class TraceMerger {
     /// socket, a controller's) would pass for one observation under one header
     /// member. So any difference is refused (`protocolMismatch` or `badHeader`,
     /// naming both files) rather than one of them chosen or "unknown" written.
-    public init(paths: [String], windowNs: Int64 = defaultWindowNs, registry: ProtocolRegistry = .standard) throws(TraceError) {
+    public init(paths: [String], windowNs: Int64 = defaultWindowNs, maximumWaiting: Int = defaultMaximumWaiting,
+                registry: ProtocolRegistry = .standard) throws(TraceError) {
         guard !paths.isEmpty else {
             throw TraceError(.badHeader, source: "<merge>", message: "nothing to merge: no input traces")
         }
@@ -62,6 +69,7 @@ public final class TraceMerger {
         }
         self.paths = paths
         self.windowNs = windowNs
+        self.maximumWaiting = Swift.max(1, maximumWaiting)
         self.registry = registry
         var readers: [TraceReader] = []
         readers.reserveCapacity(paths.count)
@@ -70,7 +78,7 @@ public final class TraceMerger {
         try Self.checkAgreement(paths: paths, headers: headers)
         var inputs: [TraceMergeSummary.Input] = []
         for (index, reader) in readers.enumerated() {
-            let input = OrderedInput(reader: reader, index: index, windowNs: windowNs)
+            let input = OrderedInput(reader: reader, index: index, windowNs: windowNs, maximumWaiting: self.maximumWaiting)
             while try input.next() != nil {}
             inputs.append(input.summary)
         }
@@ -136,7 +144,8 @@ public final class TraceMerger {
         var inputs: [OrderedInput] = []
         inputs.reserveCapacity(paths.count)
         for (index, inputPath) in paths.enumerated() {
-            inputs.append(OrderedInput(reader: try TraceReader(path: inputPath, registry: registry), index: index, windowNs: windowNs))
+            inputs.append(OrderedInput(reader: try TraceReader(path: inputPath, registry: registry), index: index, windowNs: windowNs,
+                                       maximumWaiting: maximumWaiting))
         }
         // Only a regular file (or a new one) is removed on failure: never a device such as /dev/full.
         var existing = stat()
@@ -220,16 +229,18 @@ private final class OrderedInput {
     let reader: TraceReader
     let index: Int
     let windowNs: Int64
+    let maximumWaiting: Int
     private var pending = Heap<Pending>()
     private var latestReadNs: Int64?
     private var latestReadLine = 0
     private var atEnd = false
     private(set) var summary: TraceMergeSummary.Input
 
-    init(reader: TraceReader, index: Int, windowNs: Int64) {
+    init(reader: TraceReader, index: Int, windowNs: Int64, maximumWaiting: Int) {
         self.reader = reader
         self.index = index
         self.windowNs = windowNs
+        self.maximumWaiting = maximumWaiting
         summary = TraceMergeSummary.Input(path: reader.source)
     }
 
@@ -281,6 +292,10 @@ private final class OrderedInput {
         } else {
             latestReadNs = timeNs
             latestReadLine = line
+        }
+        guard pending.count < maximumWaiting else {
+            throw TraceError(.badRecord, source: reader.source, line: line,
+                             message: "more than \(maximumWaiting) records fall within one \(TraceMerger.describe(windowNs)) reorder window here: give a smaller --window")
         }
         pending.insert(Pending(record: record, timeNs: timeNs, input: index, sequence: reader.recordCount))
     }
