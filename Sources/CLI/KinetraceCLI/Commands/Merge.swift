@@ -18,8 +18,9 @@ struct Merge: ParsableCommand {
             Merges the traces into the --write file, streaming, in memory bounded by what the \
             inputs record within the reorder window. Each input may be out of time order by up \
             to --window (a replay record writes its acks in batches, a few ms late): a record is \
-            held until its trace has read one at least the window later. A record further out \
-            of order is a data error naming its file and line. Records at the same time keep the \
+            held until its trace has read one at least the window later, and at most 1,048,576 \
+            records of an input wait at once. A record further out of order, or one past that \
+            bound, is a data error naming its file and line. Records at the same time keep the \
             order of the inputs on the command line, then their order in their file. The inputs \
             are read twice: once to check them and count their records, so a refused merge \
             writes nothing, then to write the merge.
@@ -31,6 +32,11 @@ struct Merge: ParsableCommand {
 
             The summary (records per input, records written, the largest reordering seen and \
             the time span) is printed to standard output.
+
+            Exit status: 0 merged; 64 usage (writing over an input, an input given twice); \
+            65 an input that is not a valid trace, out of order, of another protocol, clock or \
+            capture point, or no records at all; 66 an input is missing; 73 the output cannot \
+            be created; 74 a read or write failed.
             """)
 
     @Argument(help: ArgumentHelp("The traces to merge: kinetrace trace v1 (JSON Lines, gzip-compressed or not).", valueName: "record"),
