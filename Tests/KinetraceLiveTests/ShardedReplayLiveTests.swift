@@ -24,7 +24,8 @@ struct ShardedReplayLiveTests {
         let result = try run(URL(fileURLWithPath: "/bin/bash"),
                              [Self.scripts.appendingPathComponent("sharded_replay_netns.sh").path, try Fixture.binary.path,
                               Fixture.bundledTrace, work.path, "3", "17"], timeout: 300)
-        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let phases = (try? String(contentsOf: work.appendingPathComponent("phases.log"), encoding: .utf8)) ?? "(no phases.log)"
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)\nphases:\n\(phases)")
         let summary = try #require(result.stdout.firstMatch(of: /identical: 9 controllers, (\d+) sends, (\d+) impairment decisions/),
                                    "\(result.stdout)\(result.stderr)")
         #expect(Int(summary.1)! > 200, "4 s of 9 controllers at 10 Hz, less the harsh network's losses")

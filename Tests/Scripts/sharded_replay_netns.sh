@@ -13,6 +13,8 @@ set -euo pipefail
 kinetrace="$1" input="$2" work="$3" shards="${4:-3}" seed="${5:-17}"
 here="$(cd "$(dirname "$0")" && pwd)"
 mkdir -p "$work"
+# When each phase ended, seconds since the start: the test prints them if it fails or runs long.
+phase() { echo "$SECONDS s: $*" >>"$work/phases.log"; }
 
 # Names unique to this run (a crashed run's leftovers never collide), at most 15 bytes for interfaces.
 tag="kt$$"
@@ -25,6 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+phase "start"
 ip netns add "$hostns"
 ip -n "$hostns" link set lo up
 for k in $(seq 1 "$shards"); do
@@ -39,6 +42,7 @@ for k in $(seq 1 "$shards"); do
   ip -n "$hostns" link set "${tag}b$k" up
 done
 
+phase "namespaces ready"
 # The reference host in its namespace, on every address, any free port.
 ip netns exec "$hostns" "$kinetrace" host --bind 0.0.0.0 --port 0 >"$work/host.out" 2>"$work/host.err" &
 host_pid=$!
@@ -46,6 +50,7 @@ for _ in $(seq 1 100); do grep -q "listening on" "$work/host.out" 2>/dev/null &&
 port="$(sed -n 's/.*listening on .*:\([0-9]*\).*/\1/p' "$work/host.out" | head -1)"
 [ -n "$port" ] || { echo "sharded_replay_netns: the host did not start: $(cat "$work/host.err")" >&2; exit 1; }
 
+phase "host listening on $port"
 common=(--controllers "${CONTROLLERS:-9}" --network "${NETWORK:-harsh}" --end "${END:-4}" --seed "$seed" --settle-ms 300)
 # Every shard starts on one instant, START_AHEAD (8) s from now, in RFC 3339 with nanoseconds:
 # room for GNU parallel, ip netns exec and the planning on a loaded machine (a shard that is not
@@ -58,10 +63,13 @@ parallel --jobs "$shards" --halt now,fail=1 \
   --shard "auto/$shards" --start-at "$start" --record "$work/shard{}.jsonl" --format json '>' "$work/shard{}.json" \
   ::: $(seq 1 "$shards")
 
+phase "shards done"
 "$kinetrace" merge "$work"/shard*.jsonl -w "$work/merged.jsonl" >"$work/merge.out"
 
+phase "merged"
 # The same replay in one process, from shard 1's namespace.
 ip netns exec "${tag}s1" "$kinetrace" replay "$input" --to "10.77.1.1:$port" "${common[@]}" \
   --record "$work/single.jsonl" --format json >"$work/single.json"
 
+phase "single replay done"
 python3 "$here/compare_shard_records.py" "$work/merged.jsonl" "$work/single.jsonl" "$start" "$work"/shard*.json
