@@ -47,7 +47,7 @@ import Testing
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let b = Self.base, ms = Self.ms
-        let a = try Self.write(dir, "a.jsonl", header: Self.header(notes: "shard 1/3", extra: #","seed":7,"shard":"1/3""#),
+        let a = try Self.write(dir, "a.jsonl", header: Self.header(notes: "shard 1/3", extra: #","seed":7,"site":"hall 1""#),
                                [Self.event(b + 1 * ms, "a1"), Self.event(b + 3 * ms, "a3"), Self.event(b + 5 * ms, "a5"), Self.event(b + 5 * ms, "a5'")])
         let bb = try Self.write(dir, "b.jsonl", header: Self.header(notes: "shard 2/3"),
                                 [Self.event(b + 2 * ms, "b2"), Self.event(b + 3 * ms, "b3"), Self.event(b + 5 * ms, "b5")])
@@ -77,7 +77,7 @@ import Testing
         })
         #expect(objects.map { $0["records"]?.integerValue } == [4, 3, 3])
         let firstExtra = try #require(objects.first?["extra"]?.objectValue)
-        #expect(firstExtra["seed"]?.integerValue == 7 && firstExtra["shard"]?.stringValue == "1/3", "\(firstExtra)")
+        #expect(firstExtra["seed"]?.integerValue == 7 && firstExtra["site"]?.stringValue == "hall 1", "\(firstExtra)")
         #expect(objects.dropFirst().allSatisfy { $0["extra"]?.objectValue?.isEmpty == true })
     }
 

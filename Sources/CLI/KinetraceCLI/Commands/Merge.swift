@@ -1,5 +1,6 @@
 import ArgumentParser
 import KinetraceJSON
+import KinetraceReplay
 import KinetraceSupport
 import KinetraceTrace
 #if canImport(Glibc)
@@ -33,9 +34,13 @@ struct Merge: ParsableCommand {
             The summary (records per input, records written, the largest reordering seen and \
             the time span) is printed to standard output.
 
+            Records of `replay --shard K/N` are checked as a set: the same N, seed and network \
+            in every one, each shard once, and none missing (--allow-missing-shards merges an \
+            incomplete set anyway, saying which shards it lacks).
+
             Exit status: 0 merged; 64 usage (writing over an input, an input given twice); \
             65 an input that is not a valid trace, out of order, of another protocol, clock or \
-            capture point, or no records at all; 66 an input is missing; 73 the output cannot \
+            capture point, shard records that do not make one set, or no records at all; 66 an input is missing; 73 the output cannot \
             be created; 74 a read or write failed.
             """)
 
@@ -50,6 +55,9 @@ struct Merge: ParsableCommand {
 
     @Option(help: ArgumentHelp("How far out of time order a record may be within its input, in seconds, from 0.001 to 3600.", valueName: "seconds"))
     var window: Double = 1
+
+    @Flag(name: .customLong("allow-missing-shards"), help: "Merge shard records even when some of the N shards are missing (they are named on standard error).")
+    var allowMissingShards = false
 
     @OptionGroup var summaryFormat: SummaryFormatOptions
 
@@ -103,6 +111,7 @@ struct Merge: ParsableCommand {
             }
             if input.records == 0 { printWarning("\(input.path) holds no records") }
         }
+        try checkShardSet(merger.headers)
         guard merger.scanned.totalRecords > 0 else {
             printError("nothing to merge: \(records.count == 1 ? "the input holds" : "none of the \(records.count) inputs holds") a record; \(write) not written")
             throw ExitStatus.dataError
@@ -113,6 +122,50 @@ struct Merge: ParsableCommand {
         switch summaryFormat.format {
         case .text: print(Self.text(summary, output: write), terminator: "")
         case .json: print(Self.json(summary, output: write).jsonText)
+        }
+    }
+
+    /// Shard records (`replay --shard`, whose header names its shard) must make one set: the
+    /// same N, seed and inputs, each shard once, none missing unless allowed. A merge of two
+    /// of three shards would otherwise pass for the whole replay.
+    func checkShardSet(_ headers: [TraceHeader]) throws {
+        let shards: [(path: String, shard: ReplayShard?, header: TraceHeader)] = zip(records, headers).map { path, header in
+            guard case .string(let text) = header.extra["shard"] else { return (path, nil, header) }
+            return (path, try? ReplayShard.parse(text, environment: [:]).get(), header)
+        }
+        guard let first = shards.first(where: { $0.header.extra["shard"] != nil }) else { return }
+        func refuse(_ message: String) throws -> Never {
+            printError(message)
+            throw ExitStatus.dataError
+        }
+        for input in shards {
+            guard let shard = input.shard else {
+                if case .string(let text) = input.header.extra["shard"] { try refuse("\(input.path): the header's shard \"\(text)\" is not K/N") }
+                try refuse("\(first.path) is a shard record (shard \(first.shard.map(\.description) ?? "?")) but \(input.path) is not: merge a whole set of shards, or records that are not shards")
+            }
+            let reference = first.shard!
+            if shard.count != reference.count {
+                try refuse("\(input.path) is shard \(shard) but \(first.path) is shard \(reference): one replay's shards share N")
+            }
+            // Not the inputs' paths: each machine may keep the input under a path of its own.
+            for key in ["seed", "network"] where input.header.extra[key] != first.header.extra[key] {
+                try refuse("\(input.path) and \(first.path) differ in \(key) (\(input.header.extra[key]?.jsonText ?? "none") against \(first.header.extra[key]?.jsonText ?? "none")): they are shards of different replays")
+            }
+        }
+        var byIndex: [Int: String] = [:]
+        for input in shards {
+            let shard = input.shard!
+            if let twin = byIndex[shard.index] { try refuse("shard \(shard) is given twice: \(twin) and \(input.path)") }
+            byIndex[shard.index] = input.path
+        }
+        let count = first.shard!.count
+        let missing = (0..<count).filter { byIndex[$0] == nil }.map { ReplayShard(index: $0, count: count).description }
+        guard !missing.isEmpty else { return }
+        let list = missing.count > 10 ? missing.prefix(10).joined(separator: ", ") + " and \(missing.count - 10) more" : missing.joined(separator: ", ")
+        if allowMissingShards {
+            printWarning("merging \(byIndex.count) of \(count) shards: missing \(list)")
+        } else {
+            try refuse("\(byIndex.count) of \(count) shards given: missing \(list) (--allow-missing-shards merges them anyway)")
         }
     }
 
