@@ -48,9 +48,12 @@ import KinetraceTrace
         var compared = 0
         for (name, bytes) in try Self.traces {
             for source in SampleSource.allCases {
-                let streamed = try DetectedTrace.read(try TraceReader(bytes: bytes, name: name), source: source, settings: settings)
+                // The budget at its default, run out part way (some controllers streamed, the rest held), and none.
+                let budget = [DetectedTrace.defaultStreamingBudget, 2 * settings.count, 0][(compared + compared / 3) % 3]
+                let streamed = try DetectedTrace.read(try TraceReader(bytes: bytes, name: name), source: source, settings: settings,
+                                                      streamingBudget: budget)
                 let held = DetectedTrace(try GestureTrace.read(try TraceReader(bytes: bytes, name: name), source: source), settings: settings)
-                let context = "\(name), \(kind.rawValue), \(source.rawValue)"
+                let context = "\(name), \(kind.rawValue), \(source.rawValue), streaming budget \(budget)"
                 #expect(streamed.controllers == held.controllers, "\(context)")
                 #expect(streamed.sampleKinds == held.sampleKinds, "\(context)")
                 #expect(streamed.sampleCounts == held.sampleCounts, "\(context)")

@@ -46,23 +46,35 @@ public struct DetectedTrace: Sendable {
     /// they come. What it finds equals `init(GestureTrace.read(reader, source:), settings:)`:
     /// the same samples are chosen (device-motion or frames, as `source` says), stale ones are
     /// left out the same way, and each detector sees them in the same order.
-    public static func read<R: TraceRecordSource>(_ reader: R, source: SampleSource = .auto,
-                                                   settings: [DetectorSettings]) throws(TraceError) -> DetectedTrace {
+    ///
+    /// Detector state costs memory per controller and setting, samples per sample: a trace of
+    /// many controllers with few samples each, swept over many settings, would cost more
+    /// streamed than held. So at most `streamingBudget` detectors run as the trace is read;
+    /// the controllers beyond keep their samples, and are detected when the trace ends.
+    public static func read<R: TraceRecordSource>(_ reader: R, source: SampleSource = .auto, settings: [DetectorSettings],
+                                                   streamingBudget: Int = defaultStreamingBudget) throws(TraceError) -> DetectedTrace {
         return try GestureEvaluation.withDetectors(settings.first?.kind ?? .threshold, settings,
-                                                   ReadingVisitor(reader: reader, source: source, settings: settings)).get()
+                                                   ReadingVisitor(reader: reader, source: source, settings: settings,
+                                                                  budget: streamingBudget)).get()
     }
 
+    /// Detectors run as a trace is read, at most: about 80 MB of detector state (a detector and
+    /// its list of detections are some 80 bytes), e.g. 10,000 controllers × 100 settings.
+    public static let defaultStreamingBudget = 1_000_000
+
     fileprivate static func read<D: GestureDetector>(_ reader: any TraceRecordSource, source: SampleSource, settings: [DetectorSettings],
-                                                 detectors: [D]) throws(TraceError) -> DetectedTrace {
+                                                     detectors: [D], budget: Int) throws(TraceError) -> DetectedTrace {
         // With `auto` a controller's samples are its device-motion ones if it has any, which only the end
         // of the trace tells: both lanes detect until then.
         var frames: [Lane<D>] = [], motion: [Lane<D>] = []
         var labels: [GestureLabel] = []
+        var budget = budget
         let feedFrames = source != .motion, feedMotion = source != .frames
         let order = try GestureTrace.scan(reader, newController: {
-            frames.append(Lane(feedFrames ? detectors : []))
-            motion.append(Lane(feedMotion ? detectors : []))
-        }, frame: { frames[$0].accept($1) }, motion: { motion[$0].accept($1) }, label: { labels.append($0) })
+            frames.append(Lane(evaluated: feedFrames))
+            motion.append(Lane(evaluated: feedMotion))
+        }, frame: { frames[$0].accept($1, detectors, &budget) }, motion: { motion[$0].accept($1, detectors, &budget) },
+           label: { labels.append($0) })
         var chosen: [Lane<D>] = [], kinds: [SampleSource] = []
         for c in order.indices {
             let useMotion = switch source {
@@ -77,7 +89,7 @@ public struct DetectedTrace: Sendable {
                              sampleCounts: chosen.map(\.count), sampleContents: chosen.map(\.contents),
                              lacksGravity: chosen.map(\.lacksGravity), labels: labels, kind: settings.first?.kind ?? .threshold,
                              settingCount: settings.count,
-                             detections: chosen.map { $0.found.isEmpty ? Array(repeating: [], count: settings.count) : $0.found })
+                             detections: chosen.map { $0.detections(detectors) })
     }
 
     private init(source: String, header: TraceHeader, controllers: [Endpoint], sampleKinds: [SampleSource], sampleCounts: [Int],
@@ -97,24 +109,26 @@ public struct DetectedTrace: Sendable {
     }
 
     /// One controller's samples of one kind, as they arrive: counted, checked for staleness
-    /// as `GestureTrace.dropStale` does, and fed to the detectors (none: a lane not evaluated).
+    /// as `GestureTrace.dropStale` does, and fed to the detectors, made on the first sample while
+    /// the budget lasts; past it, kept and detected at the end (`detections`).
     struct Lane<D: GestureDetector> {
+        /// Whether this kind of sample is evaluated at all (`SampleSource`).
+        let evaluated: Bool
         var received = 0
         var count = 0
         var contents = SampleContents.everything
         var lacksGravity = false
         var newestMs: UInt64?
-        var detectors: [D]
-        var found: [[Detection]]
+        var detectors: [D] = []
+        var found: [[Detection]] = []
+        /// Samples kept for detection at the end, when the budget was spent before this lane's first.
+        var held: [GestureSample]?
 
-        init(_ detectors: [D]) {
-            self.detectors = detectors
-            found = Array(repeating: [], count: detectors.count)
-        }
+        init(evaluated: Bool) { self.evaluated = evaluated }
 
-        mutating func accept(_ sample: GestureSample) {
+        mutating func accept(_ sample: GestureSample, _ template: [D], _ budget: inout Int) {
             received += 1
-            guard !detectors.isEmpty else { return }
+            guard evaluated else { return }
             if sample.contents.contains(.senderClock) {
                 if let newestMs, sample.tMs <= newestMs { return }
                 newestMs = sample.tMs
@@ -122,7 +136,26 @@ public struct DetectedTrace: Sendable {
             count += 1
             contents.formIntersection(sample.contents)
             if sample.gravity == nil { lacksGravity = true }
+            if held != nil {
+                held!.append(sample)
+                return
+            }
+            if count == 1 {
+                guard budget >= template.count else {
+                    held = [sample]
+                    return
+                }
+                budget -= template.count
+                detectors = template
+                found = Array(repeating: [], count: template.count)
+            }
             GestureEvaluation.feed(sample, to: &detectors, into: &found)
+        }
+
+        /// Each setting's detections over the lane's samples.
+        func detections(_ template: [D]) -> [[Detection]] {
+            if let held { return GestureEvaluation.run(template, held) }
+            return count == 0 ? Array(repeating: [], count: template.count) : found
         }
     }
 }
@@ -131,8 +164,10 @@ public struct DetectedTrace: Sendable {
 /// held as an existential, so that the visitor is one concrete type and each detector type's
 /// reading loop is specialised (a reader's generic parameter would keep the loop generic).
 private struct ReadingVisitor: DetectorVisitor {
-    let reader: any TraceRecordSource, source: SampleSource, settings: [DetectorSettings]
+    let reader: any TraceRecordSource, source: SampleSource, settings: [DetectorSettings], budget: Int
     func visit<D: GestureDetector>(_ detectors: [D]) -> Result<DetectedTrace, TraceError> {
-        Result { () throws(TraceError) in try DetectedTrace.read(reader, source: source, settings: settings, detectors: detectors) }
+        Result { () throws(TraceError) in
+            try DetectedTrace.read(reader, source: source, settings: settings, detectors: detectors, budget: budget)
+        }
     }
 }
