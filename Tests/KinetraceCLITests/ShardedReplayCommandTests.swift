@@ -96,7 +96,8 @@ import Testing
         let host = try Background.kinetrace("host", "--port", "0")
         let port = try KinetraceTestSupport.port(in: try host.waitForLine(startingWith: "listening on"))
         let record = directory.appendingPathComponent("shard.jsonl").path
-        let startNs = (Int64(Date().timeIntervalSince1970 * 1000) + 1500) * 1_000_000
+        // 4 s ahead: room for loading and planning on a loaded CI machine (a shard not ready in time refuses, exit 64).
+        let startNs = (Int64(Date().timeIntervalSince1970 * 1000) + 4000) * 1_000_000
         let instant = rfc3339(startNs)
         let result = try kinetrace(["replay", Self.session, "--to", "127.0.0.1:\(port)", "--end", "1", "--controllers", "5",
                                     "--shard", "2/2", "--start-at", instant, "--record", record, "--format", "json"])
