@@ -85,6 +85,8 @@ import KinetraceTrace
         let (name, bytes) = try #require(traces.last)
         let plain = try #require(traces.first { $0.name == "synthetic-session.jsonl" })
         let settings = try Self.settings(.motionlinkV1)
+        // The altered trace has hundreds of frames more, every one of them stale.
+        #expect(bytes.filter { $0 == 0x0A }.count > plain.bytes.filter { $0 == 0x0A }.count + 300)
         let withStale = try DetectedTrace.read(try TraceReader(bytes: bytes, name: name), source: .frames, settings: settings)
         let without = try DetectedTrace.read(try TraceReader(bytes: plain.bytes, name: plain.name), source: .frames, settings: settings)
         #expect(withStale.sampleCounts == without.sampleCounts, "every added frame was stale")

@@ -181,6 +181,22 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
     public enum Step: Hashable, Sendable {
         case send(ScheduledSend)
         case impairment(ImpairmentRecord)
+
+        /// The virtual controller the step belongs to.
+        public var controller: Int {
+            switch self {
+            case .send(let send): send.controller
+            case .impairment(let record): record.controller
+            }
+        }
+
+        /// The same step, on controller `v` (a shard numbers its controllers its own way).
+        public func with(controller v: Int) -> Step {
+            switch self {
+            case .send(var send): send.controller = v; return .send(send)
+            case .impairment(var record): record.controller = v; return .impairment(record)
+            }
+        }
     }
 
     public let options: ReplayOptions
@@ -468,7 +484,10 @@ public struct ScheduleDigest: Hashable, Sendable, CustomStringConvertible {
         value = (value ^ UInt64(b)) &* 0x0000_0100_0000_01B3
     }
 
-    public var description: String {
+    public var description: String { Self.hex(value) }
+
+    /// 16 hex digits, zero-padded: how digests are printed.
+    public static func hex(_ value: UInt64) -> String {
         let hex = String(value, radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
     }

@@ -39,13 +39,6 @@ public struct ReplayShard: Hashable, Sendable, CustomStringConvertible {
     /// How many of `total` controllers the share holds.
     public func controllers(of total: Int) -> Int { total > index ? (total - index + count - 1) / count : 0 }
 
-    /// Environment variables that name a shard, in the order they are read for `auto`.
-    public static let environmentSources = [
-        "JOB_COMPLETION_INDEX (a Kubernetes Indexed Job, 0-based)",
-        "SLURM_ARRAY_TASK_ID (a Slurm job array, from SLURM_ARRAY_TASK_MIN; N from SLURM_ARRAY_TASK_COUNT)",
-        "PARALLEL_SEQ (GNU parallel's job number, 1-based)",
-    ]
-
     /// Parses `K/N` (1 ≤ K ≤ N), `auto` or `auto/N`. For `auto`, K comes from the
     /// first of JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID and PARALLEL_SEQ that is
     /// set, and N from `auto/N` or SLURM_ARRAY_TASK_COUNT. The error is one line
@@ -132,11 +125,7 @@ public struct ShareDigest: Hashable, Sendable, CustomStringConvertible {
 
     /// Adds a step of the whole schedule that belongs to the share (the caller filters).
     public mutating func add(_ step: ReplaySchedule.Step) {
-        let v: Int = switch step {
-        case .send(let s): s.controller
-        case .impairment(let r): r.controller
-        }
-        perController[v, default: ScheduleDigest()].add(step)
+        perController[step.controller, default: ScheduleDigest()].add(step)
     }
 
     public var value: UInt64 {
@@ -155,10 +144,5 @@ public struct ShareDigest: Hashable, Sendable, CustomStringConvertible {
         return z ^ (z >> 31)
     }
 
-    public var description: String { Self.hex(value) }
-
-    public static func hex(_ value: UInt64) -> String {
-        let hex = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
-    }
+    public var description: String { ScheduleDigest.hex(value) }
 }

@@ -109,9 +109,6 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
             throw ReplayError(.emptyInput, "nothing to replay: the input has no controller→host messages in the selected range"
                               + " (for a pcap, --port must name the host's port)")
         }
-        guard count > 0 else {
-            throw ReplayError(.badOptions, "shard \(shard) holds none of the replay's \(schedule.controllerCount) controller(s)")
-        }
         // Before anything is opened: an agreed instant already (nearly) past cannot be kept.
         let marginNs = 50_000_000 + 2 * planningNs
         if let startAt = c.startAtWallNs {
@@ -210,7 +207,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
 
         sending: while let whole = schedule.next() {
             // The whole plan is walked (its draws are the single process's); only the share is sent.
-            guard let step = Self.share(whole, of: shard) else { continue }
+            guard let step = shard == .whole ? whole : Self.share(whole, of: shard) else { continue }
             switch step {
             case .impairment(let impairment):
                 lock.withLock {
@@ -337,16 +334,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
 
     /// The step with its controller renumbered within the share, or nil when it is another shard's.
     static func share(_ step: ReplaySchedule.Step, of shard: ReplayShard) -> ReplaySchedule.Step? {
-        switch step {
-        case .send(var send):
-            guard let local = shard.local(send.controller) else { return nil }
-            send.controller = local
-            return .send(send)
-        case .impairment(var impairment):
-            guard let local = shard.local(impairment.controller) else { return nil }
-            impairment.controller = local
-            return .impairment(impairment)
-        }
+        shard.local(step.controller).map { step.with(controller: $0) }
     }
 
     private static func seconds(_ ns: Int64) -> String {

@@ -138,12 +138,15 @@ struct Merge: ParsableCommand {
             printError(message)
             throw ExitStatus.dataError
         }
-        for input in shards {
-            guard let shard = input.shard else {
-                if case .string(let text) = input.header.extra["shard"] { try refuse("\(input.path): the header's shard \"\(text)\" is not K/N") }
-                try refuse("\(first.path) is a shard record (shard \(first.shard.map(\.description) ?? "?")) but \(input.path) is not: merge a whole set of shards, or records that are not shards")
-            }
-            let reference = first.shard!
+        for input in shards where input.shard == nil {
+            if let value = input.header.extra["shard"] { try refuse("\(input.path): the header's shard \(value.jsonText) is not K/N") }
+            try refuse("\(first.path) is a shard record but \(input.path) is not: merge a whole set of shards, or records that are not shards")
+        }
+        // Every input is a parsed shard from here on.
+        let parsed = shards.map { (path: $0.path, shard: $0.shard!, header: $0.header) }
+        let reference = parsed[0].shard
+        for input in parsed {
+            let shard = input.shard
             if shard.count != reference.count {
                 try refuse("\(input.path) is shard \(shard) but \(first.path) is shard \(reference): one replay's shards share N")
             }
@@ -153,12 +156,12 @@ struct Merge: ParsableCommand {
             }
         }
         var byIndex: [Int: String] = [:]
-        for input in shards {
-            let shard = input.shard!
+        for input in parsed {
+            let shard = input.shard
             if let twin = byIndex[shard.index] { try refuse("shard \(shard) is given twice: \(twin) and \(input.path)") }
             byIndex[shard.index] = input.path
         }
-        let count = first.shard!.count
+        let count = reference.count
         let missing = (0..<count).filter { byIndex[$0] == nil }.map { ReplayShard(index: $0, count: count).description }
         guard !missing.isEmpty else { return }
         let list = missing.count > 10 ? missing.prefix(10).joined(separator: ", ") + " and \(missing.count - 10) more" : missing.joined(separator: ", ")

@@ -489,8 +489,7 @@ struct Replay: ParsableCommand {
         while let step = schedule.next() {
             // The whole plan's digest in every shard (the same draws as one process); the rest counts the share.
             digest.add(step)
-            let controller = switch step { case .send(let s): s.controller; case .impairment(let r): r.controller }
-            guard shard.contains(controller: controller) else { continue }
+            guard shard.contains(controller: step.controller) else { continue }
             share.add(step)
             switch step {
             case .send(let send):
