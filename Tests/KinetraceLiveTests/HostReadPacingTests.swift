@@ -1,0 +1,113 @@
+import Foundation
+@testable import KinetraceHost
+import KinetraceSupport
+import KinetraceTestSupport
+import KinetraceTransport
+import KinetraceWire
+import Logging
+import Testing
+
+/// The reference host reads in batches under load (ReadPacing) and is woken
+/// per datagram otherwise; either way it must handle every datagram and
+/// answer every trigger, and return to answering at once when load ends.
+@Suite(.serialized) struct HostReadPacingTests {
+    @Test func aBatchOfFourOrMoreDelaysTheNextReadAndASmallerOneDoesNot() {
+        var pacing = ReadPacing(intervalNs: 100_000)
+        for n in 0..<ReadPacing.loadedBatch {
+            pacing.datagrams = n
+            #expect(pacing.endBatch() == nil, "a batch of \(n) means the host keeps up")
+            #expect(pacing.datagrams == 0, "each batch starts from zero")
+        }
+        pacing.datagrams = ReadPacing.loadedBatch
+        #expect(pacing.endBatch() == 100_000)
+        pacing.datagrams = 5_000
+        #expect(pacing.endBatch() == 100_000)
+        #expect(pacing.endBatch() == nil, "an empty batch after a loaded one reads at once")
+        #expect(pacing.deferred == 2)
+
+        var immediate = ReadPacing(intervalNs: nil)
+        immediate.datagrams = 5_000
+        #expect(immediate.endBatch() == nil, "--immediate-mode never delays a read")
+    }
+
+    /// 40 controllers each send a burst of 100 frames as fast as the kernel takes
+    /// them (the host batches), then, after a pause, one trigger each: every frame
+    /// is handled and every trigger answered, in batched and in immediate mode.
+    @Test(arguments: [Int64(100_000), nil])
+    func everyDatagramIsHandledAndEveryTriggerAnswered(intervalNs: Int64?) throws {
+        var configuration = ReferenceHost.Configuration(wireProtocol: MotionLinkV1.self)
+        configuration.port = 0
+        configuration.readBatchIntervalNs = intervalNs
+        let host = try ReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        defer { _ = try? host.shutdown() }
+        let target = try SocketAddressBox.resolve("127.0.0.1:\(host.localAddress.port!)")
+        let controllers = try (0..<40).map { _ throws(SocketError) in try ConnectedUDPSocket(to: target) }
+        let burst = 100
+        // Under 4 MB of receive buffer: 4,000 frames of about 1 KB of kernel memory each.
+        for n in 0..<burst {
+            for socket in controllers {
+                #expect(socket.send(MotionFrame(tMs: UInt64(1_000 + n), ay: 0).encoded()) == nil)
+            }
+        }
+        let afterBurst = try waitFor { try host.statistics().datagrams == controllers.count * burst }
+        let handled = try host.statistics().datagrams
+        #expect(afterBurst, "the host handled \(handled) of \(controllers.count * burst) frames")
+
+        // Load has ended: each trigger is answered, and each controller gets exactly one ack.
+        for socket in controllers {
+            #expect(socket.send(MotionFrame(tMs: 10_000, ay: 0.9).encoded()) == nil)
+        }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        for (index, socket) in controllers.enumerated() {
+            var ack: HapticAck?
+            let deadline = SystemClock.monotonicNs() + 5_000_000_000
+            while ack == nil && SystemClock.monotonicNs() < deadline {
+                if case .datagram(let n, _) = socket.receive(into: &buffer) {
+                    ack = buffer.withUnsafeBytes { bytes in try? HapticAck.decode(UnsafeRawBufferPointer(rebasing: bytes[0..<n])) }
+                } else {
+                    usleep(500)
+                }
+            }
+            #expect(ack?.echoTMs == 10_000, "controller \(index) got \(String(describing: ack))")
+        }
+        let stats = try host.statistics()
+        #expect(stats.datagrams == controllers.count * (burst + 1))
+        #expect(stats.validFrames == stats.datagrams)
+        #expect(stats.triggers == controllers.count)
+        #expect(stats.acksSent == controllers.count)
+        if intervalNs == nil {
+            #expect(stats.deferredReads == 0)
+        } else {
+            #expect(stats.deferredReads > 0, "4,000 frames sent at once put off at least one read")
+        }
+    }
+
+    /// `--immediate-mode` turns pacing off for a UDP host, and is refused where there is none.
+    @Test func immediateModeServesAndIsRefusedWithoutAUDPSocket() throws {
+        let host = try Background.kinetrace("host", "--port", "0", "--immediate-mode", "--format", "json")
+        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
+        let sim = try kinetrace("simulate", "--to", "127.0.0.1:\(port)", "--controllers", "2", "--duration", "2",
+                                "--script", "random", "--seed", "3", "--format", "json")
+        #expect(sim.status == 0, "\(sim.stderr)")
+        let result = try host.stop(SIGTERM)
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = try #require(result.stdout.split(separator: "\n").last.map(String.init))
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
+        #expect((report["datagrams"] as? Int ?? 0) >= 2 * 15, "\(summary)")
+
+        for extra in [["--stdio"], ["--protocol", "attitude-stream"]] {
+            let refused = try kinetrace(["host", "--port", "0", "--immediate-mode"] + extra, timeout: 10)
+            #expect(refused.status == 64, "\(extra): \(refused.stderr)")
+            #expect(refused.stderr.contains("--immediate-mode applies to a UDP host"), "\(refused.stderr)")
+        }
+    }
+
+    private func waitFor(_ condition: () throws -> Bool) throws -> Bool {
+        let deadline = SystemClock.monotonicNs() + 10_000_000_000
+        while SystemClock.monotonicNs() < deadline {
+            if try condition() { return true }
+            usleep(1_000)
+        }
+        return try condition()
+    }
+}
