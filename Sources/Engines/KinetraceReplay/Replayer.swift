@@ -16,8 +16,8 @@ import NIOConcurrencyHelpers
 /// Sends a replay schedule to a host and matches its acks.
 ///
 /// The calling thread sends, against absolute CLOCK_MONOTONIC deadlines
-/// (sleep, then a short spin), with each message built before its deadline;
-/// a second thread receives. Replies are matched to samples by the stamp
+/// (sleep, then a short spin); a planner thread builds the messages ahead of
+/// it (`PlannerThread`), and a third thread receives. Replies are matched to samples by the stamp
 /// they echo, per controller.
 public final class Replayer: @unchecked Sendable {  // mutable state is behind `lock`
     public struct Configuration: Sendable {
@@ -205,9 +205,10 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         var timedOut = false
         var previousDeadline = anchorMono
 
-        sending: while let whole = schedule.next() {
-            // The whole plan is walked (its draws are the single process's); only the share is sent.
-            guard let step = shard == .whole ? whole : Self.share(whole, of: shard) else { continue }
+        // The whole plan is walked (its draws are the single process's); only the share is sent.
+        let planner = PlannerThread(schedule: schedule, share: shard == .whole ? { $0 } : { Self.share($0, of: shard) })
+        defer { planner.stop() }
+        sending: while let step = planner.next() {
             switch step {
             case .impairment(let impairment):
                 lock.withLock {
@@ -281,6 +282,8 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                 }
             }
         }
+
+        planner.stop()
 
         // Late acks still count: wait for the outstanding ones (and for an exec
         // host to finish its output), within the settle time and the timeout.

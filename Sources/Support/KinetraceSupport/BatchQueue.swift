@@ -1,0 +1,90 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A bounded queue of batches between one producer thread and one consumer
+/// thread. Elements travel a batch at a time, so the lock is taken once a
+/// batch, not once an element; a full queue blocks the producer (memory stays
+/// bounded) and an empty one blocks the consumer, on condition variables.
+public final class BatchQueue<Element>: @unchecked Sendable {  // state is behind `mutex`
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let changed: UnsafeMutablePointer<pthread_cond_t>
+    /// A ring of `capacity` slots: `count` batches from `head` on.
+    private var slots: [[Element]]
+    private var head = 0
+    private var count = 0
+    private var finished = false
+    private var cancelled = false
+    /// Batches held at most.
+    public let capacity: Int
+
+    public init(capacity: Int) {
+        precondition(capacity > 0, "a queue holds at least one batch")
+        self.capacity = capacity
+        slots = Array(repeating: [], count: capacity)
+        mutex = .allocate(capacity: 1)
+        changed = .allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(changed, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(changed)
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+        changed.deallocate()
+    }
+
+    private func withLock<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
+    }
+
+    /// Producer: adds a batch, waiting while the queue is full. False once the consumer cancelled.
+    @discardableResult
+    public func put(_ batch: [Element]) -> Bool {
+        withLock {
+            while count >= capacity && !cancelled { pthread_cond_wait(changed, mutex) }
+            guard !cancelled else { return false }
+            slots[(head + count) % capacity] = batch
+            count += 1
+            pthread_cond_broadcast(changed)
+            return true
+        }
+    }
+
+    /// Producer: no more batches will come.
+    public func finish() {
+        withLock {
+            finished = true
+            pthread_cond_broadcast(changed)
+        }
+    }
+
+    /// Consumer: the next batch, waiting while the queue is empty; nil once it is finished and drained, or cancelled.
+    public func take() -> [Element]? {
+        withLock {
+            while count == 0 && !finished && !cancelled { pthread_cond_wait(changed, mutex) }
+            guard !cancelled, count > 0 else { return nil }
+            let batch = slots[head]
+            slots[head] = []
+            head = (head + 1) % capacity
+            count -= 1
+            pthread_cond_broadcast(changed)
+            return batch
+        }
+    }
+
+    /// Consumer: stop early; a producer waiting for room is released and its `put` returns false.
+    public func cancel() {
+        withLock {
+            cancelled = true
+            pthread_cond_broadcast(changed)
+        }
+    }
+}
