@@ -17,6 +17,7 @@
 #                    ./autogen.sh && ./configure --prefix=/tmp/tcpreplay-4.5.5 && make install
 #                    TCPREPLAY=/tmp/tcpreplay-4.5.5/bin/tcpreplay Benchmarks/replay/run.sh
 #   LOADS          "name controllers rate_hz duration_s;..." instead of the built-in loads
+#   HOST_EXTRA     options for the reference host (e.g. --immediate-mode)
 # Needs root (capture and tcpreplay on lo). Writes results/results.{json,md}.
 # Exits non-zero only on harness errors; missed targets are reported, not asserted.
 set -euo pipefail
@@ -153,7 +154,7 @@ meta="$work/meta.txt"
   echo "kinetrace_version=$("$bin" --version 2>&1 | head -1)"
   echo "kinetrace_replay_available=$have_replay"
   echo "kinetrace_options=$([ "$have_replay" = 1 ] && echo "${replay_opts[*]}" || echo "n/a")"
-  echo "sink=kinetrace host --port 0 (reference host on 127.0.0.1)"
+  echo "sink=kinetrace host --port 0 ${HOST_EXTRA:+$HOST_EXTRA }(reference host on 127.0.0.1)"
 } >"$meta"
 manifest="$work/manifest.tsv"
 : >"$manifest"
@@ -196,7 +197,8 @@ for load in "${loads[@]}"; do
 
   # kinetrace replay needs a live sink: it stops on ICMP port unreachable.
   # The reference host on an ephemeral port also sends the acks back.
-  "$bin" host --port 0 >"$dir/host.log" 2>&1 &
+  # shellcheck disable=SC2086  # HOST_EXTRA is meant to split into words
+  "$bin" host --port 0 ${HOST_EXTRA:-} >"$dir/host.log" 2>&1 &
   host_pid=$!
   pids+=("$host_pid")
   port=""

@@ -161,12 +161,12 @@ final class TraceRecorder: @unchecked Sendable {  // used only on the host's eve
     }
 }
 
-/// How the datagram host paces its reads, as a NIC driver under NAPI does: a batch of one or two
-/// datagrams means the host keeps up, and it is woken for the next datagram; a bigger batch means
+/// How the datagram host paces its reads, as a NIC driver under NAPI does: a batch of fewer than
+/// four datagrams means the host keeps up, and it is woken for the next one; a bigger batch means
 /// datagrams queue while it works, and it reads again after the interval instead of being woken for
-/// each one. A sender on the same machine pays for every wake-up (a cross-CPU interrupt, about 5 µs
-/// on a VM), which at 100,000 datagrams/s costs it half a core; batching costs each datagram at
-/// most the interval in added latency, and only under load.
+/// each one. A sender on the same machine pays for every wake-up in its `send` (at 100,000
+/// datagrams/s, a sixth of a replay's time in `perf`); batching costs a datagram at most the
+/// interval in added latency, and only under load.
 struct ReadPacing {
     /// 100 µs: about ten datagrams a batch at 100,000 datagrams/s.
     static let defaultIntervalNs: Int64 = 100_000

@@ -17,8 +17,8 @@ import NIOConcurrencyHelpers
 ///
 /// The calling thread sends, against absolute CLOCK_MONOTONIC deadlines
 /// (sleep, then a short spin); a planner thread builds the messages ahead of
-/// it (`PlannerThread`), and a third thread receives. Replies are matched to samples by the stamp
-/// they echo, per controller.
+/// it (`PlannerThread`), and a third thread receives. Replies are matched to
+/// samples by the stamp they echo, per controller.
 public final class Replayer: @unchecked Sendable {  // mutable state is behind `lock`
     public struct Configuration: Sendable {
         public var target: LinkTarget
