@@ -267,9 +267,10 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     report.controllers[send.controller].sent += 1
                     if c.options.timing == .original { report.lateness.record(ns: Swift.max(0, sentMono - deadline)) }
                     if let tMs = send.tMs, sentAt[send.controller][tMs] == deadline { sentAt[send.controller][tMs] = sentMono }
-                    unlockedRecord(.message(MessageRecord(
+                    // Built only when recording: it copies the payload and looks the endpoint up.
+                    if writer != nil { unlockedRecord(.message(MessageRecord(
                         timeNs: sentWall, direction: .controllerToHost, source: link.endpoint(of: send.controller),
-                        destination: link.hostEndpoint, payload: send.payload)))
+                        destination: link.hostEndpoint, payload: send.payload))) }
                     return sentMono
                 }
                 if let progress = c.progress, sentMono - lastProgress > 250_000_000 {
