@@ -151,9 +151,10 @@ struct Host: ParsableCommand {
             }
             let forgotten = stats.forgottenIdle + stats.forgottenOverCapacity == 0 ? ""
                 : "; forgot \(stats.forgottenIdle) idle controller(s) and \(stats.forgottenOverCapacity) over the maximum"
+            let paced = stats.deferredReads == 0 ? "" : "; under load, \(stats.deferredReads) reads put off by 100 µs"
             emit("received \(stats.datagrams) datagrams from \(stats.controllers) controller(s): \(stats.validFrames) valid frames"
                      + " (\(stats.staleFrames) stale), invalid: \(invalid.isEmpty ? "none" : invalid); "
-                     + "\(stats.triggers) triggers, \(stats.acksSent) acks sent" + forgotten)
+                     + "\(stats.triggers) triggers, \(stats.acksSent) acks sent" + forgotten + paced)
         case .json:
             var members: [String: JSONValue] = [
                 "datagrams": .integer(Int64(stats.datagrams)), "valid_frames": .integer(Int64(stats.validFrames)),
@@ -167,6 +168,8 @@ struct Host: ParsableCommand {
                 members["connections_refused"] = .integer(Int64(stats.connectionsRefused))
                 members["closed_mid_record"] = .integer(Int64(stats.closedMidRecord))
                 members["framing_errors"] = .integer(Int64(stats.framingErrors))
+            } else if !stdio {
+                members["deferred_reads"] = .integer(Int64(stats.deferredReads))
             }
             emit(JSONValue.object(members).jsonText)
         }
