@@ -82,8 +82,10 @@ struct Convert: ParsableCommand {
         let kind = try outputKind()
         let summary = try reportingFailures { () throws(TraceError) -> ConversionSummary in
             // Records as stored: a byte-stream protocol's chunks keep their boundaries.
-            let reader = try openInput(path: input, wireProtocol: inputOptions.wire.given, port: inputOptions.port, framed: false)
-            let capture = reader as? PcapTraceReader
+            let opened = try openInput(path: input, wireProtocol: inputOptions.wire.given, port: inputOptions.port, framed: false)
+            // A capture's packet counts are read only after the last record: by then its reading thread is done.
+            let capture = opened as? PcapTraceReader
+            let reader = readingAhead(opened)
             var summary = ConversionSummary(input: input, inputFormat: capture?.fileFormat ?? .trace,
                                             output: output, outputKind: kind)
             if let capture { summary.linkType = capture.linkType.description }

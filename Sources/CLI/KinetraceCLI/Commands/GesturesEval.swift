@@ -219,7 +219,7 @@ struct GesturesEval: ParsableCommand {
             let readStart = SystemClock.monotonicNs()
             // Detected as read: memory for the detections, not the samples.
             let trace = try reportingFailures { () throws(TraceError) -> DetectedTrace in
-                let reader = try openInput(path: path, wireProtocol: input.wire.given, port: input.port)
+                let reader = try openInputReadingAhead(path: path, wireProtocol: input.wire.given, port: input.port)
                 let trace = try DetectedTrace.read(reader, source: source, settings: settings)
                 if let truncation = reader.truncation { printWarning("\(path): \(truncation)") }
                 return trace

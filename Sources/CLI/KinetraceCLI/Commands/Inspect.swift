@@ -29,7 +29,7 @@ struct Inspect: ParsableCommand {
         let rule = ruleOptions.rule
         var bytes: (file: Int, uncompressed: Int)?
         let summary = try reportingFailures { () throws(TraceError) -> TraceSummary in
-            let reader = try openInput(path: file, wireProtocol: input.wire.given, port: input.port)
+            let reader = try openInputReadingAhead(path: file, wireProtocol: input.wire.given, port: input.port)
             var summarizer = TraceSummarizer(source: reader.source, header: reader.header, wireProtocol: reader.wireProtocol, rule: rule)
             var progress = Progress(label: "records read")
             var recordCount = 0

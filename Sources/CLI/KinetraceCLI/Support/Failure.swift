@@ -157,3 +157,17 @@ func openInput(path: String, wireProtocol: (any WireProtocol.Type)? = nil, port:
     if let note = source.readingNote { printNote(note) }
     return source
 }
+
+/// `openInput`, read ahead on a thread of its own when the caller does real work per record
+/// (`PrefetchingRecordSource`). Byte streams stay as they are: their unfinished streams are
+/// the framing source's to report.
+func openInputReadingAhead(path: String, wireProtocol: (any WireProtocol.Type)? = nil, port: UInt16? = nil,
+                           framed: Bool = true) throws(TraceError) -> any TraceRecordSource {
+    readingAhead(try openInput(path: path, wireProtocol: wireProtocol, port: port, framed: framed))
+}
+
+/// The source read ahead on a thread of its own, unless it is a byte-stream framing source.
+/// From here on only the result may read it; what it counted is safe to ask once the result has ended.
+func readingAhead(_ source: any TraceRecordSource) -> any TraceRecordSource {
+    source is FramingRecordSource ? source : PrefetchingRecordSource(source)
+}

@@ -1,0 +1,104 @@
+import KinetraceSupport
+import KinetraceWire
+
+/// Reads another source's records on a thread of its own, a bounded number of
+/// batches ahead, so parsing and what the caller does with each record run on
+/// two cores. The records, their order, the error that ends them and what the
+/// source says at the end (truncation, unknown records) are the source's own.
+///
+/// The wrapped source belongs to the reading thread from `init` on: use it
+/// only through this. A byte-stream source (`FramingRecordSource`) reports
+/// unfinished streams that only it knows, so it is best left unwrapped.
+public final class PrefetchingRecordSource: TraceRecordSource {
+    public let source: String
+    public let header: TraceHeader
+    public let wireProtocol: any WireProtocol.Type
+
+    /// What the source said after reading a batch; the caller sees the one of the batch it is in.
+    private struct Snapshot {
+        var truncation: TraceTruncation?
+        var unknownRecordCount = 0
+        var readingNote: String?
+        var bytesRead: (file: Int, uncompressed: Int)?
+    }
+
+    private enum Item {
+        case record(TraceRecord)
+        case snapshot(Snapshot)
+        case failure(TraceError)
+    }
+
+    private let queue: BatchQueue<Item>
+    private var thread: WorkerThread?
+    private var batch: [Item] = []
+    private var index = 0
+    private var snapshot: Snapshot
+    private var ended = false
+
+    /// 1,024 records a batch, 8 batches ahead: a few megabytes at most.
+    public init(_ base: any TraceRecordSource, batchSize: Int = 1024, batchesAhead: Int = 8) {
+        precondition(batchSize > 0)
+        source = base.source
+        header = base.header
+        wireProtocol = base.wireProtocol
+        snapshot = Snapshot(truncation: base.truncation, unknownRecordCount: base.unknownRecordCount,
+                            readingNote: base.readingNote, bytesRead: base.bytesRead)
+        let queue = BatchQueue<Item>(capacity: batchesAhead)
+        self.queue = queue
+        thread = WorkerThread {
+            var items: [Item] = []
+            items.reserveCapacity(batchSize + 1)
+            func handOver() -> Bool {
+                items.append(.snapshot(Snapshot(truncation: base.truncation, unknownRecordCount: base.unknownRecordCount,
+                                                readingNote: base.readingNote, bytesRead: base.bytesRead)))
+                guard queue.put(items) else { return false }
+                items = []
+                items.reserveCapacity(batchSize + 1)
+                return true
+            }
+            do throws(TraceError) {
+                while let record = try base.next() {
+                    items.append(.record(record))
+                    if items.count == batchSize { guard handOver() else { return } }
+                }
+            } catch {
+                items.append(.failure(error))
+            }
+            guard handOver() else { return }
+            queue.finish()
+        }
+    }
+
+    deinit {
+        queue.cancel()
+        thread?.join()
+    }
+
+    public func next() throws(TraceError) -> TraceRecord? {
+        while !ended {
+            if index == batch.count {
+                guard let taken = queue.take() else {
+                    ended = true
+                    break
+                }
+                batch = taken
+                index = 0
+            }
+            let item = batch[index]
+            index += 1
+            switch item {
+            case .record(let record): return record
+            case .snapshot(let state): snapshot = state
+            case .failure(let error):
+                ended = true
+                throw error
+            }
+        }
+        return nil
+    }
+
+    public var truncation: TraceTruncation? { snapshot.truncation }
+    public var unknownRecordCount: Int { snapshot.unknownRecordCount }
+    public var readingNote: String? { snapshot.readingNote }
+    public var bytesRead: (file: Int, uncompressed: Int)? { snapshot.bytesRead }
+}
