@@ -127,7 +127,7 @@ struct Latency: ParsableCommand {
     }
 
     static func analyse(path: String, input: CaptureInputOptions, options: LatencyOptions) throws(TraceError) -> LatencyAnalysis {
-        let reader = try openInput(path: path, wireProtocol: input.wire.given, port: input.port)
+        let reader = try openInputReadingAhead(path: path, wireProtocol: input.wire.given, port: input.port)
         var collector = LatencyCollector(header: reader.header, wireProtocol: reader.wireProtocol)
         var progress = Progress(label: "\(path): records read")
         var count = 0
