@@ -2,6 +2,7 @@ import Foundation
 @testable import KinetraceHost
 import KinetraceSupport
 import KinetraceTestSupport
+import KinetraceTrace
 import KinetraceTransport
 import KinetraceWire
 import Logging
@@ -121,6 +122,32 @@ import Testing
         let report = try #require(try JSONSerialization.jsonObject(with: Data(summary.utf8)) as? [String: Any])
         #expect(report["datagrams"] as? Int == 4_000, "\(summary)")
         #expect((report["deferred_reads"] as? Int ?? 0) > 0, "\(summary)")
+    }
+
+    /// A read of many datagrams at once keeps each whole, up to 4,096 bytes (a KeepCalm message
+    /// was cut to 128 bytes when NIO split its default 2 KB buffer among 16 datagrams).
+    @Test func datagramsReadTogetherArriveWhole() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let tracePath = dir.appendingPathComponent("host.jsonl").path
+        var configuration = ReferenceHost.Configuration(wireProtocol: MotionLinkV1.self)
+        configuration.port = 0
+        configuration.tracePath = tracePath
+        let host = try ReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let target = try SocketAddressBox.resolve("127.0.0.1:\(host.localAddress.port!)")
+        let socket = try ConnectedUDPSocket(to: target)
+        let sizes = [36, 129, 1_000, 2_049, 4_096] + Array(repeating: 36, count: 40)
+        for (n, size) in sizes.enumerated() {  // sent at once, so read in batches
+            #expect(socket.send([UInt8](repeating: UInt8(truncatingIfNeeded: n), count: size)) == nil)
+        }
+        #expect(try waitFor { try host.statistics().datagrams == sizes.count })
+        _ = try host.shutdown()
+        let reader = try TraceReader(path: tracePath)
+        var lengths: [Int] = []
+        while let record = try reader.next() {
+            if case .message(let message) = record { lengths.append(message.payload.count) }
+        }
+        #expect(lengths == sizes)
     }
 
     private func waitFor(_ condition: () throws -> Bool) throws -> Bool {
