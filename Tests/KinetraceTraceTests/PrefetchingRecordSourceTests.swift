@@ -69,6 +69,38 @@ import KinetraceWire
         #expect(ahead.bytesRead?.uncompressed == plain.bytesRead?.uncompressed)
     }
 
+    /// A batch that would take the queue past its weight waits, unless the queue is empty.
+    @Test func theQueueHoldsAtMostItsWeight() {
+        let queue = BatchQueue<Int>(capacity: 8, maximumWeight: 100)
+        #expect(queue.put([1], weight: 60))
+        let second = DispatchSemaphore(value: 0)
+        let producer = Thread {
+            _ = queue.put([2], weight: 60)
+            second.signal()
+        }
+        producer.start()
+        #expect(second.wait(timeout: .now() + 0.1) == .timedOut, "60 + 60 is past 100: the producer waits")
+        #expect(queue.take() == [1])
+        #expect(second.wait(timeout: .now() + 5) == .success, "the weight taken off lets it in")
+        #expect(queue.take() == [2])
+        #expect(queue.put([3], weight: 500), "one batch heavier than the whole allowance still goes into an empty queue")
+        #expect(queue.take() == [3])
+    }
+
+    /// Records of half a megabyte each, read ahead with 2 MiB allowed: all arrive, in order.
+    @Test func bigRecordsArriveWithinTheByteAllowance() throws {
+        let records: [TraceRecord] = (0..<20).map { n in
+            .message(MessageRecord(timeNs: Int64(n), direction: .controllerToHost, source: Endpoint(host: "10.0.0.2", port: 5000),
+                                   destination: Endpoint(host: "10.0.0.1", port: 47110),
+                                   payload: [UInt8](repeating: UInt8(n), count: 512 << 10)))
+        }
+        let document = try TraceEncoder.document(header: Fixtures.header, records: records)
+        let ahead = PrefetchingRecordSource(try TraceReader(bytes: document), bytesAhead: 2 << 20)
+        var got: [TraceRecord] = []
+        while let record = try ahead.next() { got.append(record) }
+        #expect(got == records)
+    }
+
     /// A caller that stops early lets the reading thread go: dropping the source returns.
     @Test func droppingItPartWayStopsTheReadingThread() throws {
         let document = try TraceEncoder.document(header: Fixtures.header, records: Self.randomRecords(5_000, seed: 3))

@@ -10,22 +10,30 @@ import Darwin
 /// thread. Elements travel a batch at a time, so the lock is taken once a
 /// batch, not once an element; a full queue blocks the producer (memory stays
 /// bounded) and an empty one blocks the consumer, on condition variables.
+/// "Full" is `capacity` batches, or, when batches are given weights (bytes,
+/// say), a total weight that another batch would take past `maximumWeight`.
 public final class BatchQueue<Element>: @unchecked Sendable {  // state is behind `mutex`
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let changed: UnsafeMutablePointer<pthread_cond_t>
     /// A ring of `capacity` slots: `count` batches from `head` on.
     private var slots: [[Element]]
+    private var weights: [Int]
     private var head = 0
     private var count = 0
+    private var weight = 0
     private var finished = false
     private var cancelled = false
     /// Batches held at most.
     public let capacity: Int
+    /// The total weight held at most, beyond which a batch waits (one batch is always let in).
+    public let maximumWeight: Int
 
-    public init(capacity: Int) {
+    public init(capacity: Int, maximumWeight: Int = .max) {
         precondition(capacity > 0, "a queue holds at least one batch")
         self.capacity = capacity
+        self.maximumWeight = maximumWeight
         slots = Array(repeating: [], count: capacity)
+        weights = Array(repeating: 0, count: capacity)
         mutex = .allocate(capacity: 1)
         changed = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
@@ -47,11 +55,15 @@ public final class BatchQueue<Element>: @unchecked Sendable {  // state is behin
 
     /// Producer: adds a batch, waiting while the queue is full. False once the consumer cancelled.
     @discardableResult
-    public func put(_ batch: [Element]) -> Bool {
+    public func put(_ batch: [Element], weight batchWeight: Int = 0) -> Bool {
         withLock {
-            while count >= capacity && !cancelled { pthread_cond_wait(changed, mutex) }
+            while (count >= capacity || (count > 0 && batchWeight > maximumWeight - weight)) && !cancelled {
+                pthread_cond_wait(changed, mutex)
+            }
             guard !cancelled else { return false }
             slots[(head + count) % capacity] = batch
+            weights[(head + count) % capacity] = batchWeight
+            weight += batchWeight
             count += 1
             pthread_cond_broadcast(changed)
             return true
@@ -73,6 +85,7 @@ public final class BatchQueue<Element>: @unchecked Sendable {  // state is behin
             guard !cancelled, count > 0 else { return nil }
             let batch = slots[head]
             slots[head] = []
+            weight -= weights[head]
             head = (head + 1) % capacity
             count -= 1
             pthread_cond_broadcast(changed)

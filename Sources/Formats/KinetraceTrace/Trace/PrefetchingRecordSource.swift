@@ -35,31 +35,45 @@ public final class PrefetchingRecordSource: TraceRecordSource {
     private var snapshot: Snapshot
     private var ended = false
 
-    /// 1,024 records a batch, 8 batches ahead: a few megabytes at most.
-    public init(_ base: any TraceRecordSource, batchSize: Int = 1024, batchesAhead: Int = 8) {
-        precondition(batchSize > 0)
+    /// 1,024 records a batch, 8 batches ahead, and at most `bytesAhead` (32 MiB) of input waiting
+    /// whatever the records' size: a trace line may be 16 MiB, and 8,192 of them must not be read ahead.
+    public init(_ base: any TraceRecordSource, batchSize: Int = 1024, batchesAhead: Int = 8, bytesAhead: Int = 32 << 20) {
+        precondition(batchSize > 0 && bytesAhead > 0)
         source = base.source
         header = base.header
         wireProtocol = base.wireProtocol
         snapshot = Snapshot(truncation: base.truncation, unknownRecordCount: base.unknownRecordCount,
                             readingNote: base.readingNote, bytesRead: base.bytesRead)
-        let queue = BatchQueue<Item>(capacity: batchesAhead)
+        let queue = BatchQueue<Item>(capacity: batchesAhead, maximumWeight: bytesAhead)
         self.queue = queue
+        // A batch also ends at an eighth of the bytes allowed ahead, so that several always fit.
+        let batchBytes = Swift.max(1, bytesAhead / 8)
         thread = WorkerThread {
             var items: [Item] = []
             items.reserveCapacity(batchSize + 1)
+            var heldBytes = 0
+            var readAtStart = base.bytesRead?.uncompressed ?? 0
+            // A batch weighs the input it was read from, or its payloads where the source does not count bytes.
             func handOver() -> Bool {
+                let read = base.bytesRead
                 items.append(.snapshot(Snapshot(truncation: base.truncation, unknownRecordCount: base.unknownRecordCount,
-                                                readingNote: base.readingNote, bytesRead: base.bytesRead)))
-                guard queue.put(items) else { return false }
+                                                readingNote: base.readingNote, bytesRead: read)))
+                let readBytes = (read?.uncompressed ?? readAtStart) - readAtStart
+                guard queue.put(items, weight: Swift.max(heldBytes, readBytes)) else { return false }
                 items = []
                 items.reserveCapacity(batchSize + 1)
+                heldBytes = 0
+                readAtStart = read?.uncompressed ?? readAtStart
                 return true
             }
             do throws(TraceError) {
                 while let record = try base.next() {
                     items.append(.record(record))
-                    if items.count == batchSize { guard handOver() else { return } }
+                    heldBytes += Self.heldBytes(record)
+                    let readBytes = (base.bytesRead?.uncompressed ?? readAtStart) - readAtStart
+                    if items.count == batchSize || Swift.max(heldBytes, readBytes) >= batchBytes {
+                        guard handOver() else { return }
+                    }
                 }
             } catch {
                 items.append(.failure(error))
@@ -67,6 +81,12 @@ public final class PrefetchingRecordSource: TraceRecordSource {
             guard handOver() else { return }
             queue.finish()
         }
+    }
+
+    /// About what a record holds in memory: its payload and some for the rest.
+    private static func heldBytes(_ record: TraceRecord) -> Int {
+        if case .message(let message) = record { return 128 + message.payload.count }
+        return 128
     }
 
     deinit {
