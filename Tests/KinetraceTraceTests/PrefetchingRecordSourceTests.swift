@@ -32,7 +32,8 @@ import KinetraceWire
             .split(separator: 0x0A, omittingEmptySubsequences: false).map { Array($0) }
         lines[301] = Array(#"{"kind":"msg","t_ns":"soon"}"#.utf8)
         let bad = Array(lines.joined(separator: [0x0A]))
-        let plain = readUntilError(try TraceReader(bytes: bad))
+        let plainReader = try TraceReader(bytes: bad)
+        let plain = readUntilError(plainReader)
         let plainError = try #require(plain.error)
         #expect(plain.records.count == 300)
 
@@ -47,6 +48,8 @@ import KinetraceWire
         #expect(got == plain.records)
         #expect(caught?.description == plainError.description)
         #expect(try ahead.next() == nil, "after the error, the end")
+        #expect(ahead.bytesRead?.uncompressed == plainReader.bytesRead?.uncompressed, "the source's state at the error")
+        #expect(ahead.unknownRecordCount == plainReader.unknownRecordCount)
     }
 
     /// A file cut inside its last record: the truncation and the bytes read, as the plain reader says them.

@@ -50,22 +50,25 @@ public final class PrefetchingRecordSource: TraceRecordSource {
         let batchBytes = Swift.max(1, bytesAhead / 8)
         thread = WorkerThread {
             var items: [Item] = []
-            items.reserveCapacity(batchSize + 1)
+            items.reserveCapacity(batchSize + 2)
             var heldBytes = 0
             var readAtStart = base.bytesRead?.uncompressed ?? 0
             // A batch weighs the input it was read from, or its payloads where the source does not count bytes.
-            func handOver() -> Bool {
+            // The snapshot comes before an ending error, so that the caller sees the source's state at the error.
+            func handOver(ending failure: TraceError? = nil) -> Bool {
                 let read = base.bytesRead
                 items.append(.snapshot(Snapshot(truncation: base.truncation, unknownRecordCount: base.unknownRecordCount,
                                                 readingNote: base.readingNote, bytesRead: read)))
+                if let failure { items.append(.failure(failure)) }
                 let readBytes = (read?.uncompressed ?? readAtStart) - readAtStart
                 guard queue.put(items, weight: Swift.max(heldBytes, readBytes)) else { return false }
                 items = []
-                items.reserveCapacity(batchSize + 1)
+                items.reserveCapacity(batchSize + 2)
                 heldBytes = 0
                 readAtStart = read?.uncompressed ?? readAtStart
                 return true
             }
+            var failure: TraceError?
             do throws(TraceError) {
                 while let record = try base.next() {
                     items.append(.record(record))
@@ -76,9 +79,9 @@ public final class PrefetchingRecordSource: TraceRecordSource {
                     }
                 }
             } catch {
-                items.append(.failure(error))
+                failure = error
             }
-            guard handOver() else { return }
+            guard handOver(ending: failure) else { return }
             queue.finish()
         }
     }
