@@ -207,7 +207,6 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
 
         // The whole plan is walked (its draws are the single process's); only the share is sent.
         let planner = PlannerThread(schedule: schedule, share: shard == .whole ? { $0 } : { Self.share($0, of: shard) })
-        defer { planner.stop() }
         sending: while let step = planner.next() {
             switch step {
             case .impairment(let impairment):
@@ -284,7 +283,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
             }
         }
 
-        planner.stop()
+        planner.stop()  // at once: a sender that stopped early leaves the planner waiting for room
 
         // Late acks still count: wait for the outstanding ones (and for an exec
         // host to finish its output), within the settle time and the timeout.

@@ -54,9 +54,11 @@ public final class BatchQueue<Element>: @unchecked Sendable {  // state is behin
     }
 
     /// Producer: adds a batch, waiting while the queue is full. False once the consumer cancelled.
+    /// Batches are never empty (consumers take a batch's first element), and weights are not negative.
     @discardableResult
     public func put(_ batch: [Element], weight batchWeight: Int = 0) -> Bool {
-        withLock {
+        precondition(!batch.isEmpty && batchWeight >= 0, "a batch holds something and weighs zero or more")
+        return withLock {
             while (count >= capacity || (count > 0 && batchWeight > maximumWeight - weight)) && !cancelled {
                 pthread_cond_wait(changed, mutex)
             }
