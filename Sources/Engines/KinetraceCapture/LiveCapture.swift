@@ -91,10 +91,13 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
     private let lock = NIOLock()
     private var stopRequested = false
     private var report = CaptureReport()
-    private var writeFailure: TraceError?
+    /// The first write that failed (a full disk): the capture stops, and no later packet is counted.
+    private var writeFailure: CaptureError?
     private var rotationFailure: CaptureError?
     /// Files opened in the current -G period, for -C's numbering.
     private var filesInPeriod = 0
+    /// Every name this capture has written, so a rotation never overwrites one of its own files.
+    private var namesUsed: Set<String> = []
 
     /// Opens and activates the capture and creates both output files.
     public init(configuration: Configuration, logger: Logger) throws(CaptureError) {
@@ -142,12 +145,14 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         linkType = LinkType(pcap_datalink(handle))
         self.handle = handle
         do throws(CaptureError) {
-            files = try OutputFiles.open(configuration, handle: handle, linkType: linkType, nowNs: SystemClock.realtimeNs(), number: 0)
+            files = try OutputFiles.open(configuration, handle: handle, linkType: linkType, nowNs: SystemClock.realtimeNs(),
+                                         number: 0, namesUsed: namesUsed)
         } catch {
             pcap_close(handle)
             throw error
         }
         report.files = files.paths
+        namesUsed.formUnion(files.paths)
     }
 
     deinit {
@@ -185,59 +190,89 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
             if n == PCAP_ERROR { throw CaptureError(.other, "capture failed: \(cText(pcap_geterr(handle)))") }
             return n
         }
-        while true {
+        while writeFailure == nil {
             if lock.withLock({ stopRequested }) { break }
             if let count = configuration.count, report.packets >= count { break }
             let now = SystemClock.monotonicNs()
             if let deadline, now >= deadline { break }
             if try dispatch() <= 0 { waitForPackets() }
             if SystemClock.monotonicNs() - lastFlush >= 250_000_000 {
-                try flush()
+                flush()
                 lastFlush = SystemClock.monotonicNs()
             }
         }
         // Drain what the kernel already holds: its last, partly filled block is handed over
         // only when the block timer fires, so read until quiet for longer than that.
         var quietSince = SystemClock.monotonicNs()
-        while configuration.count.map({ report.packets < $0 }) ?? true, rotationFailure == nil {
+        while configuration.count.map({ report.packets < $0 }) ?? true, rotationFailure == nil, writeFailure == nil {
             if try dispatch() > 0 { quietSince = SystemClock.monotonicNs(); continue }
             if SystemClock.monotonicNs() - quietSince >= Int64(Self.blockTimeoutMs) * 3_000_000 { break }
             waitForPackets()
         }
-        if reassembler != nil {
+        if reassembler != nil, writeFailure == nil {
             chunks = reassembler!.finish()
             write(chunks)
             report.reassembly = reassembler!.counts
         }
-        try flush()
         var stats = pcap_stat()
         if pcap_stats(handle, &stats) == 0 {
             report.kernelReceived = Int(stats.ps_recv)
             report.kernelDropped = Int(stats.ps_drop)
             report.interfaceDropped = Int(stats.ps_ifdrop)
         }
-        try files.close()
-        if let rotationFailure { throw rotationFailure }
-        if let writeFailure { throw CaptureError(.io, writeFailure.description) }
+        closeFiles()
+        if let writeFailure {
+            var failure = writeFailure
+            failure.description += "; the capture stopped: \(report.onDiskSummary(captured: report.packets))"
+            failure.report = report
+            throw failure
+        }
+        if let rotationFailure {
+            var failure = rotationFailure
+            failure.report = report
+            throw failure
+        }
         return report
     }
 
-    private func flush() throws(CaptureError) {
-        try files.flush()
+    /// Flushes both files; a failed write stops the capture.
+    private func flush() {
+        guard writeFailure == nil else { return }
+        do throws(CaptureError) { try files.flush() } catch { failWriting(error) }
+    }
+
+    private func failWriting(_ error: CaptureError) {
+        if writeFailure == nil { writeFailure = error }
+        lock.withLock { stopRequested = true }
+    }
+
+    /// Closes the current files and counts what reached them: all of it, or after a failed
+    /// write, what the last whole flush put there (each file is cut back to that point).
+    private func closeFiles() {
+        if writeFailure == nil {
+            do throws(CaptureError) { try files.close() } catch { failWriting(error) }
+        }
+        if writeFailure != nil { files.closeAfterFailure() }
+        report.pcapPacketsOnDisk += files.flushedPcapPackets
+        report.traceRecordsOnDisk += files.flushedTraceRecords
+        if writeFailure != nil { files.forgetEmptyAfterFailure(&report.files) }
     }
 
     /// Between packets: closes the files and opens the next ones when -G's period or -C's size is reached.
     private func rotateIfDue(packetBytes: Int) {
-        guard rotationFailure == nil else { return }
+        guard rotationFailure == nil, writeFailure == nil else { return }
         let nowNs = SystemClock.realtimeNs()
         let periodOver = configuration.rotateSeconds.map { nowNs - files.openedNs >= Int64($0) * 1_000_000_000 } ?? false
         let full = configuration.rotateBytes.map { files.pcapBytes > 24 && files.pcapBytes + Int64(16 + packetBytes) > $0 } ?? false
         guard periodOver || full else { return }
         filesInPeriod = periodOver ? 0 : filesInPeriod + 1
+        closeFiles()
+        guard writeFailure == nil else { return }
         do throws(CaptureError) {
-            try files.close()
-            files = try OutputFiles.open(configuration, handle: handle, linkType: linkType, nowNs: nowNs, number: filesInPeriod)
+            files = try OutputFiles.open(configuration, handle: handle, linkType: linkType, nowNs: nowNs, number: filesInPeriod,
+                                         namesUsed: namesUsed)
             report.files += files.paths
+            namesUsed.formUnion(files.paths)
         } catch {
             rotationFailure = error
             lock.withLock { stopRequested = true }
@@ -246,8 +281,8 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
 
     fileprivate func handle(header: UnsafePointer<pcap_pkthdr>, bytes: UnsafePointer<UInt8>) {
         if configuration.rotateSeconds != nil || configuration.rotateBytes != nil { rotateIfDue(packetBytes: Int(header.pointee.caplen)) }
-        guard rotationFailure == nil else { return }
-        files.dump(header, bytes)
+        guard rotationFailure == nil, writeFailure == nil else { return }
+        do throws(CaptureError) { try files.dump(header, bytes) } catch { return failWriting(error) }
         report.packets += 1
         // With nanosecond precision the field named tv_usec holds nanoseconds.
         let timeNs = Int64(header.pointee.ts.tv_sec) * 1_000_000_000 + Int64(header.pointee.ts.tv_usec)
@@ -268,7 +303,7 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
                 try writer.write(.message(MessageRecord(timeNs: timeNs, direction: direction, source: datagram.source,
                                                         destination: datagram.destination, payload: datagram.payload)))
             } catch {
-                writeFailure = error
+                failWriting(CaptureError(.io, error.description))
             }
         }
     }
@@ -308,76 +343,156 @@ extension LiveCapture {
             default: break
             }
             guard writeFailure == nil, let writer = files.writer else { continue }
-            do throws(TraceError) { try writer.write(record) } catch { writeFailure = error }
+            do throws(TraceError) { try writer.write(record) } catch { failWriting(CaptureError(.io, error.description)) }
         }
     }
 }
 
-/// One pcap and/or one trace, opened together and closed together.
+/// One pcap and/or one trace, opened together and closed together. Every write is
+/// checked: libpcap's dumper writes through stdio, whose errors show only in the
+/// stream's error flag and fflush's result.
 private struct OutputFiles {
     var dumper: OpaquePointer?
+    var pcapPath: String?
     var writer: TraceWriter?
     var paths: [String] = []
     /// Wall-clock time the files were opened, for -G.
     var openedNs: Int64
     /// Bytes in the pcap so far (its 24-byte header, then 16 per packet plus the bytes kept), for -C.
     var pcapBytes: Int64 = 0
+    var pcapPackets = 0
+    /// What the last whole, successful flush put in the pcap.
+    var flushedPcapBytes: Int64 = 0
+    var flushedPcapPackets = 0
+    /// Where each packet dumped since that flush ends in the file: stdio writes its buffer out
+    /// as it fills, so after a failed write the packets wholly on disk are found by the file's size.
+    private var unflushedPacketEnds: [Int64] = []
+    var flushedTraceRecords: Int { writer?.flushedRecordCount ?? closedTraceRecords }
+    private var closedTraceRecords = 0
 
-    /// Opens the files named from the configuration: strftime of `nowNs` when rotating by time, and `number` appended past the first.
+    /// Opens the files named from the configuration: strftime of `nowNs` when rotating by time, and
+    /// `number` appended past the first. A name in `namesUsed` is refused: it would overwrite this capture's own file.
     static func open(_ configuration: LiveCapture.Configuration, handle: OpaquePointer, linkType: LinkType,
-                     nowNs: Int64, number: Int) throws(CaptureError) -> OutputFiles {
+                     nowNs: Int64, number: Int, namesUsed: Set<String>) throws(CaptureError) -> OutputFiles {
         var files = OutputFiles(openedNs: nowNs)
-        func name(_ template: String) -> String {
+        func name(_ template: String) throws(CaptureError) -> String {
             let base = configuration.rotateSeconds != nil ? strftimeName(template, seconds: nowNs / 1_000_000_000) : template
-            return number > 0 ? base + "\(number)" : base
+            let path = number > 0 ? base + "\(number)" : base
+            guard !namesUsed.contains(path) else {
+                throw CaptureError(.wouldOverwrite, "\(path): this capture already wrote a file of that name, and the next rotation would overwrite it")
+            }
+            return path
         }
         if let template = configuration.pcapPath {
-            let path = name(template)
+            let path = try name(template)
             guard let dumper = pcap_dump_open(handle, path) else {
                 throw CaptureError(.cannotCreate, "\(path): cannot create: \(cText(pcap_geterr(handle)))")
             }
             files.dumper = dumper
+            files.pcapPath = path
             files.pcapBytes = 24
             files.paths.append(path)
         }
         if let template = configuration.tracePath {
-            let path = name(template)
-            do throws(TraceError) {
-                // A numbered rotation (".jsonl.gz1") is compressed as its template says.
-                files.writer = try TraceWriter(path: path, header: TraceHeader(
-                    created: RFC3339.string(fromNanoseconds: nowNs), tool: "kinetrace capture",
-                    protocolID: configuration.wireProtocol.id, capturePoint: .network, clock: .pcap,
-                    notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"),
-                    gzip: template.hasSuffix(".gz"))
-                files.paths.append(path)
+            do throws(CaptureError) {
+                let path = try name(template)
+                do throws(TraceError) {
+                    // A numbered rotation (".jsonl.gz1") is compressed as its template says.
+                    files.writer = try TraceWriter(path: path, header: TraceHeader(
+                        created: RFC3339.string(fromNanoseconds: nowNs), tool: "kinetrace capture",
+                        protocolID: configuration.wireProtocol.id, capturePoint: .network, clock: .pcap,
+                        notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"),
+                        gzip: template.hasSuffix(".gz"))
+                    files.paths.append(path)
+                } catch {
+                    throw CaptureError(error.code == .cannotCreate ? .cannotCreate : .io, error.description)
+                }
             } catch {
-                if let dumper = files.dumper, let pcapPath = files.paths.first {
+                if let dumper = files.dumper, let pcapPath = files.pcapPath {
                     pcap_dump_close(dumper)
                     unlink(pcapPath)  // don't leave an empty pcap behind
                 }
-                throw CaptureError(error.code == .cannotCreate ? .cannotCreate : .io, error.description)
+                throw error
             }
         }
         return files
     }
 
-    mutating func dump(_ header: UnsafePointer<pcap_pkthdr>, _ bytes: UnsafePointer<UInt8>) {
+    mutating func dump(_ header: UnsafePointer<pcap_pkthdr>, _ bytes: UnsafePointer<UInt8>) throws(CaptureError) {
         guard let dumper else { return }
         pcap_dump(UnsafeMutableRawPointer(dumper).assumingMemoryBound(to: UInt8.self), header, bytes)
+        // stdio writes its buffer out as it fills; a failed write only sets the stream's error flag.
+        if let stream = pcap_dump_file(dumper), ferror(stream) != 0 { throw pcapWriteError(errno) }
         pcapBytes += 16 + Int64(header.pointee.caplen)
+        pcapPackets += 1
+        unflushedPacketEnds.append(pcapBytes)
     }
 
-    func flush() throws(CaptureError) {
-        if let dumper { pcap_dump_flush(dumper) }
+    private func pcapWriteError(_ code: Int32) -> CaptureError {
+        CaptureError(.io, "\(pcapPath ?? "the pcap"): cannot write: \(code != 0 ? String(cString: strerror(code)) : "a write failed")")
+    }
+
+    /// Hands both files' buffers to the kernel, or throws naming the file that could not take them.
+    mutating func flush() throws(CaptureError) {
+        if let dumper {
+            errno = 0
+            let flushed = pcap_dump_flush(dumper) == 0
+            let code = errno
+            if !flushed || pcap_dump_file(dumper).map({ ferror($0) != 0 }) ?? false { throw pcapWriteError(code) }
+            flushedPcapBytes = pcapBytes
+            flushedPcapPackets = pcapPackets
+            unflushedPacketEnds.removeAll(keepingCapacity: true)
+        }
         do { try writer?.flush() } catch { throw CaptureError(.io, error.description) }
     }
 
     /// Flushes and closes both; a closed OutputFiles writes nothing more.
     mutating func close() throws(CaptureError) {
+        try flush()
         if let dumper { pcap_dump_close(dumper) }
         dumper = nil
-        defer { writer = nil }
-        do { try writer?.close() } catch { throw CaptureError(.io, error.description) }
+        guard let writer else { return }
+        do { try writer.close() } catch { throw CaptureError(.io, error.description) }
+        closedTraceRecords = writer.flushedRecordCount
+        self.writer = nil
+    }
+
+    /// After a failed write: cuts each file back to where its last whole flush ended, so it
+    /// holds exactly what the report counts (a gzip trace then lacks its trailer, as a killed
+    /// capture's does), and closes it.
+    mutating func closeAfterFailure() {
+        if let dumper {
+            // fclose may write part of its buffer once more; measure and cut after it, through a duplicate descriptor.
+            let descriptor = pcap_dump_file(dumper).map { dup(fileno($0)) } ?? -1
+            pcap_dump_close(dumper)
+            if descriptor >= 0 {
+                var info = stat()
+                let size = fstat(descriptor, &info) == 0 ? Int64(info.st_size) : flushedPcapBytes
+                // The packets that stdio's own writes put wholly on disk after the last flush count too.
+                let whole = unflushedPacketEnds.prefix { $0 <= size }
+                flushedPcapPackets += whole.count
+                flushedPcapBytes = whole.last ?? (size >= 24 ? max(flushedPcapBytes, 24) : flushedPcapBytes)
+                unflushedPacketEnds.removeAll()
+                _ = ftruncate(descriptor, off_t(flushedPcapBytes))
+                closeDescriptor(descriptor)
+            }
+            self.dumper = nil
+        }
+        if let writer {
+            try? writer.truncateToFlushed()
+            closedTraceRecords = writer.flushedRecordCount
+            self.writer = nil
+        }
+    }
+
+    /// After a failed write, a file that holds nothing (not even its header) is removed and not listed.
+    func forgetEmptyAfterFailure(_ listed: inout [String]) {
+        for path in paths {
+            var info = stat()
+            guard stat(path, &info) == 0, info.st_size == 0 else { continue }
+            unlink(path)
+            listed.removeAll { $0 == path }
+        }
     }
 
     /// For deinit: closes whatever is still open, ignoring errors (run reports them).
@@ -386,6 +501,27 @@ private struct OutputFiles {
         dumper = nil
         writer = nil
     }
+}
+
+private func closeDescriptor(_ descriptor: Int32) { _ = close(descriptor) }
+
+/// Checks a -G template before capturing: names the first two periods that would get the
+/// same file name (so the second would overwrite the first), within `horizonSeconds` from
+/// `startSeconds`, or nil when every period's name differs. At most `maxPeriods` are tried.
+public func firstRepeatedRotationName(template: String, periodSeconds: Int, startSeconds: Int64,
+                                      horizonSeconds: Int64, maxPeriods: Int = 200_000) -> (name: String, first: Int64, again: Int64)? {
+    guard periodSeconds > 0 else { return nil }
+    var seen: [String: Int64] = [:]
+    let periods = min(Int64(maxPeriods), horizonSeconds / Int64(periodSeconds) + 1)
+    var k: Int64 = 0
+    while k < periods {
+        let instant = startSeconds + k * Int64(periodSeconds)
+        let name = strftimeName(template, seconds: instant)
+        if let first = seen[name] { return (name, first, instant) }
+        seen[name] = instant
+        k += 1
+    }
+    return nil
 }
 
 /// A rotated file's name: the template through strftime(3) in local time, as tcpdump -G names its files.
@@ -405,8 +541,12 @@ private func captureCallback(_ user: UnsafeMutablePointer<UInt8>?, _ header: Uns
 
 /// What a capture saw.
 public struct CaptureReport: Sendable, Equatable {
-    /// Packets that passed the filter and were written to the pcap.
+    /// Packets that passed the filter and were handed to the pcap writer (or decoded for the trace alone).
     public var packets = 0
+    /// Packets that reached the pcap files, summed over rotated files: `packets` unless a write failed.
+    public var pcapPacketsOnDisk = 0
+    /// Records that reached the trace files, summed over rotated files.
+    public var traceRecordsOnDisk = 0
     /// Every file written, in order (more than one pcap and trace when rotating).
     public var files: [String] = []
     /// Messages written to the trace, by direction (`c2h`, `h2c`): datagrams, or a byte stream's chunks.
@@ -422,6 +562,11 @@ public struct CaptureReport: Sendable, Equatable {
     public var kernelDropped = 0
     public var interfaceDropped = 0
     public init() {}
+
+    /// "N of M packets reached the pcap files, R records the traces".
+    public func onDiskSummary(captured: Int) -> String {
+        "\(pcapPacketsOnDisk) of \(captured) packets reached the pcap files, \(traceRecordsOnDisk) records the traces (each file cut back to its last whole flush)"
+    }
 }
 
 /// A capture could not start or continue.
@@ -433,12 +578,16 @@ public struct CaptureError: Error, CustomStringConvertible, Sendable {
         public static let noSuchInterface = Code("no_such_interface")
         public static let badFilter = Code("bad_filter")
         public static let cannotCreate = Code("cannot_create")
+        /// A rotation would have reused a name this capture already wrote.
+        public static let wouldOverwrite = Code("would_overwrite")
         public static let io = Code("io")
         public static let other = Code("other")
     }
 
     public var code: Code
     public var description: String
+    /// What the capture had done when it stopped on this error (a failed write or rotation).
+    public var report: CaptureReport?
     public init(_ code: Code, _ description: String) {
         self.code = code
         self.description = description

@@ -7,6 +7,9 @@ public final class BufferedFile {
     /// Bytes written but not yet flushed; owners append to it directly.
     public var pending: [UInt8] = []
     private var closed = false
+    /// Bytes the kernel has taken by whole, successful flushes: what a reader finds
+    /// in the file after a failed write, once `truncateToFlushed()` has cut the rest.
+    public private(set) var flushedBytes: Int64 = 0
 
     public init(path: String, reserving capacity: Int) throws(FileError) {
         self.path = path
@@ -24,8 +27,15 @@ public final class BufferedFile {
         let result: Result<Void, FileError> = pending.withUnsafeBytes { bytes in
             do throws(FileError) { try file.write(bytes); return .success(()) } catch { return .failure(error) }
         }
+        if case .success = result { flushedBytes += Int64(pending.count) }
         pending.removeAll(keepingCapacity: true)
         try result.get()
+    }
+
+    /// After a failed flush: cuts the file back to `flushedBytes`, dropping a partly
+    /// written tail, so the file ends where the last whole flush ended.
+    public func truncateToFlushed() throws(FileError) {
+        try file.truncate(to: flushedBytes)
     }
 
     /// Flushes and closes; idempotent.

@@ -75,6 +75,15 @@ public final class POSIXFile {
         if fsync(fd) != 0 && errno != EINVAL { throw Self.error(errno, path: path, doing: "sync") }
     }
 
+    /// Cuts the file to `length` bytes (after a failed write, to drop a torn tail).
+    public func truncate(to length: Int64) throws(FileError) {
+        guard fd >= 0 else { return }
+        while ftruncate(fd, off_t(length)) != 0 {
+            if errno == EINTR { continue }
+            throw Self.error(errno, path: path, doing: "truncate")
+        }
+    }
+
     public func close() throws(FileError) {
         guard fd >= 0 else { return }
         let result = Glibc_close(fd)

@@ -29,9 +29,16 @@ struct Capture: ParsableCommand {
             -c 100 udp src host 10.0.0.7`. Each rotated pcap and trace is complete on its own \
             (a byte stream's trace then begins mid-stream). The summary lists the files written.
 
+            Every write is checked. When one fails (a full disk), the capture stops, cuts each \
+            file back to its last whole packet or record, prints the summary with what \
+            reached the disk (pcap_packets_on_disk and trace_records_on_disk in JSON) and \
+            exits 74. A -G template whose names would come round within --duration (or a \
+            day) is refused before capturing, since a later file would overwrite an earlier one.
+
             Exit status 77 when permission is denied or privileges cannot be dropped, 64 \
-            for an unknown interface, a bad filter or an unknown -Z user, 73 when a file \
-            cannot be created (also a rotated one, which stops the capture).
+            for an unknown interface, a bad filter, an unknown -Z user or a -G template \
+            that repeats, 73 when a file cannot be created (also a rotated one, which stops \
+            the capture), 74 when a write fails.
             """)
 
     @Option(name: .shortAndLong, help: ArgumentHelp("The interface to capture on, e.g. lo or eth0.", valueName: "interface"))
@@ -122,6 +129,15 @@ struct Capture: ParsableCommand {
             for name in [pcap, trace].compactMap({ $0 }) where !name.contains("%") {
                 throw ValidationError("-G \(rotateSeconds): \(name) has no strftime conversion (e.g. %H%M%S), so every file would overwrite the last.")
             }
+            // tcpdump would overwrite a file whose name comes round again; refuse before capturing.
+            // The horizon is --duration, or a day without one (a repeat later still stops the capture rather than overwrite).
+            let now = Int64(SystemClock.realtimeNs() / 1_000_000_000)
+            let horizon = duration.map { Int64($0.rounded(.up)) } ?? 86_400
+            for name in [pcap, trace].compactMap({ $0 }) {
+                if let clash = firstRepeatedRotationName(template: name, periodSeconds: rotateSeconds, startSeconds: now, horizonSeconds: horizon) {
+                    throw ValidationError("-G \(rotateSeconds): \(name) gives the same name, \(clash.name), to files \(clash.again - clash.first) s apart, so the later would overwrite the earlier; add finer or wider strftime conversions (e.g. %Y%m%d-%H%M%S).")
+                }
+            }
         }
         if let fileSizeMB {
             guard (1...1_000_000).contains(fileSizeMB) else { throw ValidationError("-C must be between 1 and 1000000 (millions of bytes).") }
@@ -167,9 +183,15 @@ struct Capture: ParsableCommand {
         do throws(CaptureError) {
             report = try capture.run()
         } catch {
+            // A failed write or rotation: what was captured and what reached the disk, then the one-line error.
+            if let partial = error.report { printSummary(partial, failed: true) }
             printError(error.description)
-            throw error.code == .cannotCreate ? ExitStatus.cannotCreate : ExitStatus.ioError
+            throw error.code == .io ? ExitStatus.ioError : ExitStatus.cannotCreate
         }
+        printSummary(report, failed: false)
+    }
+
+    func printSummary(_ report: CaptureReport, failed: Bool) {
         switch summaryFormat.format {
         case .text:
             let skipped = report.skipped.keys.sorted().map { "\($0) \(report.skipped[$0]!)" }.joined(separator: ", ")
@@ -177,10 +199,14 @@ struct Capture: ParsableCommand {
                      + "\(report.messages["h2c"] ?? 0) host→controller messages; skipped: \(skipped.isEmpty ? "none" : skipped)); "
                      + "kernel dropped \(report.kernelDropped), interface dropped \(report.interfaceDropped)"
                      + (report.reassembly.map { "; stream gaps \($0.gaps) (\($0.missingBytes) bytes missing), \($0.duplicateBytes) duplicate bytes" } ?? ""))
-            if rotateSeconds != nil || fileSizeMB != nil { printNow("wrote \(report.files.count) files: \(report.files.joined(separator: ", "))") }
+            if failed { printNow("on disk: \(report.onDiskSummary(captured: report.packets))") }
+            if rotateSeconds != nil || fileSizeMB != nil || failed { printNow("wrote \(report.files.count) files: \(report.files.joined(separator: ", "))") }
         case .json:
             var object: [String: JSONValue] = [
                 "packets": .integer(Int64(report.packets)),
+                "pcap_packets_on_disk": .integer(Int64(report.pcapPacketsOnDisk)),
+                "trace_records_on_disk": .integer(Int64(report.traceRecordsOnDisk)),
+                "complete": .bool(!failed),
                 "messages": .object(report.messages.mapValues { .integer(Int64($0)) }),
                 "skipped": .object(report.skipped.mapValues { .integer(Int64($0)) }),
                 "kernel_received": .integer(Int64(report.kernelReceived)),

@@ -26,6 +26,8 @@ public final class TraceWriter {
     public var path: String { file.path }
     public let policy: FlushPolicy
     public private(set) var recordCount = 0
+    /// Records that reached the file by whole, successful flushes (the rest may be lost after a failed write).
+    public private(set) var flushedRecordCount = 0
     private let file: BufferedFile
     /// For a path ending in `.gz`: the gzip stream the buffered lines go through at each flush.
     private let gzip: GzipDeflater?
@@ -71,12 +73,20 @@ public final class TraceWriter {
     public func flush() throws(TraceError) {
         if let gzip { file.pending = gzip.compress(file.pending) }
         do throws(FileError) { try file.flush() } catch { throw TraceError(error) }
+        flushedRecordCount = recordCount
+    }
+
+    /// After a failed write: cuts the file back to the end of its last whole flush, so it
+    /// holds exactly `flushedRecordCount` records (a gzip trace then lacks its trailer, as a killed writer's does).
+    public func truncateToFlushed() throws(TraceError) {
+        do throws(FileError) { try file.truncateToFlushed() } catch { throw TraceError(error) }
     }
 
     /// Flushes and closes; further writes are a programming error.
     public func close() throws(TraceError) {
         if let gzip, !file.isClosed { file.pending = gzip.compress(file.pending, finish: true) }
         do throws(FileError) { try file.close() } catch { throw TraceError(error) }
+        flushedRecordCount = recordCount
     }
 }
 
