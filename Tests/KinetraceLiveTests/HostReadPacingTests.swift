@@ -124,8 +124,9 @@ import Testing
         #expect((report["deferred_reads"] as? Int ?? 0) > 0, "\(summary)")
     }
 
-    /// A read of many datagrams at once keeps each whole, up to 4,096 bytes (a KeepCalm message
-    /// was cut to 128 bytes when NIO split its default 2 KB buffer among 16 datagrams).
+    /// A read of many datagrams at once keeps each whole, up to the largest UDP payload (a KeepCalm
+    /// message was cut to 128 bytes when NIO split its default 2 KB buffer among 16 datagrams, and
+    /// anything past 4,096 bytes was cut silently until issue 24).
     @Test func datagramsReadTogetherArriveWhole() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
@@ -136,7 +137,7 @@ import Testing
         let host = try ReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         let target = try SocketAddressBox.resolve("127.0.0.1:\(host.localAddress.port!)")
         let socket = try ConnectedUDPSocket(to: target)
-        let sizes = [36, 129, 1_000, 2_049, 4_096] + Array(repeating: 36, count: 40)
+        let sizes = [36, 129, 1_000, 2_049, 4_096, 4_097, 5_000, 65_507] + Array(repeating: 36, count: 40)
         for (n, size) in sizes.enumerated() {  // sent at once, so read in batches
             #expect(socket.send([UInt8](repeating: UInt8(truncatingIfNeeded: n), count: size)) == nil)
         }
@@ -148,6 +149,34 @@ import Testing
             if case .message(let message) = record { lengths.append(message.payload.count) }
         }
         #expect(lengths == sizes)
+    }
+
+    /// Issue 24, finding 3: a 5,000-byte KeepCalm datagram whose first 4,096 bytes are a valid message
+    /// is `invalid_length` (KC-SIZE-1), recorded at its true length, and makes no controller jump;
+    /// a 4,097-byte one is `invalid_length` too, not `malformed`.
+    @Test func anOverlongKeepCalmMessageIsJudgedWhole() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let tracePath = dir.appendingPathComponent("host.jsonl").path
+        var configuration = ReferenceHost.Configuration(wireProtocol: KeepCalmJSON.self)
+        configuration.port = 0
+        configuration.tracePath = tracePath
+        let host = try ReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let target = try SocketAddressBox.resolve("127.0.0.1:\(host.localAddress.port!)")
+        let socket = try ConnectedUDPSocket(to: target)
+        let jump = #"{"type":"MotionData","payload":{"id":"6C1E8A52-3F0B-4B7E-9D6A-1A2B3C4D5E6F","type":"accelerometer","x":0,"y":0.9,"z":0}}"#
+        func padded(_ count: Int) -> [UInt8] { Array(jump.utf8) + [UInt8](repeating: 0x20, count: count - jump.utf8.count) }
+        #expect(socket.send(padded(5_000)) == nil)
+        #expect(socket.send(padded(4_097)) == nil)
+        #expect(try waitFor { try host.statistics().datagrams == 2 })
+        _ = try host.shutdown()
+        let lines = try String(contentsOfFile: tracePath, encoding: .utf8).split(separator: "\n").dropFirst()
+        #expect(lines.count == 2, "two messages and no jump event: \(lines)")
+        for (line, length) in zip(lines, [5_000, 4_097]) {
+            let recordedLength = line.contains("\"len\":\(length),")
+            let invalidLength = line.contains("\"valid\":false") && line.contains("invalid_length")
+            #expect(recordedLength && invalidLength, "\(line.prefix(120))…\(line.suffix(60))")
+        }
     }
 
     private func waitFor(_ condition: () throws -> Bool) throws -> Bool {

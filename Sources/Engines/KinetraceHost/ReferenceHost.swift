@@ -177,9 +177,12 @@ struct ReadPacing {
     static let loadedBatch = 4
     static let messagesPerRead: UInt = 64
     static let vectorReadCount = 16
-    /// Bytes of each datagram a read keeps (before batching, NIO's default kept 2,048): 16 of them
-    /// make a 64 KB buffer, below the size at which malloc maps memory for every read.
-    static let largestWholeDatagram = 4096
+    /// Room for each datagram of a read: the largest UDP payload (65,507 bytes over IPv4, 65,527
+    /// over IPv6) fits, so every datagram is judged and recorded whole. NIO does not report
+    /// MSG_TRUNC: a smaller slot cut longer datagrams silently, and a 5,000-byte KeepCalm
+    /// message whose first 4,096 bytes parsed was taken as valid. 16 slots make a 1 MiB
+    /// buffer, which malloc serves from its heap once its mmap threshold has risen past it.
+    static let largestWholeDatagram = 65_536
 
     let intervalNs: Int64?
     var datagrams = 0
