@@ -63,7 +63,27 @@ import KinetraceTrace
         // Slurm: an array 5-8 is four tasks; task 7 is the third share.
         let slurm = ["SLURM_ARRAY_TASK_ID": "7", "SLURM_ARRAY_TASK_MIN": "5", "SLURM_ARRAY_TASK_COUNT": "4"]
         #expect(try ReplayShard.parse("auto", environment: slurm).get() == ReplayShard(index: 2, count: 4))
-        #expect(try ReplayShard.parse("auto/8", environment: slurm).get() == ReplayShard(index: 2, count: 8))
+        #expect(try ReplayShard.parse("auto/4", environment: slurm).get() == ReplayShard(index: 2, count: 4))
+        // Issue 24, finding 15: --array=0-4:2 is tasks 0, 2 and 4, shares 1 to 3 of 3.
+        for (task, share) in [("0", 0), ("2", 1), ("4", 2)] {
+            let stepped = ["SLURM_ARRAY_TASK_ID": task, "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_MAX": "4",
+                           "SLURM_ARRAY_TASK_STEP": "2", "SLURM_ARRAY_TASK_COUNT": "3"]
+            #expect(try ReplayShard.parse("auto", environment: stepped).get() == ReplayShard(index: share, count: 3))
+        }
+        // Refused, one line each: an explicit N against Slurm's count, a task off the step, a count the range does not give.
+        for (text, bad, named) in [
+            ("auto/5", ["SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "3"], "disagrees with SLURM_ARRAY_TASK_COUNT=3"),
+            ("auto/8", slurm, "disagrees"),
+            ("auto", ["SLURM_ARRAY_TASK_ID": "3", "SLURM_ARRAY_TASK_MIN": "0", "SLURM_ARRAY_TASK_STEP": "2", "SLURM_ARRAY_TASK_COUNT": "3"], "SLURM_ARRAY_TASK_STEP=2"),
+            ("auto", ["SLURM_ARRAY_TASK_ID": "8", "SLURM_ARRAY_TASK_MIN": "1", "SLURM_ARRAY_TASK_MAX": "8", "SLURM_ARRAY_TASK_COUNT": "3"], "not the number of tasks"),
+            ("auto", ["SLURM_ARRAY_TASK_ID": "0", "SLURM_ARRAY_TASK_STEP": "0", "SLURM_ARRAY_TASK_COUNT": "3"], "SLURM_ARRAY_TASK_STEP=0"),
+        ] {
+            guard case .failure(let error) = ReplayShard.parse(text, environment: bad) else {
+                Issue.record("\(text) with \(bad) was accepted")
+                continue
+            }
+            #expect(error.description.contains(named) && !error.description.contains("\n"), "\(error)")
+        }
         // GNU parallel numbers its jobs from 1.
         #expect(try ReplayShard.parse("auto/3", environment: ["PARALLEL_SEQ": "3"]).get() == ReplayShard(index: 2, count: 3))
         // Kubernetes first, then Slurm, then GNU parallel.
@@ -76,8 +96,8 @@ import KinetraceTrace
             }
             #expect(!error.description.contains("\n"))
         }
-        // An explicit N wins over Slurm's count; without one, a bad count is named.
-        #expect(try ReplayShard.parse("auto/4", environment: ["SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "0"]).get().count == 4)
+        // A bad count is named, with or without an explicit N.
+        #expect(throws: ShardError.self) { try ReplayShard.parse("auto/4", environment: ["SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "0"]).get() }
         guard case .failure(let badCount) = ReplayShard.parse("auto", environment: ["SLURM_ARRAY_TASK_ID": "1", "SLURM_ARRAY_TASK_COUNT": "0"]) else {
             Issue.record("SLURM_ARRAY_TASK_COUNT=0 was accepted")
             return

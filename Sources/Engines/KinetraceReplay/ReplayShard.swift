@@ -41,8 +41,10 @@ public struct ReplayShard: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses `K/N` (1 ≤ K ≤ N), `auto` or `auto/N`. For `auto`, K comes from the
     /// first of JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID and PARALLEL_SEQ that is
-    /// set, and N from `auto/N` or SLURM_ARRAY_TASK_COUNT. The error is one line
-    /// naming the value or variable at fault.
+    /// set, and N from `auto/N` or SLURM_ARRAY_TASK_COUNT. A Slurm task's share is its place
+    /// in the array (SLURM_ARRAY_TASK_MIN and _STEP); an `auto/N` that disagrees with
+    /// SLURM_ARRAY_TASK_COUNT, or an array that is not one even range, is refused. The error
+    /// is one line naming the value or variable at fault.
     public static func parse(_ text: String, environment: [String: String]) -> Result<ReplayShard, ShardError> {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         guard parts.count <= 2, let first = parts.first else { return .failure(ShardError("expected K/N, auto or auto/N, got \"\(text)\"")) }
@@ -73,13 +75,26 @@ public struct ReplayShard: Hashable, Sendable, CustomStringConvertible {
             if let k = try integer("JOB_COMPLETION_INDEX").get() {
                 index = k; source = "JOB_COMPLETION_INDEX"
             } else if let id = try integer("SLURM_ARRAY_TASK_ID").get() {
+                // --array=MIN-MAX:STEP numbers its tasks MIN, MIN+STEP, …; the share is the task's place in that list.
                 let low = try integer("SLURM_ARRAY_TASK_MIN").get() ?? 0
+                let step = try integer("SLURM_ARRAY_TASK_STEP").get() ?? 1
+                guard step >= 1 else { throw ShardError("SLURM_ARRAY_TASK_STEP=0: Slurm steps its arrays by 1 or more") }
                 guard id >= low else { throw ShardError("SLURM_ARRAY_TASK_ID=\(id) is below SLURM_ARRAY_TASK_MIN=\(low)") }
-                if count == nil, let n = try integer("SLURM_ARRAY_TASK_COUNT").get() {
+                guard (id - low) % step == 0 else {
+                    throw ShardError("SLURM_ARRAY_TASK_ID=\(id) is not SLURM_ARRAY_TASK_MIN=\(low) plus a multiple of SLURM_ARRAY_TASK_STEP=\(step): the array is not one even range; give K/N")
+                }
+                if let n = try integer("SLURM_ARRAY_TASK_COUNT").get() {
                     guard (1...maximumCount).contains(n) else { throw ShardError("SLURM_ARRAY_TASK_COUNT=\(n) must be from 1 to \(maximumCount)") }
+                    if let high = try integer("SLURM_ARRAY_TASK_MAX").get(), high >= low, (high - low) / step + 1 != n {
+                        throw ShardError("SLURM_ARRAY_TASK_COUNT=\(n) is not the number of tasks from SLURM_ARRAY_TASK_MIN=\(low) to SLURM_ARRAY_TASK_MAX=\(high) by \(step): the array is not one even range; give K/N")
+                    }
+                    // Two sources of N that disagree would leave shares no task sends (or tasks past the last share).
+                    if let count, count != n {
+                        throw ShardError("auto/\(count) disagrees with SLURM_ARRAY_TASK_COUNT=\(n): give auto alone, or K/N")
+                    }
                     count = n
                 }
-                index = id - low; source = "SLURM_ARRAY_TASK_ID"
+                index = (id - low) / step; source = "SLURM_ARRAY_TASK_ID"
             } else if let seq = try integer("PARALLEL_SEQ").get() {
                 guard seq >= 1 else { throw ShardError("PARALLEL_SEQ=0: GNU parallel numbers its jobs from 1") }
                 index = seq - 1; source = "PARALLEL_SEQ"
