@@ -107,6 +107,7 @@ struct Convert: ParsableCommand {
                     if capture != nil { header.tool = "kinetrace \(Kinetrace.version)" }
                     let writer = try TraceWriter(path: output, header: header)
                     outputCreated = true
+                    PartialOutputs.begin(output)
                     try copyRecords { (record) throws(TraceError) in try writer.write(record) }
                     try writer.close()
                     summary.recordsWritten = writer.recordCount
@@ -115,6 +116,7 @@ struct Convert: ParsableCommand {
                                                 container: kind == .pcap ? .pcap : .pcapng, wireProtocol: reader.wireProtocol,
                                                 interfaceDescription: "kinetrace convert of \(input)")
                     outputCreated = true
+                    PartialOutputs.begin(output)
                     try copyRecords { (record) throws(TraceError) in try writer.write(record) }
                     try writer.close()
                     summary.recordsWritten = writer.packetCount
@@ -125,8 +127,10 @@ struct Convert: ParsableCommand {
                 }
             } catch {
                 if outputCreated { unlink(output) }
+                PartialOutputs.end(output)
                 throw error
             }
+            PartialOutputs.end(output)
             progress.finish()
             if let capture {
                 summary.packetsRead = capture.packetCount

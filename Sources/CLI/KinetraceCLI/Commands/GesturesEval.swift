@@ -269,7 +269,7 @@ struct GesturesEval: ParsableCommand {
             let traceStart = SystemClock.monotonicNs()
             let (trace, replayInput) = try reportingFailures { () throws(TraceError) -> (GestureTrace, ReplayInput) in
                 (try GestureTrace.read(try openInput(path: path, wireProtocol: input.wire.given, port: input.port), source: .frames),
-                 try ReplayInput.load(paths: [path], wireProtocol: input.wire.given, port: input.port))
+                 try ReplayInput.load(paths: [try InputSpool.readablePath(path)], wireProtocol: input.wire.given, port: input.port))
             }
             var configuration = Replayer.Configuration(target: .udp(address), input: replayInput)
             configuration.options.speed = liveSpeed

@@ -27,7 +27,8 @@ public struct Kinetrace: ParsableCommand {
               75   a run that timed out
               76   a host that never answered or broke the stdio framing
               77   a capture without permission
-              130  interrupted (SIGINT or SIGTERM)
+              130  interrupted by SIGINT, 143 by SIGTERM (128 + the signal's number, as a
+                   shell reports it); an output file left unfinished is removed
             """,
         version: version,
         subcommands: [Inspect.self, Convert.self, Merge.self, Host.self, Simulate.self, Capture.self, Replay.self, Conform.self, Latency.self, Gestures.self, Synth.self])

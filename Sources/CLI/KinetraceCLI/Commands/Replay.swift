@@ -300,7 +300,9 @@ struct Replay: ParsableCommand {
         if let problem = options.problem { throw ValidationError(problem) }
 
         var replayInput: ReplayInput = try reportingFailures { () throws(TraceError) in
-            try ReplayInput.load(paths: inputs, wireProtocol: input.wire.given, port: input.port)
+            var readable: [String] = []
+            for path in inputs { readable.append(try InputSpool.readablePath(path)) }
+            return try ReplayInput.load(paths: readable, wireProtocol: input.wire.given, port: input.port)
         }
         for note in replayInput.readingNotes { printNote(note) }
         for (path, truncation) in replayInput.truncations.sorted(by: { $0.key < $1.key }) {

@@ -2,6 +2,13 @@ import ArgumentParser
 import KinetraceSimulation
 import KinetraceTrace
 import KinetraceWire
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `kinetrace synth`: writes a synthetic session trace, offline.
 struct Synth: ParsableCommand {
@@ -157,14 +164,22 @@ struct Synth: ParsableCommand {
     private func write(header: TraceHeader, next: () -> TraceRecord?) throws -> Int {
         try reportingFailures { () throws(TraceError) -> Int in
             let writer = try TraceWriter(path: out, header: header)
-            var progress = Progress(label: "records written")
-            while let record = next() {
-                try writer.write(record)
-                progress.update(writer.recordCount)
+            PartialOutputs.begin(out)
+            defer { PartialOutputs.end(out) }
+            do throws(TraceError) {
+                var progress = Progress(label: "records written")
+                while let record = next() {
+                    try writer.write(record)
+                    progress.update(writer.recordCount)
+                }
+                progress.finish()
+                try writer.close()
+                return writer.recordCount
+            } catch {
+                // A synth that fails part way (a full disk) leaves no output: half a session passes for a whole one.
+                unlink(out)
+                throw error
             }
-            progress.finish()
-            try writer.close()
-            return writer.recordCount
         }
     }
 }

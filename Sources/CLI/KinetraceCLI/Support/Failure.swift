@@ -27,8 +27,8 @@ enum ExitStatus {
     static let timedOut = ExitCode(75)
     /// The peer broke the protocol or never answered (EX_PROTOCOL).
     static let protocolFailure = ExitCode(76)
-    /// Stopped by SIGINT or SIGTERM, as shells report it.
-    static let interrupted = ExitCode(130)
+    /// Stopped by SIGINT (130) or SIGTERM (143): 128 plus the signal's number, as shells report it.
+    static var interrupted: ExitCode { ExitCode(TerminationSignals.interruptedStatus) }
 
     static func forTraceError(_ error: TraceError) -> ExitCode {
         switch error.code {
@@ -42,6 +42,8 @@ enum ExitStatus {
 
 /// Prints one line to standard error (and keeps it for a harness-error report).
 func printError(_ message: String) {
+    // Messages quote input (paths, sources, header fields): one line, no control characters acting.
+    let message = TerminalText.escaped(InputSpool.userFacing(message))
     ErrorLines.record(message)
     var stderr = StandardError()
     print("kinetrace: error: \(message)", to: &stderr)
@@ -49,7 +51,7 @@ func printError(_ message: String) {
 
 func printWarning(_ message: String) {
     var stderr = StandardError()
-    print("kinetrace: warning: \(message)", to: &stderr)
+    print("kinetrace: warning: \(TerminalText.escaped(InputSpool.userFacing(message)))", to: &stderr)
 }
 
 struct StandardError: TextOutputStream {
@@ -123,8 +125,9 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
 /// the path, which replaced a device such as /dev/full with a regular file and
 /// ignored the failed write.
 func writeOutput(_ text: String, to path: String?, what: String = "the report", failure: ExitCode = ExitStatus.cannotCreate) throws {
+    let text = InputSpool.userFacing(text)
     guard let path else { return print(text, terminator: "") }
-    try writeOutput(bytes: Array(text.utf8), to: path, what: what, failure: failure)
+    try PartialOutputs.writing(path) { try writeOutput(bytes: Array(text.utf8), to: path, what: what, failure: failure) }
 }
 
 /// Writes `bytes` to the file at `path`, with the same one-line errors and exit codes.
@@ -146,14 +149,14 @@ func writeOutput(bytes: [UInt8], to path: String, what: String, failure: ExitCod
 /// Prints one note to standard error: how an input was read, worth knowing but no problem.
 func printNote(_ message: String) {
     var stderr = StandardError()
-    print("kinetrace: note: \(message)", to: &stderr)
+    print("kinetrace: note: \(TerminalText.escaped(InputSpool.userFacing(message)))", to: &stderr)
 }
 
 /// Opens a trace or capture as `TraceInput.open` does, and says how a capture's host
 /// port was found when it was inferred (so a run on the wrong traffic is noticed).
 func openInput(path: String, wireProtocol: (any WireProtocol.Type)? = nil, port: UInt16? = nil,
                framed: Bool = true) throws(TraceError) -> any TraceRecordSource {
-    let source = try TraceInput.open(path: path, wireProtocol: wireProtocol, port: port, framed: framed)
+    let source = try TraceInput.open(path: try InputSpool.readablePath(path), wireProtocol: wireProtocol, port: port, framed: framed)
     if let note = source.readingNote { printNote(note) }
     return source
 }

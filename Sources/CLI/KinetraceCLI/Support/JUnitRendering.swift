@@ -184,7 +184,7 @@ enum JUnitRendering {
         case 75: return "timed-out"
         case 76: return "protocol-failure"
         case 77: return "no-permission"
-        case 130: return "interrupted"
+        case 130, 143: return "interrupted"
         default: return "exit-\(status)"
         }
     }

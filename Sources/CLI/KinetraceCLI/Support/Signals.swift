@@ -21,6 +21,7 @@ public enum TerminationSignals {
     nonisolated(unsafe) private static var handler: (@Sendable (Int32) -> Void)?
     nonisolated(unsafe) private static var handled = false
     nonisolated(unsafe) private static var waiter: WorkerThread?
+    nonisolated(unsafe) private static var received: Int32?
 
     /// Call first in `main`, before anything starts a thread.
     public static func install() {
@@ -47,16 +48,25 @@ public enum TerminationSignals {
             var number: Int32 = 0
             guard sigwait(&set, &number) == 0 else { continue }
             let body: (@Sendable (Int32) -> Void)? = lock.withLock {
+                if received == nil { received = number }
                 guard let handler, !handled else { return nil }
                 handled = true
                 return handler
             }
             // A command that handles the signal gets the first one; without one,
             // or on a second signal, the process ends as the signal would end it.
-            guard let body else { _exit(128 + number) }
+            guard let body else {
+                PartialOutputs.removeAll()
+                InputSpool.removeAll()
+                _exit(128 + number)
+            }
             body(number)
         }
     }
+
+    /// The exit status for a run a signal stopped: 128 plus the first signal's number, as a
+    /// shell reports a command the signal killed (130 for SIGINT, 143 for SIGTERM).
+    static var interruptedStatus: Int32 { 128 + (lock.withLock { received } ?? SIGINT) }
 
     private static func terminationSet() -> sigset_t {
         var set = sigset_t()
@@ -83,4 +93,35 @@ final class TerminationHandlerToken {
 func printNow(_ line: String) {
     print(line)
     fflush(nil)  // flushes every stream; `stdout` itself is not concurrency-safe to name
+}
+
+/// Output files being written. A signal that ends the process before one is finished removes
+/// it (half a file passes for a whole one) and says so; commands that stop cleanly on a signal
+/// finish or remove theirs themselves. Only regular files are removed: never a device or pipe.
+enum PartialOutputs {
+    private static let lock = NIOLock()
+    nonisolated(unsafe) private static var paths: [String] = []
+
+    static func begin(_ path: String) { lock.withLock { paths.append(path) } }
+
+    /// The file is complete, or its writer removed it.
+    static func end(_ path: String) {
+        lock.withLock { if let i = paths.lastIndex(of: path) { paths.remove(at: i) } }
+    }
+
+    /// Runs `body` with `path` counted as unfinished until it returns.
+    static func writing<T, E: Error>(_ path: String, _ body: () throws(E) -> T) throws(E) -> T {
+        begin(path)
+        defer { end(path) }
+        return try body()
+    }
+
+    fileprivate static func removeAll() {
+        let unfinished = lock.withLock { paths }
+        for path in unfinished {
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            if unlink(path) == 0 { writeStandardError("kinetrace: interrupted: removed the unfinished \(TerminalText.escaped(path))\n") }
+        }
+    }
 }

@@ -9,7 +9,8 @@ import KinetraceWire
 enum SummaryRendering {
     static func text(_ s: TraceSummary, bytes: (file: Int, uncompressed: Int)? = nil) -> String {
         var out = ""
-        func line(_ text: String = "") { out += text + "\n" }
+        // Header fields, sources, labels and events come from the trace: never raw to a terminal.
+        func line(_ text: String = "") { out += TerminalText.escaped(text) + "\n" }
         let h = s.header
         line("Trace      \(s.source)")
         line("Format     \(TraceHeader.formatName) \(h.major).\(h.minor), protocol \(h.protocolID), captured at \(h.capturePoint) (clock \(h.clock))")
@@ -240,7 +241,8 @@ enum SummaryRendering {
 struct TextTable {
     private var rows: [[String]]
     init(_ header: [String]) { rows = [header] }
-    mutating func add(_ row: [String]) { rows.append(row) }
+    /// Cells may hold text from input (endpoints, names): control characters show as escapes.
+    mutating func add(_ row: [String]) { rows.append(row.map { TerminalText.escaped($0) }) }
 
     func render() -> String {
         let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
