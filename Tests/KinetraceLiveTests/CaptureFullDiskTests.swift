@@ -104,6 +104,22 @@ struct CaptureFullDiskTests {
         #expect(try messageCount(trace) == onDisk)
     }
 
+    /// Finding 14: a file that cannot be created is one line naming its path once, exit 73.
+    @Test func aReadOnlyMountIsOneLineNamingThePathOnce() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { unmount(dir) }
+        let mount = try run(URL(fileURLWithPath: "/usr/bin/env"), ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", dir.path])
+        try #require(mount.status == 0, "mount: \(mount.stderr)")
+        for option in ["-w", "--trace"] {
+            let path = dir.appendingPathComponent("x.out").path
+            let result = try kinetrace("capture", "-i", "lo", option, path, "-c", "1")
+            #expect(result.status == 73, "\(option): \(result.stderr)")
+            let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("kinetrace: error:") }
+            #expect(errors.count == 1 && errors[0].components(separatedBy: path).count == 2 && errors[0].contains("Read-only file system"),
+                    "\(option): \(result.stderr)")
+        }
+    }
+
     /// Finding 2: a -G template whose names come round within the capture is refused before anything is opened.
     @Test(arguments: [
         (["-G", "1"], "m-%H%M.pcap"),

@@ -386,7 +386,10 @@ private struct OutputFiles {
         if let template = configuration.pcapPath {
             let path = try name(template)
             guard let dumper = pcap_dump_open(handle, path) else {
-                throw CaptureError(.cannotCreate, "\(path): cannot create: \(cText(pcap_geterr(handle)))")
+                // libpcap's message already starts with the path: say it once.
+                var reason = cText(pcap_geterr(handle))
+                if reason.hasPrefix(path + ": ") { reason.removeFirst(path.count + 2) }
+                throw CaptureError(.cannotCreate, "\(path): cannot create: \(reason)")
             }
             files.dumper = dumper
             files.pcapPath = path
