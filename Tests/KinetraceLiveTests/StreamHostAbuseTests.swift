@@ -1,0 +1,112 @@
+import Foundation
+import KinetraceHost
+import KinetraceSupport
+import KinetraceTestSupport
+import KinetraceTrace
+import KinetraceWire
+import Logging
+import Testing
+
+/// A plain TCP client socket to 127.0.0.1, for abusing the stream host: idle
+/// connections, slow writers, connections closed with a reset.
+final class RawTCPClient {
+    let fd: Int32
+    /// The client's own address, as the host names the connection.
+    let local: Endpoint
+
+    init(port: UInt16) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw FixtureError("socket: \(String(cString: strerror(errno)))") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        address.sin_port = port.bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) } }
+        guard connected == 0 else {
+            let why = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw FixtureError("connect: \(why)")
+        }
+        var mine = sockaddr_in()
+        _ = withUnsafeMutablePointer(to: &mine) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        self.fd = fd
+        local = Endpoint(host: "127.0.0.1", port: UInt16(bigEndian: mine.sin_port))
+    }
+
+    /// Writes all of `bytes`; false when the host has closed or reset the connection.
+    @discardableResult
+    func write(_ bytes: [UInt8]) -> Bool {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes.withUnsafeBytes { send(fd, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { return false }
+            sent += n
+        }
+        return true
+    }
+
+    /// Whether the host has ended the connection (a FIN or RST is waiting), without blocking.
+    var endedByHost: Bool {
+        var polled = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&polled, 1, 0) > 0 else { return false }
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_DONTWAIT) | Int32(MSG_PEEK))
+        return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    /// Closes with SO_LINGER 0: the kernel sends a RST instead of a FIN.
+    func reset() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        Glibc.close(fd)
+    }
+
+    func close() { Glibc.close(fd) }
+}
+
+/// Issue 24, findings 5 and 6: the TCP host under connection floods, slow
+/// writers and reset storms.
+@Suite(.serialized) struct StreamHostAbuseTests {
+    static let quiet = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+
+    /// Finding 6: connections reset (SO_LINGER 0) right after a partial record, many at once.
+    /// Many are reset before the host accepts them, when the peer can no longer be looked up;
+    /// every read must still name its own connection, so no two streams are glued together.
+    @Test func anRSTStormLeavesEveryReadNamedByItsOwnConnection() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let trace = dir.appendingPathComponent("host.jsonl").path
+        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream.self)
+        configuration.port = 0
+        configuration.tracePath = trace
+        let host = try StreamReferenceHost(configuration: configuration, logger: Self.quiet)
+        let port = UInt16(host.localAddress.port!)
+        var sent: [Endpoint: [UInt8]] = [:]
+        let storm = 400
+        for i in 0..<storm {
+            let client = try RawTCPClient(port: port)
+            // A distinct partial record on each connection: 5 bytes of (i/1000, 0.25, -0.5).
+            let bytes = Array(AttitudeRecord(roll: Float32(i) / 1000, pitch: 0.25, yaw: -0.5).encoded().prefix(5))
+            #expect(client.write(bytes))
+            client.reset()
+            sent[client.local] = bytes
+        }
+        try waitUntil("the host to have seen all \(storm) connections") {
+            let stats = try host.statistics()
+            return stats.connections + stats.connectionsUnnamed == storm
+        }
+        let stats = try host.shutdown()
+        let received = try TraceStreams(path: trace)
+        let unnamed = received.chunks.keys.filter { sent[$0] == nil }
+        #expect(unnamed.isEmpty, "reads recorded from sources that are no connection of this test: \(unnamed.prefix(5))")
+        // Each connection's stream is exactly what that connection sent: nothing glued from another.
+        for (source, _) in received.chunks where sent[source] != nil {
+            #expect(received.stream(source) == sent[source], "\(source)")
+        }
+        #expect(received.chunks.count > storm / 2, "the storm's reads were recorded (\(received.chunks.count) of \(storm))")
+        #expect(stats.connectionsUnnamed == 0, "Linux names even a reset connection (SO_PEERNAME)")
+        #expect(stats.closedMidRecord == received.chunks.count)
+        #expect(stats.datagrams == 0, "no whole record was sent, so none was applied")
+    }
+}
