@@ -109,4 +109,71 @@ final class RawTCPClient {
         #expect(stats.closedMidRecord == received.chunks.count)
         #expect(stats.datagrams == 0, "no whole record was sent, so none was applied")
     }
+
+    /// Finding 5 (AS-CONN-2): 1,100 idle connections against a host capped at 16 no longer lock
+    /// a phone out. The phone streaming before the flood keeps its connection, and one that
+    /// connects after it is admitted and served.
+    @Test func elevenHundredIdleConnectionsLockNoPhoneOut() throws {
+        DescriptorLimit.raiseToHardLimit()
+        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream.self)
+        configuration.port = 0
+        configuration.maximumConnections = 16
+        configuration.connectionTimeoutNs = nil  // displacement alone, on a machine however slow
+        let host = try StreamReferenceHost(configuration: configuration, logger: Self.quiet)
+        let port = UInt16(host.localAddress.port!)
+        let record = AttitudeRecord(roll: 0.5, pitch: -0.25, yaw: 1).encoded()
+        let before = try RawTCPClient(port: port)
+        defer { before.close() }
+        #expect(before.write(record))
+        try waitUntil("the host to read the first phone's record") { try host.statistics().datagrams == 1 }
+        var idle: [RawTCPClient] = []
+        defer { idle.forEach { $0.close() } }
+        for i in 0..<1_100 {
+            idle.append(try RawTCPClient(port: port))
+            // The phone goes on streaming through the flood.
+            if i % 50 == 49 { #expect(before.write(record)) }
+        }
+        try waitUntil("the host to accept the flood") { try host.statistics().connections == 1_101 }
+        let after = try RawTCPClient(port: port)
+        defer { after.close() }
+        #expect(after.write(record))
+        #expect(before.write(record))
+        try waitUntil("the host to read both phones' records") { try host.statistics().datagrams == 1 + 22 + 2 }
+        // 1,102 connections through 16 places: 1,086 displaced, every one of them idle.
+        try waitUntil("the displaced idle connections to see the host's FIN") { idle.filter(\.endedByHost).count == 1_102 - 16 }
+        #expect(!before.endedByHost, "the phone that was streaming kept its connection")
+        #expect(!after.endedByHost, "the phone that came after the flood was admitted")
+        let stats = try host.shutdown()
+        #expect(stats.triggers == 25, "every record of both phones was applied")
+        #expect(stats.connectionsDisplaced == 1_102 - 16, "\(stats)")
+    }
+
+    /// Finding 5 (AS-CONN-3): a connection that delivers no whole record for the timeout is closed,
+    /// however many bytes it trickles; a phone streaming records is not.
+    @Test func aTricklingOrSilentConnectionIsClosedAfterTheTimeoutAndAStreamingOneIsNot() throws {
+        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream.self)
+        configuration.port = 0
+        configuration.connectionTimeoutNs = 300_000_000
+        let host = try StreamReferenceHost(configuration: configuration, logger: Self.quiet)
+        let port = UInt16(host.localAddress.port!)
+        let record = AttitudeRecord(roll: 0.5, pitch: -0.25, yaw: 1).encoded()
+        let phone = try RawTCPClient(port: port), trickle = try RawTCPClient(port: port), silent = try RawTCPClient(port: port)
+        defer { [phone, trickle, silent].forEach { $0.close() } }
+        // A byte every 40 ms completes a record every 480 ms: past the timeout each time.
+        var sentBytes = 0
+        try waitUntil("the host to close the trickling and the silent connection", timeout: 30) {
+            #expect(phone.write(record))
+            if !trickle.endedByHost {
+                _ = trickle.write([record[sentBytes % 12]])
+                sentBytes += 1
+            }
+            usleep(30_000)
+            return trickle.endedByHost && silent.endedByHost
+        }
+        #expect(!phone.endedByHost, "the phone streaming records stays")
+        #expect(sentBytes > 0, "the trickling connection sent bytes, and was closed all the same")
+        let stats = try host.shutdown()
+        #expect(stats.connectionsTimedOut == 2)
+        #expect(stats.connectionsDisplaced == 0)
+    }
 }
