@@ -176,4 +176,21 @@ final class RawTCPClient {
         #expect(stats.connectionsTimedOut == 2)
         #expect(stats.connectionsDisplaced == 0)
     }
+
+    /// AC-AS-CONN-FLOOD over TCP against the reference host at a bound of 32: 96 idle connections,
+    /// and both phones are still read.
+    @Test func theConnectionFloodCasePassesTheReferenceHostOverTCP() throws {
+        let host = try Background.kinetrace("host", "--protocol", "attitude-stream", "--port", "0", "--max-connections", "32", "--format", "json")
+        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
+        let result = try kinetrace(["conform", "--protocol", "attitude-stream", "--host", "127.0.0.1:\(port)", "--max-connections", "32",
+                                    "--cases", "AC-AS-CONN-FLOOD", "--format", "json"], timeout: 60)
+        let stopped = try host.stop(SIGTERM)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let only = try #require((report["cases"] as? [[String: Any]])?.first)
+        #expect(only["verdict"] as? String == "PASS", "\(only)")
+        #expect((only["measurements"] as? [String: Double])?["idle_connections"] == 96)
+        let summary = try lastJSONLine(stopped.stdout)
+        #expect((summary["connections_displaced"] as? Int ?? 0) >= 96 - 32, "\(summary)")
+    }
 }
