@@ -96,3 +96,74 @@ import Testing
         #expect(summary?["acks_sent"] as? Int == 5)
     }
 }
+
+/// Issue 24, finding 5 (AS-CONN-2, AS-CONN-3): the TCP host's ledger of connections.
+@Suite struct ConnectionLedgerTests {
+    @Test func atTheLimitANewConnectionDisplacesOneThatSentNothingBeforeAnyThatDid() {
+        var ledger = ConnectionLedger(capacity: 3, idleNs: nil)
+        #expect(ledger.admit(0, nowNs: 1) == nil)
+        ledger.delivered(0, nowNs: 2)
+        #expect(ledger.admit(1, nowNs: 3) == nil)
+        #expect(ledger.admit(2, nowNs: 4) == nil)
+        ledger.delivered(2, nowNs: 5)
+        // 1 has sent nothing: it goes first, though 0 was heard from longer ago.
+        #expect(ledger.admit(3, nowNs: 6) == 1)
+        // Then 3 (nothing sent yet), then among the streaming, the least recently heard.
+        #expect(ledger.admit(4, nowNs: 7) == 3)
+        ledger.delivered(4, nowNs: 8)
+        #expect(ledger.admit(5, nowNs: 9) == 0)
+        #expect(ledger.count == 3)
+        #expect(!ledger.holds(0) && ledger.holds(2) && ledger.holds(4) && ledger.holds(5))
+    }
+
+    @Test func onlyConnectionsIdleForLongerThanTheTimeoutExpire() {
+        var ledger = ConnectionLedger(capacity: 10, idleNs: 100)
+        _ = ledger.admit(0, nowNs: 0)    // never sends
+        _ = ledger.admit(1, nowNs: 0)
+        ledger.delivered(1, nowNs: 90)   // active at 90
+        _ = ledger.admit(2, nowNs: 50)
+        #expect(ledger.expire(nowNs: 100).isEmpty, "exactly the timeout is not longer than it")
+        #expect(ledger.expire(nowNs: 101) == [0])
+        #expect(ledger.expire(nowNs: 151) == [2])
+        #expect(ledger.expire(nowNs: 191) == [1])
+        #expect(ledger.count == 0)
+    }
+
+    /// Against a plain model under random traffic: the same connections held, at most the capacity.
+    @Test func agreesWithAPlainModelUnderRandomTraffic() {
+        var rng = SeededGenerator(seed: 24)
+        var ledger = ConnectionLedger(capacity: 8, idleNs: 40)
+        var model: [Int: (lastNs: Int64, delivered: Bool)] = [:]
+        var now: Int64 = 0, next = 0, displaced = 0, expired = 0
+        for _ in 0..<20_000 {
+            now += Int64.random(in: 1...3, using: &rng)
+            switch Int.random(in: 0..<10, using: &rng) {
+            case 0..<3:
+                let victim = model.count < 8 ? nil
+                    : (model.filter { !$0.value.delivered }.min { $0.value.lastNs < $1.value.lastNs }
+                        ?? model.min { $0.value.lastNs < $1.value.lastNs })?.key
+                let got = ledger.admit(next, nowNs: now)
+                #expect(got == victim)
+                if let victim { model[victim] = nil; displaced += 1 }
+                model[next] = (now, false)
+                next += 1
+            case 3..<8:
+                guard let c = model.keys.randomElement(using: &rng) else { continue }
+                ledger.delivered(c, nowNs: now)
+                model[c] = (now, true)
+            case 8:
+                guard let c = model.keys.randomElement(using: &rng) else { continue }
+                ledger.remove(c)
+                model[c] = nil
+            default:
+                let due = Set(model.filter { now - $0.value.lastNs > 40 }.keys)
+                #expect(Set(ledger.expire(nowNs: now)) == due)
+                for c in due { model[c] = nil }
+                expired += due.count
+            }
+            #expect(ledger.count == model.count)
+            #expect(model.keys.allSatisfy { ledger.holds($0) })
+        }
+        #expect(displaced > 100 && expired > 100, "the workload exercised both (\(displaced) displaced, \(expired) expired)")
+    }
+}

@@ -54,22 +54,27 @@ struct NewProtocolFaultyHostTests {
     }
 
     /// The control: the scripts without a fault pass every case their faults fail.
-    @Test(arguments: [("keepcalm-json", "keepcalm_faulty_host.py", 8), ("attitude-stream", "attitude_faulty_host.py", 7)])
+    @Test(arguments: [("keepcalm-json", "keepcalm_faulty_host.py", 8), ("attitude-stream", "attitude_faulty_host.py", 8)])
     func theCorrectScriptsPassEveryCase(_ wireProtocol: String, _ script: String, _ count: Int) throws {
         let (status, verdicts) = try conform(wireProtocol, exec: "python3 '\(Self.script(script))' --fault none", [])
         #expect(status == 0, "\(verdicts)")
-        #expect(verdicts.count == count && verdicts.values.allSatisfy { $0 == "PASS" }, "\(verdicts)")
+        #expect(verdicts.count == count && Self.passedAllButConnectionCases(verdicts), "\(verdicts)")
+    }
+
+    /// Every case PASS, except that over the stdio adapter, which has no connections, AC-AS-CONN-FLOOD is INCONCLUSIVE.
+    static func passedAllButConnectionCases(_ verdicts: [String: String]) -> Bool {
+        verdicts.allSatisfy { $0.value == ($0.key == "AC-AS-CONN-FLOOD" ? "INCONCLUSIVE" : "PASS") }
     }
 
     /// The reference host passes every case of both protocols, with no target given and through --exec.
-    @Test(arguments: [("keepcalm-json", 8), ("attitude-stream", 7)])
+    @Test(arguments: [("keepcalm-json", 8), ("attitude-stream", 8)])
     func theReferenceHostPassesEveryCase(_ wireProtocol: String, _ count: Int) throws {
         let binary = try Fixture.binary.path
         for target in [[], ["--exec", "'\(binary)' host --stdio --observe --protocol \(wireProtocol)"]] {
             let result = try kinetrace(["conform", "--protocol", wireProtocol, "--format", "json"] + target, timeout: 120)
             let verdicts = try Self.verdicts(result)
             #expect(result.status == 0, "\(target): \(result.stderr) \(verdicts)")
-            #expect(verdicts.count == count && verdicts.values.allSatisfy { $0 == "PASS" }, "\(target): \(verdicts)")
+            #expect(verdicts.count == count && Self.passedAllButConnectionCases(verdicts), "\(target): \(verdicts)")
         }
     }
 

@@ -224,32 +224,38 @@ func lastJSONLine(_ text: String) throws -> [String: Any] {
         #expect(bytes / 12 == written || (bytes + 11) / 12 == written)
     }
 
-    @Test func connectionsOverTheLimitAreClosedAndCounted() throws {
+    /// AS-CONN-2: at the limit a new connection is admitted and displaces one that has sent no
+    /// record yet, not the phone that is streaming (the host used to close the new one).
+    @Test func aNewConnectionAtTheLimitDisplacesAnIdleOneNotTheStreamingPhone() throws {
         var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream.self)
         configuration.port = 0
         configuration.maximumConnections = 2
         let host = try StreamReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         let link = TCPControllerLink(target: try SocketAddressBox.resolve("127.0.0.1:\(host.localAddress.port!)"))
         let record = AttitudeRecord(roll: 0.5, pitch: -0.25, yaw: 1).encoded()
-        for _ in 0..<3 { _ = try link.openController() }
-        // The third is closed at once; the first two are served.
+        func deadline() -> Int64 { SystemClock.monotonicNs() + 1_000_000_000 }
+        let phone = try link.openController()
+        #expect(link.send(record, from: phone, deadlineMonotonicNs: deadline()) == nil)
+        try waitUntil("the host to read the phone's record") { try host.statistics().datagrams == 1 }
+        let idle = try link.openController()
+        try waitUntil("the host to accept the idle connection") { try host.statistics().connections == 2 }
+        let newcomer = try link.openController()
         var ended: [Int: Int32] = [:]
-        try waitUntil("the third connection to be closed by the host") {
+        try waitUntil("the idle connection to be closed by the host") {
             link.receive(timeoutMs: 100) { if case .error(let c, let code) = $0 { ended[c] = code } }
             return !ended.isEmpty
         }
-        #expect(ended.keys.sorted() == [2])
-        #expect(ended[2] == EPIPE || ended[2] == ECONNRESET)
-        for controller in 0..<2 { #expect(link.send(record, from: controller, deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000) == nil) }
+        #expect(ended.keys.sorted() == [idle])
+        for controller in [phone, newcomer] { #expect(link.send(record, from: controller, deadlineMonotonicNs: deadline()) == nil) }
         var stats = try host.statistics()
-        try waitUntil("the host to read both records") {
+        try waitUntil("the host to read the phone's and the newcomer's records") {
             stats = try host.statistics()
-            return stats.datagrams >= 2
+            return stats.datagrams >= 3
         }
-        #expect(stats.datagrams == 2)
-        #expect(stats.triggers == 2)
-        #expect(stats.connections == 2)
-        #expect(stats.connectionsRefused == 1)
+        #expect(stats.datagrams == 3)
+        #expect(stats.triggers == 3)
+        #expect(stats.connections == 3)
+        #expect(stats.connectionsDisplaced == 1)
         _ = link.finish(graceMs: 0)
         let final = try host.shutdown()
         #expect(final.closedMidRecord == 0)

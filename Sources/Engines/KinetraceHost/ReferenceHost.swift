@@ -23,8 +23,13 @@ public final class ReferenceHost: Sendable {
         public var idleTimeoutNs: Int64? = HostCore<Int>.defaultIdleTimeoutNs
         /// Records what the host received and sent, when set.
         public var tracePath: String?
-        /// A byte-stream host's limit on open connections; more are closed as they come.
+        /// A byte-stream host's limit on open connections: at the limit a new connection
+        /// displaces the least recently active one (AS-CONN-2).
         public var maximumConnections = 1024
+        /// A byte-stream host closes a connection that delivers no whole record for this long (nil: never; AS-CONN-3).
+        public var connectionTimeoutNs: Int64? = ReferenceHost.Configuration.defaultConnectionTimeoutNs
+        /// 10 s: 600 frames of a phone streaming at 60 Hz; a slow writer of a byte a second completes a record every 12 s.
+        public static let defaultConnectionTimeoutNs: Int64 = 10_000_000_000
         /// Under load the datagram host reads in batches this far apart instead of being woken for
         /// every datagram (nil: woken for every one). See `ReadPacing`.
         public var readBatchIntervalNs: Int64? = ReadPacing.defaultIntervalNs
@@ -128,10 +133,14 @@ public struct HostStatistics: Sendable, Equatable {
     /// Controllers forgotten after the idle timeout (ML-STATE-1) and to stay within the maximum (ML-STATE-2).
     public var forgottenIdle = 0
     public var forgottenOverCapacity = 0
-    /// Byte-stream hosts: connections accepted, refused over the limit, closed
-    /// inside a record, and closed because their stream could not be framed.
+    /// Byte-stream hosts: connections accepted; closed to admit a new one at the limit
+    /// (AS-CONN-2); closed after delivering no record for the timeout (AS-CONN-3); closed
+    /// unread because their peer could not be named; closed inside a record; and closed
+    /// because their stream could not be framed.
     public var connections = 0
-    public var connectionsRefused = 0
+    public var connectionsDisplaced = 0
+    public var connectionsTimedOut = 0
+    public var connectionsUnnamed = 0
     public var closedMidRecord = 0
     public var framingErrors = 0
     /// Datagram hosts: reads put off under load (ReadPacing), rather than woken for.

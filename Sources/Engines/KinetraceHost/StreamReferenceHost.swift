@@ -5,6 +5,9 @@ import KinetraceWire
 import Logging
 import NIOCore
 import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A reference host while it serves: the UDP host of a datagram protocol or
 /// the TCP host of a byte-stream protocol.
@@ -34,7 +37,10 @@ public func startReferenceHost(configuration: ReferenceHost.Configuration, logge
 /// the stream's offsets whatever its reads return, and its own controller in
 /// the protocol's host model. Invalid records are not applied and the
 /// connection stays open; a connection whose framing breaks is closed; a
-/// connection that closes inside a record is counted and logged.
+/// connection that closes inside a record is counted and logged. At the
+/// connection limit a new connection displaces the least recently active
+/// one, and a connection that delivers no whole record for the connection
+/// timeout is closed (`ConnectionLedger`, AS-CONN-*).
 ///
 /// With a trace, every read is recorded as it came (one `msg` record per
 /// read, TR-MSG-3), and every decision as a `decision` event.
@@ -54,6 +60,7 @@ public final class StreamReferenceHost: RunningReferenceHost {
             throw HostError("the stream reference host serves byte-stream protocols over TCP; \(configuration.wireProtocol.id) is a \(configuration.wireProtocol.transport) protocol")
         }
         guard configuration.maximumConnections > 0 else { throw HostError("the host must accept at least one connection") }
+        guard configuration.connectionTimeoutNs.map({ $0 > 0 }) ?? true else { throw HostError("a connection timeout must be positive") }
         self.configuration = configuration
         self.logger = logger
         // One thread: every connection's handler and the shared host model live on one event loop.
@@ -73,13 +80,13 @@ public final class StreamReferenceHost: RunningReferenceHost {
                 .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
                 .childChannelInitializer { child in
                     child.eventLoop.makeCompletedFuture {
-                        guard state.admit() else {
-                            logger.warning("refused a connection: \(configuration.maximumConnections) already open",
-                                           metadata: ["peer": "\(child.remoteAddress.map { Endpoint($0).description } ?? "?")"])
-                            child.close(promise: nil)
+                        // Named now, once: a connection reset before it was accepted has no peer to look up later.
+                        guard let ends = ConnectionEnds(child) else {
+                            state.unnamed(child)
                             return
                         }
-                        try child.pipeline.syncOperations.addHandler(StreamConnectionHandler(state: state))
+                        let number = state.admit(child, ends: ends)
+                        try child.pipeline.syncOperations.addHandler(StreamConnectionHandler(state: state, number: number, ends: ends))
                     }
                 }
                 .bind(host: configuration.bindHost, port: configuration.boundPort)
@@ -92,6 +99,11 @@ public final class StreamReferenceHost: RunningReferenceHost {
                 channel.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
                     recorder.flush()
                 }
+            }
+            if let timeoutNs = configuration.connectionTimeoutNs {
+                // Checked four times a timeout (at most once a second): an idle connection goes within 1.25 timeouts.
+                let sweep = TimeAmount.nanoseconds(Swift.max(1_000_000, Swift.min(timeoutNs / 4, 1_000_000_000)))
+                channel.eventLoop.scheduleRepeatedTask(initialDelay: sweep, delay: sweep) { _ in state.closeIdle() }
             }
         } catch {
             try? group.syncShutdownGracefully()
@@ -123,6 +135,8 @@ final class StreamHostState: @unchecked Sendable {  // confined to one event loo
     private var counters = HostStatistics()
     private var nextConnection = 0
     private var open: [Int: Channel] = [:]
+    /// Which connections to close at the limit (AS-CONN-2) and after the timeout (AS-CONN-3).
+    private var ledger: ConnectionLedger
 
     init(configuration: ReferenceHost.Configuration, logger: Logger, recorder: TraceRecorder?) {
         self.configuration = configuration
@@ -130,45 +144,59 @@ final class StreamHostState: @unchecked Sendable {  // confined to one event loo
         self.recorder = recorder
         core = HostCore(wireProtocol: configuration.wireProtocol, rule: configuration.rule,
                         maximumControllers: configuration.maximumControllers, idleTimeoutNs: configuration.idleTimeoutNs)
+        ledger = ConnectionLedger(capacity: configuration.maximumConnections, idleNs: configuration.connectionTimeoutNs)
     }
 
     var statistics: HostStatistics {
         var stats = core.statistics
         stats.connections = counters.connections
-        stats.connectionsRefused = counters.connectionsRefused
+        stats.connectionsDisplaced = counters.connectionsDisplaced
+        stats.connectionsTimedOut = counters.connectionsTimedOut
+        stats.connectionsUnnamed = counters.connectionsUnnamed
         stats.closedMidRecord = counters.closedMidRecord
         stats.framingErrors = counters.framingErrors
         return stats
     }
 
-    /// Whether a new connection fits under the limit (refusals are counted).
-    func admit() -> Bool {
-        guard admitted < configuration.maximumConnections else {
-            counters.connectionsRefused += 1
-            return false
-        }
-        admitted += 1
-        return true
-    }
-
-    /// An admitted connection's handler left its pipeline (the connection is gone).
-    func released() { admitted -= 1 }
-
-    /// Connections admitted and not yet gone: counted from admission, since several
-    /// can be accepted before the first becomes active.
-    private var admitted = 0
-
-    /// A connection became active: its number, the host model's controller.
-    func opened(_ channel: Channel) -> Int {
+    /// A new connection: its number, the host model's controller. At the limit it displaces
+    /// the connection the ledger picks, which is closed (AS-CONN-2): never the new one.
+    func admit(_ channel: Channel, ends: ConnectionEnds) -> Int {
         let number = nextConnection
         nextConnection += 1
         counters.connections += 1
+        if let displaced = ledger.admit(number, nowNs: SystemClock.monotonicNs()) {
+            counters.connectionsDisplaced += 1
+            // Debug, not warning: a flood would write a line per connection; the summary counts them.
+            logger.debug("closing the least recently active connection to admit a new one (\(configuration.maximumConnections) open)",
+                         metadata: ["controller": "\(ends.peer)"])
+            open[displaced]?.close(promise: nil)
+        }
         open[number] = channel
         return number
     }
 
+    /// A connection whose peer could not be named even as it was accepted: closed unread, and
+    /// counted, since its reads could be recorded as no connection's.
+    func unnamed(_ channel: Channel) {
+        counters.connectionsUnnamed += 1
+        logger.warning("closed a connection whose peer address could not be read (reset before it was accepted)")
+        channel.close(promise: nil)
+    }
+
+    /// The connection delivered a whole record: it is active (AS-CONN-3).
+    func delivered(_ number: Int) { ledger.delivered(number, nowNs: SystemClock.monotonicNs()) }
+
+    /// Closes every connection that has delivered no whole record for the timeout.
+    func closeIdle() {
+        for number in ledger.expire(nowNs: SystemClock.monotonicNs()) {
+            counters.connectionsTimedOut += 1
+            open[number]?.close(promise: nil)
+        }
+    }
+
     func closed(_ number: Int, pendingBytes: Int, peer: Endpoint) {
         open[number] = nil
+        ledger.remove(number)
         if pendingBytes > 0 {
             counters.closedMidRecord += 1
             logger.warning("connection closed \(pendingBytes) byte(s) into a record", metadata: ["controller": "\(peer)"])
@@ -187,6 +215,51 @@ final class StreamHostState: @unchecked Sendable {  // confined to one event loo
     }
 }
 
+/// A connection's two ends as its trace records name them, read once as it is accepted.
+struct ConnectionEnds {
+    let peer: Endpoint
+    let local: Endpoint
+
+    /// nil when the peer cannot be named: NIO looks it up with getpeername, which fails on a
+    /// connection reset before it was accepted; on Linux SO_PEERNAME still reads it then.
+    init?(_ channel: Channel) {
+        guard let local = channel.localAddress.map(Endpoint.init) else { return nil }
+        self.local = local
+        if let remote = channel.remoteAddress {
+            peer = Endpoint(remote)
+        } else if let named = Self.peerName(of: channel, ipv6: local.isIPv6) {
+            peer = named
+        } else {
+            return nil
+        }
+    }
+
+    private static func peerName(of channel: Channel, ipv6: Bool) -> Endpoint? {
+        #if os(Linux)
+        guard let provider = channel as? SocketOptionProvider else { return nil }
+        // The option's length must not exceed the address's: ask for exactly the family's sockaddr.
+        var named: Endpoint?
+        let level = NIOBSDSocket.OptionLevel(rawValue: SOL_SOCKET), option = NIOBSDSocket.Option(rawValue: SO_PEERNAME)
+        // Both futures are complete on return: this runs on the channel's event loop.
+        if ipv6 {
+            let future: EventLoopFuture<RawAddress<sockaddr_in6>> = provider.unsafeGetSocketOption(level: level, name: option)
+            future.whenSuccess { named = Endpoint(SocketAddress($0.address)) }
+        } else {
+            let future: EventLoopFuture<RawAddress<sockaddr_in>> = provider.unsafeGetSocketOption(level: level, name: option)
+            future.whenSuccess { named = Endpoint(SocketAddress($0.address)) }
+        }
+        return named.flatMap { $0.port == 0 ? nil : $0 }
+        #else
+        return nil
+        #endif
+    }
+}
+
+/// A C socket address as a socket option's value: the same bytes, passed between NIO's calls on one loop.
+private struct RawAddress<Address>: @unchecked Sendable {
+    var address: Address
+}
+
 /// One controller's connection: its framer, fed whatever each read returns.
 final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable {  // confined to one event loop
     typealias InboundIn = ByteBuffer
@@ -194,20 +267,20 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
 
     private let state: StreamHostState
     private var framer: any MessageFramer
-    private var number = -1
-    private var peer = Endpoint(host: "unknown", port: 0)
-    private var local = Endpoint(host: "unknown", port: 0)
+    private let number: Int
+    private let peer: Endpoint
+    private let local: Endpoint
     private var broken = false
 
-    init(state: StreamHostState) {
+    init(state: StreamHostState, number: Int, ends: ConnectionEnds) {
         self.state = state
+        self.number = number
+        peer = ends.peer
+        local = ends.local
         framer = state.configuration.wireProtocol.makeFramer()
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        number = state.opened(context.channel)
-        if let remote = context.channel.remoteAddress { peer = Endpoint(remote) }
-        if let address = context.channel.localAddress { local = Endpoint(address) }
         state.logger.debug("connection opened", metadata: ["controller": "\(peer)"])
         context.fireChannelActive()
     }
@@ -221,7 +294,10 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
                                                      destination: local, payload: bytes)))
         framer.append(bytes)
         do throws(WireError) {
+            var whole = false
+            defer { if whole { state.delivered(number) } }
             while let message = try framer.next() {
+                whole = true
                 guard let decision = state.core.handle(message.bytes, from: number, receivedNs: receivedNs) else { continue }
                 decision.log(to: state.logger, controller: peer)
                 state.recorder?.write(.event(decision.eventRecord(timeNs: receivedNs, controller: peer)))
@@ -244,8 +320,6 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
         state.logger.debug("connection closed", metadata: ["controller": "\(peer)"])
         context.fireChannelInactive()
     }
-
-    func handlerRemoved(context: ChannelHandlerContext) { state.released() }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         // A reset or the like: this connection ends, the host keeps serving.

@@ -96,6 +96,11 @@ struct Conform: ParsableCommand {
                                valueName: "n"))
     var maxControllers = 65_536
 
+    @Option(name: .customLong("max-connections"),
+            help: ArgumentHelp("A TCP host's connection bound (attitude-stream AS-CONN-2): AC-AS-CONN-FLOOD opens 64 more idle connections than this and expects phones still to be served.",
+                               valueName: "n"))
+    var maxConnections = 1_024
+
     @Flag(help: "Count SHOULD cases too: a NON-STRICT verdict fails the run.")
     var strict = false
 
@@ -122,6 +127,7 @@ struct Conform: ParsableCommand {
         }
         guard minSamples >= 1 else { throw ValidationError("--min-samples must be at least 1.") }
         guard (1...900_000).contains(maxControllers) else { throw ValidationError("--max-controllers must be from 1 to 900000.") }
+        guard (1...16_320).contains(maxConnections) else { throw ValidationError("--max-connections must be from 1 to 16320.") }
         if [host, exec, capture].compactMap({ $0 }).count > 1 { throw ValidationError("Give one of --host, --exec and --capture.") }
         if let host { do { _ = try SocketAddressBox.resolve(host) } catch { throw ValidationError("--host \(error.description)") } }
         if capture == nil, ConformanceSuite.suite(for: input.wire.wireProtocol) == nil {
@@ -140,6 +146,7 @@ struct Conform: ParsableCommand {
         parameters.ackDeadlineMs = ackDeadlineMs
         parameters.minimumTimingSamples = minSamples
         parameters.maxControllers = maxControllers
+        parameters.maxConnections = maxConnections
         if list { return try listCases(suite(for: input.wire.wireProtocol)) }
         let result: SuiteReport
         if let capture {

@@ -94,7 +94,12 @@ struct Convert: ParsableCommand {
             func copyRecords(_ write: (TraceRecord) throws(TraceError) -> Void) throws(TraceError) {
                 while let record = try reader.next() {
                     summary.recordsRead += 1
-                    try write(record)
+                    do throws(TraceError) { try write(record) } catch {
+                        guard error.code == .badRecord else { throw error }
+                        // The record cannot take the output's form: the fault is in the input, so name its place there.
+                        throw TraceError(.badRecord, source: input, line: reader.lastRecordLine,
+                                         message: "cannot be written to \(output)\(reader.lastRecordLine == nil ? " (record \(summary.recordsRead))" : ""): \(error.message)")
+                    }
                     progress.update(summary.recordsRead)
                 }
             }

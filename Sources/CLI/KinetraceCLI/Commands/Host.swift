@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import KinetraceJSON
+import KinetraceSupport
 import KinetraceHost
 import KinetraceTrace
 import KinetraceWire
@@ -19,8 +20,11 @@ struct Host: ParsableCommand {
             once bound (use --port 0 for any free port) and a summary on SIGINT or SIGTERM.
 
             A byte-stream protocol (attitude-stream) is served on TCP instead, one connection \
-            per controller (at most 1024 open), each framed on its own whatever its reads \
-            return; invalid records are not applied and the connection stays open. With \
+            per controller, each framed on its own whatever its reads return; invalid records \
+            are not applied and the connection stays open. A connection that delivers no whole \
+            record for --connection-timeout is closed, and at --max-connections a new \
+            connection closes the least recently active one (one that has sent no record yet \
+            first), so idle or trickling connections cannot lock a streaming phone out. With \
             --trace every read is recorded as it came, and every decision that has no reply \
             on the wire (a KeepCalm jump, an attitude applied) as a "decision" event.
 
@@ -52,6 +56,14 @@ struct Host: ParsableCommand {
         "Forget a controller not heard from for this many seconds; 0 never forgets (ML-STATE-1).", valueName: "seconds"))
     var idleTimeoutS = Double(HostCore<Int>.defaultIdleTimeoutNs) / 1e9
 
+    @Option(name: .customLong("max-connections"), help: ArgumentHelp(
+        "TCP hosts: connections open at once; at the limit a new one closes the least recently active (AS-CONN-2).", valueName: "n"))
+    var maximumConnections = 1024
+
+    @Option(name: .customLong("connection-timeout"), help: ArgumentHelp(
+        "TCP hosts: close a connection that delivers no whole record for this many seconds; 0 never closes (AS-CONN-3).", valueName: "seconds"))
+    var connectionTimeoutS = Double(ReferenceHost.Configuration.defaultConnectionTimeoutNs) / 1e9
+
     @OptionGroup var summaryFormat: SummaryFormatOptions
 
     @Flag(name: .shortAndLong, help: "Log every decision (MotionLink v1: every trigger) to standard error.")
@@ -74,6 +86,10 @@ struct Host: ParsableCommand {
         guard idleTimeoutS.isFinite, idleTimeoutS == 0 || (0.001...86_400).contains(idleTimeoutS) else {
             throw ValidationError("--idle-timeout must be 0 (never) or from 0.001 to 86400 seconds.")
         }
+        guard (1...1_048_576).contains(maximumConnections) else { throw ValidationError("--max-connections must be from 1 to 1048576.") }
+        guard connectionTimeoutS.isFinite, connectionTimeoutS == 0 || (0.001...86_400).contains(connectionTimeoutS) else {
+            throw ValidationError("--connection-timeout must be 0 (never) or from 0.001 to 86400 seconds.")
+        }
         if let port { guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") } }
         if observe && !stdio { throw ValidationError("--observe applies only with --stdio.") }
         if immediateMode && (stdio || wire.wireProtocol.transport != .datagram) {
@@ -94,6 +110,17 @@ struct Host: ParsableCommand {
         configuration.maximumControllers = maximumControllers
         configuration.idleTimeoutNs = idleTimeoutS == 0 ? nil : Int64(idleTimeoutS * 1e9)
         if immediateMode { configuration.readBatchIntervalNs = nil }
+        configuration.maximumConnections = maximumConnections
+        configuration.connectionTimeoutNs = connectionTimeoutS == 0 ? nil : Int64(connectionTimeoutS * 1e9)
+        if wire.wireProtocol.transport == .byteStream {
+            // Each connection is a descriptor: past the process's limit, accept fails and every new phone waits.
+            let descriptors = DescriptorLimit.raiseToHardLimit()
+            let room = descriptors - Self.descriptorsBesideConnections
+            if maximumConnections > room {
+                configuration.maximumConnections = Swift.max(1, room)
+                printWarning("the open-file limit is \(descriptors): serving at most \(configuration.maximumConnections) connections, not \(maximumConnections) (raise ulimit -n)")
+            }
+        }
         let host: any RunningReferenceHost
         do {
             host = try startReferenceHost(configuration: configuration, logger: logger)
@@ -122,6 +149,9 @@ struct Host: ParsableCommand {
         printSummary(stats, toStandardError: false)
     }
 
+    /// Descriptors the host needs besides its connections: standard streams, the listener, the trace, the event loop's.
+    static let descriptorsBesideConnections = 64
+
     private func runStdio() throws {
         var host = StdioHost(wireProtocol: wire.wireProtocol)
         host.rule = ruleOptions.rule
@@ -146,7 +176,8 @@ struct Host: ParsableCommand {
             if wire.wireProtocol.transport == .byteStream {
                 emit("received \(stats.datagrams) records on \(stats.connections) connection(s): \(stats.validFrames) valid"
                          + ", invalid: \(invalid.isEmpty ? "none" : invalid); \(stats.triggers) decisions; "
-                         + "\(stats.closedMidRecord) closed inside a record, \(stats.framingErrors) unframeable, \(stats.connectionsRefused) refused")
+                         + "\(stats.closedMidRecord) closed inside a record, \(stats.framingErrors) unframeable; closed \(stats.connectionsTimedOut) idle, "
+                         + "\(stats.connectionsDisplaced) to admit new ones at the limit, \(stats.connectionsUnnamed) unnamed")
                 return
             }
             let forgotten = stats.forgottenIdle + stats.forgottenOverCapacity == 0 ? ""
@@ -165,7 +196,9 @@ struct Host: ParsableCommand {
             ]
             if wire.wireProtocol.transport == .byteStream {
                 members["connections"] = .integer(Int64(stats.connections))
-                members["connections_refused"] = .integer(Int64(stats.connectionsRefused))
+                members["connections_displaced"] = .integer(Int64(stats.connectionsDisplaced))
+                members["connections_timed_out"] = .integer(Int64(stats.connectionsTimedOut))
+                members["connections_unnamed"] = .integer(Int64(stats.connectionsUnnamed))
                 members["closed_mid_record"] = .integer(Int64(stats.closedMidRecord))
                 members["framing_errors"] = .integer(Int64(stats.framingErrors))
             } else if !stdio {

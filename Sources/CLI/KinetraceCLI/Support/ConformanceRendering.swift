@@ -37,7 +37,8 @@ enum ConformanceRendering {
                                    "ack_deadline_ms": .number(report.parameters.ackDeadlineMs),
                                    "min_samples": .integer(Int64(report.parameters.minimumTimingSamples)),
                                    "stale_resync_ms": .integer(Int64(report.parameters.rule.staleResyncMs)),
-                                   "max_controllers": .integer(Int64(report.parameters.maxControllers))]),
+                                   "max_controllers": .integer(Int64(report.parameters.maxControllers)),
+                                   "max_connections": .integer(Int64(report.parameters.maxConnections))]),
             "cases": .array(report.results.map { r in
                 .object(["id": .string(r.info.id), "requirements": .array(r.info.requirements.map { .string($0) }),
                          "level": .string(r.info.level.rawValue), "summary": .string(r.info.summary),

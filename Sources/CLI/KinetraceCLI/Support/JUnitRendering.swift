@@ -27,6 +27,7 @@ enum JUnitRendering {
             JUnitProperty("threshold", String(p.rule.threshold)), JUnitProperty("refractory_ms", String(p.rule.refractoryMs)),
             JUnitProperty("stale_resync_ms", String(p.rule.staleResyncMs)), JUnitProperty("ack_deadline_ms", String(p.ackDeadlineMs)),
             JUnitProperty("min_samples", String(p.minimumTimingSamples)), JUnitProperty("max_controllers", String(p.maxControllers)),
+            JUnitProperty("max_connections", String(p.maxConnections)),
         ]
         var cases = report.results.map { r -> JUnitCase in
             let detail = ([r.verdict.reason].compactMap { $0 } + r.evidence).joined(separator: "\n")

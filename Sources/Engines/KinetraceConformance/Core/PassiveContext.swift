@@ -11,6 +11,8 @@ public struct SuiteParameters: Hashable, Sendable {
     public var minimumTimingSamples = 20
     /// The host's controller cap (MotionLink ML-STATE-2), which the state-exhaustion case floods past.
     public var maxControllers = 65_536
+    /// A byte-stream host's connection bound (attitude-stream AS-CONN-2), which the flood case opens idle connections past.
+    public var maxConnections = 1_024
     public init() {}
 }
 

@@ -23,7 +23,7 @@ public final class PrefetchingRecordSource: TraceRecordSource {
     }
 
     private enum Item {
-        case record(TraceRecord)
+        case record(TraceRecord, line: Int?)
         case snapshot(Snapshot)
         case failure(TraceError)
     }
@@ -71,7 +71,7 @@ public final class PrefetchingRecordSource: TraceRecordSource {
             var failure: TraceError?
             do throws(TraceError) {
                 while let record = try base.next() {
-                    items.append(.record(record))
+                    items.append(.record(record, line: base.lastRecordLine))
                     heldBytes += Self.heldBytes(record)
                     let readBytes = (base.bytesRead?.uncompressed ?? readAtStart) - readAtStart
                     if items.count == batchSize || Swift.max(heldBytes, readBytes) >= batchBytes {
@@ -110,7 +110,9 @@ public final class PrefetchingRecordSource: TraceRecordSource {
             let item = batch[index]
             index += 1
             switch item {
-            case .record(let record): return record
+            case .record(let record, let line):
+                lastRecordLine = line
+                return record
             case .snapshot(let state): snapshot = state
             case .failure(let error):
                 ended = true
@@ -120,6 +122,7 @@ public final class PrefetchingRecordSource: TraceRecordSource {
         return nil
     }
 
+    public private(set) var lastRecordLine: Int?
     public var truncation: TraceTruncation? { snapshot.truncation }
     public var unknownRecordCount: Int { snapshot.unknownRecordCount }
     public var readingNote: String? { snapshot.readingNote }

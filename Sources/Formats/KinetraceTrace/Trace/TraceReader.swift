@@ -40,6 +40,9 @@ public final class TraceReader {
     private var atEOF = false
     private var bufferFileOffset = 0
     private var lineNumber = 0
+    /// A byte-stream protocol's messages are chunks of connections, found by their endpoints.
+    private var messagesNameConnections = false
+    private var connectionEndpoints = ConnectionEndpointCheck()
 
     /// The wire protocol the header names, as `registry` knows it.
     public var wireProtocol: any WireProtocol.Type { resolvedProtocol! }
@@ -92,6 +95,7 @@ public final class TraceReader {
         }
         resolvedProtocol = known
         decoder = TraceDecoder(known)
+        messagesNameConnections = known.transport == .byteStream
     }
 
     deinit { buffer.deallocate() }
@@ -108,6 +112,11 @@ public final class TraceReader {
             if isBlank(line.bytes) { continue }
             do throws(TraceDecoder.Failure) {
                 if let record = try decoder.record(line.bytes) {
+                    if messagesNameConnections, case .message(let message) = record,
+                       let why = connectionEndpoints.problem(message.source, message.destination) {
+                        // Glued to any stream, these bytes would make records that never existed.
+                        throw TraceDecoder.Failure(.badRecord, at: 0, why)
+                    }
                     recordCount += 1
                     return record
                 }
@@ -270,5 +279,30 @@ public final class TraceReader {
 
     private func isBlank(_ bytes: UnsafeRawBufferPointer) -> Bool {
         bytes.allSatisfy { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
+    }
+}
+
+/// Whether a byte-stream message's endpoints name a connection: an IPv4 or IPv6
+/// address and a port from 1 to 65535 each. Anything else ("unknown:0", a host
+/// name) cannot say which stream the bytes belong to. Recently seen good pairs
+/// are remembered, so a trace's few connections are checked once each.
+struct ConnectionEndpointCheck {
+    private var known: Set<Endpoint> = []
+
+    mutating func problem(_ source: Endpoint, _ destination: Endpoint) -> String? {
+        for (name, endpoint) in [("src", source), ("dst", destination)] where !known.contains(endpoint) {
+            guard endpoint.port != 0, Self.isIPAddress(endpoint.host) else {
+                return "a byte-stream message must name its connection, but its \(name) \"\(endpoint)\" is not an IPv4 or IPv6 address "
+                    + "with a port from 1 to 65535: its bytes belong to no stream that can be framed"
+            }
+            if known.count >= 4096 { known.removeAll(keepingCapacity: true) }
+            known.insert(endpoint)
+        }
+        return nil
+    }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        var storage = in6_addr()
+        return inet_pton(AF_INET, host, &storage) == 1 || inet_pton(AF_INET6, host, &storage) == 1
     }
 }

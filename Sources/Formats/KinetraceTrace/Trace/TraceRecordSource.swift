@@ -19,11 +19,16 @@ public protocol TraceRecordSource: AnyObject {
     var readingNote: String? { get }
     /// Bytes read so far: from the file, and after decompression (the same for a plain file); nil when not counted.
     var bytesRead: (file: Int, uncompressed: Int)? { get }
+    /// The line of a trace the last record `next()` returned was read from; nil when the source does not count lines.
+    var lastRecordLine: Int? { get }
 }
 
 extension TraceRecordSource {
     public var readingNote: String? { nil }
     public var bytesRead: (file: Int, uncompressed: Int)? { nil }
+    public var lastRecordLine: Int? { nil }
 }
 
-extension TraceReader: TraceRecordSource {}
+extension TraceReader: TraceRecordSource {
+    public var lastRecordLine: Int? { lastLineNumber }
+}

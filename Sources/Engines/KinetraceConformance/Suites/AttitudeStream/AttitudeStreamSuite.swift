@@ -10,6 +10,8 @@ extension AttitudeStream: ConformanceSuiteProviding {
         activeCases: [
             AttitudeBitExactCase(), AttitudeSplitCase(), AttitudeCoalescedCase(), AttitudeBytewiseCase(), AttitudeInvalidCase(),
             AttitudeNonFiniteOpenCase(), AttitudeKeepsReadingCase(),
+            // Last: its idle connections stay open until the run ends.
+            AttitudeConnectionFloodCase(),
         ],
         passiveCases: [
             AttitudeValueCase(), AttitudeStreamLengthCase(), AttitudeStreamGapCase(),
