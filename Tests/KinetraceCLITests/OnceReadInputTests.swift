@@ -77,6 +77,14 @@ import Testing
         }
     }
 
+    /// A device that never ends (/dev/zero) would be copied until the disk filled: refused, exit 66.
+    @Test func anEndlessDeviceIsRefusedNotCopied() throws {
+        for device in ["/dev/zero", "/dev/urandom"] {
+            let result = try KinetraceTestSupport.kinetrace(["inspect", device])
+            #expect(result.status == 66 && result.stderr.contains("\(device): is a device"), "\(result.stderr)")
+        }
+    }
+
     private func writeTemporary(_ data: Data, in dir: URL) throws -> String {
         let path = dir.appendingPathComponent("input-\(UUID().uuidString)").path
         try data.write(to: URL(fileURLWithPath: path))

@@ -32,9 +32,21 @@ enum InputSpool {
             guard stat(path, &info) == 0 else { return path }
             let type = info.st_mode & S_IFMT
             if type == S_IFREG || type == S_IFDIR { return path }
+            // A pipe, a FIFO, a socket or a terminal is a stream someone writes; any other device
+            // (/dev/zero, /dev/urandom) would be copied until the disk filled.
+            if type == S_IFCHR || type == S_IFBLK, !isTerminal(path) {
+                throw TraceError(.unreadable, source: path, message: "is a device, not a trace or capture (give a file, a pipe or -)")
+            }
         }
         if let known = lock.withLock({ copies.first { $0.original == path }?.copy }) { return known }
         return try spool(path)
+    }
+
+    private static func isTerminal(_ path: String) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { _ = close(descriptor) }
+        return isatty(descriptor) != 0
     }
 
     private static func spool(_ path: String) throws(TraceError) -> String {
