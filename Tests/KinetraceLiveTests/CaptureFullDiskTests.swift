@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceCapture
 import KinetraceTestSupport
 import KinetraceTrace
 import Testing
@@ -132,5 +133,13 @@ struct CaptureFullDiskTests {
         #expect(result.status == 64, "\(result.stderr)")
         #expect(result.stderr.contains("the later would overwrite the earlier"), "\(result.stderr)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+    }
+
+    /// A name that comes round only after the day (the README's `-G 600` with %H%M%S) is accepted.
+    @Test func aTemplateThatRepeatsOnlyAfterTheHorizonIsAccepted() {
+        let start: Int64 = 1_767_225_600
+        #expect(firstRepeatedRotationName(template: "e-%H%M%S", periodSeconds: 600, startSeconds: start, horizonSeconds: 86_400) == nil)
+        #expect(firstRepeatedRotationName(template: "e-%H%M%S", periodSeconds: 600, startSeconds: start, horizonSeconds: 86_401) != nil)
+        #expect(firstRepeatedRotationName(template: "e-%H%M", periodSeconds: 1, startSeconds: start, horizonSeconds: 10)?.again == start + 1)
     }
 }

@@ -223,7 +223,8 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         closeFiles()
         if let writeFailure {
             var failure = writeFailure
-            failure.description += "; the capture stopped: \(report.onDiskSummary(captured: report.packets))"
+            failure.description += "; the capture stopped: " + report.onDiskSummary(
+                captured: report.packets, pcap: configuration.pcapPath != nil, trace: configuration.tracePath != nil)
             failure.report = report
             throw failure
         }
@@ -515,7 +516,8 @@ public func firstRepeatedRotationName(template: String, periodSeconds: Int, star
                                       horizonSeconds: Int64, maxPeriods: Int = 200_000) -> (name: String, first: Int64, again: Int64)? {
     guard periodSeconds > 0 else { return nil }
     var seen: [String: Int64] = [:]
-    let periods = min(Int64(maxPeriods), horizonSeconds / Int64(periodSeconds) + 1)
+    // The periods that start before the horizon ends: a capture of exactly a day at -G 600 opens 144 files.
+    let periods = min(Int64(maxPeriods), max(1, (horizonSeconds + Int64(periodSeconds) - 1) / Int64(periodSeconds)))
     var k: Int64 = 0
     while k < periods {
         let instant = startSeconds + k * Int64(periodSeconds)
@@ -566,9 +568,12 @@ public struct CaptureReport: Sendable, Equatable {
     public var interfaceDropped = 0
     public init() {}
 
-    /// "N of M packets reached the pcap files, R records the traces".
-    public func onDiskSummary(captured: Int) -> String {
-        "\(pcapPacketsOnDisk) of \(captured) packets reached the pcap files, \(traceRecordsOnDisk) records the traces (each file cut back to its last whole flush)"
+    /// "N of M packets reached the pcap files; R records reached the traces".
+    public func onDiskSummary(captured: Int, pcap: Bool, trace: Bool) -> String {
+        var parts: [String] = []
+        if pcap { parts.append("\(pcapPacketsOnDisk) of \(captured) packets reached the pcap files") }
+        if trace { parts.append("\(traceRecordsOnDisk) records reached the traces") }
+        return parts.joined(separator: "; ") + " (each file cut back to its last whole packet or record)"
     }
 }
 

@@ -199,7 +199,7 @@ struct Capture: ParsableCommand {
                      + "\(report.messages["h2c"] ?? 0) host→controller messages; skipped: \(skipped.isEmpty ? "none" : skipped)); "
                      + "kernel dropped \(report.kernelDropped), interface dropped \(report.interfaceDropped)"
                      + (report.reassembly.map { "; stream gaps \($0.gaps) (\($0.missingBytes) bytes missing), \($0.duplicateBytes) duplicate bytes" } ?? ""))
-            if failed { printNow("on disk: \(report.onDiskSummary(captured: report.packets))") }
+            if failed { printNow("on disk: \(report.onDiskSummary(captured: report.packets, pcap: pcap != nil, trace: trace != nil))") }
             if rotateSeconds != nil || fileSizeMB != nil || failed { printNow("wrote \(report.files.count) files: \(report.files.joined(separator: ", "))") }
         case .json:
             var object: [String: JSONValue] = [
