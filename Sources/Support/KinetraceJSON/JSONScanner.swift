@@ -9,7 +9,9 @@ import Darwin
 /// A pull parser over one JSON text held in borrowed bytes. It accepts all of
 /// RFC 8259 (any member order, whitespace, escapes, surrogate pairs) but lets
 /// the caller skip values it does not need without building them, which is
-/// what makes trace reading fast.
+/// what makes trace reading fast. It does not check that string bytes are
+/// well-formed UTF-8 (`UTF8Validation` does, for readers that must); it
+/// does reject a `\u` escape of an unpaired surrogate.
 public struct JSONScanner {
     public let bytes: UnsafeRawBufferPointer
     public var index = 0

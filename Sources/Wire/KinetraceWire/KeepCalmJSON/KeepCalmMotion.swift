@@ -103,9 +103,14 @@ public struct KeepCalmMotion: Hashable, Sendable {
 
     /// Decodes and validates one datagram (KC-MSG-*, KC-VALUE-*, KC-SIZE-1). Members may
     /// come in any order and unknown ones are ignored; a repeated member is malformed.
+    /// Names and strings are compared as text, escapes decoded (KC-MSG-7).
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> KeepCalmMotion {
         guard !bytes.isEmpty, bytes.count <= maximumSize else {
             throw WireError(.invalidLength, offset: bytes.count, expected: "a JSON message of 1 to \(maximumSize) bytes")
+        }
+        // KC-MSG-6, before any parsing, so the offset is the bad byte's whatever surrounds it.
+        if let bad = UTF8Validation.firstInvalidOffset(bytes) {
+            throw WireError(.malformed, offset: bad, expected: "well-formed UTF-8")
         }
         var parser = Parser(scanner: JSONScanner(bytes))
         do {
@@ -133,6 +138,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
             var first = true
             var sawType = false
             var motion: KeepCalmMotion?
+            var unknown = Set<MemberName>()  // allocates only when a message has unknown members
             while true {
                 let keyAt = scanner.index
                 let key: JSONKey
@@ -148,12 +154,13 @@ public struct KeepCalmMotion: Hashable, Sendable {
                 if key.equals("type") {
                     guard !sawType else { throw fail(at: keyAt, "one \"type\" member") }
                     sawType = true
-                    guard scanner.consume("\"MotionData\"") else { throw fail(at: at, "\"type\" the string \"MotionData\"") }
+                    guard try string(is: "\"MotionData\"", "MotionData") else { throw fail(at: at, "\"type\" the string \"MotionData\"") }
                 } else if key.equals("payload") {
                     guard motion == nil else { throw fail(at: keyAt, "one \"payload\" member") }
                     guard scanner.peek() == UInt8(ascii: "{") else { throw fail(at: at, "\"payload\" an object") }
                     motion = try payload()
                 } else {
+                    guard unknown.insert(MemberName(key)).inserted else { throw fail(at: keyAt, "each member name once") }
                     try scanner.skipValue(depth: 1)
                 }
                 scanner.skipWhitespace()
@@ -171,6 +178,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
             try scanner.beginObject()
             var first = true
             var id: MessageID?, sawType = false
+            var unknown = Set<MemberName>()
             // Three locals, not an array: no allocation per message.
             var x: Double?, y: Double?, z: Double?
             while true {
@@ -192,7 +200,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
                 } else if key.equals("type") {
                     guard !sawType else { throw fail(at: keyAt, "one payload \"type\" member") }
                     sawType = true
-                    guard scanner.consume("\"Combined\"") else { throw fail(at: at, "payload \"type\" the string \"Combined\"") }
+                    guard try string(is: "\"Combined\"", "Combined") else { throw fail(at: at, "payload \"type\" the string \"Combined\"") }
                 } else if key.equals("x") {
                     guard x == nil else { throw fail(at: keyAt, "one \"x\" member") }
                     x = try number("x", at: at)
@@ -203,6 +211,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
                     guard z == nil else { throw fail(at: keyAt, "one \"z\" member") }
                     z = try number("z", at: at)
                 } else {
+                    guard unknown.insert(MemberName(key)).inserted else { throw fail(at: keyAt, "each payload member name once") }
                     try scanner.skipValue(depth: 2)
                 }
                 scanner.skipWhitespace()
@@ -218,10 +227,19 @@ public struct KeepCalmMotion: Hashable, Sendable {
         mutating func uuid(at: Int) throws -> MessageID {
             guard scanner.peek() == UInt8(ascii: "\"") else { throw fail(at: at, "\"id\" a UUID string") }
             let token = try scanner.readStringToken()
-            guard !token.escaped, let id = MessageID.parse(token.raw) else {
+            let parsed = token.escaped ? Array(token.string.utf8).withUnsafeBytes(MessageID.parse) : MessageID.parse(token.raw)
+            guard let id = parsed else {
                 throw fail(at: at, "\"id\" an uppercase UUID, 8-4-4-4-12 hex digits")
             }
             return id
+        }
+
+        /// Whether the next value is the string `text` (given also as `quoted`, its JSON
+        /// form without escapes, which is what senders write and the fast path).
+        mutating func string(is quoted: StaticString, _ text: StaticString) throws -> Bool {
+            if scanner.consume(quoted) { return true }
+            guard scanner.peek() == UInt8(ascii: "\"") else { return false }
+            return try scanner.readStringToken().equals(text)
         }
 
         mutating func number(_ name: StaticString, at: Int) throws -> Double {
@@ -243,4 +261,23 @@ public struct KeepCalmMotion: Hashable, Sendable {
         }
     }
 
+    /// A member name compared and hashed as its decoded text (KC-MSG-3, KC-MSG-7): `"x"` and
+    /// `"\u0078"` are one name. Valid only while the datagram's bytes are.
+    private struct MemberName: Hashable {
+        let key: JSONKey
+
+        init(_ key: JSONKey) { self.key = key }
+
+        func withText<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+            guard key.escaped else { return body(key.raw) }
+            var text = key.string
+            return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+        }
+
+        func hash(into hasher: inout Hasher) { withText { hasher.combine(bytes: $0) } }
+
+        static func == (a: MemberName, b: MemberName) -> Bool {
+            a.withText { left in b.withText { right in left.elementsEqual(right) } }
+        }
+    }
 }
