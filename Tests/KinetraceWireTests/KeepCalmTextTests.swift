@@ -126,6 +126,40 @@ import KinetraceWire
         }
     }
 
+    /// The codec keeps the first eight unknown names of a level in place and the rest in a
+    /// hash set: a repeat is found wherever the two copies fall, at both levels.
+    @Test func aRepeatIsFoundAmongManyUnknownNames() {
+        let payload = #""payload":{"id":"\#(Self.idText)","type":"Combined",\#(Self.tail)}"#
+        func names(_ count: Int, escapingEvery escaped: Int = 0) -> [String] {
+            (0..<count).map { k in escaped > 0 && k % escaped == 0 ? #""\u006B\#(k)":0"# : #""k\#(k)":0"# }
+        }
+        var checked = 0
+        for count in [1, 7, 8, 9, 16, 350] {
+            let distinct = names(count, escapingEvery: 3)
+            let envelope = "{" + distinct.joined(separator: ",") + #","type":"MotionData","# + payload + "}"
+            #expect(KeepCalmJSON.decodeResult(Self.bytes(envelope)) == .success(Self.canonical), "\(count) distinct names")
+            for (first, second) in [(0, count), (count - 1, count), (0, 3 * count)] {
+                // The name at `first` again, written plainly, as name number `second`.
+                var repeated = names(max(count, second), escapingEvery: 3)
+                repeated.insert(#""k\#(first)":1"#, at: second)
+                let inEnvelope = "{" + repeated.joined(separator: ",") + #","type":"MotionData","# + payload + "}"
+                let inPayload = #"{"type":"MotionData","payload":{"# + repeated.joined(separator: ",") + #","id":"\#(Self.idText)","type":"Combined",\#(Self.tail)}}"#
+                for text in [inEnvelope, inPayload] where text.utf8.count <= KeepCalmMotion.maximumSize {
+                    let at = text.utf8.count - text.components(separatedBy: #","k\#(first)":1"#).last!.utf8.count - #","k\#(first)":1"#.utf8.count
+                    let error = KeepCalmJSON.facts(Self.bytes(text)).error
+                    #expect(error?.code == .malformed && error?.offset == at, "name \(first) again as name \(second) of \(count): \(String(describing: error))")
+                    checked += 1
+                }
+            }
+        }
+        #expect(checked == 34, "all but the two 4 KB-plus texts")
+        // Names compare byte for byte once decoded, not by Unicode equivalence (RFC 8259 §8.3).
+        let equivalent = #"{"type":"MotionData","\u00e9":1,"e\u0301":2,"é":3,"# + payload + "}"
+        #expect(KeepCalmJSON.facts(Self.bytes(equivalent)).error?.offset == equivalent.utf8.count - #","é":3,"#.utf8.count - payload.utf8.count - 1)
+        let distinctForms = #"{"type":"MotionData","\u00e9":1,"e\u0301":2,"# + payload + "}"
+        #expect(KeepCalmJSON.decodeResult(Self.bytes(distinctForms)) == .success(Self.canonical))
+    }
+
     @Test func anEscapedSurrogateWithoutItsPairIsMalformed() {
         for escape in [#"\ud800"#, #"\uD800\u0041"#, #"\udc00"#, #"\uDBFF\uDBFF"#, #"\ud800x"#, #"\ude00\ud83d"#] {
             for place in Self.places {

@@ -504,6 +504,24 @@ public struct JSONKey {
     }
 }
 
+extension JSONKey {
+    /// Whether two names or strings are the same text, escapes decoded, compared
+    /// byte for byte as RFC 8259 §8.3 says (so "é" and "e\u{301}" differ).
+    @inlinable public func hasSameText(as other: JSONKey) -> Bool {
+        guard escaped || other.escaped else {
+            return raw.count == other.raw.count && (raw.isEmpty || memcmp(raw.baseAddress!, other.raw.baseAddress!, raw.count) == 0)
+        }
+        return string.utf8.elementsEqual(other.string.utf8)
+    }
+
+    /// Feeds the decoded text to `hasher`, agreeing with `hasSameText`.
+    @inlinable public func hashText(into hasher: inout Hasher) {
+        guard escaped else { return hasher.combine(bytes: raw) }
+        var text = string
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+}
+
 @inlinable @inline(__always) func isDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
 
 @inlinable @inline(__always) func hexNibble(_ byte: UInt8) -> UInt8? {

@@ -138,7 +138,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
             var first = true
             var sawType = false
             var motion: KeepCalmMotion?
-            var unknown = Set<MemberName>()  // allocates only when a message has unknown members
+            var unknown = UnknownNames()
             while true {
                 let keyAt = scanner.index
                 let key: JSONKey
@@ -160,7 +160,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
                     guard scanner.peek() == UInt8(ascii: "{") else { throw fail(at: at, "\"payload\" an object") }
                     motion = try payload()
                 } else {
-                    guard unknown.insert(MemberName(key)).inserted else { throw fail(at: keyAt, "each member name once") }
+                    guard unknown.insert(key, bytesLeft: bytesCount - scanner.index) else { throw fail(at: keyAt, "each member name once") }
                     try scanner.skipValue(depth: 1)
                 }
                 scanner.skipWhitespace()
@@ -178,7 +178,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
             try scanner.beginObject()
             var first = true
             var id: MessageID?, sawType = false
-            var unknown = Set<MemberName>()
+            var unknown = UnknownNames()
             // Three locals, not an array: no allocation per message.
             var x: Double?, y: Double?, z: Double?
             while true {
@@ -211,7 +211,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
                     guard z == nil else { throw fail(at: keyAt, "one \"z\" member") }
                     z = try number("z", at: at)
                 } else {
-                    guard unknown.insert(MemberName(key)).inserted else { throw fail(at: keyAt, "each payload member name once") }
+                    guard unknown.insert(key, bytesLeft: bytesCount - scanner.index) else { throw fail(at: keyAt, "each payload member name once") }
                     try scanner.skipValue(depth: 2)
                 }
                 scanner.skipWhitespace()
@@ -261,23 +261,54 @@ public struct KeepCalmMotion: Hashable, Sendable {
         }
     }
 
-    /// A member name compared and hashed as its decoded text (KC-MSG-3, KC-MSG-7): `"x"` and
-    /// `"\u0078"` are one name. Valid only while the datagram's bytes are.
-    private struct MemberName: Hashable {
-        let key: JSONKey
+    /// The unknown member names met at one level (KC-MSG-3), compared as decoded text.
+    /// The first eight stay in place and are compared one by one, so a message with a few
+    /// unknown members allocates nothing; more (a sender padding a datagram with names) go
+    /// in a hash set, so a datagram full of names still costs linear time. Valid only while
+    /// the datagram's bytes are.
+    private struct UnknownNames {
+        private typealias Eight = (JSONKey, JSONKey, JSONKey, JSONKey, JSONKey, JSONKey, JSONKey, JSONKey)
+        private static let inPlace = 8
+        private var few: Eight
+        private var count = 0
+        private var many = Set<Name>()
 
-        init(_ key: JSONKey) { self.key = key }
-
-        func withText<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
-            guard key.escaped else { return body(key.raw) }
-            var text = key.string
-            return text.withUTF8 { body(UnsafeRawBufferPointer($0)) }
+        init() {
+            let none = JSONKey(raw: UnsafeRawBufferPointer(start: nil, count: 0), escaped: false)
+            few = (none, none, none, none, none, none, none, none)
         }
 
-        func hash(into hasher: inout Hasher) { withText { hasher.combine(bytes: $0) } }
+        /// Adds `key`'s name; false when the level already has it. `bytesLeft` bounds the
+        /// names still to come (each takes at least 5 bytes, `"":0,`), so the set never rehashes.
+        mutating func insert(_ key: JSONKey, bytesLeft: Int) -> Bool {
+            if count < Self.inPlace {
+                let stored = count
+                let isNew = withUnsafeMutablePointer(to: &few) { tuple in
+                    tuple.withMemoryRebound(to: JSONKey.self, capacity: Self.inPlace) { keys in
+                        for i in 0..<stored where keys[i].hasSameText(as: key) { return false }
+                        keys[stored] = key
+                        return true
+                    }
+                }
+                if isNew { count += 1 }
+                return isNew
+            }
+            if many.isEmpty {
+                var earlier = few
+                many.reserveCapacity(Self.inPlace + 1 + bytesLeft / 5)
+                withUnsafePointer(to: &earlier) { tuple in
+                    tuple.withMemoryRebound(to: JSONKey.self, capacity: Self.inPlace) { keys in
+                        for i in 0..<Self.inPlace { many.insert(Name(key: keys[i])) }
+                    }
+                }
+            }
+            return many.insert(Name(key: key)).inserted
+        }
 
-        static func == (a: MemberName, b: MemberName) -> Bool {
-            a.withText { left in b.withText { right in left.elementsEqual(right) } }
+        private struct Name: Hashable {
+            let key: JSONKey
+            func hash(into hasher: inout Hasher) { key.hashText(into: &hasher) }
+            static func == (a: Name, b: Name) -> Bool { a.key.hasSameText(as: b.key) }
         }
     }
 }
