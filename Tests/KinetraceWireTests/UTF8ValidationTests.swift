@@ -34,9 +34,9 @@ import Testing
     }
 
     /// The offset is the first byte of the first bad sequence, after any run of ASCII (the
-    /// word-at-a-time path) and any good sequence before it.
+    /// 32- and 8-byte paths, and the last word read overlapping) and any good sequence before it.
     @Test func theOffsetIsTheBadSequencesFirstByte() {
-        for prefix in 0...19 {
+        for prefix in 0...70 {
             let ascii = [UInt8](repeating: UInt8(ascii: "a"), count: prefix)
             #expect(Self.check(ascii) == nil)
             #expect(Self.check(ascii + [0xE2, 0x82, 0xAC] + ascii) == nil)
@@ -46,5 +46,12 @@ import Testing
             #expect(Self.check(ascii + [0xF4, 0x90, 0x80, 0x80, 0x80]) == prefix)
         }
         #expect(Self.check([]) == nil)
+        // A bad byte at every position of 80 ASCII bytes, each path in turn.
+        for position in 0..<80 {
+            var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: 80)
+            bytes[position] = 0xFF
+            #expect(Self.check(bytes) == position)
+            #expect(Self.check(Array(bytes[...position])) == position)
+        }
     }
 }

@@ -154,7 +154,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
                 if key.equals("type") {
                     guard !sawType else { throw fail(at: keyAt, "one \"type\" member") }
                     sawType = true
-                    guard try string(is: "\"MotionData\"", "MotionData") else { throw fail(at: at, "\"type\" the string \"MotionData\"") }
+                    guard try scanner.consume("\"MotionData\"") || escapedString(is: "MotionData") else { throw fail(at: at, "\"type\" the string \"MotionData\"") }
                 } else if key.equals("payload") {
                     guard motion == nil else { throw fail(at: keyAt, "one \"payload\" member") }
                     guard scanner.peek() == UInt8(ascii: "{") else { throw fail(at: at, "\"payload\" an object") }
@@ -200,7 +200,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
                 } else if key.equals("type") {
                     guard !sawType else { throw fail(at: keyAt, "one payload \"type\" member") }
                     sawType = true
-                    guard try string(is: "\"Combined\"", "Combined") else { throw fail(at: at, "payload \"type\" the string \"Combined\"") }
+                    guard try scanner.consume("\"Combined\"") || escapedString(is: "Combined") else { throw fail(at: at, "payload \"type\" the string \"Combined\"") }
                 } else if key.equals("x") {
                     guard x == nil else { throw fail(at: keyAt, "one \"x\" member") }
                     x = try number("x", at: at)
@@ -234,10 +234,9 @@ public struct KeepCalmMotion: Hashable, Sendable {
             return id
         }
 
-        /// Whether the next value is the string `text` (given also as `quoted`, its JSON
-        /// form without escapes, which is what senders write and the fast path).
-        mutating func string(is quoted: StaticString, _ text: StaticString) throws -> Bool {
-            if scanner.consume(quoted) { return true }
+        /// Whether the next value is the string `text` written some other way than its
+        /// plain bytes (which the caller tries first): with escapes, decoded (KC-MSG-7).
+        mutating func escapedString(is text: StaticString) throws -> Bool {
             guard scanner.peek() == UInt8(ascii: "\"") else { return false }
             return try scanner.readStringToken().equals(text)
         }
@@ -271,7 +270,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
         private static let inPlace = 8
         private var few: Eight
         private var count = 0
-        private var many = Set<Name>()
+        private var many: Set<Name>?  // nil until needed: not even the empty set's reference counting
 
         init() {
             let none = JSONKey(raw: UnsafeRawBufferPointer(start: nil, count: 0), escaped: false)
@@ -293,16 +292,17 @@ public struct KeepCalmMotion: Hashable, Sendable {
                 if isNew { count += 1 }
                 return isNew
             }
-            if many.isEmpty {
+            if many == nil {
                 var earlier = few
-                many.reserveCapacity(Self.inPlace + 1 + bytesLeft / 5)
+                var set = Set<Name>(minimumCapacity: Self.inPlace + 1 + bytesLeft / 5)
                 withUnsafePointer(to: &earlier) { tuple in
                     tuple.withMemoryRebound(to: JSONKey.self, capacity: Self.inPlace) { keys in
-                        for i in 0..<Self.inPlace { many.insert(Name(key: keys[i])) }
+                        for i in 0..<Self.inPlace { set.insert(Name(key: keys[i])) }
                     }
                 }
+                many = set
             }
-            return many.insert(Name(key: key)).inserted
+            return many!.insert(Name(key: key)).inserted
         }
 
         private struct Name: Hashable {
