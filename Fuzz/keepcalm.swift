@@ -4,6 +4,8 @@
 // - a decoded message re-encodes to its canonical form, which decodes to the
 //   same message, and the input it came from is valid JSON to the general parser;
 // - values are finite and within ±100 (KC-VALUE-2); error offsets lie in the input;
+// - UTF8Validation agrees with the standard library on the input, and KeepCalm
+//   accepts nothing that is not UTF-8 (KC-MSG-6);
 // - a document the value parser accepts prints (jsonText) to one that parses to
 //   the same value (where every number in it is finite);
 // - at every byte that starts a number token, the fast decimal→Double path
@@ -16,8 +18,11 @@ import KinetraceWire
 public func fuzzKeepCalm(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: size > 0 ? data : nil, count: size))
     bytes.withUnsafeBytes { raw in
+        let isUTF8 = String(validating: bytes, as: UTF8.self) != nil
+        invariant(UTF8Validation.isValid(raw) == isUTF8, "UTF8Validation says \(!isUTF8) where the standard library says \(isUTF8)")
         do throws(WireError) {
             let motion = try KeepCalmJSON.decode(raw)
+            invariant(isUTF8, "KeepCalm accepted bytes that are not UTF-8")
             for value in [motion.x, motion.y, motion.z] {
                 invariant(value.isFinite && abs(value) <= KeepCalmMotion.maximumMagnitude, "value \(value) decoded")
             }

@@ -68,6 +68,11 @@ struct KeepCalmDissectorTests {
          utf8("{\"deep\":" + String(repeating: "[", count: 200) + String(repeating: "]", count: 200) + ",")
             + message().dropFirst(), 0.25, 0.75, -0.5),
         ("4096 bytes, the longest allowed", padded(message(), to: 4096), 0.25, 0.75, -0.5),
+        ("escaped strings, the text they decode to (KC-MSG-7)",
+         message(id: "\"0A1B2C3D\\u002D4E5F-4A6B-8C7D-8E9FA0B1C2D3\"", payloadType: "\"\\u0043ombined\"", type: "\"Motion\\u0044ata\""),
+         0.25, 0.75, -0.5),
+        ("non-ASCII UTF-8 in unknown members",
+         utf8("{\"é\":\"€ \u{10FFFF} \u{D7FF} \u{E000}\",") + message().dropFirst(), 0.25, 0.75, -0.5),
     ]
 
     @Test func validMessagesInAnyMemberOrder() throws {
@@ -100,7 +105,7 @@ struct KeepCalmDissectorTests {
         ("lowercase UUID", message(id: "\"\(idText.lowercased())\""), "malformed"),
         ("UUID without dashes", message(id: "\"\(idText.filter { $0 != "-" })\""), "malformed"),
         ("UUID in braces", message(id: "\"{\(idText)}\""), "malformed"),
-        ("UUID with an escape", message(id: "\"\\u0030\(idText.dropFirst())\""), "malformed"),
+        ("UUID with an escape of a lowercase letter", message(id: "\"\\u0065\(idText.dropFirst())\""), "malformed"),
         ("id a number", message(id: "42"), "malformed"),
         ("x \"NaN\"", message(x: "\"NaN\""), "non_finite"),
         ("y \"-Infinity\"", message(y: "\"-Infinity\""), "non_finite"),
@@ -135,6 +140,21 @@ struct KeepCalmDissectorTests {
         ("out-of-range y before a non-finite x", utf8("{\"type\":\"MotionData\",\"payload\":{\"id\":\"\(idText)\","
                                                        + "\"type\":\"Combined\",\"y\":500,\"x\":\"NaN\",\"z\":0}}"), "out_of_range"),
         ("out-of-range x, then the end", Array(message(x: "200").prefix(101)), "out_of_range"),
+        // KC-MSG-6: ill-formed UTF-8, in names and values, known and unknown.
+        ("a lone continuation byte in the id", utf8("{\"type\":\"MotionData\",\"payload\":{\"id\":\"") + [0x80] + Array(message().dropFirst(38)), "malformed"),
+        ("an overlong '/' in an unknown value", utf8("{\"n\":\"") + [0xC0, 0xAF] + utf8("\",") + message().dropFirst(), "malformed"),
+        ("an overlong '/' in three bytes in an unknown name", utf8("{\"") + [0xE0, 0x80, 0xAF] + utf8("\":1,") + message().dropFirst(), "malformed"),
+        ("an encoded surrogate after a payload member", Array(message().dropLast(2)) + utf8(",\"") + [0xED, 0xA0, 0x80] + utf8("\":0}}"), "malformed"),
+        ("a code point above U+10FFFF in the type", utf8("{\"type\":\"MotionData") + [0xF4, 0x90, 0x80, 0x80] + Array(message().dropFirst(19)), "malformed"),
+        ("a sequence cut short before a quote", utf8("{\"n\":\"") + [0xE2, 0x82] + utf8("\",") + message().dropFirst(), "malformed"),
+        ("the byte 0xFF before a JSON error", utf8("{\"n\":[,") + [0xFF] + utf8("],") + message().dropFirst(), "malformed"),
+        // KC-MSG-3: repeated names, unknown ones too, compared decoded.
+        ("an unknown member twice", utf8("{\"n\":1,\"n\":2,") + message().dropFirst(), "malformed"),
+        ("an unknown payload member twice, once escaped",
+         Array(message().dropLast(2)) + utf8(",\"note\":1,\"\\u006Eote\":2}}"), "malformed"),
+        ("x escaped twice", utf8("{\"type\":\"MotionData\",\"payload\":{\"id\":\"\(idText)\",\"type\":\"Combined\",\"\\u0078\":1,\"\\u0078\":1,\"y\":2,\"z\":3}}"),
+         "malformed"),
+        ("an unpaired surrogate escape in the id", message(id: "\"\\ud800\(idText.dropFirst())\""), "malformed"),
     ]
 
     @Test func everyInvalidKindWithTheCodecsReasonAndOffset() throws {
@@ -168,7 +188,8 @@ struct KeepCalmDissectorTests {
         let seed: UInt64 = 0x4B43_4A53_4F4E
         var random = SplitMix64(state: seed)
         let tokens = ["\"", "{", "}", "[", "]", ",", ":", " ", "\\", "\\u", "NaN", "\"inf\"", "1e999", "-", ".", "e", "0",
-                      "\"x\":1,", "\"id\":", "\u{7f}", "\u{01}", "é", "null", "true"].map { Array($0.utf8) }
+                      "\"x\":1,", "\"id\":", "\u{7f}", "\u{01}", "é", "null", "true", "\\u0041", "\\ud800", "\"n\":0,"].map { Array($0.utf8) }
+            + [[0x80], [0xC0, 0xAF], [0xE0, 0x80, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82], [0xF5], [0xFF]]
         let bases = Self.valid.prefix(5).map(\.bytes) + [Self.message(y: "\"NaN\""), Self.message(z: "150")]
         var payloads: [[UInt8]] = []
         for _ in 0..<400 {

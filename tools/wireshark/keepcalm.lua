@@ -302,6 +302,41 @@ function Scanner:skip_value(depth)
     end
 end
 
+-- KC-MSG-6: the offset of the first byte of the first ill-formed UTF-8
+-- sequence (RFC 3629: no overlongs, surrogates, code points above U+10FFFF,
+-- stray continuation bytes or cut sequences), or nil when all is well-formed.
+local function first_invalid_utf8(text)
+    local n = #text
+    local i = 1
+    while i <= n do
+        local lead = text:byte(i)
+        if lead < 0x80 then
+            i = i + 1
+        else
+            -- The length, and the range of the second byte (what rules out
+            -- overlongs, surrogates and > U+10FFFF).
+            local length, low, high = nil, 0x80, 0xBF
+            if lead >= 0xC2 and lead <= 0xDF then length = 2
+            elseif lead == 0xE0 then length, low = 3, 0xA0
+            elseif lead == 0xED then length, high = 3, 0x9F
+            elseif lead >= 0xE1 and lead <= 0xEF then length = 3
+            elseif lead == 0xF0 then length, low = 4, 0x90
+            elseif lead == 0xF4 then length, high = 4, 0x8F
+            elseif lead >= 0xF1 and lead <= 0xF3 then length = 4
+            end
+            if length == nil or i + length - 1 > n then return i - 1 end
+            local second = text:byte(i + 1)
+            if second < low or second > high then return i - 1 end
+            for k = 2, length - 1 do
+                local b = text:byte(i + k)
+                if b < 0x80 or b > 0xBF then return i - 1 end
+            end
+            i = i + length
+        end
+    end
+    return nil
+end
+
 ---------------------------------------------------------------------------
 -- The message (KC-MSG-*, KC-VALUE-*): the codec's checks in its order.
 -- Fields go into `tree` as they are read, so an invalid message shows
@@ -337,9 +372,10 @@ end
 function Message:uuid(at)
     local sc = self.sc
     if sc:peek() ~= QUOTE then fail("malformed", at, "\"id\" a UUID string") end
-    local text, escaped = sc:read_string()
+    -- Escapes decoded (KC-MSG-7): "\u0030" is the digit 0.
+    local text = sc:read_string()
     self.tree:add(f.id, self.tvb:range(at, sc.i - at), text)
-    if escaped or not is_uuid(text) then
+    if not is_uuid(text) then
         fail("malformed", at, "\"id\" an uppercase UUID, 8-4-4-4-12 hex digits")
     end
 end
@@ -364,12 +400,25 @@ function Message:number(name, at)
     end
 end
 
+-- Whether the next value is the string `text`, escapes decoded (KC-MSG-7).
+function Message:string_is(text)
+    local sc = self.sc
+    if sc:consume("\"" .. text .. "\"") then return true end
+    if sc:peek() ~= QUOTE then return false end
+    local saved = sc.i
+    local found = sc:read_string()
+    if found == text then return true end
+    sc.i = saved
+    return false
+end
+
 function Message:payload()
     local sc = self.sc
     local start = sc.i
     sc:expect(LBRACE, "'{'")
     local state = { first = true }
     local seen = {}
+    local unknown = {}
     while true do
         local key_at = sc.i
         local key = sc:next_key(state)
@@ -383,7 +432,7 @@ function Message:payload()
         elseif key == "type" then
             if seen.type then fail("malformed", key_at, "one payload \"type\" member") end
             seen.type = true
-            if not sc:consume("\"Combined\"") then
+            if not self:string_is("Combined") then
                 self:show_string(f.payload_type, at)
                 fail("malformed", at, "payload \"type\" the string \"Combined\"")
             end
@@ -393,6 +442,9 @@ function Message:payload()
             seen[key] = true
             self:number(key, at)
         else
+            -- KC-MSG-3: names compared decoded, as read.
+            if unknown[key] then fail("malformed", key_at, "each payload member name once") end
+            unknown[key] = true
             sc:skip_value(2)
         end
         sc:skip_whitespace()
@@ -409,6 +461,7 @@ function Message:envelope()
     sc:expect(LBRACE, "'{'")
     local state = { first = true }
     local saw_type, saw_payload = false, false
+    local unknown = {}
     while true do
         local key_at = sc.i
         local key = sc:next_key(state)
@@ -418,7 +471,7 @@ function Message:envelope()
         if key == "type" then
             if saw_type then fail("malformed", key_at, "one \"type\" member") end
             saw_type = true
-            if not sc:consume("\"MotionData\"") then
+            if not self:string_is("MotionData") then
                 self:show_string(f.type, at)
                 fail("malformed", at, "\"type\" the string \"MotionData\"")
             end
@@ -429,6 +482,8 @@ function Message:envelope()
             self:payload()
             saw_payload = true
         else
+            if unknown[key] then fail("malformed", key_at, "each member name once") end
+            unknown[key] = true
             sc:skip_value(1)
         end
         sc:skip_whitespace()
@@ -446,6 +501,8 @@ local function check(tvb, tree, values)
             expected = "a JSON message of 1 to " .. MAXIMUM_SIZE .. " bytes" }
     end
     local text = tvb:raw(0, length)
+    local bad = first_invalid_utf8(text)
+    if bad ~= nil then return { code = "malformed", offset = bad, expected = "well-formed UTF-8" } end
     local message = setmetatable({ sc = new_scanner(text), text = text, tvb = tvb, tree = tree, values = values }, Message)
     local ok, failure = pcall(Message.envelope, message)
     if ok then return nil end

@@ -9,7 +9,9 @@ import Darwin
 /// A pull parser over one JSON text held in borrowed bytes. It accepts all of
 /// RFC 8259 (any member order, whitespace, escapes, surrogate pairs) but lets
 /// the caller skip values it does not need without building them, which is
-/// what makes trace reading fast.
+/// what makes trace reading fast. It does not check that string bytes are
+/// well-formed UTF-8 (`UTF8Validation` does, for readers that must); it
+/// does reject a `\u` escape of an unpaired surrogate.
 public struct JSONScanner {
     public let bytes: UnsafeRawBufferPointer
     public var index = 0
@@ -499,6 +501,24 @@ public struct JSONKey {
         let count = name.utf8CodeUnitCount
         guard raw.count == count else { return false }
         return memcmp(raw.baseAddress!, name.utf8Start, count) == 0
+    }
+}
+
+extension JSONKey {
+    /// Whether two names or strings are the same text, escapes decoded, compared
+    /// byte for byte as RFC 8259 §8.3 says (so "é" and "e\u{301}" differ).
+    @inlinable public func hasSameText(as other: JSONKey) -> Bool {
+        guard escaped || other.escaped else {
+            return raw.count == other.raw.count && (raw.isEmpty || memcmp(raw.baseAddress!, other.raw.baseAddress!, raw.count) == 0)
+        }
+        return string.utf8.elementsEqual(other.string.utf8)
+    }
+
+    /// Feeds the decoded text to `hasher`, agreeing with `hasSameText`.
+    @inlinable public func hashText(into hasher: inout Hasher) {
+        guard escaped else { return hasher.combine(bytes: raw) }
+        var text = string
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 }
 

@@ -103,9 +103,14 @@ public struct KeepCalmMotion: Hashable, Sendable {
 
     /// Decodes and validates one datagram (KC-MSG-*, KC-VALUE-*, KC-SIZE-1). Members may
     /// come in any order and unknown ones are ignored; a repeated member is malformed.
+    /// Names and strings are compared as text, escapes decoded (KC-MSG-7).
     public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> KeepCalmMotion {
         guard !bytes.isEmpty, bytes.count <= maximumSize else {
             throw WireError(.invalidLength, offset: bytes.count, expected: "a JSON message of 1 to \(maximumSize) bytes")
+        }
+        // KC-MSG-6, before any parsing, so the offset is the bad byte's whatever surrounds it.
+        if let bad = UTF8Validation.firstInvalidOffset(bytes) {
+            throw WireError(.malformed, offset: bad, expected: "well-formed UTF-8")
         }
         var parser = Parser(scanner: JSONScanner(bytes))
         do {
@@ -133,6 +138,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
             var first = true
             var sawType = false
             var motion: KeepCalmMotion?
+            var unknown = UnknownNames()
             while true {
                 let keyAt = scanner.index
                 let key: JSONKey
@@ -148,12 +154,13 @@ public struct KeepCalmMotion: Hashable, Sendable {
                 if key.equals("type") {
                     guard !sawType else { throw fail(at: keyAt, "one \"type\" member") }
                     sawType = true
-                    guard scanner.consume("\"MotionData\"") else { throw fail(at: at, "\"type\" the string \"MotionData\"") }
+                    guard try scanner.consume("\"MotionData\"") || escapedString(is: "MotionData") else { throw fail(at: at, "\"type\" the string \"MotionData\"") }
                 } else if key.equals("payload") {
                     guard motion == nil else { throw fail(at: keyAt, "one \"payload\" member") }
                     guard scanner.peek() == UInt8(ascii: "{") else { throw fail(at: at, "\"payload\" an object") }
                     motion = try payload()
                 } else {
+                    guard unknown.insert(key, bytesLeft: bytesCount - scanner.index) else { throw fail(at: keyAt, "each member name once") }
                     try scanner.skipValue(depth: 1)
                 }
                 scanner.skipWhitespace()
@@ -171,6 +178,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
             try scanner.beginObject()
             var first = true
             var id: MessageID?, sawType = false
+            var unknown = UnknownNames()
             // Three locals, not an array: no allocation per message.
             var x: Double?, y: Double?, z: Double?
             while true {
@@ -192,7 +200,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
                 } else if key.equals("type") {
                     guard !sawType else { throw fail(at: keyAt, "one payload \"type\" member") }
                     sawType = true
-                    guard scanner.consume("\"Combined\"") else { throw fail(at: at, "payload \"type\" the string \"Combined\"") }
+                    guard try scanner.consume("\"Combined\"") || escapedString(is: "Combined") else { throw fail(at: at, "payload \"type\" the string \"Combined\"") }
                 } else if key.equals("x") {
                     guard x == nil else { throw fail(at: keyAt, "one \"x\" member") }
                     x = try number("x", at: at)
@@ -203,6 +211,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
                     guard z == nil else { throw fail(at: keyAt, "one \"z\" member") }
                     z = try number("z", at: at)
                 } else {
+                    guard unknown.insert(key, bytesLeft: bytesCount - scanner.index) else { throw fail(at: keyAt, "each payload member name once") }
                     try scanner.skipValue(depth: 2)
                 }
                 scanner.skipWhitespace()
@@ -218,10 +227,18 @@ public struct KeepCalmMotion: Hashable, Sendable {
         mutating func uuid(at: Int) throws -> MessageID {
             guard scanner.peek() == UInt8(ascii: "\"") else { throw fail(at: at, "\"id\" a UUID string") }
             let token = try scanner.readStringToken()
-            guard !token.escaped, let id = MessageID.parse(token.raw) else {
+            let parsed = token.escaped ? Array(token.string.utf8).withUnsafeBytes(MessageID.parse) : MessageID.parse(token.raw)
+            guard let id = parsed else {
                 throw fail(at: at, "\"id\" an uppercase UUID, 8-4-4-4-12 hex digits")
             }
             return id
+        }
+
+        /// Whether the next value is the string `text` written some other way than its
+        /// plain bytes (which the caller tries first): with escapes, decoded (KC-MSG-7).
+        mutating func escapedString(is text: StaticString) throws -> Bool {
+            guard scanner.peek() == UInt8(ascii: "\"") else { return false }
+            return try scanner.readStringToken().equals(text)
         }
 
         mutating func number(_ name: StaticString, at: Int) throws -> Double {
@@ -243,4 +260,55 @@ public struct KeepCalmMotion: Hashable, Sendable {
         }
     }
 
+    /// The unknown member names met at one level (KC-MSG-3), compared as decoded text.
+    /// The first eight stay in place and are compared one by one, so a message with a few
+    /// unknown members allocates nothing; more (a sender padding a datagram with names) go
+    /// in a hash set, so a datagram full of names still costs linear time. Valid only while
+    /// the datagram's bytes are.
+    private struct UnknownNames {
+        private typealias Eight = (JSONKey, JSONKey, JSONKey, JSONKey, JSONKey, JSONKey, JSONKey, JSONKey)
+        private static let inPlace = 8
+        private var few: Eight
+        private var count = 0
+        private var many: Set<Name>?  // nil until needed: not even the empty set's reference counting
+
+        init() {
+            let none = JSONKey(raw: UnsafeRawBufferPointer(start: nil, count: 0), escaped: false)
+            few = (none, none, none, none, none, none, none, none)
+        }
+
+        /// Adds `key`'s name; false when the level already has it. `bytesLeft` bounds the
+        /// names still to come (each takes at least 5 bytes, `"":0,`), so the set never rehashes.
+        mutating func insert(_ key: JSONKey, bytesLeft: Int) -> Bool {
+            if count < Self.inPlace {
+                let stored = count
+                let isNew = withUnsafeMutablePointer(to: &few) { tuple in
+                    tuple.withMemoryRebound(to: JSONKey.self, capacity: Self.inPlace) { keys in
+                        for i in 0..<stored where keys[i].hasSameText(as: key) { return false }
+                        keys[stored] = key
+                        return true
+                    }
+                }
+                if isNew { count += 1 }
+                return isNew
+            }
+            if many == nil {
+                var earlier = few
+                var set = Set<Name>(minimumCapacity: Self.inPlace + 1 + bytesLeft / 5)
+                withUnsafePointer(to: &earlier) { tuple in
+                    tuple.withMemoryRebound(to: JSONKey.self, capacity: Self.inPlace) { keys in
+                        for i in 0..<Self.inPlace { set.insert(Name(key: keys[i])) }
+                    }
+                }
+                many = set
+            }
+            return many!.insert(Name(key: key)).inserted
+        }
+
+        private struct Name: Hashable {
+            let key: JSONKey
+            func hash(into hasher: inout Hasher) { key.hashText(into: &hasher) }
+            static func == (a: Name, b: Name) -> Bool { a.key.hasSameText(as: b.key) }
+        }
+    }
 }
