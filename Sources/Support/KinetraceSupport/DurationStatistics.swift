@@ -16,13 +16,13 @@ import Histogram
 public struct DurationStatistics: Sendable {
     /// HDR histograms are exact to this many significant digits (the default).
     public static let significantDigits = 3
-    /// Starts as a copy of an empty template that shares its counts: the counts are
-    /// copied, as one block, on the first value (copy on write). A replay keeps one per
-    /// controller, and ten thousand controllers that never see an ack cost nothing;
-    /// making a histogram fills its counts one value at a time through generic code
-    /// (300 µs, which a replay's ack handler paid under its lock per controller).
-    /// nil for statistics kept per controller, which use `sketch` instead.
-    @usableFromInline var histogram: Histogram<UInt32>?
+    /// The histogram starts as a copy of an empty template that shares its counts: the
+    /// counts are copied, as one block, on the first value (copy on write); making a
+    /// histogram fills its counts one value at a time through generic code (300 µs).
+    /// nil for statistics kept per controller, which use `sketch` instead. Boxed (and copied
+    /// on write): inline, the histogram's fields would make every value of this type, those
+    /// kept per controller included, 120 bytes larger.
+    @usableFromInline var box: HistogramBox?
     @usableFromInline var sketch: DurationSketch?
     @usableFromInline var recordedCount = 0
     @usableFromInline var sumNs: Double = 0
@@ -39,7 +39,7 @@ public struct DurationStatistics: Sendable {
     /// `significantDigits` is 3 or 2 (anything else is taken as 3).
     public init(significantDigits: Int = 3) {
         digits = significantDigits == 2 ? 2 : 3
-        histogram = digits == 2 ? Self.twoDigits : Self.threeDigits
+        box = HistogramBox(digits == 2 ? Self.twoDigits : Self.threeDigits)
     }
 
     /// Statistics kept for each of many controllers: a few kilobytes at most (`DurationSketch`).
@@ -47,7 +47,7 @@ public struct DurationStatistics: Sendable {
 
     private init(sketch: DurationSketch) {
         digits = 3
-        histogram = nil
+        box = nil
         self.sketch = sketch
     }
 
@@ -77,7 +77,8 @@ public struct DurationStatistics: Sendable {
         if sketch != nil {
             sketch!.record(micros)
         } else {
-            _ = histogram!.record(micros)
+            if !isKnownUniquelyReferenced(&box) { box = HistogramBox(box!.histogram) }
+            _ = box!.histogram.record(micros)
         }
     }
 
@@ -91,7 +92,7 @@ public struct DurationStatistics: Sendable {
     /// Per controller: the sketch's nearest-rank value (within 1 %), rounded alike.
     public func percentileMs(_ percentile: Double) -> Double? {
         guard count > 0 else { return nil }
-        let micros = sketch?.value(atPercentile: percentile) ?? Double(histogram!.valueAtPercentile(percentile))
+        let micros = sketch?.value(atPercentile: percentile) ?? Double(box!.histogram.valueAtPercentile(percentile))
         let exact = digits == 2 ? 100.0 : 1000.0
         let rounded: Double
         if micros < exact {
@@ -105,4 +106,11 @@ public struct DurationStatistics: Sendable {
         // a percentile never lies outside what was seen.
         return Swift.min(Swift.max(rounded, minMs!), maxMs!)
     }
+}
+
+/// A histogram held by reference, for `DurationStatistics` to copy on write.
+@usableFromInline
+final class HistogramBox: @unchecked Sendable {  // mutated only when uniquely referenced (`DurationStatistics.record`)
+    @usableFromInline var histogram: Histogram<UInt32>
+    @usableFromInline init(_ histogram: Histogram<UInt32>) { self.histogram = histogram }
 }
