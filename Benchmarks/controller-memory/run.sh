@@ -48,7 +48,9 @@ peak() {
 limited() {
     local status=0
     bash -c 'ulimit -v 2097152; exec "$@"' limited "$@" > /dev/null 2> "$work/stderr" || status=$?
-    if [ $status -eq 0 ]; then echo "0"; else echo "$status ($(tail -n 1 "$work/stderr" | cut -c1-60))"; fi
+    if [ $status -eq 0 ]; then echo "0"
+    elif [ $status -gt 128 ]; then echo "$status (signal $((status - 128)))"
+    else echo "$status ($(tail -n 1 "$work/stderr" | cut -c1-60))"; fi
 }
 row() {  # name input -- command...
     local name=$1 input=$2; shift 3

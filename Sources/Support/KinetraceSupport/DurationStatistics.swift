@@ -10,7 +10,7 @@ import Histogram
 ///   it grows for longer ones, and is made on the first value);
 /// - one per controller (`perController`), of which a trace may hold a hundred
 ///   thousand: a `DurationSketch`, exact for the first 64 values and within 1 %
-///   past them, in at most 4.5 KB (a few hundred bytes for a few values).
+///   past them, in at most 4 KiB of counts (a few hundred bytes for a few values).
 /// Either way a percentile is then rounded to three significant digits (up to
 /// 0.5 % more).
 public struct DurationStatistics: Sendable {
