@@ -570,6 +570,37 @@ import Testing
         #expect(chunks.reduce(0) { $0 + $1.bytes.count } == 111)
     }
 
+    /// The end of a capture a direction at a time: each call ends one (in the order they began),
+    /// and together they give what `finish` gives in one array.
+    @Test func theEndComesOneDirectionAtATime() {
+        func flooded() -> TCPReassembler {
+            var reassembler = TCPReassembler()
+            let host = Endpoint(host: "10.0.0.1", port: 47130)
+            for k in 0..<5 {
+                let controller = Endpoint(host: "10.0.1.\(k + 1)", port: UInt16(52000 + k))
+                func segment(_ offset: Int, flags: UInt8 = 0x18, _ bytes: [UInt8]) -> TCPSegment {
+                    TCPSegment(timeNs: Int64(k * 1000 + offset), direction: .controllerToHost, source: controller, destination: host,
+                               sequence: UInt32(5000 * k + 1) &+ UInt32(offset), flags: flags, payload: bytes)
+                }
+                _ = reassembler.add(TCPSegment(timeNs: Int64(k * 1000), direction: .controllerToHost, source: controller,
+                                               destination: host, sequence: UInt32(5000 * k), flags: 0x02, payload: []))
+                for offset in stride(from: 2, to: 40, by: 3) { _ = reassembler.add(segment(offset, [UInt8(offset), UInt8(offset)])) }
+            }
+            return reassembler
+        }
+        var whole = flooded()
+        let atOnce = whole.finish()
+        var stepwise = flooded()
+        var chunks: [StreamChunk] = []
+        var ends: [Int] = []
+        while stepwise.finishNext(into: &chunks) { ends.append(chunks.filter { $0.end != nil }.count) }
+        #expect(ends == [1, 2, 3, 4, 5], "one direction ended per call")
+        #expect(chunks == atOnce)
+        #expect(stepwise.bufferedBytes == 0 && !stepwise.finishNext(into: &chunks))
+        #expect(chunks.map(\.source.port) == atOnce.map(\.source.port))
+        #expect(Array(Set(chunks.map(\.source.port))).sorted() == (52000..<52005).map { UInt16($0) })
+    }
+
     @Test func aFloodOfConnectionsStaysBounded() {
         var limits = TCPReassembler.Limits()
         limits.directions = 64
