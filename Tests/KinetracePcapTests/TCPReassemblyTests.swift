@@ -520,6 +520,87 @@ import Testing
         #expect(read.unfinished.map(\.bytes) == [1])
     }
 
+    /// Issue 24: one-byte segments behind holes in many connections. Their bytes are far
+    /// under the total bound, but what holding them costs is not: each is charged
+    /// `segmentOverhead` besides its byte, so the bound gives up holes, and what waits
+    /// never passes it. Every byte is still delivered once.
+    @Test func oneByteSegmentsAreChargedWhatTheyCost() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let script = Script()
+        let connections = (0..<20).map { Script.Connection.v4(controllerPort: UInt16(51000 + $0), isn: UInt32(1000 * $0)) }
+        connections.forEach(script.handshake)
+        let segments = 300
+        for offset in 1...segments {  // offset 0 never comes
+            for c in connections { script.data(c, at: offset, [UInt8(truncatingIfNeeded: offset)]) }
+        }
+        script.write(to: path(dir))
+        var limits = TCPReassembler.Limits()
+        limits.bufferedBytesTotal = 60_000  // 6,000 bytes wait: a tenth of it; with the overhead, eight times it
+        let read = try ReadBack(path: path(dir), limits: limits)
+        let counts = try #require(read.counts)
+        #expect(counts.gapsForcedByBuffer > 0, "the overhead counts toward the bound")
+        // A direction whose hole was given up takes its later segments in order: they no longer wait.
+        #expect(counts.outOfOrderSegments < connections.count * segments)
+        #expect(counts.peakBufferedBytes <= limits.bufferedBytesTotal)
+        #expect(counts.peakBufferedBytes >= limits.bufferedBytesTotal - TCPReassembler.segmentOverhead - 1, "it filled up to the bound")
+        #expect(counts.gaps == connections.count && counts.missingBytes == connections.count)
+        #expect(read.chunks.reduce(0) { $0 + $1.payload.count } == connections.count * segments, "every byte delivered once")
+    }
+
+    /// The reassembler's own count of what waits: bytes and overhead, back to 0 when delivered.
+    @Test func whatWaitsIsChargedPerSegment() {
+        var reassembler = TCPReassembler()
+        let controller = Endpoint(host: "10.0.0.12", port: 50019), host = Endpoint(host: "10.0.0.1", port: 47130)
+        func segment(_ offset: Int, _ bytes: [UInt8], flags: UInt8 = 0x18) -> TCPSegment {
+            TCPSegment(timeNs: Int64(offset), direction: .controllerToHost, source: controller, destination: host,
+                       sequence: 2001 &+ UInt32(offset), flags: flags, payload: bytes)
+        }
+        var chunks = reassembler.add(TCPSegment(timeNs: 0, direction: .controllerToHost, source: controller, destination: host,
+                                                sequence: 2000, flags: 0x02, payload: []))
+        for offset in 1...10 { chunks += reassembler.add(segment(offset, [UInt8(offset)])) }
+        chunks += reassembler.add(segment(20, Array(repeating: 7, count: 100)))
+        #expect(reassembler.bufferedBytes == 10 + 100 + 11 * TCPReassembler.segmentOverhead)
+        #expect(reassembler.largestDirectionBuffer == reassembler.bufferedBytes)
+        chunks += reassembler.add(segment(0, [0]))
+        #expect(reassembler.bufferedBytes == 100 + TCPReassembler.segmentOverhead, "the first eleven bytes went out")
+        chunks += reassembler.finish()
+        #expect(reassembler.bufferedBytes == 0)
+        #expect(reassembler.counts.peakBufferedBytes == 10 + 100 + 11 * TCPReassembler.segmentOverhead)
+        #expect(chunks.reduce(0) { $0 + $1.bytes.count } == 111)
+    }
+
+    /// The end of a capture a direction at a time: each call ends one (in the order they began),
+    /// and together they give what `finish` gives in one array.
+    @Test func theEndComesOneDirectionAtATime() {
+        func flooded() -> TCPReassembler {
+            var reassembler = TCPReassembler()
+            let host = Endpoint(host: "10.0.0.1", port: 47130)
+            for k in 0..<5 {
+                let controller = Endpoint(host: "10.0.1.\(k + 1)", port: UInt16(52000 + k))
+                func segment(_ offset: Int, flags: UInt8 = 0x18, _ bytes: [UInt8]) -> TCPSegment {
+                    TCPSegment(timeNs: Int64(k * 1000 + offset), direction: .controllerToHost, source: controller, destination: host,
+                               sequence: UInt32(5000 * k + 1) &+ UInt32(offset), flags: flags, payload: bytes)
+                }
+                _ = reassembler.add(TCPSegment(timeNs: Int64(k * 1000), direction: .controllerToHost, source: controller,
+                                               destination: host, sequence: UInt32(5000 * k), flags: 0x02, payload: []))
+                for offset in stride(from: 2, to: 40, by: 3) { _ = reassembler.add(segment(offset, [UInt8(offset), UInt8(offset)])) }
+            }
+            return reassembler
+        }
+        var whole = flooded()
+        let atOnce = whole.finish()
+        var stepwise = flooded()
+        var chunks: [StreamChunk] = []
+        var ends: [Int] = []
+        while stepwise.finishNext(into: &chunks) { ends.append(chunks.filter { $0.end != nil }.count) }
+        #expect(ends == [1, 2, 3, 4, 5], "one direction ended per call")
+        #expect(chunks == atOnce)
+        #expect(stepwise.bufferedBytes == 0 && !stepwise.finishNext(into: &chunks))
+        #expect(chunks.map(\.source.port) == atOnce.map(\.source.port))
+        #expect(Array(Set(chunks.map(\.source.port))).sorted() == (52000..<52005).map { UInt16($0) })
+    }
+
     @Test func aFloodOfConnectionsStaysBounded() {
         var limits = TCPReassembler.Limits()
         limits.directions = 64

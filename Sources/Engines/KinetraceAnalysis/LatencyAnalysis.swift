@@ -408,8 +408,9 @@ public struct LatencyAnalysis: Sendable {
 public struct SeriesStatistics: Sendable {
     /// nil when nothing is left after outlier removal (never for a non-empty series).
     public var table: LatencyTable?
-    /// p50, p90, p99 and p99.9 of every sample, from the HDR histogram.
+    /// p50, p90, p99 and p99.9 of every sample, as an HDR histogram gives them (`LatencyPercentiles`).
     public var percentiles: [(percentile: Double, ms: Double)]
+    /// The figures only, and how they were taken: a controller's statistics keep no histogram.
     public var histogram: LatencyPercentiles
     /// The mean and σ outlier removal used, and the bounds it kept.
     public var removal: (mean: Double, sd: Double, lowerMs: Double, upperMs: Double)?
@@ -423,10 +424,8 @@ public struct SeriesStatistics: Sendable {
             return value >= 0x1p63 ? .max : value < -0x1p63 ? .min : Int64(value)
         }
         let originNs = ns(finite.min() ?? 0, .down)
-        var histogram = LatencyPercentiles(originNs: originNs)
-        for value in finite { histogram.record(ns: ns(value, .toNearestOrAwayFromZero)) }
-        self.histogram = histogram
-        percentiles = LatencyPercentiles.reported.compactMap { p in histogram.ms(at: p).map { (p, $0) } }
+        histogram = LatencyPercentiles(originNs: originNs, samplesNs: finite.map { ns($0, .toNearestOrAwayFromZero) })
+        percentiles = histogram.values
         if finite.count > 1 {
             let mean = LatencyTable.mean(finite), sd = LatencyTable.sampleStandardDeviation(finite)
             removal = (mean, sd, mean - sigmas * sd, mean + sigmas * sd)

@@ -1,40 +1,56 @@
 import Histogram
 
-/// Percentiles of a latency series kept in an HDR histogram at nanosecond
-/// resolution and three significant digits, so they cost constant memory
-/// however long the capture.
+/// Percentiles of a latency series as an HDR histogram at nanosecond resolution
+/// and three significant digits gives them: the nearest-rank sample's bucket,
+/// reported at the bucket's middle, so the error is at most half a bucket
+/// (under 1/2048 of the value's distance above `originNs`, and under 1 ns
+/// below 2,048 ns).
 ///
-/// Relative latencies are negative as often as positive, and an HDR histogram
-/// holds only non-negative integers: values are recorded as their distance
+/// They are taken from the series itself, which `kinetrace latency` holds
+/// anyway, and only the figures are kept: a histogram's counts (200 KB at this
+/// range and precision) for each controller and measure did not fit a hundred
+/// thousand controllers. The buckets are the histogram's, so the figures are
+/// the ones a histogram of the series reports.
+///
+/// Relative latencies are negative as often as positive, and an HDR bucket
+/// holds only non-negative integers: values are measured as their distance
 /// above `originNs`, which the caller chooses at or below the smallest
 /// sample. Three significant digits therefore apply to that distance.
 public struct LatencyPercentiles: Sendable {
     public let originNs: Int64
-    private var histogram = Histogram<UInt64>(highestTrackableValue: 1 << 34, numberOfSignificantValueDigits: .three)
-    public private(set) var count = 0
-    /// Samples below the origin, clamped to it (never when the origin is the minimum).
-    public private(set) var clampedBelow = 0
+    public let count: Int
+    /// Samples below the origin, counted at it (never when the origin is the minimum).
+    public let clampedBelow: Int
+    /// Each percentile asked for, with its value in ms.
+    public let values: [(percentile: Double, ms: Double)]
 
-    public init(originNs: Int64) {
+    /// The bucket arithmetic of a three-digit HDR histogram; its counts are never used (so they are tiny).
+    private static let buckets = Histogram<UInt8>(highestTrackableValue: 4096, numberOfSignificantValueDigits: .three)
+
+    /// The percentiles (0–100) of `samplesNs`, in any order.
+    public init(originNs: Int64, samplesNs: [Int64], percentiles: [Double] = reported) {
         self.originNs = originNs
-        histogram.autoResize = true
+        count = samplesNs.count
+        var below = 0
+        var distances = samplesNs.map { ns -> UInt64 in
+            let (distance, overflow) = ns.subtractingReportingOverflow(originNs)
+            if distance < 0 || overflow { below += 1 }
+            return overflow || distance < 0 ? 0 : UInt64(distance)
+        }
+        clampedBelow = below
+        distances.sort()
+        let n = distances.count
+        values = n == 0 ? [] : percentiles.map { percentile in
+            // The histogram's nearest rank: one ulp below the percentile, rounded up, at least the first sample.
+            let rank = percentile >= 100 ? n : min(n, max(1, Int((max(percentile.nextDown, 0) * Double(n) / 100).rounded(.up))))
+            let middle = Self.buckets.medianEquivalentForValue(distances[rank - 1])
+            return (percentile, (Double(originNs) + Double(middle)) / 1e6)
+        }
     }
 
-    public mutating func record(ns: Int64) {
-        count += 1
-        let (distance, overflow) = ns.subtractingReportingOverflow(originNs)
-        if distance < 0 || overflow { clampedBelow += 1 }
-        _ = histogram.record(overflow || distance < 0 ? 0 : UInt64(distance))
-    }
-
-    /// The value in ms at `percentile` (0–100): the nearest-rank sample's
-    /// histogram bucket, reported at the bucket's middle so the error is at
-    /// most half a bucket either way. nil when empty.
+    /// The value in ms at `percentile`, if it is one of those computed.
     public func ms(at percentile: Double) -> Double? {
-        guard count > 0 else { return nil }
-        let bucket = histogram.valueAtPercentile(percentile)
-        let middle = histogram.medianEquivalentForValue(bucket)
-        return (Double(originNs) + Double(middle)) / 1e6
+        values.first { $0.percentile == percentile }?.ms
     }
 
     /// The largest error `ms(at:)` may have for a value of about `ms`, from
@@ -42,7 +58,7 @@ public struct LatencyPercentiles: Sendable {
     public func resolutionMs(near ms: Double) -> Double {
         // Below 2^64: samples lie within Int64 of the origin, and a wild `ms` must not trap.
         let distance = min(max(0, ms * 1e6 - Double(originNs)), 0x1p64 - 4096)
-        return Double(histogram.sizeOfEquivalentRangeForValue(UInt64(distance.rounded()))) / 2e6
+        return Double(Self.buckets.sizeOfEquivalentRangeForValue(UInt64(distance.rounded()))) / 2e6
     }
 
     /// The four percentiles `kinetrace latency` reports.

@@ -51,6 +51,8 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         /// Bytes kept of each packet, tcpdump's default; MotionLink datagrams need under 200.
         public var snaplen: Int32 = Self.defaultSnaplen
         public static let defaultSnaplen: Int32 = 262_144
+        /// A byte stream's reassembly bounds (what may wait behind holes, and how many directions).
+        public var reassemblyLimits = TCPReassembler.Limits()
 
         public init(wireProtocol: any WireProtocol.Type, interface: String, pcapPath: String?, tracePath: String?) {
             self.wireProtocol = wireProtocol
@@ -102,7 +104,7 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
     /// Opens and activates the capture and creates both output files.
     public init(configuration: Configuration, logger: Logger) throws(CaptureError) {
         self.configuration = configuration
-        if configuration.wireProtocol.transport == .byteStream { reassembler = TCPReassembler() }
+        if configuration.wireProtocol.transport == .byteStream { reassembler = TCPReassembler(limits: configuration.reassemblyLimits) }
         self.logger = logger
         var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let handle = pcap_create(configuration.interface, &errorBuffer) else {
@@ -210,8 +212,12 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
             waitForPackets()
         }
         if reassembler != nil, writeFailure == nil {
-            chunks = reassembler!.finish()
-            write(chunks)
+            // A direction at a time: what waited behind holes in all of them at once would be held twice over.
+            chunks.removeAll(keepingCapacity: true)
+            while writeFailure == nil, reassembler!.finishNext(into: &chunks) {
+                write(chunks)
+                chunks.removeAll(keepingCapacity: true)
+            }
             report.reassembly = reassembler!.counts
         }
         var stats = pcap_stat()

@@ -195,6 +195,8 @@ public final class PcapTraceReader: TraceRecordSource {
         /// File offset just after the last whole packet, for truncation reports.
         var offsetAfterLastPacket: Int
         var finished = false
+        /// The file has ended and `tcp` is ending its directions one at a time (`finishNext`).
+        var finishingStreams = false
         /// A pcapng's packet comments, read beside libpcap: labels and events written by `PcapWriter`.
         var comments: PcapngCommentWalker? = nil
         var wireProtocol: (any WireProtocol.Type)? = nil
@@ -315,13 +317,16 @@ public final class PcapTraceReader: TraceRecordSource {
                 if !state.queued.isEmpty { return nil }
                 continue
             }
-            guard !state.finished else { return nil }
+            guard !state.finished else {
+                if state.finishingStreams, state.tcp!.finishNext(into: &state.chunks) { continue }
+                return nil
+            }
             let status = pcap_next_ex(handle, &headerPointer, &dataPointer)
             guard status == 1, let packetHeader = headerPointer?.pointee, let data = dataPointer else {
                 state.finished = true
                 if status != PCAP_ERROR_BREAK { try failOrTruncate(&state, handle: handle, source: source) }  // else end of file
                 if state.tcp != nil {
-                    state.chunks = state.tcp!.finish()
+                    state.finishingStreams = true
                 } else if state.reassembler != nil {
                     state.chunks = state.reassembler!.finish()
                 }

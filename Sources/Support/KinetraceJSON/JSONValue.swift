@@ -185,6 +185,33 @@ public struct JSONOutput {
     }
 }
 
+extension JSONOutput {
+    /// An object whose `members` are values and whose `written` members each write their own
+    /// value here when their turn comes, keys sorted across both as `append` sorts them: a
+    /// report with a member per controller writes each as it makes it, instead of holding a
+    /// value tree for all of them (a kilobyte or two each) beside the text.
+    public mutating func object(_ members: [String: JSONValue], written: [String: (inout JSONOutput) -> Void]) {
+        bytes.append(UInt8(ascii: "{"))
+        for (i, key) in Set(members.keys).union(written.keys).sorted().enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(key)
+            bytes.append(UInt8(ascii: ":"))
+            if let write = written[key] { write(&self) } else { append(members[key]!) }
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// An array of `count` elements, each written by `element` in turn.
+    public mutating func array(count: Int, _ element: (Int, inout JSONOutput) -> Void) {
+        bytes.append(UInt8(ascii: "["))
+        for i in 0..<count {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            element(i, &self)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+}
+
 /// Writes into room `JSONOutput.write(upTo:_:)` made; writing past it traps
 /// (a caller's bound was wrong), never overruns.
 public struct JSONCursor {

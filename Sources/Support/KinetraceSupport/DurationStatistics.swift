@@ -1,19 +1,29 @@
 import Histogram
 
 /// Streaming summary of durations (intervals, delays): exact count, mean,
-/// min and max, and percentiles from an HDR histogram at microsecond
-/// resolution, so memory stays constant however long the trace (about
-/// 60 KB per instance for values up to 10 s at three significant digits,
-/// 9 KB at two; it grows for longer ones, and is made on the first value).
+/// min and max, and percentiles at microsecond resolution, so memory stays
+/// constant however long the trace.
+///
+/// Two kinds, by how many are kept:
+/// - one for a whole trace or run (`init()`): an HDR histogram, exact to three
+///   significant digits (about 60 KB for values up to 10 s, 9 KB at two digits;
+///   it grows for longer ones, and is made on the first value);
+/// - one per controller (`perController`), of which a trace may hold a hundred
+///   thousand: a `DurationSketch`, exact for the first 64 values and within 1 %
+///   past them, in at most 4 KiB of counts (a few hundred bytes for a few values).
+/// Either way a percentile is then rounded to three significant digits (up to
+/// 0.5 % more).
 public struct DurationStatistics: Sendable {
     /// HDR histograms are exact to this many significant digits (the default).
     public static let significantDigits = 3
-    /// Starts as a copy of an empty template that shares its counts: the counts are
-    /// copied, as one block, on the first value (copy on write). A replay keeps one per
-    /// controller, and ten thousand controllers that never see an ack cost nothing;
-    /// making a histogram fills its counts one value at a time through generic code
-    /// (300 µs, which a replay's ack handler paid under its lock per controller).
-    @usableFromInline var histogram: Histogram<UInt32>
+    /// The histogram starts as a copy of an empty template that shares its counts: the
+    /// counts are copied, as one block, on the first value (copy on write); making a
+    /// histogram fills its counts one value at a time through generic code (300 µs).
+    /// nil for statistics kept per controller, which use `sketch` instead. Boxed (and copied
+    /// on write): inline, the histogram's fields would make every value of this type, those
+    /// kept per controller included, 120 bytes larger.
+    @usableFromInline var box: HistogramBox?
+    @usableFromInline var sketch: DurationSketch?
     @usableFromInline var recordedCount = 0
     @usableFromInline var sumNs: Double = 0
     @usableFromInline var smallestNs: Int64 = .max
@@ -29,8 +39,23 @@ public struct DurationStatistics: Sendable {
     /// `significantDigits` is 3 or 2 (anything else is taken as 3).
     public init(significantDigits: Int = 3) {
         digits = significantDigits == 2 ? 2 : 3
-        histogram = digits == 2 ? Self.twoDigits : Self.threeDigits
+        box = HistogramBox(digits == 2 ? Self.twoDigits : Self.threeDigits)
     }
+
+    /// Statistics kept for each of many controllers: a few kilobytes at most (`DurationSketch`).
+    public static var perController: DurationStatistics { DurationStatistics(sketch: DurationSketch()) }
+
+    private init(sketch: DurationSketch) {
+        digits = 3
+        box = nil
+        self.sketch = sketch
+    }
+
+    /// Whether percentiles come from a `DurationSketch` (per controller) rather than an HDR histogram.
+    public var isPerController: Bool { sketch != nil }
+
+    /// Bytes allocated for the percentiles of statistics kept per controller (nil for a histogram's).
+    public var sketchBytes: Int? { sketch?.allocatedBytes }
 
     private static let threeDigits = template(.three)
     private static let twoDigits = template(.two)
@@ -48,7 +73,13 @@ public struct DurationStatistics: Sendable {
         sumNs += Double(ns)
         smallestNs = min(smallestNs, ns)
         largestNs = max(largestNs, ns)
-        _ = histogram.record(UInt64(max(0, ns / 1000)))
+        let micros = UInt64(max(0, ns / 1000))
+        if sketch != nil {
+            sketch!.record(micros)
+        } else {
+            if !isKnownUniquelyReferenced(&box) { box = HistogramBox(box!.histogram) }
+            _ = box!.histogram.record(micros)
+        }
     }
 
     public var meanMs: Double? { count == 0 ? nil : sumNs / Double(count) / 1e6 }
@@ -58,9 +89,10 @@ public struct DurationStatistics: Sendable {
     /// The value at `percentile` (0–100) in milliseconds, rounded to the
     /// histogram's significant digits: the histogram reports the top of a
     /// bucket (100.031 for 100), and digits past its precision are noise.
+    /// Per controller: the sketch's nearest-rank value (within 1 %), rounded alike.
     public func percentileMs(_ percentile: Double) -> Double? {
         guard count > 0 else { return nil }
-        let micros = Double(histogram.valueAtPercentile(percentile))
+        let micros = sketch?.value(atPercentile: percentile) ?? Double(box!.histogram.valueAtPercentile(percentile))
         let exact = digits == 2 ? 100.0 : 1000.0
         let rounded: Double
         if micros < exact {
@@ -74,4 +106,11 @@ public struct DurationStatistics: Sendable {
         // a percentile never lies outside what was seen.
         return Swift.min(Swift.max(rounded, minMs!), maxMs!)
     }
+}
+
+/// A histogram held by reference, for `DurationStatistics` to copy on write.
+@usableFromInline
+final class HistogramBox: @unchecked Sendable {  // mutated only when uniquely referenced (`DurationStatistics.record`)
+    @usableFromInline var histogram: Histogram<UInt32>
+    @usableFromInline init(_ histogram: Histogram<UInt32>) { self.histogram = histogram }
 }

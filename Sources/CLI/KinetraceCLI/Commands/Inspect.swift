@@ -46,7 +46,7 @@ struct Inspect: ParsableCommand {
         if let truncation = summary.truncation { printWarning("\(file): \(truncation)") }
         switch report.format {
         case .text: try writeOutput(SummaryRendering.text(summary, bytes: bytes), to: report.out)
-        case .json: try writeOutput(SummaryRendering.json(summary, bytes: bytes).jsonText + "\n", to: report.out)
+        case .json: try writeOutput(SummaryRendering.jsonLine(summary, bytes: bytes), to: report.out)
         }
     }
 }

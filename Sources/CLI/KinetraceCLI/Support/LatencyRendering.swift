@@ -79,17 +79,21 @@ enum LatencyRendering {
 
     // MARK: JSON
 
+    /// Each controller's statistics are made and written in turn: 100,000 controllers' value
+    /// trees took several times the text.
     static func json(_ reports: [LatencyReport]) -> String {
         let options = reports.first?.analysis.options ?? .init()
-        return JSONValue.object([
+        var out = JSONOutput()
+        out.object([
             "format": .string("kinetrace-latency"), "version": .integer(1), "tool": .string("kinetrace \(Kinetrace.version)"),
             "options": .object(["sigmas": .number(options.sigmas), "median_scope": .string(options.medianScope.rawValue),
                                 "base_ms": .number(options.baseMs)]),
-            "traces": .array(reports.map(traceJSON)),
-        ]).jsonText + "\n"
+        ], written: ["traces": { out in out.array(count: reports.count) { i, out in writeTrace(reports[i], into: &out) } }])
+        out.bytes.append(UInt8(ascii: "\n"))  // here, not by `+`: that would copy the whole text once more
+        return out.text
     }
 
-    private static func traceJSON(_ report: LatencyReport) -> JSONValue {
+    private static func writeTrace(_ report: LatencyReport, into out: inout JSONOutput) {
         let a = report.analysis
         var object: [String: JSONValue] = [
             "source": .string(report.source),
@@ -97,27 +101,32 @@ enum LatencyRendering {
             "controllers": .array(a.controllers.map { .string($0.description) }),
             "invalid_messages": .integer(Int64(a.invalidMessages)), "unpaired_acks": .integer(Int64(a.unpairedAcks)),
             "unusable_stamps": .integer(Int64(a.unusableStamps)),
-            "measures": .array(a.measures.map { result in
-                var member: [String: JSONValue] = [
-                    "measure": .string(result.measure.rawValue), "title": .string(result.measure.title),
-                    "meaning": .string(result.measure.meaning(at: a.header.capturePoint)),
-                    "all": statisticsJSON(result.all),
-                    "per_controller": .array(result.perController.enumerated().compactMap { c, stats in
-                        guard let stats else { return nil }
-                        var object = statisticsJSON(stats).objectValue!
-                        object["controller"] = .string(a.controllers[c].description)
-                        if let medians = result.medians { object["median_ms"] = .number(medians[c]) }
-                        if let final = result.finalValues?[c] { object["final_ms"] = .number(final) }
-                        return .object(object)
-                    }),
-                ]
-                if result.measure.isRelative { member["base_ms"] = .number(result.baseMs) }
-                return .object(member)
-            }),
             "unavailable": .array(a.unavailable.map { .object(["measure": .string($0.measure.rawValue), "reason": .string($0.reason)]) }),
         ]
         if !a.notes.isEmpty { object["notes"] = .array(a.notes.map { .string($0) }) }
-        return .object(object)
+        out.object(object, written: ["measures": { out in
+            out.array(count: a.measures.count) { m, out in writeMeasure(a.measures[m], of: a, into: &out) }
+        }])
+    }
+
+    private static func writeMeasure(_ result: LatencyAnalysis.MeasureResult, of a: LatencyAnalysis, into out: inout JSONOutput) {
+        var member: [String: JSONValue] = [
+            "measure": .string(result.measure.rawValue), "title": .string(result.measure.title),
+            "meaning": .string(result.measure.meaning(at: a.header.capturePoint)),
+            "all": statisticsJSON(result.all),
+        ]
+        if result.measure.isRelative { member["base_ms"] = .number(result.baseMs) }
+        let measured = result.perController.indices.filter { result.perController[$0] != nil }
+        out.object(member, written: ["per_controller": { out in
+            out.array(count: measured.count) { i, out in
+                let c = measured[i]
+                var object = statisticsJSON(result.perController[c]!).objectValue!
+                object["controller"] = .string(a.controllers[c].description)
+                if let medians = result.medians { object["median_ms"] = .number(medians[c]) }
+                if let final = result.finalValues?[c] { object["final_ms"] = .number(final) }
+                out.append(.object(object))
+            }
+        }])
     }
 
     private static func statisticsJSON(_ stats: SeriesStatistics) -> JSONValue {

@@ -116,6 +116,44 @@ enum SummaryRendering {
     private static func interval(_ low: Double, _ high: Double) -> String { "[\(ms(low, 3)), \(ms(high, 3))]" }
 
     static func json(_ s: TraceSummary, bytes: (file: Int, uncompressed: Int)? = nil) -> JSONValue {
+        var object = members(s, bytes: bytes)
+        object["controllers"] = .array(s.controllers.keys.sorted().map { controllerJSON(s, $0) })
+        return .object(object)
+    }
+
+    /// `json(_:bytes:)` as text and a newline, each controller's object made and written in turn:
+    /// 100,000 controllers' value trees took 100 MB more than their text.
+    static func jsonLine(_ s: TraceSummary, bytes: (file: Int, uncompressed: Int)? = nil) -> String {
+        let endpoints = s.controllers.keys.sorted()
+        var out = JSONOutput()
+        out.object(members(s, bytes: bytes), written: ["controllers": { out in
+            out.array(count: endpoints.count) { i, out in out.append(controllerJSON(s, endpoints[i])) }
+        }])
+        out.bytes.append(UInt8(ascii: "\n"))  // here, not by `+`: that would copy the whole text once more
+        return out.text
+    }
+
+    private static func controllerJSON(_ s: TraceSummary, _ endpoint: Endpoint) -> JSONValue {
+        let c = s.controllers[endpoint]!
+        if !s.hasReplies {
+            return .object([
+                "controller": .string(endpoint.description), "frames": .integer(Int64(c.frames)),
+                "valid_frames": .integer(Int64(c.validFrames)), "decisions": .integer(Int64(c.triggers)),
+                "samples_per_s": c.samplesPerSecond.map { .number(($0 * 1000).rounded() / 1000) } ?? .null,
+                "sender_intervals_ms": stats(c.senderIntervals), "capture_intervals_ms": stats(c.captureIntervals),
+            ])
+        }
+        return .object([
+            "controller": .string(endpoint.description), "frames": .integer(Int64(c.frames)),
+            "valid_frames": .integer(Int64(c.validFrames)), "triggers": .integer(Int64(c.triggers)),
+            "acks": .integer(Int64(c.acks)), "matched_acks": .integer(Int64(c.matchedAcks)),
+            "gaps": .integer(Int64(c.gaps)), "frames_missing": .integer(Int64(c.framesMissing)),
+            "sender_intervals_ms": stats(c.senderIntervals),
+        ])
+    }
+
+    /// Every member of the report but `controllers`.
+    private static func members(_ s: TraceSummary, bytes: (file: Int, uncompressed: Int)?) -> [String: JSONValue] {
         let h = s.header
         func counts(_ d: Direction) -> JSONValue {
             let c = s.messages[d] ?? .init()
@@ -125,26 +163,6 @@ enum SummaryRendering {
             members["invalid"] = .integer(Int64(c.invalid))
             members["invalid_by_reason"] = .object(c.invalidByReason.mapValues { JSONValue.integer(Int64($0)) })
             return .object(members)
-        }
-        var controllers: [JSONValue] = []
-        for endpoint in s.controllers.keys.sorted() where !s.hasReplies {
-            let c = s.controllers[endpoint]!
-            controllers.append(.object([
-                "controller": .string(endpoint.description), "frames": .integer(Int64(c.frames)),
-                "valid_frames": .integer(Int64(c.validFrames)), "decisions": .integer(Int64(c.triggers)),
-                "samples_per_s": c.samplesPerSecond.map { .number(($0 * 1000).rounded() / 1000) } ?? .null,
-                "sender_intervals_ms": stats(c.senderIntervals), "capture_intervals_ms": stats(c.captureIntervals),
-            ]))
-        }
-        for endpoint in s.controllers.keys.sorted() where s.hasReplies {
-            let c = s.controllers[endpoint]!
-            controllers.append(.object([
-                "controller": .string(endpoint.description), "frames": .integer(Int64(c.frames)),
-                "valid_frames": .integer(Int64(c.validFrames)), "triggers": .integer(Int64(c.triggers)),
-                "acks": .integer(Int64(c.acks)), "matched_acks": .integer(Int64(c.matchedAcks)),
-                "gaps": .integer(Int64(c.gaps)), "frames_missing": .integer(Int64(c.framesMissing)),
-                "sender_intervals_ms": stats(c.senderIntervals),
-            ]))
         }
         var object: [String: JSONValue] = [
             "source": .string(s.source),
@@ -156,7 +174,6 @@ enum SummaryRendering {
             "last_t_ns": s.lastTimeNs.map { .integer($0) } ?? .null,
             "duration_ns": .integer(s.durationNs),
             "messages": .object(["c2h": counts(.controllerToHost), "h2c": counts(.hostToController)]),
-            "controllers": .array(controllers),
             "intervals_ms": .object(["sender": stats(s.senderIntervals), "capture": stats(s.captureIntervals)]),
             "stale_frames": .integer(Int64(s.staleFrames)),
             "gesture_rule": .object(["threshold": .number(s.rule.threshold), "refractory_ms": .integer(Int64(s.rule.refractoryMs))]),
@@ -197,7 +214,7 @@ enum SummaryRendering {
         } else {
             object["truncation"] = .null
         }
-        return .object(object)
+        return object
     }
 
     private static func stats(_ d: DurationStatistics) -> JSONValue {
