@@ -27,6 +27,9 @@ final class GzipInput {
     private var fileOffset = 0
     private var atFileEnd = false
     private var finished = false
+    /// An error found after some bytes of a read were inflated: thrown by the next read, so
+    /// every byte before it is handed out whatever the read sizes.
+    private var pendingError: TraceError?
     /// Uncompressed bytes handed out so far, for error offsets.
     private(set) var offset = 0
     /// Set when the file ended inside a member: a cut file (at a flush point or not).
@@ -66,24 +69,37 @@ final class GzipInput {
 
     /// Fills `buffer` with uncompressed bytes; 0 at the end (check `truncated`).
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(TraceError) -> Int {
+        if let pendingError { throw pendingError }
         guard !finished, let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
         let room = UInt32(clamping: buffer.count)
         stream.next_out = base.assumingMemoryBound(to: Bytef.self)
         stream.avail_out = room
         defer { stream.next_out = nil; stream.avail_out = 0 }
+        do throws(TraceError) {
+            try inflateSome(room: room)
+        } catch {
+            guard stream.avail_out < room else { throw error }
+            pendingError = error
+        }
+        let produced = Int(room - stream.avail_out)
+        offset += produced
+        return produced
+    }
+
+    /// Inflates into `stream.next_out` until some bytes come out or the input ends.
+    private func inflateSome(room: UInt32) throws(TraceError) {
         while stream.avail_out == room && !finished {
-            if stream.avail_in == 0 {
-                if try readCompressed() == 0 {
-                    // The file ended inside a member: no trailer (CRC and length) was read.
-                    truncated = true
-                    finished = true
-                    break
-                }
-            }
+            // zlib first: it may hold output (the rest of a match) that needs no more input.
             let status = inflate(&stream, Z_NO_FLUSH)
             switch status {
-            case Z_OK, Z_BUF_ERROR:
+            case Z_OK:
                 continue
+            case Z_BUF_ERROR where stream.avail_in == 0:
+                // No progress without input: read more, or the file ended inside a member (no trailer).
+                if try readCompressed() == 0 {
+                    truncated = true
+                    finished = true
+                }
             case Z_STREAM_END:
                 try startNextMember()
             default:
@@ -92,9 +108,6 @@ final class GzipInput {
                                  message: "the gzip stream is corrupt here (zlib: \(reason)), after \(offset + Int(room - stream.avail_out)) uncompressed bytes")
             }
         }
-        let produced = Int(room - stream.avail_out)
-        offset += produced
-        return produced
     }
 
     /// After a member's trailer: another member (gzip concatenates them), the end of the
