@@ -21,7 +21,7 @@ struct Merge: ParsableCommand {
             buffers share 8 MiB). Each input may be out of time order by up \
             to --window (a replay record writes its acks in batches, a few ms late): a record is \
             held until its trace has read one at least the window later, and at most --max-waiting \
-            records (1,048,576 unless told; about 200 bytes each) wait at once, in one input or all \
+            records (1,048,576 unless told; a few hundred bytes each) wait at once, in one input or all \
             together. A record further out of order, or one past that \
             bound, is a data error naming its file and line. Records at the same time keep the \
             order of the inputs on the command line, then their order in their file. The inputs \
@@ -62,7 +62,7 @@ struct Merge: ParsableCommand {
             help: ArgumentHelp("Records that may wait in the reorder windows of all inputs together, from 1 to \(Self.maximumWaitingRange.upperBound).", valueName: "records"))
     var maxWaiting: Int = TraceMerger.defaultMaximumWaiting
 
-    /// Up to 16 million records: about 3 GB at 200 bytes each.
+    /// Up to 16 million records: several GB at a few hundred bytes each.
     static let maximumWaitingRange = 1...(1 << 24)
 
     @Flag(name: .customLong("allow-missing-shards"), help: "Merge shard records even when some of the N shards are missing (they are named on standard error).")

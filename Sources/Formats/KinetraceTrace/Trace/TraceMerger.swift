@@ -40,7 +40,7 @@ public final class TraceMerger {
 
     public let paths: [String]
     public let windowNs: Int64
-    /// Records one input may hold waiting in its reorder buffer (a record waits as about 200 bytes).
+    /// Records one input may hold waiting in its reorder buffer (a record waits as 200 to 300 bytes).
     public let maximumWaiting: Int
     /// Records all inputs together may hold waiting: what bounds a merge's memory when files
     /// crowd their records into one window, however many files there are.
