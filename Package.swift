@@ -72,8 +72,6 @@ let package = Package(
             name: "KinetraceTrace",
             dependencies: [
                 "KinetraceWire", "KinetraceJSON", "KinetraceSupport", "CZlib",
-                // The k-way heap of `TraceMerger` (`kinetrace merge`).
-                .product(name: "HeapModule", package: "swift-collections"),
             ],
             path: "Sources/Formats/KinetraceTrace", swiftSettings: strict),
         .systemLibrary(

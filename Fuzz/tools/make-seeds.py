@@ -47,7 +47,7 @@ def outcome(expect):
 def stdio_record(kind, controller, payload):
     return struct.pack(">IBBH", len(payload) + 4, kind, 0, controller) + payload
 
-for target in ["motionlink", "trace", "pcap", "network", "stdio", "keepcalm", "attitude", "tcp"]:
+for target in ["motionlink", "trace", "pcap", "network", "stdio", "keepcalm", "attitude", "tcp", "gzip", "merge"]:
     shutil.rmtree(os.path.join(corpus, target), ignore_errors=True)
 
 # 1. MotionLink v1: byte 0 is the mode (0: as is), then one datagram.
@@ -156,4 +156,35 @@ for row in fields.splitlines():
     who = (1 << 3) | (4 if from_host else 0) | client
     out += bytes([who, flags & 0xFF]) + struct.pack("<I", int(seq)) + bytes([len(data)]) + data
 put("tcp", "ok-attitude-capture", bytes(out))
+
+# 9. gzip framing: byte 0 picks the buffer and read sizes, then a gzip file (mtime 0, so the bytes are fixed).
+import gzip as gz, zlib
+head = b"".join(lines("captures/synthetic-session.jsonl", 12))
+put("gzip", "ok-trace-head", b"\x03" + gz.compress(head, mtime=0))
+put("gzip", "ok-two-members", b"\x42" + gz.compress(head[:700], mtime=0) + gz.compress(head[700:], mtime=0))
+put("gzip", "ok-zero-padding", b"\x81" + gz.compress(head, mtime=0) + bytes(64))
+put("gzip", "ok-empty-member", b"\x00" + gz.compress(b"", mtime=0))
+flushed = zlib.compressobj(6, zlib.DEFLATED, 31)
+put("gzip", "ok-cut-at-flush", b"\xc0" + flushed.compress(head) + flushed.flush(zlib.Z_SYNC_FLUSH))
+put("gzip", "bad_record-trailing-garbage", b"\x05" + gz.compress(head, mtime=0) + b"garbage")
+put("gzip", "bad_record-garbage-after-padding", b"\x01" + gz.compress(head, mtime=0) + bytes(20) + b"\x01")
+corrupt = bytearray(gz.compress(head, mtime=0))
+corrupt[40] ^= 0xFF
+put("gzip", "bad_record-corrupt-block", b"\x02" + bytes(corrupt))
+
+# 10. merge: byte 0 (bit 0: three inputs, bit 1: a 1 s window, bit 2: whole files with their headers,
+# bits 4-7: waiting bound per input - 2), then the inputs separated by 0xFF.
+records = lines("captures/synthetic-session.jsonl", 20)[2:]
+shards = [b"".join(records[i::3]) for i in range(3)]
+put("merge", "ok-three-shards", bytes([0x03 | 14 << 4]) + b"\xff".join(shards))
+put("merge", "ok-two-shards-1ms", bytes([0x00 | 14 << 4]) + shards[0] + b"\xff" + shards[1])
+def event(t, name):
+    return b'{"kind":"event","t_ns":%d,"event":"%s","data":{}}\n' % (t, name.encode())
+base = 1767225600000000000
+crowd = [b"".join(event(base, f"{c}{i}") for i in range(6)) + event(base + 2000000000, f"{c}-late") for c in "abc"]
+put("merge", "bad_record-crowded-together", bytes([0x03 | 6 << 4]) + b"\xff".join(crowd))
+put("merge", "out_of_order-late-record", bytes([0x02 | 14 << 4]) + event(base + 5000000000, "a") + event(base, "late") + b"\xff" + event(base, "b"))
+whole = b"".join(lines("captures/loopback-session.jsonl", 8))
+put("merge", "ok-whole-files", bytes([0x06 | 14 << 4]) + whole + b"\xff" + whole.split(b"\n", 1)[0] + b"\n")
+put("merge", "bad_header-different-clocks", bytes([0x06 | 14 << 4]) + whole + b"\xff" + whole.replace(b'"clock":"pcap"', b'"clock":"monotonic"', 1))
 print("seeds written to Fuzz/corpus/")

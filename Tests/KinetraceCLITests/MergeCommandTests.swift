@@ -190,6 +190,53 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 
+    /// Issue 24, finding 14a: one input without records says so ("holds no record", not "holds a
+    /// record"), one line, exit 65 like every command that reads nothing; so does an input whose
+    /// only record is cut, or whose records are all of kinds this kinetrace does not know.
+    @Test func aSingleInputWithNoRecordsSaysSoAndExits65() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let out = dir.appendingPathComponent("merged.jsonl").path
+        let inputs = [
+            try Self.write(dir, "empty.jsonl", []),
+            try Self.write(dir, "cut.jsonl", [#"{"kind":"event","t_ns":1"#], newline: false),
+            try Self.write(dir, "unknown.jsonl", [#"{"kind":"future","t_ns":1}"#]),
+        ]
+        for input in inputs {
+            let result = try kinetrace(["merge", input, "-w", out])
+            #expect(result.status == 65, "\(input): \(result.stderr)")
+            let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("kinetrace: error:") }
+            #expect(errors.count == 1 && errors[0].contains("nothing to merge: the input holds no record; \(out) not written"), "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out))
+        }
+    }
+
+    /// Issue 24, finding 9: --max-waiting bounds the records waiting in all inputs together. Each
+    /// of three inputs fits it alone; together they pass it: one line naming the input and line,
+    /// exit 65, nothing written.
+    @Test func theWaitingRecordsOfAllInputsTogetherAreBounded() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let inputs = try ["a", "b", "c"].map { name in
+            try Self.write(dir, "\(name).jsonl", (0..<6).map { Self.event(Self.base, "\(name)\($0)") } + [Self.event(Self.base + 2_000 * Self.ms, "\(name)-late")])
+        }
+        let out = dir.appendingPathComponent("merged.jsonl").path
+        for input in inputs {
+            let alone = try kinetrace(["merge", input, "-w", out, "--max-waiting", "10"])
+            #expect(alone.status == 0, "\(alone.stderr)")
+            try FileManager.default.removeItem(atPath: out)
+        }
+        let together = try kinetrace(["merge"] + inputs + ["-w", out, "--max-waiting", "10"])
+        #expect(together.status == 65, "\(together.stderr)")
+        #expect(together.stderr.split(separator: "\n").count == 1, "one line: \(together.stderr)")
+        #expect(together.stderr.contains("\(inputs[1]): line 6: more than 10 records wait") && together.stderr.contains("3 inputs together"),
+                "\(together.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+        for bad in ["0", "-1", "16777217", "many"] {
+            #expect(try kinetrace(["merge"] + inputs + ["-w", out, "--max-waiting", bad]).status == 64, "--max-waiting \(bad)")
+        }
+    }
+
     /// The output may not be one of the inputs, however it is spelled; nor may an input come twice.
     @Test func writingOverAnInputIsRefused() throws {
         let dir = try Fixture.temporaryDirectory()

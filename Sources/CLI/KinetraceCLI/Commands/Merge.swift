@@ -17,10 +17,12 @@ struct Merge: ParsableCommand {
         abstract: "Merge traces, such as the records of replay shards, into one trace in time order.",
         discussion: """
             Merges the traces into the --write file, streaming, in memory bounded by what the \
-            inputs record within the reorder window. Each input may be out of time order by up \
+            inputs record within the reorder window, not by how many inputs there are (their read \
+            buffers share 8 MiB). Each input may be out of time order by up \
             to --window (a replay record writes its acks in batches, a few ms late): a record is \
-            held until its trace has read one at least the window later, and at most 1,048,576 \
-            records of an input wait at once. A record further out of order, or one past that \
+            held until its trace has read one at least the window later, and at most --max-waiting \
+            records (1,048,576 unless told; a few hundred bytes each) wait at once, in one input or all \
+            together. A record further out of order, or one past that \
             bound, is a data error naming its file and line. Records at the same time keep the \
             order of the inputs on the command line, then their order in their file. The inputs \
             are read twice: once to check them and count their records, so a refused merge \
@@ -40,7 +42,7 @@ struct Merge: ParsableCommand {
 
             Exit status: 0 merged; 64 usage (writing over an input, an input given twice); \
             65 an input that is not a valid trace, out of order, of another protocol, clock or \
-            capture point, shard records that do not make one set, or no records at all; 66 an input is missing; 73 the output cannot \
+            capture point, too many records waiting, shard records that do not make one set, or no records at all; 66 an input is missing; 73 the output cannot \
             be created; 74 a read or write failed.
             """)
 
@@ -56,6 +58,13 @@ struct Merge: ParsableCommand {
     @Option(help: ArgumentHelp("How far out of time order a record may be within its input, in seconds, from 0.001 to 3600.", valueName: "seconds"))
     var window: Double = 1
 
+    @Option(name: .customLong("max-waiting"),
+            help: ArgumentHelp("Records that may wait in the reorder windows of all inputs together, from 1 to \(Self.maximumWaitingRange.upperBound).", valueName: "records"))
+    var maxWaiting: Int = TraceMerger.defaultMaximumWaiting
+
+    /// Up to 16 million records: several GB at a few hundred bytes each.
+    static let maximumWaitingRange = 1...(1 << 24)
+
     @Flag(name: .customLong("allow-missing-shards"), help: "Merge shard records even when some of the N shards are missing (they are named on standard error).")
     var allowMissingShards = false
 
@@ -65,6 +74,9 @@ struct Merge: ParsableCommand {
         guard !records.isEmpty else { throw ValidationError("Name at least one trace to merge.") }
         guard window.isFinite, window >= 0.001, window <= 3600 else {
             throw ValidationError("--window must be a number of seconds from 0.001 to 3600.")
+        }
+        guard Self.maximumWaitingRange.contains(maxWaiting) else {
+            throw ValidationError("--max-waiting must be a number of records from 1 to \(Self.maximumWaitingRange.upperBound).")
         }
         var outputInfo = stat()
         let outputExists = stat(write, &outputInfo) == 0
@@ -98,7 +110,7 @@ struct Merge: ParsableCommand {
         DescriptorLimit.raiseToHardLimit()
         let merger = try reportingFailures { () throws(TraceError) -> TraceMerger in
             do throws(TraceError) {
-                return try TraceMerger(paths: records, windowNs: windowNs)
+                return try TraceMerger(paths: records, windowNs: windowNs, maximumWaiting: maxWaiting, maximumWaitingTotal: maxWaiting)
             } catch where error.code == .outOfOrder {
                 throw TraceError(error.code, source: error.source, line: error.line, byteOffset: error.byteOffset,
                                  message: error.message + "; a larger --window takes it")
@@ -113,7 +125,7 @@ struct Merge: ParsableCommand {
         }
         try checkShardSet(merger.headers)
         guard merger.scanned.totalRecords > 0 else {
-            printError("nothing to merge: \(records.count == 1 ? "the input holds" : "none of the \(records.count) inputs holds") a record; \(write) not written")
+            printError("nothing to merge: \(records.count == 1 ? "the input holds no record" : "none of the \(records.count) inputs holds a record"); \(write) not written")
             throw ExitStatus.dataError
         }
         let header = merger.mergedHeader(created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()))

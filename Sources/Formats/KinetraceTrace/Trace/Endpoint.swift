@@ -72,18 +72,30 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
 /// hundred distinct endpoints are parsed once rather than on every line.
 /// Direct-mapped on an FNV-1a hash of the text; texts of up to 48 bytes
 /// are cached, longer ones (never valid in practice) are parsed each time.
+/// 256 slots take about 20 KB: a merge of a thousand inputs asks for fewer.
 struct EndpointCache {
-    private static let slotCount = 256
+    static let defaultSlotCount = 256
     private static let maxText = 48
-    private var lengths = [Int](repeating: -1, count: slotCount)
-    private var texts = [UInt8](repeating: 0, count: slotCount * maxText)
-    private var endpoints = [Endpoint](repeating: Endpoint(host: "", port: 0), count: slotCount)
+    private let slotMask: Int
+    private var lengths: [Int]
+    private var texts: [UInt8]
+    private var endpoints: [Endpoint]
+
+    /// `slots` is rounded down to a power of two, from 1 to 256.
+    init(slots: Int = defaultSlotCount) {
+        var count = 1
+        while count * 2 <= min(max(slots, 1), Self.defaultSlotCount) { count *= 2 }
+        slotMask = count - 1
+        lengths = [Int](repeating: -1, count: count)
+        texts = [UInt8](repeating: 0, count: count * Self.maxText)
+        endpoints = [Endpoint](repeating: Endpoint(host: "", port: 0), count: count)
+    }
 
     mutating func endpoint(for utf8: UnsafeRawBufferPointer) -> Endpoint? {
         guard utf8.count <= Self.maxText else { return Endpoint(utf8: utf8) }
         var hash: UInt32 = 2_166_136_261
         for byte in utf8 { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
-        let slot = Int(hash) & (Self.slotCount - 1)
+        let slot = Int(hash) & slotMask
         let hit = lengths[slot] == utf8.count && texts.withUnsafeBytes {
             memcmp($0.baseAddress! + slot * Self.maxText, utf8.baseAddress!, utf8.count) == 0
         }

@@ -38,12 +38,14 @@ struct TraceDecoder {
         var shape: Int?
     }
 
-    var endpoints = EndpointCache()
+    var endpoints: EndpointCache
     let shapes: CanonicalShapes
 
-    /// A decoder for messages of `wireProtocol` (nil: before the header names one).
-    init(_ wireProtocol: (any WireProtocol.Type)?) {
+    /// A decoder for messages of `wireProtocol` (nil: before the header names one), remembering
+    /// up to `endpointSlots` parsed endpoints.
+    init(_ wireProtocol: (any WireProtocol.Type)?, endpointSlots: Int = EndpointCache.defaultSlotCount) {
         shapes = CanonicalShapes(wireProtocol?.decodedShapes ?? [])
+        endpoints = EndpointCache(slots: endpointSlots)
     }
 
     /// The record on `line`, or nil for a record kind this reader does not

@@ -75,15 +75,25 @@ public struct TraceTruncation: Hashable, Sendable, CustomStringConvertible {
     public var droppedBytes: Int
     /// What `line` counts: "line" in traces, "packet" in captures.
     public var unit: String
+    /// For a gzip-compressed file cut short: the file offset where its gzip stream ends without
+    /// its trailer (`line` and `byteOffset` then count the decompressed text).
+    public var compressedEnd: Int?
 
-    public init(line: Int, byteOffset: Int, droppedBytes: Int, unit: String = "line") {
+    public init(line: Int, byteOffset: Int, droppedBytes: Int, unit: String = "line", compressedEnd: Int? = nil) {
         self.line = line
         self.byteOffset = byteOffset
         self.droppedBytes = droppedBytes
         self.unit = unit
+        self.compressedEnd = compressedEnd
     }
 
     public var description: String {
-        "truncated at \(unit) \(line) (byte \(byteOffset)): dropped an incomplete record of \(droppedBytes) bytes"
+        guard let compressedEnd else {
+            return "truncated at \(unit) \(line) (byte \(byteOffset)): dropped an incomplete record of \(droppedBytes) bytes"
+        }
+        let cut = "truncated compressed input: the gzip stream ends without its trailer at byte offset \(compressedEnd) of the file"
+        // Cut at a flush point, the text ends between lines: nothing of a record is dropped, but whatever followed is lost.
+        guard droppedBytes > 0 else { return "\(cut), before \(unit) \(line) (byte \(byteOffset) of the decompressed text)" }
+        return "\(cut), inside \(unit) \(line) (byte \(byteOffset) of the decompressed text): dropped an incomplete record of \(droppedBytes) bytes"
     }
 }

@@ -5,7 +5,6 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import HeapModule
 import KinetraceJSON
 import KinetraceWire
 
@@ -16,7 +15,9 @@ extension TraceError.Code {
 
 /// Merges traces, each nearly in time order (the shard records of `replay
 /// --shard K/N`), into one trace in time order, streaming, in memory bounded
-/// by what each input records within the reorder window.
+/// by what the inputs record within the reorder window (at most
+/// `maximumWaitingTotal` records) plus read buffers that share a fixed budget
+/// (`readBudgetBytes`), so a thousand inputs cost what ten do.
 ///
 /// Each input passes through a reorder buffer: a record is released once its
 /// input has read a record at least `windowNs` later, or at the input's end.
@@ -26,10 +27,11 @@ extension TraceError.Code {
 /// records are merged k ways by (time, input position, record position in
 /// its file), so equal times keep the inputs' order and each file's order.
 ///
-/// Two passes: `init` opens every input, checks that the headers agree and
-/// reads every record once (counting them, finding truncations and reordering),
-/// so a refused merge writes nothing and the merged header can say how many
-/// records it holds; `write` reads them again and writes the merged trace.
+/// Two passes, both k-way over every input at once: `init` opens every input,
+/// checks that the headers agree and merges every record once without writing
+/// (counting them, finding truncations, reordering and crowded windows), so a
+/// refused merge writes nothing and the merged header can say how many records
+/// it holds; `write` reads them again and writes the merged trace.
 public final class TraceMerger {
     /// The window `kinetrace merge` uses unless told: a second.
     public static let defaultWindowNs: Int64 = 1_000_000_000
@@ -38,12 +40,23 @@ public final class TraceMerger {
 
     public let paths: [String]
     public let windowNs: Int64
-    /// Records one input may hold waiting in its reorder buffer: what bounds a merge's memory
-    /// when a file crowds its records into one window (a record waits as about 200 bytes).
+    /// Records one input may hold waiting in its reorder buffer (a record waits as 200 to 300 bytes).
     public let maximumWaiting: Int
-    /// The default: a million records, which a second-long window of 100,000 controllers at
-    /// 10 Hz (frames and acks) stays well inside.
+    /// Records all inputs together may hold waiting: what bounds a merge's memory when files
+    /// crowd their records into one window, however many files there are.
+    public let maximumWaitingTotal: Int
+    /// The default of both: a million records, which a second-long window of 100,000 controllers
+    /// at 10 Hz (frames and acks) stays well inside.
     public static let defaultMaximumWaiting = 1 << 20
+    /// The read buffers of all inputs together: 8 MiB, divided among the inputs (a megabyte
+    /// each up to 8 inputs, 8 KiB each for a thousand, never under `TraceReader.minimumBufferBytes`).
+    /// zlib's window and state, about 40 KB per gzip-compressed input, come on top.
+    public static let readBudgetBytes = 8 << 20
+
+    /// The read buffer each of `inputs` inputs gets.
+    public static func bufferBytes(inputs: Int) -> Int {
+        min(TraceReader.defaultBufferBytes, max(TraceReader.minimumBufferBytes, readBudgetBytes / max(inputs, 1)))
+    }
     /// Every input's header, in the order of `paths`.
     public let headers: [TraceHeader]
     /// What the first pass found: records, truncations and reordering per input.
@@ -59,7 +72,7 @@ public final class TraceMerger {
     /// member. So any difference is refused (`protocolMismatch` or `badHeader`,
     /// naming both files) rather than one of them chosen or "unknown" written.
     public init(paths: [String], windowNs: Int64 = defaultWindowNs, maximumWaiting: Int = defaultMaximumWaiting,
-                registry: ProtocolRegistry = .standard) throws(TraceError) {
+                maximumWaitingTotal: Int = defaultMaximumWaiting, registry: ProtocolRegistry = .standard) throws(TraceError) {
         guard !paths.isEmpty else {
             throw TraceError(.badHeader, source: "<merge>", message: "nothing to merge: no input traces")
         }
@@ -70,19 +83,41 @@ public final class TraceMerger {
         self.paths = paths
         self.windowNs = windowNs
         self.maximumWaiting = Swift.max(1, maximumWaiting)
+        self.maximumWaitingTotal = Swift.max(1, maximumWaitingTotal)
         self.registry = registry
-        var readers: [TraceReader] = []
-        readers.reserveCapacity(paths.count)
-        for path in paths { readers.append(try TraceReader(path: path, registry: registry)) }
-        headers = readers.map(\.header)
+        let inputs = try Self.open(paths, windowNs: windowNs, maximumWaiting: self.maximumWaiting,
+                                   maximumWaitingTotal: self.maximumWaitingTotal, registry: registry)
+        headers = inputs.map(\.reader.header)
         try Self.checkAgreement(paths: paths, headers: headers)
-        var inputs: [TraceMergeSummary.Input] = []
-        for (index, reader) in readers.enumerated() {
-            let input = OrderedInput(reader: reader, index: index, windowNs: windowNs, maximumWaiting: self.maximumWaiting)
-            while try input.next() != nil {}
-            inputs.append(input.summary)
+        // The same k-way merge as `write`, so a crowded window fails here, before anything is written.
+        try Self.merge(inputs) { _ throws(TraceError) in }
+        scanned = TraceMergeSummary(inputs: inputs.map(\.summary), recordsWritten: 0, windowNs: windowNs)
+    }
+
+    /// Every input opened, with its share of the read budget, behind its reorder buffer.
+    private static func open(_ paths: [String], windowNs: Int64, maximumWaiting: Int, maximumWaitingTotal: Int,
+                             registry: ProtocolRegistry) throws(TraceError) -> [OrderedInput] {
+        let waiting = WaitingRecords(maximum: maximumWaitingTotal, inputs: paths.count)
+        let bufferBytes = bufferBytes(inputs: paths.count)
+        var inputs: [OrderedInput] = []
+        inputs.reserveCapacity(paths.count)
+        for (index, path) in paths.enumerated() {
+            let reader = try TraceReader(path: path, registry: registry, bufferBytes: bufferBytes)
+            inputs.append(OrderedInput(reader: reader, index: index, windowNs: windowNs, maximumWaiting: maximumWaiting, waiting: waiting))
         }
-        scanned = TraceMergeSummary(inputs: inputs, recordsWritten: 0, windowNs: windowNs)
+        return inputs
+    }
+
+    /// Hands every record of `inputs` to `body` in merged order: (time, input, position in its file).
+    private static func merge(_ inputs: [OrderedInput], _ body: (TraceRecord) throws(TraceError) -> Void) throws(TraceError) {
+        var heads = MinimumHeap<Pending>()
+        for input in inputs {
+            if let head = try input.next() { heads.insert(head) }
+        }
+        while let head = heads.popMin() {
+            try body(head.record)
+            if let next = try inputs[head.input].next() { heads.insert(next) }
+        }
     }
 
     private static func checkAgreement(paths: [String], headers: [TraceHeader]) throws(TraceError) {
@@ -141,25 +176,14 @@ public final class TraceMerger {
     /// meanwhile) fails with `badRecord`. On any failure after `path` was created, it is removed (when it is a regular file).
     public func write(to path: String, header: TraceHeader, gzip: Bool? = nil,
                       policy: TraceWriter.FlushPolicy = .default) throws(TraceError) -> TraceMergeSummary {
-        var inputs: [OrderedInput] = []
-        inputs.reserveCapacity(paths.count)
-        for (index, inputPath) in paths.enumerated() {
-            inputs.append(OrderedInput(reader: try TraceReader(path: inputPath, registry: registry), index: index, windowNs: windowNs,
-                                       maximumWaiting: maximumWaiting))
-        }
+        let inputs = try Self.open(paths, windowNs: windowNs, maximumWaiting: maximumWaiting,
+                                   maximumWaitingTotal: maximumWaitingTotal, registry: registry)
         // Only a regular file (or a new one) is removed on failure: never a device such as /dev/full.
         var existing = stat()
         let removable = stat(path, &existing) != 0 || existing.st_mode & S_IFMT == S_IFREG
         let writer = try TraceWriter(path: path, header: header, policy: policy, registry: registry, gzip: gzip)
         do throws(TraceError) {
-            var heads = Heap<Pending>()
-            for input in inputs {
-                if let head = try input.next() { heads.insert(head) }
-            }
-            while let head = heads.popMin() {
-                try writer.write(head.record)
-                if let next = try inputs[head.input].next() { heads.insert(next) }
-            }
+            try Self.merge(inputs) { record throws(TraceError) in try writer.write(record) }
             try writer.close()
             let summaries = inputs.map(\.summary)
             for (summary, before) in zip(summaries, scanned.inputs) where summary.records != before.records {
@@ -224,30 +248,80 @@ private struct Pending: Comparable {
     }
 }
 
+/// A binary min-heap: the merge's heads and each input's reorder buffer.
+private struct MinimumHeap<Element: Comparable> {
+    private var elements: [Element] = []
+
+    var count: Int { elements.count }
+    var min: Element? { elements.first }
+
+    mutating func insert(_ element: Element) {
+        elements.append(element)
+        var child = elements.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard elements[child] < elements[parent] else { break }
+            elements.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func popMin() -> Element? {
+        guard !elements.isEmpty else { return nil }
+        elements.swapAt(0, elements.count - 1)
+        let smallest = elements.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var least = parent
+            if left < elements.count && elements[left] < elements[least] { least = left }
+            if right < elements.count && elements[right] < elements[least] { least = right }
+            guard least != parent else { break }
+            elements.swapAt(parent, least)
+            parent = least
+        }
+        return smallest
+    }
+}
+
+/// The records waiting in every input's reorder buffer of one merge pass, and their limit.
+private final class WaitingRecords {
+    let maximum: Int
+    let inputs: Int
+    var count = 0
+
+    init(maximum: Int, inputs: Int) {
+        self.maximum = maximum
+        self.inputs = inputs
+    }
+}
+
 /// One input behind its reorder buffer: `next()` returns its records in time order.
 private final class OrderedInput {
     let reader: TraceReader
     let index: Int
     let windowNs: Int64
     let maximumWaiting: Int
-    private var pending = Heap<Pending>()
+    private let waiting: WaitingRecords
+    private var pending = MinimumHeap<Pending>()
     private var latestReadNs: Int64?
     private var latestReadLine = 0
     private var atEnd = false
     private(set) var summary: TraceMergeSummary.Input
 
-    init(reader: TraceReader, index: Int, windowNs: Int64, maximumWaiting: Int) {
+    init(reader: TraceReader, index: Int, windowNs: Int64, maximumWaiting: Int, waiting: WaitingRecords) {
         self.reader = reader
         self.index = index
         self.windowNs = windowNs
         self.maximumWaiting = maximumWaiting
+        self.waiting = waiting
         summary = TraceMergeSummary.Input(path: reader.source)
     }
 
     func next() throws(TraceError) -> Pending? {
         while true {
-            if let oldest = pending.min, atEnd || isReleasable(oldest.timeNs) {
-                let released = pending.removeMin()
+            if let oldest = pending.min, atEnd || isReleasable(oldest.timeNs), let released = pending.popMin() {
+                waiting.count -= 1
                 if summary.firstNs == nil { summary.firstNs = released.timeNs }
                 summary.lastNs = released.timeNs
                 return released
@@ -295,8 +369,13 @@ private final class OrderedInput {
         }
         guard pending.count < maximumWaiting else {
             throw TraceError(.badRecord, source: reader.source, line: line,
-                             message: "more than \(maximumWaiting) records fall within one \(TraceMerger.describe(windowNs)) reorder window here: give a smaller --window")
+                             message: "more than \(maximumWaiting) records fall within one \(TraceMerger.describe(windowNs)) reorder window here: give a smaller --window or a larger --max-waiting")
         }
+        guard waiting.count < waiting.maximum else {
+            throw TraceError(.badRecord, source: reader.source, line: line,
+                             message: "more than \(waiting.maximum) records wait in the \(TraceMerger.describe(windowNs)) reorder windows of the \(waiting.inputs) inputs together here (\(pending.count) of them in this one): give a smaller --window, fewer inputs or a larger --max-waiting")
+        }
+        waiting.count += 1
         pending.insert(Pending(record: record, timeNs: timeNs, input: index, sequence: reader.recordCount))
     }
 }

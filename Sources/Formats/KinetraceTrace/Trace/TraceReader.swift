@@ -33,7 +33,7 @@ public final class TraceReader {
     private let file: POSIXFile?
     /// A gzip-compressed trace's stream, read instead of `file` (found by its magic bytes, not its name).
     private var gzip: GzipInput?
-    private var decoder = TraceDecoder(nil)
+    private var decoder = TraceDecoder(nil, endpointSlots: 1)
     private var buffer: UnsafeMutableRawBufferPointer
     private var start = 0
     private var end = 0
@@ -48,9 +48,17 @@ public final class TraceReader {
     public var wireProtocol: any WireProtocol.Type { resolvedProtocol! }
     private var resolvedProtocol: (any WireProtocol.Type)?
 
+    /// The read buffer unless told: a megabyte.
+    public static let defaultBufferBytes = 1 << 20
+    /// The smallest read buffer: a merge of thousands of inputs divides its budget among them.
+    public static let minimumBufferBytes = 4 << 10
+
     /// Opens and reads the header of the trace at `path`. A header naming a
     /// protocol `registry` does not know fails with `unknownProtocol`.
-    public convenience init(path: String, registry: ProtocolRegistry = .standard) throws(TraceError) {
+    /// `bufferBytes` is the read buffer (at least `minimumBufferBytes`; a longer line grows it),
+    /// and a quarter of it, up to 64 KiB, a gzip-compressed trace's compressed buffer.
+    public convenience init(path: String, registry: ProtocolRegistry = .standard, bufferBytes: Int = defaultBufferBytes) throws(TraceError) {
+        let bufferBytes = min(max(bufferBytes, Self.minimumBufferBytes), Self.maxLineBytes)
         let file: POSIXFile
         let magic = UnsafeMutableRawBufferPointer.allocate(byteCount: 2, alignment: 1)
         defer { magic.deallocate() }
@@ -68,20 +76,23 @@ public final class TraceReader {
         }
         let first = Array(magic.prefix(count))
         // gzip or not by content, so a compressed trace reads whatever it is named.
-        let gzip = GzipInput.isGzip(first) ? try GzipInput(path: path) : nil
-        try self.init(file: file, gzip: gzip, source: path, initial: gzip == nil ? first : [], registry: registry)
+        let gzip = GzipInput.isGzip(first)
+            ? try GzipInput(file: file, path: path, initial: first, bufferBytes: min(bufferBytes / 4, GzipInput.defaultBufferBytes))
+            : nil
+        try self.init(file: file, gzip: gzip, source: path, initial: gzip == nil ? first : [], capacity: bufferBytes, registry: registry)
     }
 
     /// Reads a trace held in memory; `name` is used in errors.
     public convenience init(bytes: [UInt8], name: String = "<memory>", registry: ProtocolRegistry = .standard) throws(TraceError) {
-        try self.init(file: nil, gzip: nil, source: name, initial: bytes, registry: registry)
+        try self.init(file: nil, gzip: nil, source: name, initial: bytes, capacity: bytes.count, registry: registry)
     }
 
-    private init(file: POSIXFile?, gzip: GzipInput?, source: String, initial: [UInt8], registry: ProtocolRegistry) throws(TraceError) {
+    private init(file: POSIXFile?, gzip: GzipInput?, source: String, initial: [UInt8], capacity: Int,
+                 registry: ProtocolRegistry) throws(TraceError) {
         self.file = file
         self.gzip = gzip
         self.source = source
-        let capacity = file == nil ? max(initial.count, 1) : 1 << 20
+        let capacity = max(capacity, initial.count, 1)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
         initial.withUnsafeBytes { buffer.copyMemory(from: $0) }
         self.buffer = buffer
@@ -94,7 +105,8 @@ public final class TraceReader {
                              message: "the header names protocol \"\(header.protocolID)\", which this kinetrace does not speak (it speaks \(registry.names.joined(separator: ", ")))")
         }
         resolvedProtocol = known
-        decoder = TraceDecoder(known)
+        // A reader given a small buffer (one of a merge's many inputs) keeps a small endpoint cache too.
+        decoder = TraceDecoder(known, endpointSlots: file == nil ? EndpointCache.defaultSlotCount : capacity / 4096)
         messagesNameConnections = known.transport == .byteStream
     }
 
@@ -124,7 +136,8 @@ public final class TraceReader {
             } catch {
                 // Only a syntax error can be a cut: a complete JSON object missing a member is a real error.
                 if !line.complete && error.code == .syntax {
-                    truncation = TraceTruncation(line: line.number, byteOffset: line.offset, droppedBytes: line.bytes.count)
+                    truncation = TraceTruncation(line: line.number, byteOffset: line.offset, droppedBytes: line.bytes.count,
+                                                 compressedEnd: gzip?.truncated == true ? gzip?.compressedOffset : nil)
                     return nil
                 }
                 throw TraceError(error.code, source: source, line: line.number,
@@ -132,8 +145,11 @@ public final class TraceReader {
             }
         }
         // A gzip stream cut between lines loses whatever came after, unseen: still a cut.
-        if truncation == nil, gzip?.truncated == true {
-            truncation = TraceTruncation(line: lineNumber + 1, byteOffset: bufferFileOffset + start, droppedBytes: 0, unit: "line (gzip stream cut)")
+        if let gzip, gzip.truncated {
+            if truncation == nil {
+                truncation = TraceTruncation(line: lineNumber + 1, byteOffset: bufferFileOffset + start, droppedBytes: 0)
+            }
+            truncation?.compressedEnd = gzip.compressedOffset
         }
         return nil
     }
@@ -151,8 +167,10 @@ public final class TraceReader {
         if end - start >= 4 {
             let magic = UInt32(littleEndian: UnsafeRawPointer(buffer.baseAddress! + start).loadUnaligned(as: UInt32.self))
             if [0xA1B2_C3D4, 0xD4C3_B2A1, 0xA1B2_3C4D, 0x4D3C_B2A1, 0x0A0D_0D0A].contains(magic) {
-                throw TraceError(.badHeader, source: source, line: 1, byteOffset: 0,
-                                 message: "this is a pcap/pcapng capture, not a trace: convert it with `kinetrace convert`")
+                // libpcap reads no gzip, so a compressed capture is refused with the way round it.
+                throw TraceError(.badHeader, source: source, line: 1, byteOffset: 0, message: gzip == nil
+                    ? "this is a pcap/pcapng capture, not a trace: convert it with `kinetrace convert`"
+                    : "this is a gzip-compressed pcap/pcapng capture, which kinetrace does not read compressed: decompress it first (gunzip) and give the capture itself")
             }
         }
         guard let line = try nextLine() else {
