@@ -254,14 +254,28 @@ import Testing
         #expect(twice.status == 64 && twice.stderr.contains("given twice"), "\(twice.stderr)")
     }
 
-    /// Inputs are read twice, so a pipe is refused at once rather than found empty the second time.
-    @Test func aPipeInputIsRefused() throws {
+    /// Inputs are read twice (to check, then to write): a FIFO or `-` is read once into a private copy
+    /// and merged like a file (issue 24, finding 10: it was refused).
+    @Test func aPipeInputIsMergedLikeAFile() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
+        let a = try Self.write(dir, "a.jsonl", [Self.event(Self.base, "a"), Self.event(Self.base + 2, "a2")])
+        let b = try Self.write(dir, "b.jsonl", [Self.event(Self.base + 1, "b")])
         let fifo = dir.appendingPathComponent("fifo").path
         #expect(mkfifo(fifo, 0o600) == 0)
-        let result = try kinetrace(["merge", Fixture.bundledTrace, fifo, "-w", dir.appendingPathComponent("out.jsonl").path])
-        #expect(result.status == 64 && result.stderr.contains("\(fifo) is a pipe or device"), "\(result.stderr)")
+        let writer = try Background(URL(fileURLWithPath: "/bin/sh"), ["-c", "cat \"$0\" > \"$1\"", b, fifo])
+        let viaFIFO = dir.appendingPathComponent("fifo-out.jsonl").path
+        let result = try kinetrace(["merge", a, fifo, "-w", viaFIFO])
+        #expect(try writer.wait(timeout: 10).status == 0)
+        #expect(result.status == 0, "\(result.stderr)")
+        let viaStdin = dir.appendingPathComponent("stdin-out.jsonl").path
+        let piped = try run(URL(fileURLWithPath: "/bin/sh"), ["-c", "cat \"$2\" | \"$0\" merge \"$1\" - -w \"$3\"", try Fixture.binary.path, a, b, viaStdin])
+        #expect(piped.status == 0, "\(piped.stderr)")
+        let direct = dir.appendingPathComponent("direct-out.jsonl").path
+        #expect(try kinetrace(["merge", a, b, "-w", direct]).status == 0)
+        // The same records in the same order (the headers' shard notes name the inputs).
+        func records(_ path: String) throws -> [Substring] { try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").dropFirst().map { $0 } }
+        #expect(try records(viaFIFO) == records(direct) && records(viaStdin) == records(direct) && records(direct).count == 3)
     }
 
     /// A truncated input is a warning naming the file and line, and the merge goes on.

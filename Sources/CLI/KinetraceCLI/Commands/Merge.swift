@@ -84,11 +84,9 @@ struct Merge: ParsableCommand {
         for path in records {
             var info = stat()
             guard stat(path, &info) == 0 else { continue }  // a missing input is reported when it is opened (66)
-            // A pipe (`<(zcat …)`) cannot be read a second time; a directory is left to the reader (66).
+            // A pipe (`<(zcat …)`) is read once into a private copy (InputSpool), which the two passes read.
             let type = info.st_mode & S_IFMT
-            if type == S_IFIFO || type == S_IFCHR || type == S_IFSOCK {
-                throw ValidationError("\(path) is a pipe or device: merge reads each input twice (to check, then to write), so give files.")
-            }
+            if type == S_IFIFO || type == S_IFCHR || type == S_IFSOCK { continue }
             if outputExists, info.st_dev == outputInfo.st_dev, info.st_ino == outputInfo.st_ino {
                 throw ValidationError("-w \(write) is the input \(path); writing would destroy it.")
             }
@@ -110,7 +108,9 @@ struct Merge: ParsableCommand {
         DescriptorLimit.raiseToHardLimit()
         let merger = try reportingFailures { () throws(TraceError) -> TraceMerger in
             do throws(TraceError) {
-                return try TraceMerger(paths: records, windowNs: windowNs, maximumWaiting: maxWaiting, maximumWaitingTotal: maxWaiting)
+                var readable: [String] = []
+                for path in records { readable.append(try InputSpool.readablePath(path)) }
+                return try TraceMerger(paths: readable, windowNs: windowNs, maximumWaiting: maxWaiting, maximumWaitingTotal: maxWaiting)
             } catch where error.code == .outOfOrder {
                 throw TraceError(error.code, source: error.source, line: error.line, byteOffset: error.byteOffset,
                                  message: error.message + "; a larger --window takes it")
