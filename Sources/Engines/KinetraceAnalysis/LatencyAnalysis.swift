@@ -279,12 +279,8 @@ public struct LatencyCollector {
         func addRelative(_ measure: LatencyMeasure, from raw: [LatencySample], missing: String) {
             guard !raw.isEmpty else { return unavailable.append(.init(measure: measure, reason: missing)) }
             let medians = Self.medians(of: raw, controllers: controllers.count, scope: options.medianScope)
-            let relative = raw.map { sample in
-                var shifted = sample
-                shifted.ms = sample.ms - medians[sample.controller] + options.baseMs
-                return shifted
-            }
-            measures.append(.init(measure: measure, samples: relative, controllers: controllers.count,
+            // The raw samples themselves, shared: the relative ones are made from them when asked for.
+            measures.append(.init(measure: measure, samples: raw, controllers: controllers.count,
                                   sigmas: options.sigmas, medians: medians, baseMs: options.baseMs))
         }
         if !hasSenderClock { return arrivalAnalysis(options: options) }
@@ -381,7 +377,18 @@ public struct LatencyAnalysis: Sendable {
     /// One measure: all its samples in trace order, and statistics for all of them and per controller.
     public struct MeasureResult: Sendable {
         public var measure: LatencyMeasure
-        public var samples: [LatencySample]
+        /// The samples as measured: for a relative measure, before its median is subtracted. A
+        /// relative measure shares them with its raw one rather than hold a shifted copy.
+        public let measuredSamples: [LatencySample]
+        /// Every sample in trace order, as the statistics took them (relative ones shifted).
+        public var samples: [LatencySample] {
+            guard medians != nil else { return measuredSamples }
+            return measuredSamples.map { sample in
+                var shifted = sample
+                shifted.ms = Self.value(of: sample, medians: medians, baseMs: baseMs)
+                return shifted
+            }
+        }
         public var all: SeriesStatistics
         /// Indexed like `LatencyAnalysis.controllers`; nil for a controller without samples.
         public var perController: [SeriesStatistics?]
@@ -391,15 +398,23 @@ public struct LatencyAnalysis: Sendable {
         /// For interarrival jitter: each controller's estimate after its last message (RFC 3550's figure).
         public var finalValues: [Double?]?
 
+        /// `samples` are as measured; with `medians`, each controller's is subtracted and `baseMs` added.
         init(measure: LatencyMeasure, samples: [LatencySample], controllers: Int, sigmas: Double, medians: [Double]?, baseMs: Double) {
             self.measure = measure
-            self.samples = samples
+            measuredSamples = samples
             self.medians = medians
             self.baseMs = baseMs
-            all = SeriesStatistics(samples.map(\.ms), sigmas: sigmas)
+            let value = { (sample: LatencySample) in Self.value(of: sample, medians: medians, baseMs: baseMs) }
+            all = SeriesStatistics(samples.map(value), sigmas: sigmas)
             var split = Array(repeating: [Double](), count: controllers)
-            for sample in samples { split[sample.controller].append(sample.ms) }
+            for sample in samples { split[sample.controller].append(value(sample)) }
             perController = split.map { $0.isEmpty ? nil : SeriesStatistics($0, sigmas: sigmas) }
+        }
+
+        /// A sample's value in this measure: as measured, or less its controller's median plus the base.
+        static func value(of sample: LatencySample, medians: [Double]?, baseMs: Double) -> Double {
+            guard let medians else { return sample.ms }
+            return sample.ms - medians[sample.controller] + baseMs
         }
     }
 }

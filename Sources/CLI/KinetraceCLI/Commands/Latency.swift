@@ -117,13 +117,13 @@ struct Latency: ParsableCommand {
             }
             try plotFormat.write(LatencyFigures.figure(reports, measure: plotMeasure), to: plot, converter: converter)
         }
-        let text: String
+        let stream = try ReportStream(to: report.out)
         switch report.format {
-        case .text: text = LatencyRendering.text(reports)
-        case .json: text = LatencyRendering.json(reports)
-        case .csv: text = LatencyRendering.csv(reports)
+        case .text: LatencyRendering.write(text: reports, to: stream)
+        case .json: LatencyRendering.write(json: reports, to: stream)
+        case .csv: LatencyRendering.write(csv: reports, to: stream)
         }
-        try writeOutput(text, to: report.out)
+        try stream.finish()
     }
 
     static func analyse(path: String, input: CaptureInputOptions, options: LatencyOptions) throws(TraceError) -> LatencyAnalysis {

@@ -115,6 +115,12 @@ enum InputSpool {
         return text
     }
 
+    /// `userFacing` for a chunk of a report; the bytes as they are when no copy was made.
+    static func userFacing(bytes: [UInt8]) -> [UInt8] {
+        guard lock.withLock({ !copies.isEmpty }) else { return bytes }
+        return Array(userFacing(String(decoding: bytes, as: UTF8.self)).utf8)
+    }
+
     /// Removes every private copy (at exit, and before a signal ends the process).
     static func removeAll() {
         let known = lock.withLock { copies }

@@ -18,8 +18,9 @@ enum LatencyFigures {
             let a = first.analysis
             let split = a.controllers.count <= maxSeries
             let names = split ? a.controllers.map(\.description) : ["all \(a.controllers.count) controllers"]
-            let series = grouped(firstResult.samples, groups: names.count) { split ? $0.controller : 0 }
-            let kept = LatencyTable.removingOutliers(firstResult.samples.map(\.ms), sigmas: a.options.sigmas)
+            let samples = firstResult.samples  // a relative measure's are made on each call
+            let series = grouped(samples, groups: names.count) { split ? $0.controller : 0 }
+            let kept = LatencyTable.removingOutliers(samples.map(\.ms), sigmas: a.options.sigmas)
             charts.append(Charts.scatter(
                 title: perSampleTitle(measure), xLabel: "\(measure.sampleNoun) (per controller)", yLabel: unit,
                 series: zip(names, series).map { name, samples in
@@ -27,7 +28,7 @@ enum LatencyFigures {
                 },
                 references: references(firstResult.all, sigmas: a.options.sigmas)))
             charts.append(Charts.histogram(
-                title: "Distribution after \(sigmaText(a.options.sigmas)) removal (\(kept.count) of \(firstResult.samples.count) kept)",
+                title: "Distribution after \(sigmaText(a.options.sigmas)) removal (\(kept.count) of \(samples.count) kept)",
                 xLabel: unit, values: kept, references: tableReferences(firstResult.all)))
             charts.append(Charts.cdf(
                 title: "Cumulative distribution, every sample", xLabel: unit,

@@ -10,8 +10,11 @@ enum LatencyRendering {
 
     // MARK: Text
 
-    static func text(_ reports: [LatencyReport]) -> String {
-        var lines: [String] = []
+    static func text(_ reports: [LatencyReport]) -> String { ReportStream.collected { write(text: reports, to: $0) } }
+
+    /// The text a line at a time, written as it is made (a line per controller and measure).
+    static func write(text reports: [LatencyReport], to stream: ReportStream) {
+        let lines = LineSink(stream: stream)
         for (n, report) in reports.enumerated() {
             if n > 0 { lines.append("") }
             let a = report.analysis
@@ -29,7 +32,7 @@ enum LatencyRendering {
                 lines.append("")
                 lines.append(result.measure.title + ", ms")
                 lines.append("  " + result.measure.meaning(at: a.header.capturePoint))
-                lines += table(result, controllers: a.controllers).map { "  " + $0 }
+                table(result, controllers: a.controllers) { lines.append("  " + $0) }
                 if let finals = result.finalValues {
                     lines.append("  after the last message: " + zip(a.controllers, finals).compactMap { controller, value in
                         value.map { "\(controller) \(number($0)) ms" } }.joined(separator: ", "))
@@ -40,25 +43,31 @@ enum LatencyRendering {
                 lines.append("\(missing.measure.title): not available: \(missing.reason)")
             }
         }
-        return lines.joined(separator: "\n") + "\n"
     }
 
-    private static func table(_ result: LatencyAnalysis.MeasureResult, controllers: [Endpoint]) -> [String] {
-        var rows: [(String, SeriesStatistics, Double?)] = [("all", result.all, nil)]
-        if controllers.count > 1 || result.medians != nil {
-            for (c, stats) in result.perController.enumerated() {
-                if let stats { rows.append((controllers[c].description, stats, result.medians?[c])) }
+    /// `append` as on an array of lines, each written with its newline.
+    private struct LineSink {
+        let stream: ReportStream
+        func append(_ line: String) { stream.line(line) }
+    }
+
+    /// The table's lines in turn: its rows are made one at a time, not held.
+    private static func table(_ result: LatencyAnalysis.MeasureResult, controllers: [Endpoint], line: (String) -> Void) {
+        let perController = controllers.count > 1 || result.medians != nil
+        let allName = controllers.count == 1 && result.medians == nil ? controllers[0].description : "all"
+        var nameWidth = max(10, allName.count)
+        if perController {
+            for (c, stats) in result.perController.enumerated() where stats != nil {
+                nameWidth = max(nameWidth, controllers[c].description.count)
             }
         }
-        if controllers.count == 1 && result.medians == nil { rows[0].0 = controllers[0].description }
-        let nameWidth = max(10, rows.map(\.0.count).max() ?? 0)
         var header = ["controller".rightPadding(nameWidth), "N".leftPadding(7), "kept".leftPadding(7)]
         header += ["mean", "p95", "max", "min", "sd"].map { $0.leftPadding(9) }
         header.append(" |")
         header += percentileNames.map { $0.leftPadding(9) }
         if result.medians != nil { header.append("median".leftPadding(10)) }
-        var lines = [header.joined(separator: " ")]
-        for (name, stats, median) in rows {
+        line(header.joined(separator: " "))
+        func row(_ name: String, _ stats: SeriesStatistics, _ median: Double?) {
             var cells = [name.rightPadding(nameWidth), String(stats.histogram.count).leftPadding(7),
                          String(stats.table?.countAfter ?? 0).leftPadding(7)]
             if let t = stats.table {
@@ -69,9 +78,14 @@ enum LatencyRendering {
             cells.append(" |")
             cells += stats.percentiles.map { number($0.ms).leftPadding(9) }
             if let median { cells.append(number(median).leftPadding(10)) }
-            lines.append(cells.joined(separator: " "))
+            line(cells.joined(separator: " "))
         }
-        return lines
+        row(allName, result.all, nil)
+        if perController {
+            for (c, stats) in result.perController.enumerated() {
+                if let stats { row(controllers[c].description, stats, result.medians?[c]) }
+            }
+        }
     }
 
     /// Three decimals: microseconds, the resolution of a capture's clock.
@@ -81,19 +95,23 @@ enum LatencyRendering {
 
     /// Each controller's statistics are made and written in turn: 100,000 controllers' value
     /// trees took several times the text.
-    static func json(_ reports: [LatencyReport]) -> String {
+    static func json(_ reports: [LatencyReport]) -> String { ReportStream.collected { write(json: reports, to: $0) } }
+
+    /// The JSON, handed to `stream` a chunk at a time between controllers' objects: the whole
+    /// text (67 MB at a million frames) is never held.
+    static func write(json reports: [LatencyReport], to stream: ReportStream) {
         let options = reports.first?.analysis.options ?? .init()
         var out = JSONOutput()
         out.object([
             "format": .string("kinetrace-latency"), "version": .integer(1), "tool": .string("kinetrace \(Kinetrace.version)"),
             "options": .object(["sigmas": .number(options.sigmas), "median_scope": .string(options.medianScope.rawValue),
                                 "base_ms": .number(options.baseMs)]),
-        ], written: ["traces": { out in out.array(count: reports.count) { i, out in writeTrace(reports[i], into: &out) } }])
-        out.bytes.append(UInt8(ascii: "\n"))  // here, not by `+`: that would copy the whole text once more
-        return out.text
+        ], written: ["traces": { out in out.array(count: reports.count) { i, out in writeTrace(reports[i], into: &out, stream: stream) } }])
+        out.bytes.append(UInt8(ascii: "\n"))
+        stream.take(&out, force: true)
     }
 
-    private static func writeTrace(_ report: LatencyReport, into out: inout JSONOutput) {
+    private static func writeTrace(_ report: LatencyReport, into out: inout JSONOutput, stream: ReportStream) {
         let a = report.analysis
         var object: [String: JSONValue] = [
             "source": .string(report.source),
@@ -105,11 +123,12 @@ enum LatencyRendering {
         ]
         if !a.notes.isEmpty { object["notes"] = .array(a.notes.map { .string($0) }) }
         out.object(object, written: ["measures": { out in
-            out.array(count: a.measures.count) { m, out in writeMeasure(a.measures[m], of: a, into: &out) }
+            out.array(count: a.measures.count) { m, out in writeMeasure(a.measures[m], of: a, into: &out, stream: stream) }
         }])
     }
 
-    private static func writeMeasure(_ result: LatencyAnalysis.MeasureResult, of a: LatencyAnalysis, into out: inout JSONOutput) {
+    private static func writeMeasure(_ result: LatencyAnalysis.MeasureResult, of a: LatencyAnalysis, into out: inout JSONOutput,
+                                     stream: ReportStream) {
         var member: [String: JSONValue] = [
             "measure": .string(result.measure.rawValue), "title": .string(result.measure.title),
             "meaning": .string(result.measure.meaning(at: a.header.capturePoint)),
@@ -125,6 +144,7 @@ enum LatencyRendering {
                 if let medians = result.medians { object["median_ms"] = .number(medians[c]) }
                 if let final = result.finalValues?[c] { object["final_ms"] = .number(final) }
                 out.append(.object(object))
+                stream.take(&out)
             }
         }])
     }
@@ -150,14 +170,15 @@ enum LatencyRendering {
     static let csvHeader = "trace,measure,controller,n,n_kept,mean_ms,p95_ms,max_ms,min_ms,sd_ms,p50_ms,p90_ms,p99_ms,p99_9_ms"
 
     /// One row per trace, measure and controller ("all" for the aggregate); full-precision numbers.
-    static func csv(_ reports: [LatencyReport]) -> String {
-        var lines = [csvHeader]
+    static func csv(_ reports: [LatencyReport]) -> String { ReportStream.collected { write(csv: reports, to: $0) } }
+
+    static func write(csv reports: [LatencyReport], to stream: ReportStream) {
+        let lines = LineSink(stream: stream)
+        lines.append(csvHeader)
         for report in reports {
             let a = report.analysis
             for result in a.measures {
-                var rows: [(String, SeriesStatistics)] = [("all", result.all)]
-                for (c, stats) in result.perController.enumerated() { if let stats { rows.append((a.controllers[c].description, stats)) } }
-                for (name, stats) in rows {
+                func row(_ name: String, _ stats: SeriesStatistics) {
                     var cells = [csvField(report.source), result.measure.rawValue, csvField(name),
                                  String(stats.histogram.count), String(stats.table?.countAfter ?? 0)]
                     if let t = stats.table {
@@ -168,9 +189,10 @@ enum LatencyRendering {
                     cells += stats.percentiles.map { $0.ms.description }
                     lines.append(cells.joined(separator: ","))
                 }
+                row("all", result.all)
+                for (c, stats) in result.perController.enumerated() { if let stats { row(a.controllers[c].description, stats) } }
             }
         }
-        return lines.joined(separator: "\n") + "\n"
     }
 
     /// RFC 4180 quoting, only when needed.

@@ -118,10 +118,16 @@ enum PartialOutputs {
 
     fileprivate static func removeAll() {
         let unfinished = lock.withLock { paths }
-        for path in unfinished {
-            var info = stat()
-            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
-            if unlink(path) == 0 { writeStandardError("kinetrace: interrupted: removed the unfinished \(TerminalText.escaped(path))\n") }
+        for path in unfinished where removeIfRegular(path) {
+            writeStandardError("kinetrace: interrupted: removed the unfinished \(TerminalText.escaped(path))\n")
         }
+    }
+
+    /// Removes a half-written output, if it is a regular file (never a device such as /dev/full, or a pipe).
+    @discardableResult
+    static func removeIfRegular(_ path: String) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        return unlink(path) == 0
     }
 }
