@@ -52,6 +52,26 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 
+    @Test func anInterruptedMergeRemovesItsOutput() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let out = dir.appendingPathComponent("m.jsonl").path
+        // 400,000 short event records in time order beside the bundled trace: merge's second pass writes for seconds.
+        let events = dir.appendingPathComponent("events.jsonl").path
+        let made = try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", """
+            import sys
+            header = open(sys.argv[1]).readline()
+            with open(sys.argv[2], "w") as out:
+                out.write(header)
+                out.writelines('{"kind":"event","t_ns":%d,"event":"tick"}\\n' % (1767225600000000000 + i * 1000) for i in range(400000))
+            """, Fixture.bundledTrace, events])
+        try #require(made.status == 0, "\(made.stderr)")
+        let result = try interrupt(["merge", events, Fixture.bundledTrace, "-w", out], with: SIGTERM) { size(out) > 100_000 }
+        #expect(result.status == 143, "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: out))
+        #expect(result.stderr.contains("interrupted: removed the unfinished \(out)"), "\(result.stderr)")
+    }
+
     /// Readers that write no file exit as the signal says too (they exited 143 for SIGTERM while the help said 130).
     @Test(arguments: [["inspect"], ["latency"], ["conform", "--capture"]])
     func readersExitAsTheSignalSays(_ command: [String]) throws {

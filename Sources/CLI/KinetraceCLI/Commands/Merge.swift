@@ -130,7 +130,10 @@ struct Merge: ParsableCommand {
         }
         let header = merger.mergedHeader(created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()))
         // A merge that fails part way removes what it wrote.
-        let summary = try reportingFailures { () throws(TraceError) -> TraceMergeSummary in try merger.write(to: write, header: header) }
+        // A signal while writing removes the unfinished output, as a failure does.
+        let summary = try reportingFailures { () throws(TraceError) -> TraceMergeSummary in
+            try PartialOutputs.writing(write) { () throws(TraceError) -> TraceMergeSummary in try merger.write(to: write, header: header) }
+        }
         switch summaryFormat.format {
         case .text: print(Self.text(summary, output: write), terminator: "")
         case .json: print(Self.json(summary, output: write).jsonText)
