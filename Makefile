@@ -46,8 +46,8 @@ install-check:
 	  $(MAKE) --no-print-directory install PREFIX="$$prefix" CONFIGURATION=debug && scripts/check-install "$$prefix"
 
 # Every fuzz target (Fuzz/README.md) for FUZZ_SECONDS each after a ~30 s build:
-# two targets at a time, about 2 minutes of CI. Fails on a crash, a failed build, or a target that ran nothing.
-FUZZ_SECONDS ?= 20
+# two targets at a time (11 targets: about 90 s plus the build). Fails on a crash, a failed build, or a target that ran nothing.
+FUZZ_SECONDS ?= 16
 fuzz-short:
 	scripts/fuzz run -t $(FUZZ_SECONDS) -j 2
 

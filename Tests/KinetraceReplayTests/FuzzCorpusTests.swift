@@ -25,4 +25,26 @@ import KinetraceReplay
             }
         }
     }
+
+    /// The shard target's inputs: the first line is the --shard text, the rest NAME=VALUE.
+    /// `ok-…` parse to a shard in range, `refused-…` are one-line errors.
+    @Test func shards() throws {
+        let inputs = try FuzzInput.all("shard")
+        #expect(inputs.count >= 6)
+        for input in inputs {
+            let lines = String(decoding: input.bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+            var environment: [String: String] = [:]
+            for line in lines.dropFirst() {
+                if let equals = line.firstIndex(of: "=") { environment[String(line[..<equals])] = String(line[line.index(after: equals)...]) }
+            }
+            switch ReplayShard.parse(lines.first ?? "", environment: environment) {
+            case .success(let shard):
+                #expect((0..<shard.count).contains(shard.index), "\(input)")
+                if case .error = input.expectation { Issue.record("\(input): expected an error, parsed \(shard)") }
+            case .failure(let error):
+                #expect(!error.description.isEmpty && !error.description.contains("\n"), "\(input)")
+                if input.expectation == .value { Issue.record("\(input): \(error)") }
+            }
+        }
+    }
 }
