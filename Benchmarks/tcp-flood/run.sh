@@ -22,9 +22,15 @@ idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(count)]
 time.sleep(0.5)
 phone = socket.create_connection(("127.0.0.1", port))
 record = struct.pack("<3f", 0.5, -0.25, 1.0)
-for _ in range(60):
-    phone.sendall(record)
-    time.sleep(1 / 60)
+sent = 0
+try:
+    for _ in range(60):
+        phone.sendall(record)
+        sent += 1
+        time.sleep(1 / 60)
+except OSError as error:  # the host refused the phone: reset or closed
+    print(f"phone closed by the host after {sent} records: {error}")
+    sys.exit(0)
 def ended(s, ms):
     p = select.poll(); p.register(s, select.POLLIN)
     if not p.poll(ms): return False
