@@ -18,6 +18,8 @@ Faults (each must be failed by the case meant to catch it: NewProtocolFaultyHost
                         any partial record buffered before it
   read-cap              keeps at most 256 bytes of each read (a fixed buffer), dropping the rest
   partial-gives-up      drops a partial record that 4 more reads have not completed
+  refuses-over-cap      (TCP) holds at most --max-connections (32) open and closes every connection past
+                        them at once, however idle the held ones are: a connection flood locks phones out
 Python 3 standard library only.
 """
 
@@ -92,37 +94,62 @@ def serve_stdio(fault):
             time.sleep(3600)  # stops reading its input altogether
 
 
-def serve_connection(conn, fault):
+def serve_connection(conn, fault, on_close=None):
     stream = Stream(fault)
     with conn:
-        while True:
-            if stream.stalled:
-                time.sleep(3600)
+        try:
+            serve_stream(conn, stream)
+        finally:
+            if on_close:
+                on_close()
+
+
+def serve_stream(conn, stream):
+    while True:
+        if stream.stalled:
+            time.sleep(3600)
+        try:
             data = conn.recv(4096)
-            if not data:
-                return
-            try:
-                stream.read(data)
-            except SystemExit:
-                return  # closes the connection
+        except ConnectionResetError:
+            return
+        if not data:
+            return
+        try:
+            stream.read(data)
+        except SystemExit:
+            return  # closes the connection
 
 
-def serve_tcp(fault):
+def serve_tcp(fault, max_connections):
     server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     server.bind(("127.0.0.1", 0))
-    server.listen(64)
+    server.listen(256)
     print("listening on 127.0.0.1:%d" % server.getsockname()[1], flush=True)
+    lock, open_count = threading.Lock(), [0]
+
+    def closed():
+        with lock:
+            open_count[0] -= 1
+
     while True:
         conn, _ = server.accept()
-        threading.Thread(target=serve_connection, args=(conn, fault), daemon=True).start()
+        with lock:
+            refuse = fault == "refuses-over-cap" and open_count[0] >= max_connections
+            if not refuse:
+                open_count[0] += 1
+        if refuse:
+            conn.close()  # the fault: the newcomer goes, whoever holds the slots
+            continue
+        threading.Thread(target=serve_connection, args=(conn, fault, closed), daemon=True).start()
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fault", default="none")
     parser.add_argument("--tcp", action="store_true")
+    parser.add_argument("--max-connections", type=int, default=32)
     args = parser.parse_args()
-    serve_tcp(args.fault) if args.tcp else serve_stdio(args.fault)
+    serve_tcp(args.fault, args.max_connections) if args.tcp else serve_stdio(args.fault)
 
 
 if __name__ == "__main__":

@@ -193,4 +193,20 @@ final class RawTCPClient {
         let summary = try lastJSONLine(stopped.stdout)
         #expect((summary["connections_displaced"] as? Int ?? 0) >= 96 - 32, "\(summary)")
     }
+
+    /// The case's fault: a host that holds 32 connections and closes every newcomer (as the reference
+    /// host did before issue 24) FAILs AC-AS-CONN-FLOOD; the same script without the fault passes it.
+    @Test(arguments: [("refuses-over-cap", "FAIL", Int32(1)), ("none", "PASS", Int32(0))])
+    func theConnectionFloodCaseFailsAHostThatRefusesNewcomers(_ fault: String, _ verdict: String, _ status: Int32) throws {
+        let script = Fixture.packageRoot.appendingPathComponent("Tests/FaultyHosts/attitude_faulty_host.py").path
+        let host = try Background(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script, "--fault", fault, "--tcp", "--max-connections", "32"])
+        defer { _ = try? host.stop(SIGKILL) }
+        let port = try port(in: try host.waitForLine(startingWith: "listening on"))
+        let result = try kinetrace(["conform", "--protocol", "attitude-stream", "--host", "127.0.0.1:\(port)", "--max-connections", "32",
+                                    "--cases", "AC-AS-CONN-FLOOD", "--format", "json"], timeout: 60)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        let only = try #require((report["cases"] as? [[String: Any]])?.first)
+        #expect(only["verdict"] as? String == verdict, "\(fault): \(only)")
+        #expect(result.status == status, "\(fault): \(result.stderr)")
+    }
 }
