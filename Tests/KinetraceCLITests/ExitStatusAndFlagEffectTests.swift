@@ -78,6 +78,15 @@ import Testing
         #expect(stat("/dev/full", &info) == 0 && (info.st_mode & S_IFMT) == S_IFCHR, "/dev/full was replaced")
     }
 
+    /// A report on standard output is checked like a file (issue 24: print ignored a failed write, exit 0).
+    @Test(arguments: [["inspect", "SESSION"], ["conform", "--capture", "SESSION"], ["gestures", "eval", "--detector", "threshold", "SESSION"],
+                      ["inspect", "SESSION", "--format", "json"]])
+    func aReportToAFullStandardOutputExits74(_ arguments: [String]) throws {
+        let resolved = arguments.map { $0 == "SESSION" ? Self.session : $0 }
+        let result = try run(URL(fileURLWithPath: "/bin/sh"), ["-c", "\"$0\" \"$@\" > /dev/full", try Fixture.binary.path] + resolved)
+        expectOneLineError(result, status: 74, naming: "standard output")
+    }
+
     // MARK: 130
 
     /// SIGINT stops a replay mid-run: the report says interrupted, and the status is 130.

@@ -126,7 +126,12 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
 /// ignored the failed write.
 func writeOutput(_ text: String, to path: String?, what: String = "the report", failure: ExitCode = ExitStatus.cannotCreate) throws {
     let text = InputSpool.userFacing(text)
-    guard let path else { return print(text, terminator: "") }
+    guard let path else {
+        // Standard output is checked like a file: a report to a full disk or /dev/full is exit 74, not 0.
+        let stream = try ReportStream(to: nil, what: what)
+        stream.pending = Array(text.utf8)
+        return try stream.finish()
+    }
     try PartialOutputs.writing(path) { try writeOutput(bytes: Array(text.utf8), to: path, what: what, failure: failure) }
 }
 

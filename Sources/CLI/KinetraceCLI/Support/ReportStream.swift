@@ -107,7 +107,7 @@ final class ReportStream {
     private static func writeStandardOutput(_ bytes: UnsafeRawBufferPointer) throws(FileError) {
         var offset = 0
         while offset < bytes.count {
-            let n = Glibc.write(STDOUT_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
+            let n = writeDescriptor(STDOUT_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
             if n > 0 { offset += n; continue }
             if n < 0 && errno == EINTR { continue }
             throw FileError(.io, path: "standard output", message: "cannot write: \(String(cString: strerror(n < 0 ? errno : EIO)))")
@@ -146,4 +146,9 @@ extension ReportStream {
         out.bytes.removeAll(keepingCapacity: true)
         flush(force: force)
     }
+}
+
+/// write(2) under a name the class's own `write` does not shadow (Glibc.write is not Darwin's).
+private func writeDescriptor(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
 }
