@@ -24,19 +24,8 @@ struct CaptureFullDiskTests {
         Fixture.remove(dir)
     }
 
-    func tcpdumpCount(_ pcap: String) throws -> Int {
-        let result = try run(URL(fileURLWithPath: "/usr/bin/env"), ["tcpdump", "-nn", "-r", pcap])
-        #expect(result.status == 0, "\(pcap): \(result.stderr)")
-        #expect(!result.stderr.contains("truncated"), "\(pcap) ends in a torn packet: \(result.stderr)")
-        return result.stdout.split(separator: "\n").count
-    }
-
-    func messageCount(_ trace: String) throws -> Int {
-        let reader = try TraceReader(path: trace)
-        var n = 0
-        while let record = try reader.next() { if case .message = record { n += 1 } }
-        return n
-    }
+    func tcpdumpCount(_ pcap: String) throws -> Int { try CapturedFiles.tcpdumpCount(pcap) }
+    func messageCount(_ trace: String) throws -> Int { try CapturedFiles.messageCount(trace) }
 
     /// 30,000 zero datagrams to `port`, paced so the capture ring keeps up: about 3.3 MB of pcap at -s 256.
     func flood(_ port: UInt16) throws {

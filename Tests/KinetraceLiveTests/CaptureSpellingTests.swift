@@ -10,18 +10,8 @@ import Testing
 struct CaptureSpellingTests {
     init() throws { try Requirement.root.check() }
 
-    func tcpdumpCount(_ pcap: String) throws -> Int {
-        let result = try run(URL(fileURLWithPath: "/usr/bin/env"), ["tcpdump", "-nn", "-r", pcap])
-        #expect(result.status == 0, "\(pcap): \(result.stderr)")
-        return result.stdout.split(separator: "\n").count
-    }
-
-    func messageCount(_ trace: String) throws -> Int {
-        let reader = try TraceReader(path: trace)
-        var n = 0
-        while let record = try reader.next() { if case .message = record { n += 1 } }
-        return n
-    }
+    func tcpdumpCount(_ pcap: String) throws -> Int { try CapturedFiles.tcpdumpCount(pcap) }
+    func messageCount(_ trace: String) throws -> Int { try CapturedFiles.messageCount(trace) }
 
     func summary(_ stdout: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(stdout.split(separator: "\n").last!.utf8)) as? [String: Any])
