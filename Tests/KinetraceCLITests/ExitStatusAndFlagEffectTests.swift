@@ -78,9 +78,11 @@ import Testing
         #expect(stat("/dev/full", &info) == 0 && (info.st_mode & S_IFMT) == S_IFCHR, "/dev/full was replaced")
     }
 
-    /// A report on standard output is checked like a file (issue 24: print ignored a failed write, exit 0).
+    /// A report or summary on standard output is checked like a file (issue 24: print ignored a failed write, exit 0).
     @Test(arguments: [["inspect", "SESSION"], ["conform", "--capture", "SESSION"], ["gestures", "eval", "--detector", "threshold", "SESSION"],
-                      ["inspect", "SESSION", "--format", "json"]])
+                      ["inspect", "SESSION", "--format", "json"],
+                      // Summaries printed with print: checked once the command is done (main's standardOutputStatus).
+                      ["synth", "-o", "/dev/null", "--duration", "1"], ["replay", "SESSION", "--to", "127.0.0.1:9", "--dry-run"]])
     func aReportToAFullStandardOutputExits74(_ arguments: [String]) throws {
         let resolved = arguments.map { $0 == "SESSION" ? Self.session : $0 }
         let result = try run(URL(fileURLWithPath: "/bin/sh"), ["-c", "\"$0\" \"$@\" > /dev/full", try Fixture.binary.path] + resolved)
