@@ -155,6 +155,26 @@ import KinetraceJSON
 
     // MARK: Long lines
 
+    /// A long line grows the read buffer; once it is read the buffer goes back to its size, so a
+    /// merge of many inputs each holding one long line once does not keep them all (issue 24).
+    @Test func theReadBufferShrinksAfterALongLine() throws {
+        let dir = TempDirectory()
+        let big = TraceRecord.event(EventRecord(timeNs: 5, event: "big", data: ["s": .string(String(repeating: "x", count: 200_000))]))
+        var records = [big]
+        for n in 0..<2_000 { records.append(.event(EventRecord(timeNs: 6 + Int64(n), event: "small"))) }
+        let path = dir.write("long-then-short.jsonl", try TraceEncoder.document(header: Fixtures.header, records: records))
+        let reader = try TraceReader(path: path, bufferBytes: 16 << 10)
+        #expect(reader.readBufferBytes == 16 << 10)
+        var read = 0, largest = 0
+        while let _ = try reader.next() {
+            read += 1
+            largest = max(largest, reader.readBufferBytes)
+        }
+        #expect(read == records.count)
+        #expect(largest >= 200_000, "the long line needed a bigger buffer")
+        #expect(reader.readBufferBytes == 16 << 10, "and gave it back")
+    }
+
     @Test func lineLongerThanTheReadBufferFromAFile() throws {
         let dir = TempDirectory()
         // A 3 MiB string (the reader's buffer starts at 1 MiB), with multi-byte

@@ -35,6 +35,10 @@ public final class TraceReader {
     private var gzip: GzipInput?
     private var decoder = TraceDecoder(nil, endpointSlots: 1)
     private var buffer: UnsafeMutableRawBufferPointer
+    /// The buffer's size when no long line has grown it; it goes back to this after one.
+    private let baseCapacity: Int
+    /// The read buffer's size now (tests: it returns to `baseCapacity` after a long line).
+    var readBufferBytes: Int { buffer.count }
     private var start = 0
     private var end = 0
     private var atEOF = false
@@ -96,6 +100,7 @@ public final class TraceReader {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 8)
         initial.withUnsafeBytes { buffer.copyMemory(from: $0) }
         self.buffer = buffer
+        baseCapacity = capacity
         end = initial.count
         atEOF = file == nil
         header = TraceHeader(created: "", tool: "", capturePoint: .host, clock: .realtime)
@@ -284,6 +289,13 @@ public final class TraceReader {
             bigger.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
             buffer.deallocate()
             buffer = bigger
+        } else if buffer.count > baseCapacity, end <= baseCapacity / 2 {
+            // The long line is behind us: give its memory back, or a merge of 1,000 inputs that
+            // each once held a 16 MiB line would keep 16 GB.
+            let smaller = UnsafeMutableRawBufferPointer.allocate(byteCount: baseCapacity, alignment: 8)
+            smaller.copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[0..<end]))
+            buffer.deallocate()
+            buffer = smaller
         }
         let n: Int
         let space = UnsafeMutableRawBufferPointer(rebasing: buffer[end...])
