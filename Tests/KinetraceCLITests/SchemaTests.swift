@@ -43,6 +43,45 @@ import Testing
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
     }
 
+    /// Every bundled trace, of every protocol (issue 25's schema item: KeepCalm's `motion` and the attitude
+    /// stream's `attitude` messages failed a schema that knew only MotionLink's kinds and reasons).
+    @Test func everyBundledTraceValidates() throws {
+        let captures = Fixture.packageRoot.appendingPathComponent("captures")
+        let traces = try #require(FileManager.default.enumerator(atPath: captures.path)).compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".jsonl") }.sorted()
+        #expect(traces.count >= 12, "\(traces)")
+        for trace in traces {
+            let result = try validate(captures.appendingPathComponent(trace).path)
+            #expect(result.status == 0, "\(trace): \(result.stdout)\(result.stderr)")
+        }
+    }
+
+    /// A built-in kind's decoded fields are checked: a KeepCalm motion without y, an attitude without yaw,
+    /// an invalid message without its reason, a reason that is not a code.
+    @Test func aBuiltInKindMissingADecodedFieldIsRejected() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let base = #""kind":"msg","t_ns":1,"dir":"c2h","src":"1.2.3.4:5","dst":"1.2.3.4:6","payload":"00""#
+        let lines = [
+            "{\(base),\"msg\":\"motion\",\"decoded\":{\"id\":\"A\",\"x\":0,\"z\":0},\"valid\":true}",
+            "{\(base),\"msg\":\"attitude\",\"decoded\":{\"roll\":0,\"pitch\":0},\"valid\":true}",
+            "{\(base),\"msg\":\"unknown\",\"valid\":false}",
+            "{\(base),\"msg\":\"unknown\",\"valid\":false,\"reason\":\"Not A Code\"}",
+        ]
+        for (n, line) in lines.enumerated() {
+            let path = dir.appendingPathComponent("bad\(n).jsonl").path
+            try (line + "\n").write(toFile: path, atomically: false, encoding: .utf8)
+            let result = try validate(path)
+            #expect(result.status == 1 && result.stdout.contains("line 1:"), "\(line): \(result.stdout)")
+        }
+        // A declared protocol's own kind, fields and reason are accepted.
+        let declared = dir.appendingPathComponent("declared.jsonl").path
+        try "{\(base),\"msg\":\"osc_message\",\"decoded\":{\"address\":\"/accel\",\"a0\":0.5,\"flag\":true},\"valid\":false,\"reason\":\"bad_type_tag\"}\n"
+            .write(toFile: declared, atomically: false, encoding: .utf8)
+        let accepted = try validate(declared)
+        #expect(accepted.status == 0, "\(accepted.stdout)")
+    }
+
     @Test func schemaRejectsABrokenRecord() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -109,5 +148,38 @@ import Testing
                               passive, active])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout == "passive 11\nactive 5\n")
+    }
+
+    /// One report per protocol validates: KeepCalm's and the attitude stream's cite KC- and AS- requirements,
+    /// which a pattern of ML- IDs refused (issue 25's schema item).
+    @Test func everyProtocolsConformReportValidates() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var reports: [String] = []
+        for (capture, wireProtocol) in [("keepcalm-session.pcap", "keepcalm-json"), ("attitude-session.pcap", "attitude-stream"),
+                                        ("loopback-session.pcap", "motionlink-v1")] {
+            let out = dir.appendingPathComponent("\(wireProtocol).json").path
+            let result = try kinetrace(["conform", "--capture", Fixture.packageRoot.appendingPathComponent("captures/\(capture)").path,
+                                        "--protocol", wireProtocol, "--format", "json", "--out", out])
+            #expect(FileManager.default.fileExists(atPath: out), "\(wireProtocol): \(result.stderr)")
+            reports.append(out)
+        }
+        let active = dir.appendingPathComponent("keepcalm-active.json").path
+        let live = try kinetrace(["conform", "--protocol", "keepcalm-json", "--format", "json", "--out", active, "--cases", "AC-KC-*"], timeout: 120)
+        #expect(FileManager.default.fileExists(atPath: active), "\(live.stderr)")
+        reports.append(active)
+        let check = """
+            import json, sys, jsonschema
+            schema = json.load(open(sys.argv[1]))
+            for f in sys.argv[2:]:
+                report = json.load(open(f))
+                jsonschema.validate(report, schema, cls=jsonschema.Draft202012Validator)
+                prefixes = sorted({r.split("-")[0] for case in report["cases"] for r in case["requirements"]})
+                print(report["mode"], ",".join(prefixes))
+            """
+        let result = try run(URL(fileURLWithPath: "/usr/bin/env"),
+                             ["python3", "-c", check, Fixture.packageRoot.appendingPathComponent("specs/conform-report-v1.schema.json").path] + reports)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(result.stdout == "passive KC\npassive AS\npassive ML\nactive KC\n", "\(result.stdout)")
     }
 }
