@@ -10,7 +10,7 @@ usage: make-hole-pcap.py OUT.pcap [CONNECTIONS] [SEGMENTS] [ORDER]
   ORDER  forward (default: offsets ascending, so waiting segments abut) or
          reverse (descending, so no segment abuts one that waited before it)
 """
-import struct
+import os
 import sys
 
 out = sys.argv[1]
@@ -19,24 +19,11 @@ segments = int(sys.argv[3]) if len(sys.argv) > 3 else 4096
 order = sys.argv[4] if len(sys.argv) > 4 else "forward"
 if not (1 <= connections <= 60000 and 1 <= segments <= 1_000_000 and order in ("forward", "reverse")):
     sys.exit("make-hole-pcap.py: CONNECTIONS 1–60000, SEGMENTS 1–1000000, ORDER forward|reverse")
-HOST_PORT = 47130
-host_ip = bytes([10, 0, 0, 1])
-
-
-def packet(src_ip, dst_ip, sport, dport, seq, ack, flags, payload):
-    tcp = struct.pack("!HHIIBBHHH", sport, dport, seq & 0xFFFFFFFF, ack & 0xFFFFFFFF, 5 << 4, flags, 65535, 0, 0) + payload
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0, src_ip, dst_ip) + tcp
-    return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tcp_pcap import HOST_IP as host_ip, HOST_PORT, NanosecondPcap, packet  # noqa: E402
 
 with open(out, "wb") as f:
-    f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, 1))
-    t = 1_767_225_600_000_000_000
-
-    def write(data):
-        global t
-        t += 1_000
-        f.write(struct.pack("<IIII", t // 1_000_000_000, t % 1_000_000_000, len(data), len(data)) + data)
+    write = NanosecondPcap(f).write
 
     conns = []
     for k in range(connections):

@@ -27,25 +27,13 @@ struct CaptureFullDiskTests {
     func tcpdumpCount(_ pcap: String) throws -> Int { try CapturedFiles.tcpdumpCount(pcap) }
     func messageCount(_ trace: String) throws -> Int { try CapturedFiles.messageCount(trace) }
 
-    /// 30,000 zero datagrams to `port`, paced so the capture ring keeps up: about 3.3 MB of pcap at -s 256.
-    func flood(_ port: UInt16) throws {
-        let sender = try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", """
-            import socket, time
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            for i in range(30000):
-                s.sendto(bytes(36), ("127.0.0.1", \(port)))
-                if i % 500 == 499: time.sleep(0.01)
-            """])
-        #expect(sender.status == 0, "\(sender.stderr)")
-    }
-
     func capture(_ arguments: [String]) throws -> (result: RunResult, summary: [String: Any]) {
         let host = try Background.kinetrace("host", "--port", "0")  // a listener, so no ICMP
         defer { _ = try? host.stop() }
         let port = try port(in: try host.waitForLine(startingWith: "listening on"))
         let capture = try Background(try Fixture.binary, ["capture", "-i", "lo", "--port", "\(port)", "-s", "256", "--format", "json"] + arguments)
         _ = try capture.waitForLine(startingWith: "capturing on lo")
-        try flood(port)
+        try CapturedFiles.sendZeroDatagrams(to: port)
         // The capture stops by itself on the failed write; SIGINT only if it somehow kept going.
         let result = try capture.stop(SIGINT)
         let last = try #require(result.stdout.split(separator: "\n").last, "no summary: \(result.stderr)")
@@ -92,6 +80,24 @@ struct CaptureFullDiskTests {
         let onDisk = try #require(summary["trace_records_on_disk"] as? Int)
         #expect(onDisk > 100, "\(summary)")
         #expect(try messageCount(trace) == onDisk)
+    }
+
+    /// Only the pcap's disk fills: the pcap stops at its last whole packet, and the trace, on a disk
+    /// with room, keeps a record of every packet the capture took (it was cut back to its last flush,
+    /// up to 250 ms of records, though nothing failed on its disk).
+    @Test func aFullPcapDiskCostsTheTraceNothing() throws {
+        let disk = try smallDisk(kib: 512)
+        defer { unmount(disk) }
+        let roomy = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(roomy) }
+        let pcap = disk.appendingPathComponent("full.pcap").path, trace = roomy.appendingPathComponent("whole.jsonl").path
+        let (result, summary) = try capture(["-w", pcap, "--trace", trace])
+        #expect(result.status == 74, "\(result.stderr)")
+        let packets = try #require(summary["packets"] as? Int)
+        #expect(summary["trace_records_on_disk"] as? Int == packets, "\(summary)")
+        #expect(try messageCount(trace) == packets)
+        let inPcap = try tcpdumpCount(pcap)
+        #expect(inPcap == summary["pcap_packets_on_disk"] as? Int, "\(summary)")
     }
 
     /// Finding 14: a file that cannot be created is one line naming its path once, exit 73.

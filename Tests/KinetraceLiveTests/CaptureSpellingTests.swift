@@ -82,15 +82,7 @@ struct CaptureSpellingTests {
         let capture = try Background.kinetrace("capture", "-i", "lo", "--port", "\(port)", "-C", "1", "-s", "256", "-w", pcap,
                                                "--trace", dir.appendingPathComponent("big.jsonl.gz").path, "--format", "json")
         _ = try capture.waitForLine(startingWith: "capturing on lo")
-        // 30,000 frames of 94 bytes on lo's Ethernet framing, with pcap's 16-byte headers: about 3.3 MB, paced so the ring keeps up.
-        let sender = try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", """
-            import socket, time
-            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            for i in range(30000):
-                s.sendto(bytes(36), ("127.0.0.1", \(port)))
-                if i % 500 == 499: time.sleep(0.01)
-            """])
-        #expect(sender.status == 0, "\(sender.stderr)")
+        try CapturedFiles.sendZeroDatagrams(to: port)
         let result = try capture.stop(SIGINT)
         _ = try host.stop()
         #expect(result.status == 0, "\(result.stderr)")

@@ -471,6 +471,12 @@ private struct OutputFiles {
     /// holds exactly what the report counts (a gzip trace then lacks its trailer, as a killed
     /// capture's does), and closes it.
     mutating func closeAfterFailure() {
+        // The file that did not fail (the pcap on a healthy disk when the trace's filled) keeps all it was given.
+        if let dumper, let stream = pcap_dump_file(dumper), ferror(stream) == 0, pcap_dump_flush(dumper) == 0, ferror(stream) == 0 {
+            flushedPcapBytes = pcapBytes
+            flushedPcapPackets = pcapPackets
+            unflushedPacketEnds.removeAll()
+        }
         if let dumper {
             // fclose may write part of its buffer once more; measure and cut after it, through a duplicate descriptor.
             let descriptor = pcap_dump_file(dumper).map { dup(fileno($0)) } ?? -1
@@ -489,7 +495,12 @@ private struct OutputFiles {
             self.dumper = nil
         }
         if let writer {
-            try? writer.truncateToFlushed()
+            do throws(TraceError) {
+                try writer.flush()
+                try? writer.close()  // a gzip trailer that does not fit leaves a truncated stream, its records readable
+            } catch {
+                try? writer.truncateToFlushed()  // never closed: a gzip trailer after the cut would corrupt the stream
+            }
             closedTraceRecords = writer.flushedRecordCount
             self.writer = nil
         }

@@ -32,6 +32,8 @@ public final class TraceWriter {
     /// For a path ending in `.gz`: the gzip stream the buffered lines go through at each flush.
     private let gzip: GzipDeflater?
     private var oldestPendingNs: Int64 = 0
+    /// The first failed flush; every later flush fails with it.
+    private var writeFailure: TraceError?
 
     /// The protocol whose decoded fields message records carry.
     public let wireProtocol: any WireProtocol.Type
@@ -71,19 +73,30 @@ public final class TraceWriter {
 
     /// Hands everything buffered to the kernel (compressed, to a sync point, on a `.gz` path).
     public func flush() throws(TraceError) {
+        // A failed flush drops what it held: a later one must not count those records as written.
+        if let writeFailure { throw writeFailure }
         if let gzip { file.pending = gzip.compress(file.pending) }
-        do throws(FileError) { try file.flush() } catch { throw TraceError(error) }
+        do throws(FileError) { try file.flush() } catch {
+            writeFailure = TraceError(error)
+            throw TraceError(error)
+        }
         flushedRecordCount = recordCount
     }
 
     /// After a failed write: cuts the file back to the end of its last whole flush, so it
     /// holds exactly `flushedRecordCount` records (a gzip trace then lacks its trailer, as a killed writer's does).
     public func truncateToFlushed() throws(TraceError) {
+        file.pending.removeAll()
         do throws(FileError) { try file.truncateToFlushed() } catch { throw TraceError(error) }
     }
 
     /// Flushes and closes; further writes are a programming error.
     public func close() throws(TraceError) {
+        if let writeFailure {
+            file.pending.removeAll()  // written after the failure: appending it past a torn tail would hide the tear
+            try? file.close()
+            throw writeFailure
+        }
         if let gzip, !file.isClosed { file.pending = gzip.compress(file.pending, finish: true) }
         do throws(FileError) { try file.close() } catch { throw TraceError(error) }
         flushedRecordCount = recordCount
