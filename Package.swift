@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "KinetraceSupport", targets: ["KinetraceSupport"]),
         .library(name: "KinetraceJSON", targets: ["KinetraceJSON"]),
         .library(name: "KinetraceJUnit", targets: ["KinetraceJUnit"]),
+        .library(name: "KinetraceHash", targets: ["KinetraceHash"]),
         .library(name: "KinetraceWire", targets: ["KinetraceWire"]),
         .library(name: "KinetraceTrace", targets: ["KinetraceTrace"]),
         .library(name: "KinetracePcap", targets: ["KinetracePcap"]),
@@ -63,10 +64,12 @@ let package = Package(
             ],
             path: "Sources/Support/KinetraceSupport", swiftSettings: strict),
         .target(name: "KinetraceJSON", path: "Sources/Support/KinetraceJSON", swiftSettings: strict),
+        // SHA-256 for declaration digests: pure, no imports at all.
+        .target(name: "KinetraceHash", path: "Sources/Support/KinetraceHash", swiftSettings: strict),
         // The JUnit XML report conform, gestures eval and replay share: text building only.
         .target(name: "KinetraceJUnit", path: "Sources/Support/KinetraceJUnit", swiftSettings: strict),
         // 2. Wire
-        .target(name: "KinetraceWire", dependencies: ["KinetraceJSON"], path: "Sources/Wire/KinetraceWire", swiftSettings: strict),
+        .target(name: "KinetraceWire", dependencies: ["KinetraceJSON", "KinetraceHash"], path: "Sources/Wire/KinetraceWire", swiftSettings: strict),
         // 3. Formats
         .target(
             name: "KinetraceTrace",

@@ -59,10 +59,10 @@ public func fuzzAttitude(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 /// Counts what `describe` reports (it must always name exactly one kind).
 struct CountingVisitor: DecodedFieldVisitor {
     var kinds = 0, fields = 0
-    mutating func kind(_ name: StaticString) { kinds += 1 }
-    mutating func field(_ name: StaticString, _ value: UInt64) { fields += 1 }
-    mutating func field(_ name: StaticString, _ value: UInt32) { fields += 1 }
-    mutating func field(_ name: StaticString, _ value: Float32) { fields += 1 }
-    mutating func field(_ name: StaticString, _ value: Double) { fields += 1 }
-    mutating func field(_ name: StaticString, _ value: String) { fields += 1 }
+    mutating func kind(_ name: String) { kinds += 1 }
+    mutating func field(_ name: String, _ value: UInt64) { fields += 1 }
+    mutating func field(_ name: String, _ value: UInt32) { fields += 1 }
+    mutating func field(_ name: String, _ value: Float32) { fields += 1 }
+    mutating func field(_ name: String, _ value: Double) { fields += 1 }
+    mutating func field(_ name: String, _ value: String) { fields += 1 }
 }

@@ -30,7 +30,7 @@ public func fuzzPcap(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         written += n
     }
     close(fd)
-    for wireProtocol in [MotionLinkV1.self, KeepCalmJSON.self, AttitudeStream.self] as [any WireProtocol.Type] {
+    for wireProtocol in [MotionLinkV1(), KeepCalmJSON(), AttitudeStream()] as [any WireProtocol] {
         readCapture(as: wireProtocol, fileSize: size)
     }
     var decoder = PacketDecoder()
@@ -53,7 +53,7 @@ public func fuzzPcap(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     return 0
 }
 
-func readCapture(as wireProtocol: any WireProtocol.Type, fileSize: Int) {
+func readCapture(as wireProtocol: any WireProtocol, fileSize: Int) {
     do throws(TraceError) {
         // No port given: the reader infers it from the capture (issue 16), so that scan is fuzzed too.
         let reader = try PcapTraceReader(path: capturePath, wireProtocol: wireProtocol)

@@ -18,7 +18,7 @@ import KinetraceWire
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTrace(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: size > 0 ? data : nil, count: size))
-    var wireProtocol: any WireProtocol.Type = MotionLinkV1.self
+    var wireProtocol: any WireProtocol = MotionLinkV1()
     do throws(TraceError) {
         let reader = try TraceReader(bytes: bytes)
         wireProtocol = reader.wireProtocol
@@ -71,7 +71,7 @@ func checkHeader(_ header: TraceHeader) {
     }
 }
 
-func checkRoundTrip(_ record: TraceRecord, _ wireProtocol: any WireProtocol.Type, _ decoder: inout TraceDecoder) {
+func checkRoundTrip(_ record: TraceRecord, _ wireProtocol: any WireProtocol, _ decoder: inout TraceDecoder) {
     if case .event(let event) = record, !event.data.values.allSatisfy(allFinite) { return }
     var line = TraceEncoder.line(for: record, as: wireProtocol)
     invariant(line.last == 0x0A, "an encoded record does not end its line")

@@ -206,7 +206,7 @@ import Testing
         for m in try messages(record) where m.direction == .controllerToHost {
             frames += 1
             // Two input frames carry a bad CRC on purpose (and a garbled t_ms): order is judged on the valid ones.
-            guard case .success(.frame(let frame)) = m.decoded(as: MotionLinkV1.self) else { continue }
+            guard case .success(.frame(let frame)) = m.decoded(as: MotionLinkV1()) else { continue }
             if let previous = last[m.source], frame.tMs < previous { inversions += 1 }
             last[m.source] = max(last[m.source] ?? 0, frame.tMs)
         }

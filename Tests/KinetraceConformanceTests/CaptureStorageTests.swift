@@ -57,7 +57,7 @@ import Testing
     /// A host that answers one trigger 200,000 times and sends 300,000 acks nobody owes: counted
     /// in full, kept as a bounded sample or a count (before, every one was kept as a value).
     @Test func aRepeatingHostsAcksAreCountedNotAllKept() {
-        var observation = CaptureObservation(source: "hostile", wireProtocol: MotionLinkV1.self, capturePoint: .host)
+        var observation = CaptureObservation(source: "hostile", wireProtocol: MotionLinkV1(), capturePoint: .host)
         let phone = Endpoint(host: "10.0.0.2", port: 50_000)
         var n = 0
         func add(_ at: Int64, _ direction: Direction, _ payload: [UInt8]) {

@@ -10,7 +10,7 @@ import Testing
     /// A host built from the library's host core, as an embedder would write one.
     final class CoreHost: @unchecked Sendable {  // called from the adapter's one thread only
         var core: HostCore<String>
-        init(maximumControllers: Int) { core = HostCore(wireProtocol: MotionLinkV1.self, rule: .default, maximumControllers: maximumControllers) }
+        init(maximumControllers: Int) { core = HostCore(wireProtocol: MotionLinkV1(), rule: .default, maximumControllers: maximumControllers) }
         func receive(_ datagram: [UInt8], from controller: String) -> [[UInt8]] {
             guard let decision = core.handle(datagram, from: controller, receivedNs: SystemClock.monotonicNs()),
                   let reply = MotionLinkV1.reply(to: decision) else { return [] }
@@ -29,7 +29,7 @@ import Testing
     @Test func aCorrectInProcessHostPassesEveryCase() throws {
         let host = CoreHost(maximumControllers: 256)
         var seen: [String] = []
-        let report = try Conformance.check(MotionLinkV1.self, against: .inProcess { host.receive($0, from: $1) }, options: Self.untimed) {
+        let report = try Conformance.check(MotionLinkV1(), against: .inProcess { host.receive($0, from: $1) }, options: Self.untimed) {
             seen.append($0.info.id)
         }
         #expect(report.results.count == 13 && seen.count == 13)
@@ -42,7 +42,7 @@ import Testing
     @Test func aHostThatNeverAcksFails() throws {
         var options = Conformance.Options()
         options.cases = ["AC-TRIGGER-THRESHOLD", "AC-ACK-FORMAT"]
-        let report = try Conformance.check(MotionLinkV1.self, against: .inProcess { _, _ in [] }, options: options)
+        let report = try Conformance.check(MotionLinkV1(), against: .inProcess { _, _ in [] }, options: options)
         #expect(report.failed(strict: false))
         #expect(report.results.count == 2)
         #expect(report.results.contains { $0.info.id == "AC-TRIGGER-THRESHOLD" && $0.verdict.name == "FAIL" }, "\(report.results.map(\.verdict.name))")
@@ -53,7 +53,7 @@ import Testing
         var options = Conformance.Options()
         options.cases = ["AC-ACK-FORMAT", "AC-TRIGGER-REFRACTORY"]
         let command = "exec '\(try Fixture.binary.path)' host --stdio"
-        let report = try Conformance.check(MotionLinkV1.self, against: .exec(command), options: options)
+        let report = try Conformance.check(MotionLinkV1(), against: .exec(command), options: options)
         #expect(!report.failed(strict: true), "\(report.results.map { "\($0.info.id) \($0.verdict.name)" })")
         #expect(report.results.count == 2)
     }
@@ -61,9 +61,9 @@ import Testing
     @Test func whatCannotRunIsAFailureNotAVerdict() throws {
         var none = Conformance.Options()
         none.cases = ["AC-NO-SUCH-CASE"]
-        #expect(throws: Conformance.Failure.self) { try Conformance.check(MotionLinkV1.self, against: .inProcess { _, _ in [] }, options: none) }
+        #expect(throws: Conformance.Failure.self) { try Conformance.check(MotionLinkV1(), against: .inProcess { _, _ in [] }, options: none) }
         do {
-            _ = try Conformance.check(AttitudeStream.self, against: .inProcess { _, _ in [] })
+            _ = try Conformance.check(AttitudeStream(), against: .inProcess { _, _ in [] })
             Issue.record("a byte-stream protocol has no in-process datagram host")
         } catch {
             #expect(error.code == .unreachable && error.description.contains("byte stream"), "\(error)")

@@ -8,7 +8,7 @@ import Testing
 
 /// KeepCalm captures built message by message: 10 Hz from each controller by capture time.
 struct KeepCalmCapture {
-    var observation = CaptureObservation(source: "test", wireProtocol: KeepCalmJSON.self, capturePoint: .host)
+    var observation = CaptureObservation(source: "test", wireProtocol: KeepCalmJSON(), capturePoint: .host)
     let host = Endpoint(host: "10.0.0.1", port: 47120)
 
     mutating func add(_ timeNs: Int64, _ controller: Endpoint, _ payload: [UInt8]) {
@@ -113,7 +113,7 @@ func passiveCase(_ suite: ProtocolSuite, _ id: String) -> any PassiveCase { suit
     }
 
     @Test func anEmptyCaptureJudgesNothing() {
-        let empty = KeepCalmCapture(observation: CaptureObservation(source: "empty", wireProtocol: KeepCalmJSON.self, capturePoint: .host))
+        let empty = KeepCalmCapture(observation: CaptureObservation(source: "empty", wireProtocol: KeepCalmJSON(), capturePoint: .host))
         for c in suite.passiveCases where c.info.level != .observation {
             #expect({ if case .inconclusive = empty.run(c).verdict { return true } else { return false } }(), "\(c.info.id)")
         }

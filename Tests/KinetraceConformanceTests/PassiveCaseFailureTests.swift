@@ -33,7 +33,7 @@ struct HandCapture {
     }
 
     var observation: CaptureObservation {
-        var o = CaptureObservation(source: "hand-written", wireProtocol: MotionLinkV1.self, capturePoint: .host)
+        var o = CaptureObservation(source: "hand-written", wireProtocol: MotionLinkV1(), capturePoint: .host)
         // A stable sort: datagrams written at the same instant keep their order.
         for (n, d) in datagrams.enumerated().sorted(by: { ($0.element.timeNs, $0.offset) < ($1.element.timeNs, $1.offset) }).map(\.element).enumerated() {
             o.datagrams.append(.init(number: n + 1, timeNs: d.timeNs, direction: d.direction,

@@ -5,7 +5,7 @@ import KinetraceWire
 
 /// Builds captures with one fault each and checks each passive case's verdict.
 struct CaptureBuilder {
-    var observation = CaptureObservation(source: "test", wireProtocol: MotionLinkV1.self, capturePoint: .host)
+    var observation = CaptureObservation(source: "test", wireProtocol: MotionLinkV1(), capturePoint: .host)
     let host = Endpoint(host: "10.0.0.1", port: 47110)
 
     mutating func add(_ timeNs: Int64, _ direction: Direction, _ controller: Endpoint, _ payload: [UInt8]) {

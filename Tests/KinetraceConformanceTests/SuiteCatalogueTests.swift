@@ -12,7 +12,7 @@ import Testing
     static let all: [CaseInfo] = suite.activeCases.map(\.info) + suite.passiveCases.map(\.info)
 
     static func impaired(_ network: String, seed: UInt64 = 1) -> ImpairedPathCase {
-        ImpairedPathCase(network: network, impairments: Impairments(), wireProtocol: MotionLinkV1.self,
+        ImpairedPathCase(network: network, impairments: Impairments(), wireProtocol: MotionLinkV1(),
                          requirements: ["ML-GESTURE-2"], seed: seed)
     }
 
@@ -70,7 +70,7 @@ import Testing
             #expect(Double(TriggerLevel.below(rule)) <= tau, "τ = \(tau)")
         }
         // Through the protocol's own sample maker: a MotionFrame with that ay and nothing else.
-        let bytes = TriggerLevel.sample(MotionLinkV1.self, ay: 0.9, tMs: 42)
+        let bytes = TriggerLevel.sample(MotionLinkV1(), ay: 0.9, tMs: 42)
         #expect(bytes == MotionFrame(tMs: 42, ay: 0.9).encoded())
     }
 

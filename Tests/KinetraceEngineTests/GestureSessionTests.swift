@@ -24,7 +24,7 @@ private struct Session {
             case .motion(let sample): samples.append(sample)
             case .label(let label): labels.append(label)
             case .message(let message):
-                if case .success(.frame(let frame)) = message.decoded(as: MotionLinkV1.self) { frames.append((message, frame)) }
+                if case .success(.frame(let frame)) = message.decoded(as: MotionLinkV1()) { frames.append((message, frame)) }
             case .event: break
             }
         }

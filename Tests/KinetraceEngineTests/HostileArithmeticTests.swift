@@ -13,7 +13,7 @@ import KinetraceWire
 
     func summarize(stamps: [UInt64]) -> TraceSummary {
         var s = TraceSummarizer(source: "test", header: TraceHeader(created: "", tool: "", capturePoint: .host, clock: .realtime),
-                                wireProtocol: MotionLinkV1.self, rule: .default)
+                                wireProtocol: MotionLinkV1(), rule: .default)
         for (i, tMs) in stamps.enumerated() {
             s.add(.message(MessageRecord(timeNs: 1_000_000_000 + Int64(i) * 100_000_000, direction: .controllerToHost,
                                          source: a, destination: host, payload: MotionFrame(tMs: tMs).encoded())))

@@ -20,7 +20,7 @@ import KinetraceWire
     }
 
     func analyse(_ records: [TraceRecord], at point: CapturePoint = .host, options: LatencyOptions = .init()) -> LatencyAnalysis {
-        var collector = LatencyCollector(header: TraceHeader(created: "", tool: "", capturePoint: point, clock: .realtime), wireProtocol: MotionLinkV1.self)
+        var collector = LatencyCollector(header: TraceHeader(created: "", tool: "", capturePoint: point, clock: .realtime), wireProtocol: MotionLinkV1())
         for record in records { collector.add(record) }
         return collector.analysis(options: options)
     }

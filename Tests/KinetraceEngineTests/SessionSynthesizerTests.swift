@@ -68,7 +68,7 @@ import KinetraceSupport
         var synth = SessionSynthesizer({ var c = SessionSynthesizer.Configuration(); c.durationS = 30; return c }())
         var latencies: [Double] = []
         while let r = synth.next() {
-            guard case .message(let m) = r, case .success(.frame(let f)) = m.decoded(as: MotionLinkV1.self) else { continue }
+            guard case .message(let m) = r, case .success(.frame(let f)) = m.decoded(as: MotionLinkV1()) else { continue }
             latencies.append(Double(m.timeNs - Int64(f.tMs) * 1_000_000) / 1e6)
         }
         #expect(latencies.count == 300)

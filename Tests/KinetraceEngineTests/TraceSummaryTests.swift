@@ -20,7 +20,7 @@ import KinetraceWire
     }
 
     func summarize(_ records: [TraceRecord], rule: GestureRule = .default) -> TraceSummary {
-        var s = TraceSummarizer(source: "test", header: TraceHeader(created: "", tool: "", capturePoint: .host, clock: .realtime), wireProtocol: MotionLinkV1.self, rule: rule)
+        var s = TraceSummarizer(source: "test", header: TraceHeader(created: "", tool: "", capturePoint: .host, clock: .realtime), wireProtocol: MotionLinkV1(), rule: rule)
         for r in records { s.add(r) }
         return s.summary
     }

@@ -11,13 +11,13 @@ import KinetraceWire
 final class RecordList: TraceRecordSource {
     let source: String
     let header: TraceHeader
-    let wireProtocol: any WireProtocol.Type
+    let wireProtocol: any WireProtocol
     private var records: [TraceRecord]
     private var position = 0
     var truncation: TraceTruncation? { nil }
     var unknownRecordCount: Int { 0 }
 
-    init(_ records: [TraceRecord], _ wireProtocol: any WireProtocol.Type, source: String = "test", capturePoint: CapturePoint = .host) {
+    init(_ records: [TraceRecord], _ wireProtocol: any WireProtocol, source: String = "test", capturePoint: CapturePoint = .host) {
         self.source = source
         self.records = records
         self.wireProtocol = wireProtocol
@@ -60,7 +60,7 @@ final class RecordList: TraceRecordSource {
                                    payload: Array("{\"type\":".utf8))),
             keepCalm(y: 0.6, id: 4, atMs: 1400),   // the latch has ended: jump
         ]
-        let summary = try TraceSummarizer.summarize(RecordList(records, KeepCalmJSON.self))
+        let summary = try TraceSummarizer.summarize(RecordList(records, KeepCalmJSON()))
         #expect(!summary.hasReplies)
         #expect(!summary.hasSenderClock)
         #expect(summary.decisions == ["jump": 2])
@@ -91,8 +91,8 @@ final class RecordList: TraceRecordSource {
                                 destination: host, payload: AttitudeRecord(roll: 3, pitch: 1.5, yaw: 3).encoded())
         gap.framingError = WireError(.streamGap, offset: 120, expected: "the bytes before this record")
         let source = FramingRecordSource(RecordList([chunk(0..<5, atMs: 1000), chunk(5..<20, atMs: 1010), chunk(20..<40, atMs: 1030)],
-                                                    AttitudeStream.self))
-        var summarizer = TraceSummarizer(source: source.source, header: source.header, wireProtocol: AttitudeStream.self)
+                                                    AttitudeStream()))
+        var summarizer = TraceSummarizer(source: source.source, header: source.header, wireProtocol: AttitudeStream())
         while let record = try source.next() { summarizer.add(record) }
         // A record the capture's reassembly marked: after missing bytes, whatever it holds is not trusted.
         summarizer.add(.message(gap))
@@ -113,7 +113,7 @@ final class RecordList: TraceRecordSource {
     // MARK: latency
 
     @Test func arrivalIntervalsAndRFC3550JitterWithoutASenderClock() throws {
-        var collector = LatencyCollector(header: RecordList([], KeepCalmJSON.self).header, wireProtocol: KeepCalmJSON.self)
+        var collector = LatencyCollector(header: RecordList([], KeepCalmJSON()).header, wireProtocol: KeepCalmJSON())
         for (n, atMs) in [0, 100, 220, 300].enumerated() { collector.add(keepCalm(y: 0, id: UInt64(n + 1), atMs: 5000 + Int64(atMs))) }
         let analysis = collector.analysis()
         let intervals = try #require(analysis.result(for: .arrivalInterval))
@@ -129,7 +129,7 @@ final class RecordList: TraceRecordSource {
     }
 
     @Test func oneMessageMeasuresNothing() {
-        var collector = LatencyCollector(header: RecordList([], AttitudeStream.self).header, wireProtocol: AttitudeStream.self)
+        var collector = LatencyCollector(header: RecordList([], AttitudeStream()).header, wireProtocol: AttitudeStream())
         collector.add(attitude(0.1, atMs: 1000))
         let analysis = collector.analysis()
         #expect(analysis.measures.isEmpty)
@@ -145,7 +145,7 @@ final class RecordList: TraceRecordSource {
             return .message(m)
         }
         seen.append(seen[0])
-        let analysis = try LatencyJoin.join(controller: RecordList(sent, KeepCalmJSON.self), host: RecordList(seen, KeepCalmJSON.self))
+        let analysis = try LatencyJoin.join(controller: RecordList(sent, KeepCalmJSON()), host: RecordList(seen, KeepCalmJSON()))
         let oneWay = try #require(analysis.result(for: .joinedOneWay))
         #expect(oneWay.samples.map(\.ms) == [3, 3, 3, 3])
         #expect(analysis.unpairedAcks == 1)
@@ -156,8 +156,8 @@ final class RecordList: TraceRecordSource {
         // Identical records (a phone held still) can only be told apart by position.
         let sent = (0..<4).map { attitude(0.25, atMs: 1000 + 17 * Int64($0)) }
         let received = (0..<4).map { attitude(0.25, atMs: 1000 + 17 * Int64($0) + 2 + Int64($0)) }
-        let analysis = try LatencyJoin.join(controller: RecordList(sent, AttitudeStream.self),
-                                            host: RecordList(received, AttitudeStream.self))
+        let analysis = try LatencyJoin.join(controller: RecordList(sent, AttitudeStream()),
+                                            host: RecordList(received, AttitudeStream()))
         #expect(try #require(analysis.result(for: .joinedOneWay)).samples.map(\.ms) == [2, 3, 4, 5])
         #expect(analysis.notes.first?.contains("by position") == true)
 
@@ -165,7 +165,7 @@ final class RecordList: TraceRecordSource {
         let natted = Endpoint(host: "192.0.2.7", port: 61000)
         var moved = (0..<4).map { attitude(0.25, atMs: 1005 + 17 * Int64($0), from: natted) }
         moved[1] = attitude(0.5, atMs: 1022, from: natted)
-        let behindNAT = try LatencyJoin.join(controller: RecordList(sent, AttitudeStream.self), host: RecordList(moved, AttitudeStream.self))
+        let behindNAT = try LatencyJoin.join(controller: RecordList(sent, AttitudeStream()), host: RecordList(moved, AttitudeStream()))
         #expect(try #require(behindNAT.result(for: .joinedOneWay)).samples.map(\.ms) == [5, 5, 5])
         #expect(behindNAT.notes.contains { $0.contains("order of appearance") })
         #expect(behindNAT.notes.contains { $0.hasPrefix("ambiguous: 1 record(s) differ") })
@@ -178,7 +178,7 @@ final class RecordList: TraceRecordSource {
             keepCalm(y: 0.9, id: 1, atMs: 1000), keepCalm(y: 0.9, id: 2, atMs: 1100), keepCalm(y: 0.9, id: 3, atMs: 1400),
             .label(LabelRecord(timeNs: 950 * ms, controller: phone, gesture: "jump", tMs: 950)),
         ]
-        let trace = try GestureTrace.read(RecordList(records, KeepCalmJSON.self))
+        let trace = try GestureTrace.read(RecordList(records, KeepCalmJSON()))
         #expect(trace.sampleContents == [.combined])
         #expect(trace.samples[0].map(\.tMs) == [1000, 1100, 1400])
         let settings = try DetectorKind.keepcalm.settings([:])
@@ -192,7 +192,7 @@ final class RecordList: TraceRecordSource {
         let degree = Float32.pi / 180
         let rolls: [Float32] = [0, 5, 20, 25, 10, 2, -18, -30, -5, 20]
         let records = rolls.enumerated().map { attitude($0.element * degree, atMs: 1000 + 17 * Int64($0.offset)) }
-        let trace = try GestureTrace.read(RecordList(records, AttitudeStream.self))
+        let trace = try GestureTrace.read(RecordList(records, AttitudeStream()))
         #expect(trace.sampleContents[0].isSuperset(of: [.attitude, .gravity]))
         let roll = try DetectorKind.attitudeTilt.settings([:])
         let found = GestureEvaluation.detect(.attitudeTilt, [roll], trace.samples[0])[0]
@@ -204,11 +204,11 @@ final class RecordList: TraceRecordSource {
     }
 
     @Test func detectorsThatCannotReadTheProtocolAreRefused() throws {
-        let attitudeTrace = try GestureTrace.read(RecordList([attitude(0, atMs: 1000)], AttitudeStream.self))
+        let attitudeTrace = try GestureTrace.read(RecordList([attitude(0, atMs: 1000)], AttitudeStream()))
         for kind in [DetectorKind.keepcalm, .threshold, .motionlinkV1, .badgerJump] {
             #expect(throws: GestureError.self) { try GestureEvaluation.evaluate(attitudeTrace, settings: [try kind.settings([:])], window: MatchWindow()) }
         }
-        let keepCalmTrace = try GestureTrace.read(RecordList([keepCalm(y: 0, id: 1, atMs: 1000)], KeepCalmJSON.self))
+        let keepCalmTrace = try GestureTrace.read(RecordList([keepCalm(y: 0, id: 1, atMs: 1000)], KeepCalmJSON()))
         do {
             _ = try GestureEvaluation.evaluate(keepCalmTrace, settings: [try DetectorKind.attitudeTilt.settings([:])], window: MatchWindow())
             Issue.record("attitude-tilt ran on KeepCalm frames")
@@ -243,7 +243,7 @@ final class RecordList: TraceRecordSource {
 
     // MARK: synthesized sessions
 
-    func synthesize(_ wireProtocol: any WireProtocol.Type, persona: Persona, seed: UInt64) -> RecordList {
+    func synthesize(_ wireProtocol: any WireProtocol, persona: Persona, seed: UInt64) -> RecordList {
         var configuration = GestureSessionSynthesizer.Configuration()
         configuration.wireProtocol = wireProtocol
         configuration.persona = persona
@@ -259,7 +259,7 @@ final class RecordList: TraceRecordSource {
 
     @Test(arguments: [UInt64(3), 11])
     func steeringAttitudeStreamTiltsAreFoundOnPitch(seed: UInt64) throws {
-        let trace = try GestureTrace.read(synthesize(AttitudeStream.self, persona: .steering, seed: seed), source: .frames)
+        let trace = try GestureTrace.read(synthesize(AttitudeStream(), persona: .steering, seed: seed), source: .frames)
         #expect(trace.labels.contains { $0.gesture == "tilt_left" } && trace.labels.contains { $0.gesture == "tilt_right" })
         let settings = try DetectorKind.attitudeTilt.settings(["axis": "pitch"])
         let score = try GestureEvaluation.evaluate(trace, settings: [settings], window: MatchWindow())[0].score
@@ -271,7 +271,7 @@ final class RecordList: TraceRecordSource {
 
     @Test(arguments: [UInt64(3), 11])
     func steadyKeepCalmJumpsAreFoundOnTheGamesFrames(seed: UInt64) throws {
-        let trace = try GestureTrace.read(synthesize(KeepCalmJSON.self, persona: .steady, seed: seed), source: .frames)
+        let trace = try GestureTrace.read(synthesize(KeepCalmJSON(), persona: .steady, seed: seed), source: .frames)
         #expect(trace.sampleKinds == [.frames])
         let score = try GestureEvaluation.evaluate(trace, settings: [try DetectorKind.keepcalm.settings([:])], window: MatchWindow())[0].score
         #expect(score.truePositives > 10, "seed \(seed)")

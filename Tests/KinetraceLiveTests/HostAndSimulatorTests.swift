@@ -36,7 +36,7 @@ import Testing
         let reader = try TraceReader(path: simTrace)
         while let record = try reader.next() {
             guard case .message(let m) = record else { continue }
-            switch (m.direction, m.decoded(as: MotionLinkV1.self)) {
+            switch (m.direction, m.decoded(as: MotionLinkV1())) {
             case (.controllerToHost, .success(.frame(let f))):
                 if tracker.accept(f, from: m.source) == .trigger { predicted.insert("\(m.source) \(f.tMs)") }
             case (.hostToController, .success(.ack(let a))):

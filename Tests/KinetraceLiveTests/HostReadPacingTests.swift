@@ -36,7 +36,7 @@ import Testing
     /// is handled and every trigger answered, in batched and in immediate mode.
     @Test(arguments: [Int64(100_000), nil])
     func everyDatagramIsHandledAndEveryTriggerAnswered(intervalNs: Int64?) throws {
-        var configuration = ReferenceHost.Configuration(wireProtocol: MotionLinkV1.self)
+        var configuration = ReferenceHost.Configuration(wireProtocol: MotionLinkV1())
         configuration.port = 0
         configuration.readBatchIntervalNs = intervalNs
         let host = try ReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
@@ -131,7 +131,7 @@ import Testing
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let tracePath = dir.appendingPathComponent("host.jsonl").path
-        var configuration = ReferenceHost.Configuration(wireProtocol: MotionLinkV1.self)
+        var configuration = ReferenceHost.Configuration(wireProtocol: MotionLinkV1())
         configuration.port = 0
         configuration.tracePath = tracePath
         let host = try ReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
@@ -158,7 +158,7 @@ import Testing
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let tracePath = dir.appendingPathComponent("host.jsonl").path
-        var configuration = ReferenceHost.Configuration(wireProtocol: KeepCalmJSON.self)
+        var configuration = ReferenceHost.Configuration(wireProtocol: KeepCalmJSON())
         configuration.port = 0
         configuration.tracePath = tracePath
         let host = try ReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })

@@ -12,7 +12,7 @@ import Testing
     static func frame(_ tMs: UInt64, ay: Float32 = 0) -> [UInt8] { MotionFrame(tMs: tMs, ay: ay).encoded() }
 
     @Test func aMillionSpoofedSourcesStayWithinTheMaximumAndARealTriggerIsStillAnswered() {
-        var core = HostCore<Int>(wireProtocol: MotionLinkV1.self, rule: .default, maximumControllers: 1_000, idleTimeoutNs: nil)
+        var core = HostCore<Int>(wireProtocol: MotionLinkV1(), rule: .default, maximumControllers: 1_000, idleTimeoutNs: nil)
         let spoof = Self.frame(1)
         var largest = 0
         for source in 0..<1_000_000 {
@@ -28,7 +28,7 @@ import Testing
 
     @Test func aControllerIdleForLongerThanTheTimeoutIsForgottenAndStartsFresh() {
         let second: Int64 = 1_000_000_000
-        var core = HostCore<String>(wireProtocol: MotionLinkV1.self, rule: .default, maximumControllers: 10, idleTimeoutNs: 120 * second)
+        var core = HostCore<String>(wireProtocol: MotionLinkV1(), rule: .default, maximumControllers: 10, idleTimeoutNs: 120 * second)
         #expect(core.handle(Self.frame(5_000, ay: 0.9), from: "a", receivedNs: 0)?.owesReply == true)
         // Within the timeout (and within ML-STATE-4's 2 s resync), an older stamp is stale (ML-GESTURE-2) ...
         #expect(core.handle(Self.frame(4_000, ay: 0.9), from: "a", receivedNs: 1 * second) == nil)

@@ -44,7 +44,7 @@ import Testing
             // One jump per labelled jump, decided on a sample sent while that jump was under way.
             let labels = sent.labels.filter { $0.controller == controller && $0.gesture == "jump" }.sorted { $0.timeNs < $1.timeNs }
             #expect(labels.count >= 2)
-            let sendTimes = Dictionary(zip(messages.map { KeepCalmJSON.facts($0).motion!.combined!.y }, sent.messageTimes[controller]!),
+            let sendTimes = Dictionary(zip(messages.map { KeepCalmJSON.facts($0).motion!.own!.y }, sent.messageTimes[controller]!),
                                        uniquingKeysWith: { first, _ in first })
             // The sample's value is the motion at its schedule; it left at or after it (1 s of slack for a busy machine).
             let windowNs = Int64(MotionSignalModelJumpMs) * 1_000_000 + 1_000_000_000

@@ -53,7 +53,7 @@ struct ReassemblyBoundLiveTests {
         // Reserves a port no one else uses; nothing connects to it.
         let reserved = try LoopbackTCPPair()
         let connections = 20, segments = 500
-        var configuration = LiveCapture.Configuration(wireProtocol: AttitudeStream.self, interface: "lo", pcapPath: nil,
+        var configuration = LiveCapture.Configuration(wireProtocol: AttitudeStream(), interface: "lo", pcapPath: nil,
                                                       tracePath: dir.appendingPathComponent("flood.jsonl").path)
         configuration.port = reserved.port
         // 10,000 bytes wait, well under the bound; with each segment's overhead, 81 bytes apiece, far over it.

@@ -129,7 +129,7 @@ import Testing
                 #expect(e.data["decision"] == .string("jump"))
                 observed.append(UInt64(try #require(e.data["t_ms"]?.integerValue)))
             case .message(let m) where m.direction == .hostToController:
-                if case .success(.ack(let ack)) = m.decoded(as: MotionLinkV1.self) { acked.append(ack.echoTMs) }
+                if case .success(.ack(let ack)) = m.decoded(as: MotionLinkV1()) { acked.append(ack.echoTMs) }
             default: break
             }
         }

@@ -62,7 +62,7 @@ struct StreamCaptureLiveTests {
         #expect(messages.allSatisfy { $0.framingError == nil && $0.direction == .controllerToHost })
         // The trace holds what the capture reader makes of the pcap: the same chunks and events.
         let fromTrace = try Self.readAll(try TraceInput.open(path: trace, framed: false))
-        let fromPcap = try Self.readAll(try TraceInput.open(path: pcap, wireProtocol: AttitudeStream.self, port: pair.port, framed: false))
+        let fromPcap = try Self.readAll(try TraceInput.open(path: pcap, wireProtocol: AttitudeStream(), port: pair.port, framed: false))
         #expect(fromTrace == fromPcap)
         let starts = fromTrace.compactMap { record -> StreamEvent? in
             if case .event(let e) = record, let event = StreamEvent(e), case .start = event { return event }

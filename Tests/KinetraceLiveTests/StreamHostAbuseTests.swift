@@ -77,7 +77,7 @@ final class RawTCPClient {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let trace = dir.appendingPathComponent("host.jsonl").path
-        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream.self)
+        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream())
         configuration.port = 0
         configuration.tracePath = trace
         let host = try StreamReferenceHost(configuration: configuration, logger: Self.quiet)
@@ -115,7 +115,7 @@ final class RawTCPClient {
     /// connects after it is admitted and served.
     @Test func elevenHundredIdleConnectionsLockNoPhoneOut() throws {
         DescriptorLimit.raiseToHardLimit()
-        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream.self)
+        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream())
         configuration.port = 0
         configuration.maximumConnections = 16
         configuration.connectionTimeoutNs = nil  // displacement alone, on a machine however slow
@@ -151,7 +151,7 @@ final class RawTCPClient {
     /// Finding 5 (AS-CONN-3): a connection that delivers no whole record for the timeout is closed,
     /// however many bytes it trickles; a phone streaming records is not.
     @Test func aTricklingOrSilentConnectionIsClosedAfterTheTimeoutAndAStreamingOneIsNot() throws {
-        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream.self)
+        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream())
         configuration.port = 0
         configuration.connectionTimeoutNs = 300_000_000
         let host = try StreamReferenceHost(configuration: configuration, logger: Self.quiet)

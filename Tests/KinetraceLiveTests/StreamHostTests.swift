@@ -150,7 +150,7 @@ func lastJSONLine(_ text: String) throws -> [String: Any] {
         let nan = AttitudeRecord(roll: .nan, pitch: 0, yaw: .infinity).encoded()
         let stream = (0..<5).map { _ in randomRecord() }
         let writes = try StreamSegmenter.plan([StreamWrite(timeNs: 0, bytes: stream[0..<2].flatMap { $0 } + nan + stream[2...].flatMap { $0 })],
-                                              .byte, wireProtocol: AttitudeStream.self)
+                                              .byte, wireProtocol: AttitudeStream())
         #expect(writes.count == 6 * 12)
         for write in writes { #expect(link.send(write.bytes, from: bytewise, deadlineMonotonicNs: deadline()) == nil) }
         expected[bytewise] = stream
@@ -227,7 +227,7 @@ func lastJSONLine(_ text: String) throws -> [String: Any] {
     /// AS-CONN-2: at the limit a new connection is admitted and displaces one that has sent no
     /// record yet, not the phone that is streaming (the host used to close the new one).
     @Test func aNewConnectionAtTheLimitDisplacesAnIdleOneNotTheStreamingPhone() throws {
-        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream.self)
+        var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream())
         configuration.port = 0
         configuration.maximumConnections = 2
         let host = try StreamReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })

@@ -24,7 +24,7 @@ import Testing
     @Test(arguments: Segmentation.allCases, [1, 2, 3] as [UInt64])
     func everyByteGoesOutOnceInOrderNeverBeforeItWasRecorded(_ segmentation: Segmentation, seed: UInt64) throws {
         let chunks = Self.chunks(seed: seed)
-        let writes = try StreamSegmenter.plan(chunks, segmentation, wireProtocol: AttitudeStream.self, seed: seed)
+        let writes = try StreamSegmenter.plan(chunks, segmentation, wireProtocol: AttitudeStream(), seed: seed)
         #expect(writes.flatMap(\.bytes) == chunks.flatMap(\.bytes))
         #expect(writes.allSatisfy { !$0.bytes.isEmpty })
         #expect(zip(writes, writes.dropFirst()).allSatisfy { $0.timeNs <= $1.timeNs })
@@ -56,10 +56,10 @@ import Testing
         let a = Self.chunks(seed: 1)
         // The same bytes in one chunk.
         let whole = [StreamWrite(timeNs: 5, bytes: a.flatMap(\.bytes))]
-        let cutsA = try StreamSegmenter.plan(a, .random, wireProtocol: AttitudeStream.self, seed: 99).map(\.bytes.count)
-        let cutsAgain = try StreamSegmenter.plan(a, .random, wireProtocol: AttitudeStream.self, seed: 99).map(\.bytes.count)
-        let cutsWhole = try StreamSegmenter.plan(whole, .random, wireProtocol: AttitudeStream.self, seed: 99).map(\.bytes.count)
-        let cutsOther = try StreamSegmenter.plan(a, .random, wireProtocol: AttitudeStream.self, seed: 100).map(\.bytes.count)
+        let cutsA = try StreamSegmenter.plan(a, .random, wireProtocol: AttitudeStream(), seed: 99).map(\.bytes.count)
+        let cutsAgain = try StreamSegmenter.plan(a, .random, wireProtocol: AttitudeStream(), seed: 99).map(\.bytes.count)
+        let cutsWhole = try StreamSegmenter.plan(whole, .random, wireProtocol: AttitudeStream(), seed: 99).map(\.bytes.count)
+        let cutsOther = try StreamSegmenter.plan(a, .random, wireProtocol: AttitudeStream(), seed: 100).map(\.bytes.count)
         #expect(cutsA == cutsAgain)
         #expect(cutsA == cutsWhole)
         #expect(cutsA != cutsOther)
@@ -70,7 +70,7 @@ import Testing
 
     @Test func anEmptyStreamPlansNoWrites() throws {
         for segmentation in Segmentation.allCases {
-            #expect(try StreamSegmenter.plan([StreamWrite(timeNs: 1, bytes: [])], segmentation, wireProtocol: AttitudeStream.self).isEmpty)
+            #expect(try StreamSegmenter.plan([StreamWrite(timeNs: 1, bytes: [])], segmentation, wireProtocol: AttitudeStream()).isEmpty)
         }
     }
 }

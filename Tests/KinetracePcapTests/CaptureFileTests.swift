@@ -55,7 +55,7 @@ import Testing
     }
 
     func readAll(_ path: String, port: UInt16 = 47110) throws -> (PcapTraceReader, [TraceRecord]) {
-        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1.self, port: port)
+        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1(), port: port)
         var records: [TraceRecord] = []
         while let record = try reader.next() { records.append(record) }
         return (reader, records)
@@ -203,7 +203,7 @@ import Testing
         file += PacketBytes.le32(1_767_225_601) + PacketBytes.le32(0) + PacketBytes.le32(0x00FF_FFFF) + PacketBytes.le32(0x00FF_FFFF) + [1, 2, 3]
         let path = dir.appendingPathComponent("corrupt.pcap").path
         try Data(file).write(to: URL(fileURLWithPath: path))
-        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1.self, port: 47110)
+        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1(), port: 47110)
         #expect(try reader.next() == .message(MessageRecord(timeNs: 1_767_225_600_000_000_005, direction: .controllerToHost,
                                                            source: Self.controller, destination: Self.host, payload: Self.frame)))
         let error = #expect(throws: TraceError.self) { try reader.next() }
@@ -228,7 +228,7 @@ import Testing
         #expect(throws: TraceError.self) { try TraceInput.open(path: missing) }
         #expect((try? TraceInput.open(path: missing)) == nil)
         do {
-            _ = try PcapTraceReader(path: missing, wireProtocol: MotionLinkV1.self)
+            _ = try PcapTraceReader(path: missing, wireProtocol: MotionLinkV1())
             Issue.record("opened a missing file")
         } catch {
             #expect(error.code == .notFound)
@@ -274,7 +274,7 @@ import Testing
     /// The bundled real capture and the trace its capture wrote at the same time hold the same records.
     @Test func bundledLoopbackCaptureMatchesItsTrace() throws {
         let captures = Fixture.packageRoot.appendingPathComponent("captures")
-        let pcap = try PcapTraceReader(path: captures.appendingPathComponent("loopback-session.pcap").path, wireProtocol: MotionLinkV1.self, port: 41448)
+        let pcap = try PcapTraceReader(path: captures.appendingPathComponent("loopback-session.pcap").path, wireProtocol: MotionLinkV1(), port: 41448)
         let trace = try TraceReader(path: captures.appendingPathComponent("loopback-session.jsonl").path)
         var fromPcap: [TraceRecord] = [], fromTrace: [TraceRecord] = []
         while let record = try pcap.next() { fromPcap.append(record) }

@@ -60,7 +60,7 @@ import Testing
         #expect(json.stdout == #"{"comments_written":0,"input":"\#(trace)","input_format":"trace","link_type":null,"not_written":{"event":0,"label":0,"motion":0},"# +
                 #""output":"\#(back)","output_format":"pcap","packets_read":null,"packets_skipped":null,"records_read":2,"# +
                 #""records_written":2,"truncation":null,"unknown_records":0}"# + "\n")
-        let again = try PcapTraceReader(path: back, wireProtocol: MotionLinkV1.self, port: 47110)
+        let again = try PcapTraceReader(path: back, wireProtocol: MotionLinkV1(), port: 47110)
         var reread: [TraceRecord] = []
         while let record = try again.next() { reread.append(record) }
         #expect(reread == records)

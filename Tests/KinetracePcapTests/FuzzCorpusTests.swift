@@ -8,7 +8,7 @@ import Testing
 /// The pcap and tcp fuzz targets' seeds and saved crashes (Fuzz/corpus,
 /// Fuzz/regressions), through the same calls the targets make.
 @Suite struct FuzzCorpusTests {
-    static let protocols: [any WireProtocol.Type] = [MotionLinkV1.self, KeepCalmJSON.self, AttitudeStream.self]
+    static let protocols: [any WireProtocol] = [MotionLinkV1(), KeepCalmJSON(), AttitudeStream()]
 
     /// pcap: each input as a capture file read by `PcapTraceReader` for every
     /// protocol, then as one packet of every link type. An `ok-…` seed must

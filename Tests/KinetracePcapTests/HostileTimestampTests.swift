@@ -29,7 +29,7 @@ import Testing
         defer { Fixture.remove(dir) }
         let path = dir.appendingPathComponent("ones.pcapng").path
         try Data(Self.pcapng(high: 0xFFFF_FFFF, low: 0xFFFF_FFFF)).write(to: URL(fileURLWithPath: path))
-        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1.self)
+        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1())
         #expect {
             _ = try reader.next()
         } throws: { error in
@@ -44,7 +44,7 @@ import Testing
         let path = dir.appendingPathComponent("sane.pcapng").path
         // 1,700,000,000 s in microseconds: 0x00060A24_181E4000.
         try Data(Self.pcapng(high: 0x0006_0A24, low: 0x181E_4000)).write(to: URL(fileURLWithPath: path))
-        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1.self)
+        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1())
         let record = try #require(try reader.nextMessage())
         #expect(record.timeNs == 1_700_000_000_000_000_000)
     }

@@ -216,7 +216,7 @@ struct LiveCaptureTests {
         let whole = try Data(contentsOf: URL(fileURLWithPath: file))
         let cutFile = dir.appendingPathComponent("cut.pcap").path
         try whole.prefix(whole.count - 3).write(to: URL(fileURLWithPath: cutFile))
-        let reader = try PcapTraceReader(path: cutFile, wireProtocol: MotionLinkV1.self, port: host.port)
+        let reader = try PcapTraceReader(path: cutFile, wireProtocol: MotionLinkV1(), port: host.port)
         var records: [TraceRecord] = []
         while let record = try reader.next() { records.append(record) }
         #expect(records.count == 5)

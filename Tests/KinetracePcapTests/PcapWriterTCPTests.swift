@@ -124,7 +124,7 @@ import Testing
         let first = try ReadBack(path: original)
         #expect(first.events.contains { if case .gap(_, _, 30, 20) = $0 { return true } else { return false } })
         let writer = try PcapWriter(path: converted, transport: .tcp)
-        let reader = try PcapTraceReader(path: original, wireProtocol: AttitudeStream.self, port: AttitudeStream.defaultPort,
+        let reader = try PcapTraceReader(path: original, wireProtocol: AttitudeStream(), port: AttitudeStream.defaultPort,
                                          reassembler: TCPReassembler())
         while let record = try reader.next() { try writer.write(record) }
         try writer.close()

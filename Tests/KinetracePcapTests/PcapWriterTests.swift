@@ -105,7 +105,7 @@ import Testing
         _ = try Self.write(Self.messages.map(TraceRecord.message), to: first)
 
         let trace = dir.appendingPathComponent("middle.jsonl").path
-        let reader = try PcapTraceReader(path: first, wireProtocol: MotionLinkV1.self, port: 47110)
+        let reader = try PcapTraceReader(path: first, wireProtocol: MotionLinkV1(), port: 47110)
         let traceWriter = try TraceWriter(path: trace, header: reader.header)
         while let record = try reader.next() { try traceWriter.write(record) }
         try traceWriter.close()
@@ -128,7 +128,7 @@ import Testing
         defer { Fixture.remove(dir) }
         let original = dir.appendingPathComponent("tcpdump.pcap").path
         let (_, host) = try LiveCaptureTests.session(v6: false, file: original, extraArguments: ["--time-stamp-precision=nano"])
-        let reader = try PcapTraceReader(path: original, wireProtocol: MotionLinkV1.self, port: host.port)
+        let reader = try PcapTraceReader(path: original, wireProtocol: MotionLinkV1(), port: host.port)
         var records: [TraceRecord] = []
         while let record = try reader.next() { records.append(record) }
         #expect(records.count == 6)
@@ -140,7 +140,7 @@ import Testing
         let after = try tsharkFields(converted, fields)
         #expect(before.count == 6)
         #expect(after == before)
-        let again = try PcapTraceReader(path: converted, wireProtocol: MotionLinkV1.self, port: host.port)
+        let again = try PcapTraceReader(path: converted, wireProtocol: MotionLinkV1(), port: host.port)
         var reread: [TraceRecord] = []
         while let record = try again.next() { reread.append(record) }
         #expect(reread == records)

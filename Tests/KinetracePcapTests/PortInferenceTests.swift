@@ -32,7 +32,7 @@ import Testing
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let path = try Self.capture(Self.frames(to: 41_000, count: 3_000, startMs: 1_000_000), in: dir)
-        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1.self)
+        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1())
         let inference = try #require(reader.portInference)
         #expect(reader.port == 41_000)
         #expect(inference.stoppedEarly && inference.packetsScanned == 1_000, "scanned \(inference.packetsScanned)")
@@ -51,7 +51,7 @@ import Testing
         let early = Self.frames(to: 41_000, count: 1_200, startMs: 1_000_000)
         let rival = Self.frames(to: 42_000, count: 2_500, startMs: 1_000_050)
         let path = try Self.capture(early + rival, in: dir)
-        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1.self)
+        let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1())
         let inference = try #require(reader.portInference)
         #expect(!inference.stoppedEarly && inference.packetsScanned == 3_700, "scanned \(inference.packetsScanned)")
         #expect(reader.port == 42_000, "the majority port, not the first to reach 1,000")

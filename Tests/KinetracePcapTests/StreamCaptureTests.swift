@@ -180,7 +180,7 @@ struct HoldingReassembler: StreamReassembler {
         try runTool("editcap", ["-F", "pcapng", pcap, pcapng])
         for path in [pcap, pcapng] {
             let log = SegmentLog()
-            let reader = try PcapTraceReader(path: path, wireProtocol: ToyStream.self, port: Self.hostPort,
+            let reader = try PcapTraceReader(path: path, wireProtocol: ToyStream(), port: Self.hostPort,
                                              reassembler: PassThroughReassembler(log: log))
             #expect(reader.wireProtocol.id == ToyStream.id)
             #expect(reader.header.protocolID == ToyStream.id)
@@ -205,7 +205,7 @@ struct HoldingReassembler: StreamReassembler {
     @Test func chunksTheReassemblerGivesAtTheEndAreRecorded() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
-        let reader = try PcapTraceReader(path: Self.writeSession(in: dir), wireProtocol: ToyStream.self, port: Self.hostPort,
+        let reader = try PcapTraceReader(path: Self.writeSession(in: dir), wireProtocol: ToyStream(), port: Self.hostPort,
                                          reassembler: HoldingReassembler())
         #expect(try Self.readEverything(reader) == Self.expectedChunks)
         #expect(reader.recordCount == Self.expectedChunks.count)
@@ -214,7 +214,7 @@ struct HoldingReassembler: StreamReassembler {
     @Test func framingACaptureGivesWholeRecords() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
-        let reader = try PcapTraceReader(path: Self.writeSession(in: dir), wireProtocol: ToyStream.self, port: Self.hostPort,
+        let reader = try PcapTraceReader(path: Self.writeSession(in: dir), wireProtocol: ToyStream(), port: Self.hostPort,
                                          reassembler: PassThroughReassembler(log: SegmentLog()))
         let framing = FramingRecordSource(reader)
         let messages = try Self.readEverything(framing)
@@ -230,7 +230,7 @@ struct HoldingReassembler: StreamReassembler {
                                    destination: Self.hostB, payload: Array(s.streamB[12 * i..<12 * i + 12])))
         }
         #expect(messages == [a(0, 4), b(0, 6), b(1, 6), a(1, 10), a(2, 10), b(2, 13), b(3, 13)])
-        for case .message(let m) in messages { #expect(m.facts(ToyStream.self).isValid) }
+        for case .message(let m) in messages { #expect(m.facts(ToyStream()).isValid) }
         #expect(framing.unfinished.map { "\($0.source)>\($0.destination)@\($0.offset)+\($0.bytes)" } == [
             "\(Self.controllerA)>\(Self.hostA)@36+4",
             "\(Self.hostA)>\(Self.controllerA)@0+5",
@@ -241,7 +241,7 @@ struct HoldingReassembler: StreamReassembler {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let path = Self.writeSession(in: dir)
-        let reader = try PcapTraceReader(path: path, wireProtocol: ToyStream.self, port: Self.hostPort)
+        let reader = try PcapTraceReader(path: path, wireProtocol: ToyStream(), port: Self.hostPort)
         let records = try Self.readEverything(reader)
         // The session's segments are in order, so the chunks are the pass-through ones, between stream events.
         #expect(records.filter { if case .message = $0 { true } else { false } } == Self.expectedChunks)
@@ -259,10 +259,10 @@ struct HoldingReassembler: StreamReassembler {
         ])
         #expect(reader.reassemblyCounts?.segmentsIgnored == 0)
         // TraceInput frames it.
-        let framed = try TraceInput.open(path: path, wireProtocol: ToyStream.self, port: Self.hostPort)
+        let framed = try TraceInput.open(path: path, wireProtocol: ToyStream(), port: Self.hostPort)
         #expect(try Self.readEverything(framed).filter { if case .message = $0 { true } else { false } }.count == 7)
         // Read as a datagram protocol, the same capture holds only the one UDP datagram to the port.
-        let udp = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1.self, port: Self.hostPort)
+        let udp = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1(), port: Self.hostPort)
         let datagrams = try Self.readEverything(udp)
         #expect(datagrams.count == 1)
         if case .message(let m) = datagrams.first { #expect(Array(m.payload) == [1, 2, 3]) }
@@ -288,7 +288,7 @@ struct HoldingReassembler: StreamReassembler {
     @Test func traceInputFramesByteStreamTraces() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
-        let registry = ProtocolRegistry([MotionLinkV1.self, ToyStream.self])
+        let registry = ProtocolRegistry([MotionLinkV1(), ToyStream()])
         let path = dir.appendingPathComponent("toy.jsonl").path
         let header = TraceHeader(created: "2026-11-23T08:00:00.000Z", tool: "tests", protocolID: ToyStream.id, capturePoint: .host, clock: .realtime)
         let writer = try TraceWriter(path: path, header: header, registry: registry)
@@ -301,11 +301,11 @@ struct HoldingReassembler: StreamReassembler {
         let raw = try TraceInput.open(path: path, registry: registry, framed: false)
         #expect(raw is TraceReader)
         #expect(try Self.readEverything(raw) == Self.expectedChunks)
-        let named = try TraceInput.open(path: path, wireProtocol: ToyStream.self, registry: registry)
+        let named = try TraceInput.open(path: path, wireProtocol: ToyStream(), registry: registry)
         #expect(named is FramingRecordSource)
 
         do {
-            _ = try TraceInput.open(path: path, wireProtocol: MotionLinkV1.self, registry: registry)
+            _ = try TraceInput.open(path: path, wireProtocol: MotionLinkV1(), registry: registry)
             Issue.record("a toy-stream-v1 trace opened as motionlink-v1")
         } catch {
             #expect(error.code == .protocolMismatch)

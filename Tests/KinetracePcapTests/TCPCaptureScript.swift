@@ -109,7 +109,7 @@ struct ReadBack {
 
     /// With `limits`, both readers get a reassembler with them; without, the framed one is what `TraceInput` opens for the commands.
     init(path: String, port: UInt16 = AttitudeStream.defaultPort, limits: TCPReassembler.Limits? = nil) throws {
-        let raw = try PcapTraceReader(path: path, wireProtocol: AttitudeStream.self, port: port,
+        let raw = try PcapTraceReader(path: path, wireProtocol: AttitudeStream(), port: port,
                                       reassembler: TCPReassembler(limits: limits ?? TCPReassembler.Limits()))
         while let record = try raw.next() {
             switch record {
@@ -123,10 +123,10 @@ struct ReadBack {
         counts = raw.reassemblyCounts
         // The commands' path: TraceInput gives the framed reader.
         let framed: any TraceRecordSource = if let limits {
-            FramingRecordSource(try PcapTraceReader(path: path, wireProtocol: AttitudeStream.self, port: port,
+            FramingRecordSource(try PcapTraceReader(path: path, wireProtocol: AttitudeStream(), port: port,
                                                     reassembler: TCPReassembler(limits: limits)))
         } else {
-            try TraceInput.open(path: path, wireProtocol: AttitudeStream.self, port: port)
+            try TraceInput.open(path: path, wireProtocol: AttitudeStream(), port: port)
         }
         guard let framing = framed as? FramingRecordSource else { throw FixtureError("not framed: \(type(of: framed))") }
         while let record = try framing.next() {

@@ -35,7 +35,7 @@ struct TCPLiveCaptureTests {
 
     /// Directions ended by a FIN in the capture so far.
     static func finishedDirections(_ file: String, port: UInt16) -> Int {
-        guard let reader = try? PcapTraceReader(path: file, wireProtocol: AttitudeStream.self, port: port) else { return 0 }
+        guard let reader = try? PcapTraceReader(path: file, wireProtocol: AttitudeStream(), port: port) else { return 0 }
         var ends = 0
         while let record = try? reader.next() {
             if case .event(let e) = record, let event = StreamEvent(e), case .end(_, _, .fin, _) = event { ends += 1 }

@@ -265,7 +265,7 @@ import Testing
         let flagged = read.flagged
         #expect(flagged.count == 1 + 13)
         #expect(flagged.allSatisfy { $0.framingError?.code == .streamGap })
-        #expect(flagged.allSatisfy { !$0.facts(AttitudeStream.self).isValid })
+        #expect(flagged.allSatisfy { !$0.facts(AttitudeStream()).isValid })
         #expect(Array(flagged[0].payload) == Array(stream[48..<50]))
         #expect(flagged[0].framingError?.offset == 48)
         // After the gap, records are cut from its end: 160 bytes, 13 records and 4 left over.
@@ -283,7 +283,7 @@ import Testing
 
         // Converted to a trace (chunks and events, as `convert` writes them) and framed again: the same records, flagged the same.
         let trace = dir.appendingPathComponent("gap.jsonl").path
-        let raw = try PcapTraceReader(path: path(dir), wireProtocol: AttitudeStream.self)
+        let raw = try PcapTraceReader(path: path(dir), wireProtocol: AttitudeStream())
         let writer = try TraceWriter(path: trace, header: raw.header)
         while let record = try raw.next() { try writer.write(record) }
         try writer.close()
@@ -637,9 +637,9 @@ import Testing
         script.handshake(c)
         send(records.flatMap { $0 }, on: c, maximum: 10, seed: 61, script: script)
         script.write(to: path(dir))
-        let raw = try TraceInput.open(path: path(dir), wireProtocol: AttitudeStream.self, framed: false)
+        let raw = try TraceInput.open(path: path(dir), wireProtocol: AttitudeStream(), framed: false)
         #expect(raw is PcapTraceReader)
-        let framed = try TraceInput.open(path: path(dir), wireProtocol: AttitudeStream.self)
+        let framed = try TraceInput.open(path: path(dir), wireProtocol: AttitudeStream())
         var messages: [[UInt8]] = []
         while let record = try framed.next() { if case .message(let m) = record { messages.append(Array(m.payload)) } }
         #expect(messages == records)

@@ -24,7 +24,7 @@ func makeInput(controllers: Int = 1, frames: Int = 100, jumpEvery: Int = 7, peri
     let first = messages.first?.offsetNs ?? 0  // as ReplayInput.load does: the first message is at 0
     for i in messages.indices { messages[i].offsetNs -= first }
     let endpoints = (0..<controllers).map { Endpoint(host: "10.0.0.\(10 + $0)", port: UInt16(50_000 + $0)) }
-    return ReplayInput(wireProtocol: MotionLinkV1.self, messages: messages, controllers: endpoints)
+    return ReplayInput(wireProtocol: MotionLinkV1(), messages: messages, controllers: endpoints)
 }
 
 extension ReplaySchedule.Step {

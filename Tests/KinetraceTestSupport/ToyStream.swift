@@ -3,7 +3,9 @@ import KinetraceWire
 /// A toy byte-stream protocol, for tests that prove one plugs in without
 /// touching the engines: 12-byte records back to back (u64 little-endian
 /// stamp, u32 little-endian value), controller→host only.
-public enum ToyStream: WireProtocol {
+public struct ToyStream: CompiledWireProtocol {
+    public init() {}
+
     public struct Message: Hashable, Sendable {
         public var tMs: UInt64
         public var value: UInt32

@@ -7,7 +7,7 @@ import KinetraceWire
 @Suite struct CanonicalFastPathTests {
     /// (fast path result, general parser result) for one line.
     func bothPaths(_ line: [UInt8]) -> (fast: MessageRecord?, general: Result<TraceRecord?, TraceDecoder.Failure>) {
-        var fastDecoder = TraceDecoder(MotionLinkV1.self), generalDecoder = TraceDecoder(MotionLinkV1.self)
+        var fastDecoder = TraceDecoder(MotionLinkV1()), generalDecoder = TraceDecoder(MotionLinkV1())
         return line.withUnsafeBytes { raw in
             let fast = fastDecoder.canonicalMessage(raw)
             let general: Result<TraceRecord?, TraceDecoder.Failure>
@@ -21,7 +21,7 @@ import KinetraceWire
         var engaged = 0
         for _ in 0..<3000 {
             let record = RandomTrace.record(&rng)
-            var line = TraceEncoder.line(for: record, as: MotionLinkV1.self)
+            var line = TraceEncoder.line(for: record, as: MotionLinkV1())
             line.removeLast()  // the reader hands the decoder lines without "\n"
             let (fast, general) = bothPaths(line)
             if case .message(let message) = record {
@@ -46,7 +46,7 @@ import KinetraceWire
         for _ in 0..<400 {
             let record = RandomTrace.record(&rng)
             guard case .message = record else { continue }
-            var line = TraceEncoder.line(for: record, as: MotionLinkV1.self)
+            var line = TraceEncoder.line(for: record, as: MotionLinkV1())
             line.removeLast()
             // Every single-byte change of a canonical line, at 24 random places per line.
             for _ in 0..<24 {

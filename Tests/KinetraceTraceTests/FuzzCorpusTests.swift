@@ -14,7 +14,7 @@ import KinetraceWire
 @Suite struct FuzzCorpusTests {
     /// One line through `TraceDecoder.record` (fast path first) or only the general parser.
     /// nil when the line does not parse; `.some(nil)` for a record kind the reader skips.
-    static func decode(_ line: [UInt8], _ wireProtocol: any WireProtocol.Type, general: Bool) -> TraceRecord?? {
+    static func decode(_ line: [UInt8], _ wireProtocol: any WireProtocol, general: Bool) -> TraceRecord?? {
         var decoder = TraceDecoder(wireProtocol)
         return line.withUnsafeBytes { raw in
             do throws(TraceDecoder.Failure) {
@@ -30,7 +30,7 @@ import KinetraceWire
         #expect(inputs.count >= 5)
         var fastPathAccepted = 0
         for input in inputs {
-            var wireProtocol: any WireProtocol.Type = MotionLinkV1.self
+            var wireProtocol: any WireProtocol = MotionLinkV1()
             var outcome: Result<Int, TraceError>
             do throws(TraceError) {
                 let reader = try TraceReader(bytes: input.bytes, name: input.path)

@@ -172,7 +172,7 @@ import KinetraceWire
             expectRecord(event, .event(EventRecord(timeNs: value, event: "e")))
         } else {
             // Read as an exact integer, then refused by TR-TIME-1, naming t_ns.
-            var decoder = TraceDecoder(MotionLinkV1.self)
+            var decoder = TraceDecoder(MotionLinkV1())
             let failure = Array(event.utf8).withUnsafeBytes { raw in
                 do throws(TraceDecoder.Failure) { _ = try decoder.generalRecord(raw); return nil as TraceDecoder.Failure? } catch { return error }
             }

@@ -84,7 +84,7 @@ import KinetraceJSON
         let specials = Array(#"{}[]",:\0aZ-.e9 "#.utf8) + [0x00, 0x80, 0xFF, 0x09, 0x0D]
         await seededPropertyCheck(count: 3000, input: Gen.uint64(), Gen.int(in: 1...4), Gen.int(in: 0...1)) { seed, mutations, ending in
             var rng = SplitMix64(seed: seed)
-            var line = Array(TraceEncoder.line(for: RandomTrace.record(&rng), as: MotionLinkV1.self).dropLast())
+            var line = Array(TraceEncoder.line(for: RandomTrace.record(&rng), as: MotionLinkV1()).dropLast())
             for _ in 0..<mutations where !line.isEmpty {
                 let i = rng.int(0...(line.count - 1))
                 var byte = rng.chance(50) ? rng.pick(specials) : UInt8(truncatingIfNeeded: rng.next())

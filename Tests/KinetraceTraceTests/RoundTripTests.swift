@@ -35,7 +35,7 @@ import KinetraceJSON
         await seededPropertyCheck(count: 300, input: Gen.uint64()) { seed in
             var rng = SplitMix64(seed: seed)
             let record = RandomTrace.record(&rng)
-            let line = TraceEncoder.line(for: record, as: MotionLinkV1.self)
+            let line = TraceEncoder.line(for: record, as: MotionLinkV1())
             #expect(line.last == 0x0A)
             #expect(line.dropLast().contains(0x0A) == false)
             #expect(line.dropLast().contains(0x0D) == false)
@@ -75,7 +75,7 @@ import KinetraceJSON
             .message(MessageRecord(timeNs: 2, direction: .controllerToHost, source: Endpoint(host: "10.0.0.11", port: 50001),
                                    destination: Endpoint(host: "10.0.0.1", port: 47110), payload: corrupt)),
         ]
-        let lines = records.map { String(decoding: TraceEncoder.line(for: $0, as: MotionLinkV1.self), as: UTF8.self) }
+        let lines = records.map { String(decoding: TraceEncoder.line(for: $0, as: MotionLinkV1()), as: UTF8.self) }
         #expect(lines[0].contains("\"msg\":\"frame\""))
         #expect(lines[0].contains("\"t_ms\":1767225600071"))
         #expect(lines[0].contains("\"valid\":true"))
@@ -89,7 +89,7 @@ import KinetraceJSON
         let record = TraceRecord.message(MessageRecord(
             timeNs: -5, direction: .hostToController, source: Endpoint(host: "::1", port: 1),
             destination: Endpoint(host: "1.2.3.4", port: 65535), payload: [0x00, 0xAB, 0xFF], rttNs: 9))
-        let text = String(decoding: TraceEncoder.line(for: record, as: MotionLinkV1.self), as: UTF8.self)
+        let text = String(decoding: TraceEncoder.line(for: record, as: MotionLinkV1()), as: UTF8.self)
         #expect(text == "{\"kind\":\"msg\",\"t_ns\":-5,\"dir\":\"h2c\",\"src\":\"[::1]:1\",\"dst\":\"1.2.3.4:65535\","
                 + "\"len\":3,\"payload\":\"00abff\",\"rtt_ns\":9,\"msg\":\"unknown\",\"valid\":false,\"reason\":"
                 + "\"\(MotionLinkV1.decodeResult([0x00, 0xAB, 0xFF]).failureCode)\"}\n")
@@ -130,7 +130,7 @@ import KinetraceJSON
     @Test func nonFiniteNumbersAreWrittenAsStrings() throws {
         let record = TraceRecord.event(EventRecord(timeNs: 0, event: "x", data: [
             "nan": .number(.nan), "inf": .number(.infinity), "ninf": .number(-.infinity)]))
-        let line = String(decoding: TraceEncoder.line(for: record, as: MotionLinkV1.self), as: UTF8.self)
+        let line = String(decoding: TraceEncoder.line(for: record, as: MotionLinkV1()), as: UTF8.self)
         #expect(line == "{\"kind\":\"event\",\"t_ns\":0,\"event\":\"x\",\"data\":{\"inf\":\"Infinity\",\"nan\":\"NaN\",\"ninf\":\"-Infinity\"}}\n")
         let reader = try TraceReader(bytes: bytes(Fixtures.minimalHeaderLine) + Array(line.utf8))
         #expect(try reader.next() == .event(EventRecord(timeNs: 0, event: "x", data: [

@@ -19,7 +19,9 @@ struct LengthPrefixedRecords: RecordBoundary, Sendable {
 }
 
 /// ToyStream with `LengthPrefixedRecords` framing.
-enum ToyPrefixed: WireProtocol {
+struct ToyPrefixed: CompiledWireProtocol {
+    init() {}
+
     typealias Message = [UInt8]
     static let id = ProtocolID("toy-prefixed-v1")
     static let summary = "length-prefixed records on TCP (tests only)"
@@ -53,7 +55,7 @@ enum ToyPrefixed: WireProtocol {
 /// Random scenarios come from `SplitMix64` seeded by a property-test input
 /// (`seed`, printed on failure); example tests name their seed.
 @Suite struct StreamProtocolTests {
-    static let registry = ProtocolRegistry([MotionLinkV1.self, ToyStream.self, ToyPrefixed.self])
+    static let registry = ProtocolRegistry([MotionLinkV1(), ToyStream(), ToyPrefixed()])
     static let header = TraceHeader(created: "2026-11-23T08:00:00.000Z", tool: "kinetrace-tests 0.0.1", protocolID: ToyStream.id,
                                     capturePoint: .host, clock: .realtime, notes: "toy stream", extra: ["seed": .integer(3)])
 
@@ -196,7 +198,7 @@ enum ToyPrefixed: WireProtocol {
         #expect(reader.unknownRecordCount == 0)
         if case .message(let m) = records[0] {
             #expect(m.facts(reader.wireProtocol) == MessageFacts(direction: .controllerToHost, senderTimeMs: 1_767_225_600_123))
-            #expect(m.decoded(as: ToyStream.self) == .success(.init(tMs: 1_767_225_600_123, value: 0xDEAD_BEEF)))
+            #expect(m.decoded(as: ToyStream()) == .success(.init(tMs: 1_767_225_600_123, value: 0xDEAD_BEEF)))
         }
 
         // The standard registry does not know it: refused on line 1, naming it.
@@ -250,7 +252,7 @@ enum ToyPrefixed: WireProtocol {
                 #expect(try framing.next() == nil, "the end stays the end")
                 #expect(Self.leftovers(framing) == scenario.unfinished, "leftovers are reported once")
                 // Every framed message is a valid toy record.
-                for case .message(let m) in got { #expect(m.facts(ToyStream.self).isValid) }
+                for case .message(let m) in got { #expect(m.facts(ToyStream()).isValid) }
             } catch {
                 Issue.record("seed \(seed): \(error)")
             }

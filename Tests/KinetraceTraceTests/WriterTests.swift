@@ -41,7 +41,7 @@ import KinetraceWire
         var expectedSize = TraceEncoder.line(for: Fixtures.header).count
         for (i, record) in Self.records(30).enumerated() {
             try writer.write(record)
-            expectedSize += TraceEncoder.line(for: record, as: MotionLinkV1.self).count
+            expectedSize += TraceEncoder.line(for: record, as: MotionLinkV1()).count
             #expect(writer.recordCount == i + 1)
             #expect(Self.fileSize(path) == expectedSize)
             // A reader opened before close() sees the record immediately.
@@ -97,7 +97,7 @@ import KinetraceWire
         var flushes = 0
         for record in Self.records(60) {
             try writer.write(record)
-            pending += TraceEncoder.line(for: record, as: MotionLinkV1.self).count
+            pending += TraceEncoder.line(for: record, as: MotionLinkV1()).count
             if pending >= limit { onDisk += pending; pending = 0; flushes += 1 }
             #expect(Self.fileSize(path) == onDisk)
         }
@@ -115,7 +115,7 @@ import KinetraceWire
         while total < 64 << 10 {
             let r = Fixtures.message(Int64(n), length: 100)
             try writer.write(r)
-            total += TraceEncoder.line(for: r, as: MotionLinkV1.self).count
+            total += TraceEncoder.line(for: r, as: MotionLinkV1()).count
             n += 1
         }
         // The write that crossed 64 KiB flushed everything so far.

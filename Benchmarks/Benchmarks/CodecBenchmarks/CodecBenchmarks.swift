@@ -45,13 +45,13 @@ let keepCalmBatch = 4096
 /// re-ordered six ways in the payload and two in the envelope (JSONEncoder promises no order).
 let keepCalmMessages: [[UInt8]] = {
     var config = SessionSynthesizer.Configuration()
-    config.wireProtocol = KeepCalmJSON.self
+    config.wireProtocol = KeepCalmJSON()
     config.controllers = 8
     config.durationS = 60
     var synth = SessionSynthesizer(config)
     var messages: [[UInt8]] = []
     while messages.count < keepCalmBatch, let record = synth.next() {
-        guard case .message(let m) = record, case .success(let motion) = m.decoded(as: KeepCalmJSON.self) else { continue }
+        guard case .message(let m) = record, case .success(let motion) = m.decoded(as: KeepCalmJSON()) else { continue }
         let n = messages.count
         let members = ["\"id\":\"\(motion.id)\"", "\"type\":\"Combined\"", "\"x\":\(motion.x)", "\"y\":\(motion.y)", "\"z\":\(motion.z)"]
         let orders = [[0, 1, 2, 3, 4], [4, 3, 2, 1, 0], [2, 0, 4, 1, 3], [1, 2, 3, 4, 0], [3, 4, 0, 2, 1], [0, 2, 1, 4, 3]]

@@ -135,7 +135,7 @@ let benchmarks: @Sendable () -> Void = {
         let path = capturePath
         for _ in benchmark.scaledIterations {
             do {
-                let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1.self, port: MotionLinkV1.defaultPort)
+                let reader = try PcapTraceReader(path: path, wireProtocol: MotionLinkV1(), port: MotionLinkV1.defaultPort)
                 var count = 0
                 var sum: Int64 = 0
                 while let message = try reader.nextMessage() {
@@ -154,7 +154,7 @@ let benchmarks: @Sendable () -> Void = {
         let path = streamCapturePath
         for _ in benchmark.scaledIterations {
             do {
-                let reader = FramingRecordSource(try PcapTraceReader(path: path, wireProtocol: AttitudeStream.self))
+                let reader = FramingRecordSource(try PcapTraceReader(path: path, wireProtocol: AttitudeStream()))
                 var count = 0
                 var sum: Int64 = 0
                 while let record = try reader.next() {

@@ -22,7 +22,7 @@ let input: ReplayInput = {
         }
     }
     messages.sort { ($0.offsetNs, $0.index) < ($1.offsetNs, $1.index) }
-    return ReplayInput(wireProtocol: MotionLinkV1.self, messages: messages,
+    return ReplayInput(wireProtocol: MotionLinkV1(), messages: messages,
                        controllers: (0..<controllers).map { Endpoint(host: "10.0.\($0 / 250).\($0 % 250)", port: 50_000) })
 }()
 

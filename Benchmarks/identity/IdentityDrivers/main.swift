@@ -42,7 +42,7 @@ func encodeDocument(_ header: TraceHeader, _ records: [TraceRecord]) -> [UInt8] 
 
 func makeReplayInput(_ messages: [ReplayInput.Message], _ controllers: [Endpoint]) -> ReplayInput {
     #if canImport(KinetraceSupport)
-    return ReplayInput(wireProtocol: MotionLinkV1.self, messages: messages, controllers: controllers)
+    return ReplayInput(wireProtocol: MotionLinkV1(), messages: messages, controllers: controllers)
     #else
     return ReplayInput(messages: messages, controllers: controllers)
     #endif

@@ -161,7 +161,7 @@ public struct LatencyCollector {
     /// Frames older than this on the capture clock are forgotten: no ack is that late.
     static let pairingWindowNs: Int64 = 60_000_000_000
 
-    public let wireProtocol: any WireProtocol.Type
+    public let wireProtocol: any WireProtocol
     /// Without a sender clock, what can be measured is when messages arrive.
     private let hasSenderClock: Bool
     private let hasReplies: Bool
@@ -171,7 +171,7 @@ public struct LatencyCollector {
     private var arrivalIntervals: [LatencySample] = []
     private var jitters: [LatencySample] = []
 
-    public init(header: TraceHeader, wireProtocol: any WireProtocol.Type) {
+    public init(header: TraceHeader, wireProtocol: any WireProtocol) {
         self.header = header
         self.wireProtocol = wireProtocol
         hasSenderClock = ProtocolTraits.hasSenderClock(wireProtocol)

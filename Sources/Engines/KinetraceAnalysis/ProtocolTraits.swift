@@ -6,13 +6,13 @@ import KinetraceWire
 /// match, a sender clock to measure on, and message ids to find duplicates by.
 public enum ProtocolTraits {
     /// Whether a host answers on the wire (MotionLink v1's acks; KeepCalm and the attitude stream never do).
-    public static func hasReplies(_ wireProtocol: any WireProtocol.Type) -> Bool { wireProtocol.hostReplies }
+    public static func hasReplies(_ wireProtocol: any WireProtocol) -> Bool { wireProtocol.hostReplies }
 
     /// Whether the protocol's samples carry the sender's clock.
-    public static func hasSenderClock(_ wireProtocol: any WireProtocol.Type) -> Bool { wireProtocol.samplesCarrySenderClock }
+    public static func hasSenderClock(_ wireProtocol: any WireProtocol) -> Bool { wireProtocol.samplesCarrySenderClock }
 
     /// Whether `describe` writes a string field `id` for the protocol's samples (KeepCalm's UUID).
-    public static func describesIDs(_ wireProtocol: any WireProtocol.Type) -> Bool {
+    public static func describesIDs(_ wireProtocol: any WireProtocol) -> Bool {
         guard let bytes = wireProtocol.sample(MotionReading(), timeMs: 1) else { return false }
         var finder = IDFinder()
         bytes.withUnsafeBytes { wireProtocol.describe($0, into: &finder) }
@@ -20,7 +20,7 @@ public enum ProtocolTraits {
     }
 
     /// The message's `id` field as the protocol describes it, if it has one.
-    public static func describedID(of message: MessageRecord, _ wireProtocol: any WireProtocol.Type) -> String? {
+    public static func describedID(of message: MessageRecord, _ wireProtocol: any WireProtocol) -> String? {
         var finder = IDFinder()
         message.payload.withUnsafeBytes { wireProtocol.describe($0, into: &finder) }
         return finder.id
@@ -28,11 +28,11 @@ public enum ProtocolTraits {
 
     private struct IDFinder: DecodedFieldVisitor {
         var id: String?
-        mutating func kind(_ name: StaticString) {}
-        mutating func field(_ name: StaticString, _ value: UInt64) {}
-        mutating func field(_ name: StaticString, _ value: UInt32) {}
-        mutating func field(_ name: StaticString, _ value: Float32) {}
-        mutating func field(_ name: StaticString, _ value: Double) {}
-        mutating func field(_ name: StaticString, _ value: String) { if name.description == "id" { id = value } }
+        mutating func kind(_ name: String) {}
+        mutating func field(_ name: String, _ value: UInt64) {}
+        mutating func field(_ name: String, _ value: UInt32) {}
+        mutating func field(_ name: String, _ value: Float32) {}
+        mutating func field(_ name: String, _ value: Double) {}
+        mutating func field(_ name: String, _ value: String) { if name == "id" { id = value } }
     }
 }

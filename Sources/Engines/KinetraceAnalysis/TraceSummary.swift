@@ -122,7 +122,7 @@ public struct TraceSummary: Sendable {
 /// the direction counts in a pair; `summary` assembles the dictionaries.
 public struct TraceSummarizer {
     private var partial: TraceSummary
-    public let wireProtocol: any WireProtocol.Type
+    public let wireProtocol: any WireProtocol
     private var model: any HostModel
     private var numbering = ControllerNumbering<Endpoint>()
     /// By controller number; nil for an endpoint seen only where the summary counts no controller (an invalid reply).
@@ -133,7 +133,7 @@ public struct TraceSummarizer {
     private var recentIDs = RecentIDs()
     private let describesIDs: Bool
 
-    public init(source: String, header: TraceHeader, wireProtocol: any WireProtocol.Type, rule: GestureRule = .default) {
+    public init(source: String, header: TraceHeader, wireProtocol: any WireProtocol, rule: GestureRule = .default) {
         partial = TraceSummary(source: source, header: header, nominalRateHz: wireProtocol.nominalRateHz, rule: rule)
         self.wireProtocol = wireProtocol
         model = wireProtocol.makeHostModel(rule: rule)

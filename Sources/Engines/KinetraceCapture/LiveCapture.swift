@@ -29,7 +29,7 @@ import Darwin
 /// stop is lost.
 public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is behind `lock`; the rest is used on the capturing thread
     public struct Configuration: Sendable {
-        public var wireProtocol: any WireProtocol.Type
+        public var wireProtocol: any WireProtocol
         public var interface: String
         /// The host's port; nil: the protocol's default.
         public var port: UInt16?
@@ -54,7 +54,7 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         /// A byte stream's reassembly bounds (what may wait behind holes, and how many directions).
         public var reassemblyLimits = TCPReassembler.Limits()
 
-        public init(wireProtocol: any WireProtocol.Type, interface: String, pcapPath: String?, tracePath: String?) {
+        public init(wireProtocol: any WireProtocol, interface: String, pcapPath: String?, tracePath: String?) {
             self.wireProtocol = wireProtocol
             self.interface = interface
             self.pcapPath = pcapPath
@@ -410,7 +410,7 @@ private struct OutputFiles {
                     // A numbered rotation (".jsonl.gz1") is compressed as its template says.
                     files.writer = try TraceWriter(path: path, header: TraceHeader(
                         created: RFC3339.string(fromNanoseconds: nowNs), tool: "kinetrace capture",
-                        protocolID: configuration.wireProtocol.id, capturePoint: .network, clock: .pcap,
+                        wireProtocol: configuration.wireProtocol, capturePoint: .network, clock: .pcap,
                         notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"),
                         gzip: template.hasSuffix(".gz"))
                     files.paths.append(path)

@@ -7,7 +7,7 @@ import KinetraceWire
 /// API and the meaning of a `SuiteReport` stay.
 ///
 /// ```swift
-/// let report = try Conformance.check(MotionLinkV1.self, against: .inProcess { datagram, controller in
+/// let report = try Conformance.check(MotionLinkV1(), against: .inProcess { datagram, controller in
 ///     myHost.receive(datagram, from: controller)   // the replies to send back
 /// })
 /// #expect(!report.failed(strict: false), "\(report.results.filter { $0.fails(strict: false) })")
@@ -47,7 +47,7 @@ public enum Conformance {
     }
 
     /// Runs the active cases of `wireProtocol`'s suite against `target`; `progress` is told each case's result as it ends.
-    public static func check(_ wireProtocol: any WireProtocol.Type, against target: Target, options: Options = Options(),
+    public static func check(_ wireProtocol: any WireProtocol, against target: Target, options: Options = Options(),
                              progress: (CaseResult) -> Void = { _ in }) throws(Failure) -> SuiteReport {
         guard let suite = ConformanceSuite.suite(for: wireProtocol) else {
             throw Failure(code: .noSuite, description: "\(wireProtocol.id) has no conformance suite")

@@ -35,7 +35,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
     }
 
     public struct Configuration: Sendable {
-        public var wireProtocol: any WireProtocol.Type
+        public var wireProtocol: any WireProtocol
         public var target: SocketAddressBox
         public var controllers = 1
         /// nil: the protocol's nominal rate.
@@ -52,7 +52,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         /// Byte streams: the connection's kernel send buffer (SO_SNDBUF); nil lets the kernel size it.
         public var sendBufferBytes: Int?
 
-        public init(wireProtocol: any WireProtocol.Type, target: SocketAddressBox) {
+        public init(wireProtocol: any WireProtocol, target: SocketAddressBox) {
             self.wireProtocol = wireProtocol
             self.target = target
         }

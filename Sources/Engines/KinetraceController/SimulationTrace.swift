@@ -21,7 +21,7 @@ struct SimulationTrace {
         let c = configuration
         writer = try TraceWriter(path: path, header: TraceHeader(
             created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace simulate",
-            protocolID: c.wireProtocol.id, capturePoint: .controller, clock: .realtime,
+            wireProtocol: c.wireProtocol, capturePoint: .controller, clock: .realtime,
             notes: "\(c.controllers) controller(s) at \(rateHz) Hz to \(target), seed \(c.seed)",
             extra: ["seed": .integer(Int64(bitPattern: c.seed))]))
     }

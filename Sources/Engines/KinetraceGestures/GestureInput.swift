@@ -71,7 +71,7 @@ public struct GestureSample: Hashable, Sendable {
         if facts.senderTimeMs != nil { contents.insert(.senderClock) }
         if motion.userAcceleration != nil { contents.insert(.userAcceleration) }
         if motion.rotationRate != nil { contents.insert(.rotationRate) }
-        if motion.combined != nil { contents.insert(.combined) }
+        if motion.own != nil { contents.insert(.combined) }
         var gravity = motion.gravity
         if let a = motion.attitude {
             contents.insert(.attitude)
@@ -84,7 +84,7 @@ public struct GestureSample: Hashable, Sendable {
         guard !contents.subtracting(.senderClock).isEmpty else { return nil }
         self.init(tMs: facts.senderTimeMs ?? UInt64(max(0, timeNs) / 1_000_000), timeNs: timeNs,
                   userAcceleration: motion.userAcceleration ?? .zero, rotationRate: motion.rotationRate ?? .zero,
-                  gravity: gravity, attitude: motion.attitude, combined: motion.combined, contents: contents)
+                  gravity: gravity, attitude: motion.attitude, combined: motion.own, contents: contents)
     }
 }
 
@@ -176,9 +176,10 @@ public struct GestureTrace: Sendable {
         var slots: [Endpoint: Int] = [:]
         var order: [Endpoint] = []
         let wireProtocol = reader.wireProtocol
-        // Device-motion samples of a protocol that sends KeepCalm's sum carry the sum too, so its detector sees what the game would.
-        let sendsCombined = wireProtocol.sample(MotionReading(userAcceleration: .zero, rotationRate: .zero), timeMs: 1)
-            .map { wireProtocol.facts($0).motion?.combined != nil } ?? false
+        // Device-motion samples of a protocol with a vector of its own (KeepCalm's sum) carry it too, made by
+        // the protocol's own encoding, so its detector sees what the game would.
+        let sendsOwn = wireProtocol.sample(MotionReading(userAcceleration: .zero, rotationRate: .zero), timeMs: 1)
+            .map { wireProtocol.facts($0).motion?.own != nil } ?? false
         func slot(_ controller: Endpoint) -> Int {
             if let i = slots[controller] { return i }
             slots[controller] = order.count
@@ -196,10 +197,12 @@ public struct GestureTrace: Sendable {
                     let a = AttitudeAngles.rollPitchYaw(w: q.w, x: q.x, y: q.y, z: q.z)
                     return Vector3(a.roll, a.pitch, a.yaw)
                 }
-                let sum = MotionReading(userAcceleration: m.userAcceleration, rotationRate: m.rotationRate).combinedSum
+                let own = sendsOwn ? wireProtocol.sample(MotionReading(userAcceleration: m.userAcceleration, rotationRate: m.rotationRate,
+                                                                        gravity: m.gravity, attitude: attitude), timeMs: 1)
+                    .flatMap { wireProtocol.facts($0).motion?.own } : nil
                 motion(slot(m.controller), GestureSample(
                     tMs: m.tMs, timeNs: m.timeNs, userAcceleration: m.userAcceleration, rotationRate: m.rotationRate,
-                    gravity: m.gravity, attitude: attitude, combined: sendsCombined ? sum : nil))
+                    gravity: m.gravity, attitude: attitude, combined: own))
             case .label(let l):
                 label(GestureLabel(gesture: l.gesture, controller: l.controller,
                                    tMs: l.tMs.map { Double($0) } ?? Double(l.timeNs) / 1e6,

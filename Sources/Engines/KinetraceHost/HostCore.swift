@@ -7,7 +7,7 @@ import Logging
 /// from one controller, by the protocol's host model, and the counters.
 /// The UDP host and the stdio host share it, so both answer exactly alike.
 public struct HostCore<Controller: Hashable> {
-    public let wireProtocol: any WireProtocol.Type
+    public let wireProtocol: any WireProtocol
     public private(set) var statistics = HostStatistics()
     private var model: any HostModel
     private var table: ControllerTable<Controller>
@@ -16,7 +16,7 @@ public struct HostCore<Controller: Hashable> {
     public static var defaultMaximumControllers: Int { 65_536 }
     public static var defaultIdleTimeoutNs: Int64 { 120_000_000_000 }
 
-    public init(wireProtocol: any WireProtocol.Type, rule: GestureRule, maximumControllers: Int = defaultMaximumControllers,
+    public init(wireProtocol: any WireProtocol, rule: GestureRule, maximumControllers: Int = defaultMaximumControllers,
                 idleTimeoutNs: Int64? = defaultIdleTimeoutNs) {
         self.wireProtocol = wireProtocol
         model = wireProtocol.makeHostModel(rule: rule)

@@ -12,7 +12,7 @@ import NIOPosix
 /// invalid is dropped silently and the host keeps serving.
 public final class ReferenceHost: Sendable {
     public struct Configuration: Sendable {
-        public var wireProtocol: any WireProtocol.Type
+        public var wireProtocol: any WireProtocol
         public var bindHost = "127.0.0.1"
         /// nil: the protocol's default port; 0: any free port.
         public var port: Int?
@@ -33,7 +33,7 @@ public final class ReferenceHost: Sendable {
         /// Under load the datagram host reads in batches this far apart instead of being woken for
         /// every datagram (nil: woken for every one). See `ReadPacing`.
         public var readBatchIntervalNs: Int64? = ReadPacing.defaultIntervalNs
-        public init(wireProtocol: any WireProtocol.Type) { self.wireProtocol = wireProtocol }
+        public init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }
         /// The port to bind.
         public var boundPort: Int { port ?? Int(wireProtocol.defaultPort) }
     }
@@ -61,7 +61,7 @@ public final class ReferenceHost: Sendable {
             if let path = configuration.tracePath {
                 recorder = try TraceRecorder(path: path, header: TraceHeader(
                     created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace host",
-                    protocolID: configuration.wireProtocol.id, capturePoint: .host, clock: .realtime,
+                    wireProtocol: configuration.wireProtocol, capturePoint: .host, clock: .realtime,
                     notes: "reference host on \(configuration.bindHost):\(configuration.boundPort), threshold \(configuration.rule.threshold), refractory \(configuration.rule.refractoryMs) ms"))
             }
             let handler = HostHandler(configuration: configuration, logger: logger, recorder: recorder)

@@ -24,7 +24,7 @@ private let systemWrite = Darwin.write
 /// byte-stream protocol's records carry writes, not messages (SA-PAYLOAD-5):
 /// each controller's stream is framed on its own, whatever the record boundaries.
 public struct StdioHost {
-    public var wireProtocol: any WireProtocol.Type
+    public var wireProtocol: any WireProtocol
     public var input: Int32 = STDIN_FILENO
     public var output: Int32 = STDOUT_FILENO
     public var rule = GestureRule.default
@@ -33,7 +33,7 @@ public struct StdioHost {
     /// Controllers held at once (ML-STATE-2); the adapter's ids allow 65,536 anyway.
     public var maximumControllers = HostCore<UInt16>.defaultMaximumControllers
 
-    public init(wireProtocol: any WireProtocol.Type) { self.wireProtocol = wireProtocol }
+    public init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }
 
     /// Serves until end of input. Throws on broken framing or a failed write.
     public func run() throws(StdioHostError) -> HostStatistics {
@@ -107,11 +107,11 @@ public struct StdioHost {
 /// protocol; for a byte-stream protocol, whatever each controller's stream
 /// completes, framed per controller id as a TCP host frames per connection.
 struct ControllerStreams {
-    let wireProtocol: any WireProtocol.Type
+    let wireProtocol: any WireProtocol
     private var framers: [UInt16: any MessageFramer] = [:]
     private var broken: Set<UInt16> = []
 
-    init(wireProtocol: any WireProtocol.Type) { self.wireProtocol = wireProtocol }
+    init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }
 
     mutating func messages(of record: StdioRecord) -> [[UInt8]] {
         guard wireProtocol.transport == .byteStream else { return [record.payload] }

@@ -70,7 +70,7 @@ public final class StreamReferenceHost: RunningReferenceHost {
             if let path = configuration.tracePath {
                 recorder = try TraceRecorder(path: path, header: TraceHeader(
                     created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace host",
-                    protocolID: configuration.wireProtocol.id, capturePoint: .host, clock: .realtime,
+                    wireProtocol: configuration.wireProtocol, capturePoint: .host, clock: .realtime,
                     notes: "reference host on TCP \(configuration.bindHost):\(configuration.boundPort), one read per msg record"))
             }
             let state = StreamHostState(configuration: configuration, logger: logger, recorder: recorder)

@@ -29,7 +29,7 @@ public struct ReplayInput: Sendable {
     }
 
     /// The protocol of every message.
-    public var wireProtocol: any WireProtocol.Type
+    public var wireProtocol: any WireProtocol
     /// Controller→host messages, by offset (stable: ties keep file order).
     public var messages: [Message]
     /// Source controllers in first-seen order; one socket each on replay.
@@ -44,7 +44,7 @@ public struct ReplayInput: Sendable {
     /// For a byte-stream protocol, how `messages` were cut into writes (`segmented`); nil: as recorded.
     public var segmentation: Segmentation?
 
-    public init(wireProtocol: any WireProtocol.Type, messages: [Message], controllers: [Endpoint], paths: [String] = []) {
+    public init(wireProtocol: any WireProtocol, messages: [Message], controllers: [Endpoint], paths: [String] = []) {
         self.wireProtocol = wireProtocol
         self.messages = messages
         self.controllers = controllers
@@ -55,7 +55,7 @@ public struct ReplayInput: Sendable {
     /// controller→host message, so sessions recorded at different times
     /// play together; controllers stay distinct per input. Every input must
     /// hold `wireProtocol` (nil: whatever the first one holds).
-    public static func load(paths: [String], wireProtocol: (any WireProtocol.Type)? = nil, port: UInt16? = nil) throws(TraceError) -> ReplayInput {
+    public static func load(paths: [String], wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil) throws(TraceError) -> ReplayInput {
         var chosen = wireProtocol
         var input: ReplayInput?
         for (file, path) in paths.enumerated() {
@@ -122,7 +122,7 @@ public struct ReplayInput: Sendable {
 public enum MeasuredDelays {
     /// Half of each round trip a controller recorded (`rtt_ns` on the acks it
     /// received), in ms: the one-way latency, assuming a symmetric path.
-    public static func oneWayMs(path: String, wireProtocol: (any WireProtocol.Type)? = nil, port: UInt16? = nil) throws(TraceError) -> [Double] {
+    public static func oneWayMs(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil) throws(TraceError) -> [Double] {
         let source = try TraceInput.open(path: path, wireProtocol: wireProtocol, port: port)
         var delays: [Double] = []
         while let record = try source.next() {

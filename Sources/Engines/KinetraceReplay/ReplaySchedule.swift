@@ -231,7 +231,7 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
     private var fifoDeadline: [Int64]
     private var link: LinkQueue
     private var lastEmittedNs: Int64 = .min
-    private let wireProtocol: any WireProtocol.Type
+    private let wireProtocol: any WireProtocol
     private var hostModel: any HostModel
     private var lastWallTMs: [UInt64]
 

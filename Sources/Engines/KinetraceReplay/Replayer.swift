@@ -510,7 +510,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         if c.options.shard != .whole { extra["shard"] = .string(c.options.shard.description) }
         return TraceHeader(
             created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace replay",
-            protocolID: c.input.wireProtocol.id, capturePoint: .controller, clock: .realtime,
+            wireProtocol: c.input.wireProtocol, capturePoint: .controller, clock: .realtime,
             notes: "replay of \(c.input.paths.joined(separator: ", ")) to \(c.target) as \(schedule.controllerCount) controller(s), seed \(c.options.seed)"
                 + (c.options.shard == .whole ? "" : ", shard \(c.options.shard): \(c.options.shard.controllers(of: schedule.controllerCount)) of them"),
             extra: extra)

@@ -55,7 +55,7 @@ import KinetraceWire
 public struct GestureSessionSynthesizer {
     public struct Configuration: Sendable {
         /// The protocol of the frames; it must be able to make samples (`WireProtocol.sample`).
-        public var wireProtocol: any WireProtocol.Type = ProtocolRegistry.standard[ProtocolRegistry.defaultID]!
+        public var wireProtocol: any WireProtocol = ProtocolRegistry.standard[ProtocolRegistry.defaultID]!
         public var persona: Persona = .steady
         public var controllers = 1
         public var durationS: Double = 60
@@ -128,7 +128,7 @@ public struct GestureSessionSynthesizer {
         let c = configuration
         return TraceHeader(
             created: RFC3339.string(fromNanoseconds: startNs),
-            tool: tool, protocolID: c.wireProtocol.id, capturePoint: .synthetic, clock: .model,
+            tool: tool, wireProtocol: c.wireProtocol, capturePoint: .synthetic, clock: .model,
             notes: "kinetrace synth: user \(c.persona.name) (\(c.persona.summary)), \(c.controllers) controller(s), "
                 + "\(c.durationS) s, device motion at \(c.motionHz) Hz, frames at \(c.frameHz) Hz, seed \(c.seed)",
             extra: [

@@ -14,7 +14,7 @@ import KinetraceWire
 public struct SessionSynthesizer {
     public struct Configuration: Sendable {
         /// The protocol of the samples; it must be able to make them (`WireProtocol.sample`).
-        public var wireProtocol: any WireProtocol.Type = ProtocolRegistry.standard[ProtocolRegistry.defaultID]!
+        public var wireProtocol: any WireProtocol = ProtocolRegistry.standard[ProtocolRegistry.defaultID]!
         public var controllers = 1
         public var durationS: Double = 60
         public var rateHz: Double = 10
@@ -69,7 +69,7 @@ public struct SessionSynthesizer {
         let c = configuration
         return TraceHeader(
             created: RFC3339.string(fromNanoseconds: Int64(c.startMs) * 1_000_000),
-            tool: tool, protocolID: c.wireProtocol.id, capturePoint: .synthetic, clock: .model,
+            tool: tool, wireProtocol: c.wireProtocol, capturePoint: .synthetic, clock: .model,
             notes: "kinetrace synth: \(c.controllers) controller(s), \(c.durationS) s at \(c.rateHz) Hz, script \(c.script), seed \(c.seed)",
             extra: ["seed": .integer(Int64(bitPattern: c.seed))])
     }

@@ -44,7 +44,7 @@ public struct StreamSegmenter {
     private var nextCut = 0
     private var lastTimeNs: Int64 = 0
 
-    public init(_ segmentation: Segmentation, wireProtocol: any WireProtocol.Type, seed: UInt64 = 1, maximumRandomWrite: Int = 64) {
+    public init(_ segmentation: Segmentation, wireProtocol: any WireProtocol, seed: UInt64 = 1, maximumRandomWrite: Int = 64) {
         precondition(maximumRandomWrite > 0, "a write has at least one byte")
         self.segmentation = segmentation
         self.maximumRandomWrite = maximumRandomWrite
@@ -98,7 +98,7 @@ public struct StreamSegmenter {
     }
 
     /// Plans a whole stream's writes from its recorded chunks.
-    public static func plan(_ chunks: [StreamWrite], _ segmentation: Segmentation, wireProtocol: any WireProtocol.Type,
+    public static func plan(_ chunks: [StreamWrite], _ segmentation: Segmentation, wireProtocol: any WireProtocol,
                             seed: UInt64 = 1, maximumRandomWrite: Int = 64) throws(WireError) -> [StreamWrite] {
         var segmenter = StreamSegmenter(segmentation, wireProtocol: wireProtocol, seed: seed, maximumRandomWrite: maximumRandomWrite)
         var writes: [StreamWrite] = []

@@ -77,7 +77,7 @@ public enum TraceInput {
     ///     trace must be when given; nil takes a trace's from its header and a capture's
     ///     from `registry`'s default.
     ///   - port: the host's port in a capture, to tell direction; nil is the protocol's default.
-    public static func open(path: String, wireProtocol: (any WireProtocol.Type)? = nil, port: UInt16? = nil,
+    public static func open(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil,
                             registry: ProtocolRegistry = .standard, framed: Bool = true) throws(TraceError) -> any TraceRecordSource {
         let format = try CaptureFileFormat(fileAt: path)
         let source: any TraceRecordSource
@@ -86,10 +86,18 @@ public enum TraceInput {
             source = try PcapTraceReader(path: path, wireProtocol: chosen, port: port,
                                          reassembler: chosen.transport == .byteStream ? TCPReassembler() : nil)
         } else {
+            // A protocol given by name or file reads a trace of a compiled protocol of that name (so a
+            // declaration can be tried on old traces); a trace that embeds a declaration reads by it.
+            var registry = registry
+            if let wireProtocol { registry.register(wireProtocol) }
             let reader = try TraceReader(path: path, registry: registry)
             if let wireProtocol, wireProtocol.id != reader.header.protocolID {
                 throw TraceError(.protocolMismatch, source: path, line: 1, byteOffset: 0,
                                  message: "the trace holds \(reader.header.protocolID) traffic, not \(wireProtocol.id) as --protocol says")
+            }
+            if let wireProtocol, let embedded = reader.header.declaration, let given = wireProtocol.declaration, embedded.digest != given.digest {
+                throw TraceError(.protocolMismatch, source: path, line: 1, byteOffset: 0,
+                                 message: "the trace embeds a declaration of \(wireProtocol.id) (\(embedded.digest)) that differs from --protocol's (\(given.digest))")
             }
             source = reader
         }

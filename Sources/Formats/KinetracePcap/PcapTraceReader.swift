@@ -145,7 +145,7 @@ public struct StreamChunk: Hashable, Sendable {
 public final class PcapTraceReader: TraceRecordSource {
     public let source: String
     public let header: TraceHeader
-    public let wireProtocol: any WireProtocol.Type
+    public let wireProtocol: any WireProtocol
     /// The host's UDP or TCP port: given, inferred from the capture, or the protocol's default.
     public let port: UInt16
     /// How the port was found when none was given (nil when one was).
@@ -199,14 +199,14 @@ public final class PcapTraceReader: TraceRecordSource {
         var finishingStreams = false
         /// A pcapng's packet comments, read beside libpcap: labels and events written by `PcapWriter`.
         var comments: PcapngCommentWalker? = nil
-        var wireProtocol: (any WireProtocol.Type)? = nil
+        var wireProtocol: (any WireProtocol)? = nil
     }
 
     /// Opens the capture at `path`, holding `wireProtocol`'s traffic to and from the host at
     /// `port` (nil: the protocol's default). A byte-stream protocol's segments go
     /// through `reassembler`, a `TCPReassembler` with the default limits when nil.
     /// `tool` goes into the header.
-    public init(path: String, wireProtocol: any WireProtocol.Type, port: UInt16? = nil, tool: String = "KinetracePcap",
+    public init(path: String, wireProtocol: any WireProtocol, port: UInt16? = nil, tool: String = "KinetracePcap",
                 reassembler: (any StreamReassembler)? = nil) throws(TraceError) {
         let reassembler = reassembler ?? (wireProtocol.transport == .byteStream ? TCPReassembler() : nil)
         // Our own open first, so a missing or unreadable file gets the same error as for a trace.
@@ -237,7 +237,7 @@ public final class PcapTraceReader: TraceRecordSource {
         var info = stat()
         let modified = stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) : 0
         header = TraceHeader(
-            created: RFC3339.string(fromNanoseconds: modified), tool: tool, protocolID: wireProtocol.id, capturePoint: .network, clock: .pcap,
+            created: RFC3339.string(fromNanoseconds: modified), tool: tool, wireProtocol: wireProtocol, capturePoint: .network, clock: .pcap,
             notes: "read from \(path): \(format), link type \(linkType)")
     }
 

@@ -374,7 +374,7 @@ public final class PcapWriter {
 
     private let file: BufferedFile
     private var encoder: PcapEncoder
-    private let wireProtocol: (any WireProtocol.Type)?
+    private let wireProtocol: (any WireProtocol)?
     private var placer = PcapngCommentPlacer()
     private var scratch: [UInt8] = [], blocks: [UInt8] = []
     /// A pcapng's section header waits for the first packet: with none, the comments go on it.
@@ -383,7 +383,7 @@ public final class PcapWriter {
 
     /// `wireProtocol` names the records' protocol in pcapng comments (a trace line needs it).
     public init(path: String, transport: IPTransport = .udp, container: Container = .pcap,
-                wireProtocol: (any WireProtocol.Type)? = nil, interfaceDescription: String = "kinetrace") throws(TraceError) {
+                wireProtocol: (any WireProtocol)? = nil, interfaceDescription: String = "kinetrace") throws(TraceError) {
         self.path = path
         self.container = container
         self.wireProtocol = wireProtocol

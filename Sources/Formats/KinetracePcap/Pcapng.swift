@@ -255,7 +255,7 @@ final class PcapngCommentWalker {
 extension PcapngCommentWalker {
     /// A comment as a trace record: a kinetrace label or event line comes back as itself;
     /// anyone else's comment (Wireshark's "Packet Comment…") becomes a `pcapng_comment` event.
-    static func record(_ text: String, packetTimeNs: Int64, wireProtocol: any WireProtocol.Type) -> TraceRecord? {
+    static func record(_ text: String, packetTimeNs: Int64, wireProtocol: any WireProtocol) -> TraceRecord? {
         if text.hasPrefix("{"), case .success(let record?) = TraceLine.record(Array(text.utf8), wireProtocol: wireProtocol) {
             switch record {
             case .label, .event: return record

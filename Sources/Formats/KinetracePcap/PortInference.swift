@@ -56,7 +56,7 @@ public struct PortInference: Sendable {
     /// Scans the capture at `path` (already checked to open: errors here are not thrown again).
     /// `settling` allows the early stop; a scan whose counts are reported (an error naming
     /// the ports seen) reads its 100,000 packets.
-    init(path: String, wireProtocol: any WireProtocol.Type, link: PacketDecoder.LinkLayer, settling: Bool = true) {
+    init(path: String, wireProtocol: any WireProtocol, link: PacketDecoder.LinkLayer, settling: Bool = true) {
         var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let handle = pcap_open_offline_with_tstamp_precision(path, UInt32(PCAP_TSTAMP_PRECISION_NANO), &errorBuffer) else { return }
         defer { pcap_close(handle) }

@@ -117,6 +117,39 @@ public struct JSONScanner {
         return JSONKey(raw: UnsafeRawBufferPointer(rebasing: bytes[(i + 1)..<(i + 1 + count)]), escaped: false)
     }
 
+    /// `matchKey` for a name held in memory (a declared protocol's, read at run time).
+    @inline(__always)
+    @inlinable public mutating func matchKey(utf8 name: UnsafeRawBufferPointer, first: inout Bool) -> JSONKey? {
+        let count = name.count
+        var i = index
+        if !first {
+            guard i < bytes.count, bytes[i] == UInt8(ascii: ",") else { return nil }
+            i &+= 1
+        }
+        guard count > 0, i &+ count &+ 3 <= bytes.count, bytes[i] == UInt8(ascii: "\""),
+              bytes[i &+ count &+ 1] == UInt8(ascii: "\""), bytes[i &+ count &+ 2] == UInt8(ascii: ":"),
+              memcmp(bytes.baseAddress! + i + 1, name.baseAddress!, count) == 0 else { return nil }
+        first = false
+        index = i &+ count &+ 3
+        return JSONKey(raw: UnsafeRawBufferPointer(rebasing: bytes[(i + 1)..<(i + 1 + count)]), escaped: false)
+    }
+
+    /// Skips an object, expecting its members in the order `names` (UTF-8) gives.
+    @inlinable public mutating func skipObject(predicting names: [[UInt8]]) throws(SyntaxError) {
+        try beginObject()
+        var first = true
+        var next = 0
+        while true {
+            if next < names.count, names[next].withUnsafeBytes({ matchKey(utf8: $0, first: &first) }) != nil {
+                next += 1
+            } else {
+                next = names.count
+                guard try nextKey(first: &first) != nil else { return }
+            }
+            try skipValue(depth: 1)
+        }
+    }
+
     /// Skips an object, expecting its members in the order `names` gives
     /// (falling back to the general path at the first surprise).
     @inlinable public mutating func skipObject(predicting names: [StaticString]) throws(SyntaxError) {
@@ -492,6 +525,13 @@ public struct JSONKey {
         var scanner = JSONScanner(raw)
         // Escapes were validated when the token was read.
         return (try? scanner.decodeEscapedString(toEnd: true)) ?? String(decoding: raw, as: UTF8.self)
+    }
+
+    /// Compares the decoded text with a name held in memory.
+    @inlinable public func equals(utf8 name: [UInt8]) -> Bool {
+        guard !escaped else { return string.utf8.elementsEqual(name) }
+        guard raw.count == name.count else { return false }
+        return name.isEmpty || name.withUnsafeBytes { memcmp(raw.baseAddress!, $0.baseAddress!, name.count) == 0 }
     }
 
     /// Compares the decoded text with an ASCII name.

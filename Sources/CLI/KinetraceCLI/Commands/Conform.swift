@@ -166,7 +166,7 @@ struct Conform: ParsableCommand {
         try emit(result, junit)
     }
 
-    private func suite(for wireProtocol: any WireProtocol.Type) throws -> ProtocolSuite {
+    private func suite(for wireProtocol: any WireProtocol) throws -> ProtocolSuite {
         guard let suite = ConformanceSuite.suite(for: wireProtocol) else {
             throw ValidationError("--protocol \(wireProtocol.id) has no conformance suite.")
         }
@@ -249,7 +249,7 @@ struct Conform: ParsableCommand {
     }
 
     /// This very program as the stdio reference host of `wireProtocol`, told the rule under test.
-    private func referenceStdioCommand(_ wireProtocol: any WireProtocol.Type, _ rule: GestureRule) -> String {
+    private func referenceStdioCommand(_ wireProtocol: any WireProtocol, _ rule: GestureRule) -> String {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         let quoted = "'" + executable.replacingOccurrences(of: "'", with: "'\\''") + "'"
         return "\(quoted) host --stdio --observe --protocol \(wireProtocol.id) --threshold=\(rule.threshold) --refractory-ms \(rule.refractoryMs)"

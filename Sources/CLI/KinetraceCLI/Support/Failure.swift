@@ -159,7 +159,7 @@ func printNote(_ message: String) {
 
 /// Opens a trace or capture as `TraceInput.open` does, and says how a capture's host
 /// port was found when it was inferred (so a run on the wrong traffic is noticed).
-func openInput(path: String, wireProtocol: (any WireProtocol.Type)? = nil, port: UInt16? = nil,
+func openInput(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil,
                framed: Bool = true) throws(TraceError) -> any TraceRecordSource {
     let source = try TraceInput.open(path: try InputSpool.readablePath(path), wireProtocol: wireProtocol, port: port, framed: framed)
     if let note = source.readingNote { printNote(note) }
@@ -169,7 +169,7 @@ func openInput(path: String, wireProtocol: (any WireProtocol.Type)? = nil, port:
 /// `openInput`, read ahead on a thread of its own when the caller does real work per record
 /// (`PrefetchingRecordSource`). Byte streams stay as they are: their unfinished streams are
 /// the framing source's to report.
-func openInputReadingAhead(path: String, wireProtocol: (any WireProtocol.Type)? = nil, port: UInt16? = nil,
+func openInputReadingAhead(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil,
                            framed: Bool = true) throws(TraceError) -> any TraceRecordSource {
     readingAhead(try openInput(path: path, wireProtocol: wireProtocol, port: port, framed: framed))
 }

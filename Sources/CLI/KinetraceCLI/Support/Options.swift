@@ -1,31 +1,44 @@
 import ArgumentParser
+import Foundation
 import KinetraceWire
 
-/// A wire protocol named on the command line.
+/// A wire protocol named on the command line: a compiled protocol's name, a
+/// declaration file, or a name found on the protocol search path.
 struct ProtocolName: ExpressibleByArgument, Sendable {
-    let wireProtocol: any WireProtocol.Type
+    let wireProtocol: any WireProtocol
 
     init?(argument: String) {
-        guard let known = ProtocolRegistry.standard.named(argument) else { return nil }
-        wireProtocol = known
+        do throws(ProtocolCatalog.Failure) {
+            wireProtocol = try ProtocolCatalog.resolve(argument)
+        } catch {
+            // Conversion cannot carry a status out: a bad declaration is a data error (65) with its
+            // file:line:column, not a usage error, so it stops here, before any output exists.
+            printError(error.message)
+            exit(error.status.rawValue)
+        }
     }
 
     static var allValueStrings: [String] { ProtocolRegistry.standard.names }
-    static var defaultCompletionKind: CompletionKind { .list(allValueStrings) }
+    static var defaultCompletionKind: CompletionKind { .file(extensions: ["json"]) }
 }
 
-/// `--protocol NAME`, shared by every command.
+/// `--protocol NAME|FILE` and `--protocol-path DIR`, shared by every command.
 struct ProtocolOptions: ParsableArguments {
     @Option(name: .customLong("protocol"),
-            help: ArgumentHelp("The wire protocol (default \(ProtocolRegistry.defaultID)). A trace names its own in its header, and this must agree with it.",
-                               valueName: "name"))
+            help: ArgumentHelp("The wire protocol (default \(ProtocolRegistry.defaultID)): a compiled protocol's name, a declaration file (specs/protocol-declaration-v1.md), or the name of one found on the protocol path. A trace names its own in its header, and this must agree with it.",
+                               valueName: "name|file"))
     var named: ProtocolName?
 
+    @Option(name: .customLong("protocol-path"),
+            help: ArgumentHelp("A directory where --protocol NAME finds NAME.json; repeatable, searched before \(ProtocolCatalog.environmentVariable) (colon-separated).",
+                               valueName: "dir"), completion: .directory)
+    var searchPath: [String] = []
+
     /// The protocol given, if one was.
-    var given: (any WireProtocol.Type)? { named?.wireProtocol }
+    var given: (any WireProtocol)? { named?.wireProtocol }
 
     /// The protocol given, or the default.
-    var wireProtocol: any WireProtocol.Type { given ?? ProtocolRegistry.standard[ProtocolRegistry.defaultID]! }
+    var wireProtocol: any WireProtocol { given ?? ProtocolRegistry.defaultProtocol }
 }
 
 /// `--protocol` and `--port` for commands that read captures: a pcap names

@@ -148,7 +148,7 @@ public struct CaptureObservation: Sendable {
     }
 
     public var source: String
-    public var wireProtocol: any WireProtocol.Type
+    public var wireProtocol: any WireProtocol
     public var capturePoint: CapturePoint
     public var datagrams = Datagrams()
     /// Records of other kinds (labels, events) and packets the reader skipped.
@@ -159,7 +159,7 @@ public struct CaptureObservation: Sendable {
     public var streamEvents: [EventRecord] = []
     public var truncation: TraceTruncation?
 
-    public init(source: String, wireProtocol: any WireProtocol.Type, capturePoint: CapturePoint) {
+    public init(source: String, wireProtocol: any WireProtocol, capturePoint: CapturePoint) {
         self.source = source
         self.wireProtocol = wireProtocol
         self.capturePoint = capturePoint

@@ -12,7 +12,7 @@ import KinetraceWire
 public struct ImpairedPathCase: ActiveCase {
     public let info: CaseInfo
     public let network: String
-    public let wireProtocol: any WireProtocol.Type
+    public let wireProtocol: any WireProtocol
     let impairments: Impairments
     let controllers: Int
     let framesEach: Int
@@ -22,7 +22,7 @@ public struct ImpairedPathCase: ActiveCase {
     ///   - network: the replay network's name; the case is `AC-IMPAIRED-<NAME>`.
     ///   - impairments: the network's impairments (replies are not impaired: the check is the host's decisions).
     ///   - requirements: the requirement IDs of the protocol's spec the case checks.
-    public init(network: String, impairments: Impairments, wireProtocol: any WireProtocol.Type, requirements: [String],
+    public init(network: String, impairments: Impairments, wireProtocol: any WireProtocol, requirements: [String],
                 controllers: Int = 8, framesEach: Int = 30, seed: UInt64 = 1) {
         let hz = wireProtocol.nominalRateHz
         let rate = hz == hz.rounded() ? String(Int(hz)) : String(hz)
@@ -58,7 +58,7 @@ public struct ImpairedPathCase: ActiveCase {
     }
 
     /// The bundled replay networks that impair the controller→host path, each as a case.
-    public static func bundled(_ wireProtocol: any WireProtocol.Type, requirements: [String]) -> [ImpairedPathCase] {
+    public static func bundled(_ wireProtocol: any WireProtocol, requirements: [String]) -> [ImpairedPathCase] {
         ["lab-5ghz", "crowded-event", "harsh"].compactMap { name in
             ReplayNetwork.bundled(name).map {
                 ImpairedPathCase(network: name, impairments: $0.impairments, wireProtocol: wireProtocol, requirements: requirements)

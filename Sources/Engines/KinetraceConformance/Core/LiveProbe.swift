@@ -55,7 +55,7 @@ public final class LiveProbe {
     }
 
     let link: any ControllerLink
-    public var wireProtocol: any WireProtocol.Type
+    public var wireProtocol: any WireProtocol
     /// The case's sample-time origin: the controllers' wall clock (ML-FRAME-4) when the case began.
     public let t0: UInt64
     /// Link indices of this case's controllers; the case sees them as 0, 1, …
@@ -83,7 +83,7 @@ public final class LiveProbe {
     /// keeps no more, and the suite fails it and runs nothing after it.
     public private(set) var flooded: String?
 
-    init(link: any ControllerLink, wireProtocol: any WireProtocol.Type, t0: UInt64) {
+    init(link: any ControllerLink, wireProtocol: any WireProtocol, t0: UInt64) {
         self.link = link
         self.wireProtocol = wireProtocol
         self.t0 = t0

@@ -106,7 +106,7 @@ struct AckMatcher {
     private var newestWithStamp: [UInt64: Int] = [:]
     private var earlier: [Int] = []
 
-    init(wireProtocol: any WireProtocol.Type, rule: GestureRule) {
+    init(wireProtocol: any WireProtocol, rule: GestureRule) {
         model = wireProtocol.makeHostModel(rule: rule)
     }
 

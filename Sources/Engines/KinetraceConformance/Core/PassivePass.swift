@@ -59,7 +59,7 @@ public enum RateSeriesKind: Hashable, Sendable {
 /// what the reader said about streams, and the analyses several cases share.
 public struct PassiveSummary: Sendable {
     public var source: String
-    public var wireProtocol: any WireProtocol.Type
+    public var wireProtocol: any WireProtocol
     public var capturePoint: CapturePoint
     public var parameters: SuiteParameters
     /// The first message's capture time: evidence times are relative to it.
@@ -95,7 +95,7 @@ public struct PassivePass {
     private var acks: AckMatcher
     private var rateSeries: [RateCollector] = []
 
-    public init(_ cases: [any PassiveCase], wireProtocol: any WireProtocol.Type, source: String, capturePoint: CapturePoint,
+    public init(_ cases: [any PassiveCase], wireProtocol: any WireProtocol, source: String, capturePoint: CapturePoint,
                 parameters: SuiteParameters) {
         self.cases = cases
         summary = PassiveSummary(source: source, wireProtocol: wireProtocol, capturePoint: capturePoint, parameters: parameters,

@@ -14,7 +14,7 @@ import KinetraceWire
 /// types (as swift-certificates composes `RFC5280Policy` from its
 /// policies), and how to tell that a host is there at all.
 public struct ProtocolSuite: Sendable {
-    public var wireProtocol: any WireProtocol.Type
+    public var wireProtocol: any WireProtocol
     /// The spec and its version, as reports name them.
     public var specVersion: String
     /// Active cases against a live host, in report order.
@@ -28,7 +28,7 @@ public struct ProtocolSuite: Sendable {
     /// stdio adapter's observation channel only, so a host on a socket leaves them INCONCLUSIVE.
     public var judgesObservations: Bool
 
-    public init(wireProtocol: any WireProtocol.Type, specVersion: String, activeCases: [any ActiveCase],
+    public init(wireProtocol: any WireProtocol, specVersion: String, activeCases: [any ActiveCase],
                 passiveCases: [any PassiveCase], judgesObservations: Bool = false,
                 preflight: @escaping @Sendable (UInt64, SuiteParameters) -> [UInt8]) {
         self.judgesObservations = judgesObservations
@@ -52,8 +52,8 @@ public enum ConformanceSuite {
     public static let version = "0.1.0"
 
     /// The suite of `wireProtocol`, if it has one.
-    public static func suite(for wireProtocol: any WireProtocol.Type) -> ProtocolSuite? {
-        (wireProtocol as? any ConformanceSuiteProviding.Type)?.conformanceSuite
+    public static func suite(for wireProtocol: any WireProtocol) -> ProtocolSuite? {
+        (wireProtocol as? any ConformanceSuiteProviding).map { type(of: $0).conformanceSuite }
     }
 
     /// Cases whose ID matches one of `include` (all when empty) and none of `exclude` (shell globs).

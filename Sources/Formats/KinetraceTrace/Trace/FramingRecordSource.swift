@@ -74,7 +74,7 @@ public final class FramingRecordSource: TraceRecordSource {
 
     public var source: String { base.source }
     public var header: TraceHeader { base.header }
-    public var wireProtocol: any WireProtocol.Type { base.wireProtocol }
+    public var wireProtocol: any WireProtocol { base.wireProtocol }
     public var truncation: TraceTruncation? { base.truncation }
     public var readingNote: String? { base.readingNote }
     public var bytesRead: (file: Int, uncompressed: Int)? { base.bytesRead }

@@ -12,7 +12,7 @@ import KinetraceWire
 public final class PrefetchingRecordSource: TraceRecordSource {
     public let source: String
     public let header: TraceHeader
-    public let wireProtocol: any WireProtocol.Type
+    public let wireProtocol: any WireProtocol
 
     /// What the source said after reading a batch; the caller sees the one of the batch it is in.
     private struct Snapshot {

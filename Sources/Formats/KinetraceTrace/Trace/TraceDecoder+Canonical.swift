@@ -62,10 +62,10 @@ final class CanonicalShapes: @unchecked Sendable {  // immutable after init
     private let storage: UnsafeMutableRawBufferPointer
     private let list: [Shape]
     /// Each kind's field names, for the general parser's member-order prediction.
-    let fieldNames: [(kind: StaticString, names: [StaticString])]
+    let fieldNames: [(kind: [UInt8], names: [[UInt8]])]
 
     init(_ shapes: [DecodedShape]) {
-        func text(_ s: StaticString) -> [UInt8] { s.withUTF8Buffer { Array($0) } }
+        func text(_ s: String) -> [UInt8] { Array(s.utf8) }
         var literals: [[UInt8]] = []
         for shape in shapes {
             var opening = Array(#","msg":""#.utf8) + text(shape.kind) + [UInt8(ascii: "\"")]
@@ -97,7 +97,7 @@ final class CanonicalShapes: @unchecked Sendable {  // immutable after init
             list.append(Shape(opening: opening, firstType: shape.fields.first?.type, rest: rest))
         }
         self.list = list
-        fieldNames = shapes.map { ($0.kind, $0.fields.map(\.name)) }
+        fieldNames = shapes.map { (Array($0.kind.utf8), $0.fields.map { Array($0.name.utf8) }) }
     }
 
     deinit { storage.deallocate() }

@@ -43,7 +43,7 @@ struct TraceDecoder {
 
     /// A decoder for messages of `wireProtocol` (nil: before the header names one), remembering
     /// up to `endpointSlots` parsed endpoints.
-    init(_ wireProtocol: (any WireProtocol.Type)?, endpointSlots: Int = EndpointCache.defaultSlotCount) {
+    init(_ wireProtocol: (any WireProtocol)?, endpointSlots: Int = EndpointCache.defaultSlotCount) {
         shapes = CanonicalShapes(wireProtocol?.decodedShapes ?? [])
         endpoints = EndpointCache(slots: endpointSlots)
     }
@@ -141,7 +141,7 @@ struct TraceDecoder {
                 // Informative (TR-MSG-1); noted only to predict "decoded"'s member order.
                 if scanner.peek() == UInt8(ascii: "\"") {
                     let token = try scanner.readStringToken()
-                    f.shape = shapes.fieldNames.firstIndex { token.equals($0.kind) }
+                    f.shape = shapes.fieldNames.firstIndex { token.equals(utf8: $0.kind) }
                 } else {
                     try scanner.skipValue()
                 }
@@ -315,7 +315,7 @@ enum HexTable {
 /// their own containers (a pcapng packet comment).
 public enum TraceLine {
     /// The record on `line` (nil: a record kind this reader does not know), or why it is not one.
-    public static func record(_ line: [UInt8], wireProtocol: any WireProtocol.Type) -> Result<TraceRecord?, TraceError> {
+    public static func record(_ line: [UInt8], wireProtocol: any WireProtocol) -> Result<TraceRecord?, TraceError> {
         var decoder = TraceDecoder(wireProtocol)
         return line.withUnsafeBytes { raw in
             do throws(TraceDecoder.Failure) {

@@ -15,6 +15,10 @@ public enum TraceEncoder {
         members["capture_point"] = .string(header.capturePoint.name)
         members["clock"] = .string(header.clock.name)
         members["notes"] = .string(header.notes)
+        if let declaration = header.declaration {
+            members["protocol_declaration"] = .string(declaration.canonicalText)
+            members["protocol_digest"] = .string(declaration.digest)
+        }
         // Sorted keys would bury "format"; put it first so `head -c 40` identifies the file.
         var out = JSONOutput()
         out.raw("{\"format\":")
@@ -30,14 +34,14 @@ public enum TraceEncoder {
     }
 
     /// A record's line; a message's decoded fields are rendered by `wireProtocol`.
-    public static func line(for record: TraceRecord, as wireProtocol: any WireProtocol.Type) -> [UInt8] {
+    public static func line(for record: TraceRecord, as wireProtocol: any WireProtocol) -> [UInt8] {
         var out = JSONOutput()
         out.bytes.reserveCapacity(320)
         append(record, as: wireProtocol, to: &out)
         return out.bytes
     }
 
-    static func append(_ record: TraceRecord, as wireProtocol: any WireProtocol.Type, to out: inout JSONOutput) {
+    static func append(_ record: TraceRecord, as wireProtocol: any WireProtocol, to out: inout JSONOutput) {
         switch record {
         case .message(let m): appendMessage(m, as: wireProtocol, to: &out)
         case .label(let l):
@@ -103,7 +107,7 @@ public enum TraceEncoder {
         }
     }
 
-    private static func appendMessage(_ m: MessageRecord, as wireProtocol: any WireProtocol.Type, to out: inout JSONOutput) {
+    private static func appendMessage(_ m: MessageRecord, as wireProtocol: any WireProtocol, to out: inout JSONOutput) {
         out.raw("{\"kind\":\"msg\",\"t_ns\":")
         out.integer(m.timeNs)
         out.raw(",\"dir\":\"")
@@ -146,43 +150,49 @@ public enum TraceEncoder {
 }
 
 /// Writes `"msg"` and `"decoded"` (TR-MSG-1) as a protocol describes a message.
+/// Kind and field names are written raw: the compiled protocols' are literals, and a
+/// declaration's are checked to be `[a-z][a-z0-9_]*` where it is read (PD-NAME-*).
 struct DecodedFieldWriter: DecodedFieldVisitor {
     var out = JSONOutput()
     private var opened = false
 
-    mutating func kind(_ name: StaticString) {
+    mutating func kind(_ name: String) {
         out.raw(",\"msg\":\"")
         out.raw(name)
         out.raw("\"")
     }
 
     /// `,"decoded":{"NAME":` for the first field, `,"NAME":` after, then the value's text.
-    private mutating func member(_ name: StaticString, valueUpTo maxCount: Int, _ value: (inout JSONCursor) -> Void) {
+    private mutating func member(_ name: String, valueUpTo maxCount: Int, _ value: (inout JSONCursor) -> Void) {
         let opening: StaticString = opened ? ",\"" : ",\"decoded\":{\""
         opened = true
-        out.write(upTo: opening.utf8CodeUnitCount + name.utf8CodeUnitCount + 2 + maxCount) { cursor in
-            cursor.raw(opening)
-            cursor.raw(name)
-            cursor.raw("\":")
-            value(&cursor)
+        var name = name
+        name.withUTF8 { nameBytes in
+            out.write(upTo: opening.utf8CodeUnitCount + nameBytes.count + 2 + maxCount) { cursor in
+                cursor.raw(opening)
+                cursor.bytes(nameBytes)
+                cursor.raw("\":")
+                value(&cursor)
+            }
         }
     }
 
     /// A finite number's shortest text, in the same append as its name.
-    private mutating func number(_ name: StaticString, _ text: String) {
+    private mutating func number(_ name: String, _ text: String) {
         var text = text
         text.withUTF8 { utf8 in member(name, valueUpTo: utf8.count) { $0.bytes(utf8) } }
     }
 
-    mutating func field(_ name: StaticString, _ value: UInt64) { member(name, valueUpTo: 20) { $0.integer(value) } }
-    mutating func field(_ name: StaticString, _ value: UInt32) { member(name, valueUpTo: 10) { $0.integer(UInt64(value)) } }
-    mutating func field(_ name: StaticString, _ value: Float32) {
+    mutating func field(_ name: String, _ value: UInt64) { member(name, valueUpTo: 20) { $0.integer(value) } }
+    mutating func field(_ name: String, _ value: UInt32) { member(name, valueUpTo: 10) { $0.integer(UInt64(value)) } }
+    mutating func field(_ name: String, _ value: Int64) { member(name, valueUpTo: 20) { $0.integer(value) } }
+    mutating func field(_ name: String, _ value: Float32) {
         if value.isFinite { number(name, value.description) } else { member(name, valueUpTo: 0) { _ in }; out.float(value) }
     }
-    mutating func field(_ name: StaticString, _ value: Double) {
+    mutating func field(_ name: String, _ value: Double) {
         if value.isFinite { number(name, value.description) } else { member(name, valueUpTo: 0) { _ in }; out.double(value) }
     }
-    mutating func field(_ name: StaticString, _ value: String) { member(name, valueUpTo: 0) { _ in }; out.string(value) }
+    mutating func field(_ name: String, _ value: String) { member(name, valueUpTo: 0) { _ in }; out.string(value) }
 
     mutating func close() { if opened { out.raw("}") } }
 }

@@ -23,6 +23,9 @@ public struct TraceHeader: Hashable, Sendable {
     /// Which clock `t_ns` comes from.
     public var clock: ClockSource
     public var notes: String
+    /// The declaration of a protocol declared in a file (TR-HEADER-7): written as its canonical
+    /// text and digest, so the trace reads anywhere without the file; nil for a compiled protocol.
+    public var declaration: ProtocolDeclaration?
     /// Header fields this version does not know, kept so a rewrite loses nothing.
     public var extra: [String: JSONValue]
 
@@ -38,6 +41,25 @@ public struct TraceHeader: Hashable, Sendable {
         self.clock = clock
         self.notes = notes
         self.extra = extra
+    }
+
+    /// A header for `wireProtocol`'s messages: its name, and its declaration when it was declared.
+    public init(created: String, tool: String, wireProtocol: any WireProtocol, capturePoint: CapturePoint, clock: ClockSource,
+                notes: String = "", extra: [String: JSONValue] = [:]) {
+        self.init(created: created, tool: tool, protocolID: wireProtocol.id, capturePoint: capturePoint, clock: clock, notes: notes, extra: extra)
+        declaration = wireProtocol.declaration
+    }
+
+    public static func == (a: TraceHeader, b: TraceHeader) -> Bool {
+        a.major == b.major && a.minor == b.minor && a.created == b.created && a.tool == b.tool && a.protocolID == b.protocolID
+            && a.capturePoint == b.capturePoint && a.clock == b.clock && a.notes == b.notes && a.extra == b.extra
+            && a.declaration?.digest == b.declaration?.digest
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(protocolID)
+        hasher.combine(created)
+        hasher.combine(declaration?.digest)
     }
 }
 

@@ -127,6 +127,11 @@ public final class TraceMerger {
                 throw TraceError(.protocolMismatch, source: path, line: 1,
                                  message: "the header names protocol \"\(header.protocolID)\", but \(firstPath) names \"\(first.protocolID)\": traces of different protocols cannot be merged")
             }
+            if header.declaration?.digest != first.declaration?.digest {
+                let describe = { (h: TraceHeader) in h.declaration.map { "declared as \($0.digest)" } ?? "compiled" }
+                throw TraceError(.protocolMismatch, source: path, line: 1,
+                                 message: "protocol \"\(header.protocolID)\" is \(describe(header)) here but \(describe(first)) in \(firstPath): traces of different declarations cannot be merged")
+            }
             if header.clock != first.clock {
                 throw TraceError(.badHeader, source: path, line: 1,
                                  message: "the header's clock is \"\(header.clock)\", but \(firstPath)'s is \"\(first.clock)\": times on different clocks have no common order")
@@ -163,11 +168,13 @@ public final class TraceMerger {
         }
         let first = headers[0]
         let total = scanned.totalRecords
-        return TraceHeader(
+        var merged = TraceHeader(
             created: created, tool: "kinetrace merge", protocolID: first.protocolID,
             capturePoint: first.capturePoint, clock: first.clock,
             notes: "\(total) record\(total == 1 ? "" : "s") merged in time order from \(paths.count) file\(paths.count == 1 ? "" : "s"): \(paths.joined(separator: ", "))",
             extra: ["shards": .array(shards), "merge_window_ns": .integer(windowNs)])
+        merged.declaration = first.declaration
+        return merged
     }
 
     /// Reads the inputs again and writes them merged to `path` under `header`

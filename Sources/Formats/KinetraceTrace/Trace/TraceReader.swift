@@ -49,8 +49,8 @@ public final class TraceReader {
     private var connectionEndpoints = ConnectionEndpointCheck()
 
     /// The wire protocol the header names, as `registry` knows it.
-    public var wireProtocol: any WireProtocol.Type { resolvedProtocol! }
-    private var resolvedProtocol: (any WireProtocol.Type)?
+    public var wireProtocol: any WireProtocol { resolvedProtocol! }
+    private var resolvedProtocol: (any WireProtocol)?
 
     /// The read buffer unless told: a megabyte.
     public static let defaultBufferBytes = 1 << 20
@@ -105,7 +105,8 @@ public final class TraceReader {
         atEOF = file == nil
         header = TraceHeader(created: "", tool: "", capturePoint: .host, clock: .realtime)
         header = try readHeader()
-        guard let known = registry[header.protocolID] else {
+        let declared = header.declaration.map { DeclaredProtocol($0, path: "\(source) (its header)") }
+        guard let known = declared ?? registry[header.protocolID] else {
             throw TraceError(.unknownProtocol, source: source, line: 1, byteOffset: 0,
                              message: "the header names protocol \"\(header.protocolID)\", which this kinetrace does not speak (it speaks \(registry.names.joined(separator: ", ")))")
         }
@@ -230,7 +231,28 @@ public final class TraceReader {
             notes: try text("notes") ?? "")
         header.major = Int(major)
         header.minor = Int(members["minor"]?.integerValue ?? 0)
-        for key in ["format", "version", "minor", "created", "tool", "profile", "protocol", "capture_point", "clock", "notes"] {
+        // A declared protocol travels with the trace; its digest must match it (TR-HEADER-7).
+        let declarationText = try text("protocol_declaration"), digest = try text("protocol_digest")
+        if declarationText != nil || digest != nil {
+            guard let declarationText, let digest else {
+                throw bad("the header has one of \"protocol_declaration\" and \"protocol_digest\" without the other")
+            }
+            let declaration: ProtocolDeclaration
+            do throws(DeclarationError) {
+                declaration = try ProtocolDeclaration.read(Array(declarationText.utf8), source: "protocol_declaration")
+            } catch {
+                throw bad("the header's protocol declaration is not valid: \(error)")
+            }
+            guard declaration.digest == digest else {
+                throw bad("the header's \"protocol_digest\" (\(digest)) does not match its protocol declaration (\(declaration.digest)): the declaration was changed")
+            }
+            guard declaration.name == header.protocolID.name else {
+                throw bad("the header names protocol \"\(header.protocolID)\" but embeds the declaration of \"\(declaration.name)\"")
+            }
+            header.declaration = declaration
+        }
+        for key in ["format", "version", "minor", "created", "tool", "profile", "protocol", "capture_point", "clock", "notes",
+                    "protocol_declaration", "protocol_digest"] {
             members[key] = nil
         }
         header.extra = members

@@ -59,15 +59,15 @@ public struct MessageRecord: Hashable, Sendable {
     }
 
     /// What the engines need of the payload, under `wireProtocol` (invalid when framing says so).
-    public func facts(_ wireProtocol: any WireProtocol.Type) -> MessageFacts {
+    public func facts(_ wireProtocol: any WireProtocol) -> MessageFacts {
         if let framingError { return MessageFacts(invalid: framingError) }
         return payload.withUnsafeBytes { wireProtocol.facts($0) }
     }
 
     /// The payload decoded as one of `P`'s messages, or why it is not one.
-    public func decoded<P: WireProtocol>(as: P.Type) -> Result<P.Message, WireError> {
+    public func decoded<P: WireProtocol>(as wireProtocol: P) -> Result<P.Message, WireError> {
         payload.withUnsafeBytes { raw in
-            do throws(WireError) { return .success(try P.decode(raw)) } catch { return .failure(error) }
+            do throws(WireError) { return .success(try wireProtocol.decode(raw)) } catch { return .failure(error) }
         }
     }
 

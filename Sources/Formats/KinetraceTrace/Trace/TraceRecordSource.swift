@@ -8,7 +8,7 @@ public protocol TraceRecordSource: AnyObject {
     var source: String { get }
     var header: TraceHeader { get }
     /// The wire protocol of its messages.
-    var wireProtocol: any WireProtocol.Type { get }
+    var wireProtocol: any WireProtocol { get }
     /// The next record, or nil at the end.
     func next() throws(TraceError) -> TraceRecord?
     /// Set when the input ended inside a record.

@@ -36,7 +36,7 @@ public final class TraceWriter {
     private var writeFailure: TraceError?
 
     /// The protocol whose decoded fields message records carry.
-    public let wireProtocol: any WireProtocol.Type
+    public let wireProtocol: any WireProtocol
 
     /// Creates the file and writes the header. A header naming a protocol
     /// `registry` does not know fails with `unknownProtocol`. `gzip`: compress
@@ -114,7 +114,7 @@ extension TraceEncoder {
         return out.bytes
     }
 
-    static func resolve(_ header: TraceHeader, _ registry: ProtocolRegistry) throws(TraceError) -> any WireProtocol.Type {
+    static func resolve(_ header: TraceHeader, _ registry: ProtocolRegistry) throws(TraceError) -> any WireProtocol {
         guard let known = registry[header.protocolID] else {
             throw TraceError(.unknownProtocol, source: "<header>",
                              message: "cannot write protocol \"\(header.protocolID)\": this kinetrace speaks \(registry.names.joined(separator: ", "))")

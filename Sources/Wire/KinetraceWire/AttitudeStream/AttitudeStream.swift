@@ -57,7 +57,9 @@ public struct AttitudeRecord: Hashable, Sendable {
 /// as 12-byte records back to back on a byte stream at 60 Hz, mapped to one
 /// TCP connection per phone; the iPad cube applies each record it reads.
 /// No header, timestamp, checksum or reply.
-public enum AttitudeStream: WireProtocol {
+public struct AttitudeStream: CompiledWireProtocol {
+    public init() {}
+
     public typealias Message = AttitudeRecord
 
     public static let id = ProtocolID("attitude-stream")

@@ -3,12 +3,19 @@
 /// knowing the protocol.
 public protocol DecodedFieldVisitor {
     /// The message kind, first; "unknown" when the bytes name none.
-    mutating func kind(_ name: StaticString)
-    mutating func field(_ name: StaticString, _ value: UInt64)
-    mutating func field(_ name: StaticString, _ value: UInt32)
-    mutating func field(_ name: StaticString, _ value: Float32)
-    mutating func field(_ name: StaticString, _ value: Double)
-    mutating func field(_ name: StaticString, _ value: String)
+    mutating func kind(_ name: String)
+    mutating func field(_ name: String, _ value: UInt64)
+    mutating func field(_ name: String, _ value: UInt32)
+    mutating func field(_ name: String, _ value: Float32)
+    mutating func field(_ name: String, _ value: Double)
+    mutating func field(_ name: String, _ value: String)
+    /// A signed integer field (declared protocols' i8…i64).
+    mutating func field(_ name: String, _ value: Int64)
+}
+
+extension DecodedFieldVisitor {
+    /// Visitors that only read some fields need not take signed ones; others render them as doubles.
+    public mutating func field(_ name: String, _ value: Int64) { field(name, Double(value)) }
 }
 
 /// A kind `describe` writes and its fields in order, for readers that match
@@ -16,16 +23,16 @@ public protocol DecodedFieldVisitor {
 public struct DecodedShape: Sendable {
     public enum FieldType: Sendable { case number, string }
 
-    public var kind: StaticString
-    public var fields: [(name: StaticString, type: FieldType)]
+    public var kind: String
+    public var fields: [(name: String, type: FieldType)]
 
-    public init(kind: StaticString, fields: [(name: StaticString, type: FieldType)]) {
+    public init(kind: String, fields: [(name: String, type: FieldType)]) {
         self.kind = kind
         self.fields = fields
     }
 
     /// A kind whose fields are all numbers.
-    public init(kind: StaticString, numbers names: [StaticString]) {
+    public init(kind: String, numbers names: [String]) {
         self.init(kind: kind, fields: names.map { ($0, .number) })
     }
 }

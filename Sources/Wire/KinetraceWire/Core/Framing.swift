@@ -55,7 +55,9 @@ public protocol RecordBoundary {
     /// The length of the record starting at `bytes[0]` (stream offset `offset`),
     /// nil when more bytes are needed to tell; throws when the stream cannot be a
     /// sequence of records.
-    func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int?
+    /// Mutating so a boundary that searches (a delimiter) remembers how far it looked,
+    /// and a record trickled in byte by byte costs linear time, not quadratic.
+    mutating func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int?
 }
 
 /// Records of one fixed length, back to back with nothing between them.
@@ -73,7 +75,7 @@ public struct FixedLengthRecords: RecordBoundary, Sendable {
 /// Byte-stream protocols: a buffer that keeps the partial record between
 /// appends and cuts whole records by `Boundary`, whatever the chunking.
 public struct StreamFramer<Boundary: RecordBoundary>: MessageFramer {
-    public let boundary: Boundary
+    public private(set) var boundary: Boundary
     /// The longest record accepted: a peer that never completes a record
     /// (or a boundary that would wait forever) cannot make the buffer grow past it.
     public let maximumRecordLength: Int
@@ -97,11 +99,13 @@ public struct StreamFramer<Boundary: RecordBoundary>: MessageFramer {
         let available = buffer.count - start
         guard available > 0 else { return nil }
         // withUnsafeBytes cannot forward a typed error, so carry it out in a Result.
+        var measuring = boundary
         let measured: Result<Int?, WireError> = buffer.withUnsafeBytes { raw in
             do throws(WireError) {
-                return .success(try boundary.recordLength(UnsafeRawBufferPointer(rebasing: raw[start...]), at: offset))
+                return .success(try measuring.recordLength(UnsafeRawBufferPointer(rebasing: raw[start...]), at: offset))
             } catch { return .failure(error) }
         }
+        boundary = measuring
         guard let length = try measured.get() else {
             if available > maximumRecordLength {
                 throw WireError(.invalidLength, offset: offset, expected: "a record within \(maximumRecordLength) bytes, \(available) received without one")

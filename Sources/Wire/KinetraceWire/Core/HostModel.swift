@@ -58,7 +58,7 @@ public enum HostVerdict: Hashable, Sendable {
 /// made only by those who send them (planners need just `owesReply`).
 public struct HostDecision: Hashable, Sendable {
     /// What the host decided, e.g. `jump`.
-    public var name: StaticString
+    public var name: String
     /// The sender stamp of the sample that caused it, when the protocol stamps samples.
     public var sampleTimeMs: UInt64?
     /// Whether the host owes a reply on the wire for it.
@@ -66,7 +66,7 @@ public struct HostDecision: Hashable, Sendable {
     /// The decision's values, for decisions that carry some (an attitude applied).
     public var values: [Double]
 
-    public init(name: StaticString, sampleTimeMs: UInt64? = nil, owesReply: Bool = false, values: [Double] = []) {
+    public init(name: String, sampleTimeMs: UInt64? = nil, owesReply: Bool = false, values: [Double] = []) {
         self.name = name
         self.sampleTimeMs = sampleTimeMs
         self.owesReply = owesReply
@@ -74,11 +74,11 @@ public struct HostDecision: Hashable, Sendable {
     }
 
     public static func == (a: HostDecision, b: HostDecision) -> Bool {
-        a.name.description == b.name.description && a.sampleTimeMs == b.sampleTimeMs && a.owesReply == b.owesReply && a.values == b.values
+        a.name == b.name && a.sampleTimeMs == b.sampleTimeMs && a.owesReply == b.owesReply && a.values == b.values
     }
 
     public func hash(into hasher: inout Hasher) {
-        hasher.combine(name.description)
+        hasher.combine(name)
         hasher.combine(sampleTimeMs)
         hasher.combine(owesReply)
         hasher.combine(values)

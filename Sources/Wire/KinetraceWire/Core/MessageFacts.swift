@@ -57,24 +57,16 @@ public struct MotionReading: Hashable, Sendable {
     public var gravity: Vector3?
     /// Attitude as roll, pitch and yaw in radians (x, y, z).
     public var attitude: Vector3?
-    /// User acceleration (g) plus rotation rate (rad/s), axis by axis, as the
-    /// KeepCalm game sends it: a protocol that carries only the sum has no parts.
-    public var combined: Vector3?
+    /// The protocol's own vector, named by the protocol (KeepCalm's "combined": user
+    /// acceleration plus rotation rate, axis by axis); nil when it has none.
+    public var own: Vector3?
 
     public init(userAcceleration: Vector3? = nil, rotationRate: Vector3? = nil, gravity: Vector3? = nil, attitude: Vector3? = nil,
-                combined: Vector3? = nil) {
+                own: Vector3? = nil) {
         self.userAcceleration = userAcceleration
         self.rotationRate = rotationRate
         self.gravity = gravity
         self.attitude = attitude
-        self.combined = combined
-    }
-
-    /// The KeepCalm sum of this reading: its own when it carries one, else
-    /// user acceleration plus rotation rate (zero where it has none).
-    public var combinedSum: Vector3 {
-        if let combined { return combined }
-        let a = userAcceleration ?? .zero, w = rotationRate ?? .zero
-        return Vector3(a.x + w.x, a.y + w.y, a.z + w.z)
+        self.own = own
     }
 }

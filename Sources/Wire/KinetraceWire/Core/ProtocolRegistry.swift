@@ -1,23 +1,31 @@
-/// The protocols a build speaks, by name. Adding a protocol adds one line
-/// to `standard`; everything else about it lives in its own folder.
+/// The protocols a run knows, by name: the compiled ones, and any declared
+/// ones registered at run time (as Wireshark registers dissectors).
 public struct ProtocolRegistry: Sendable {
-    public let protocols: [any WireProtocol.Type]
+    public private(set) var protocols: [any WireProtocol]
 
-    public init(_ protocols: [any WireProtocol.Type]) { self.protocols = protocols }
+    public init(_ protocols: [any WireProtocol]) { self.protocols = protocols }
 
-    /// Every protocol of this build.
+    /// The compiled protocols of this build.
     public static let standard = ProtocolRegistry([
-        MotionLinkV1.self,
-        KeepCalmJSON.self,
-        AttitudeStream.self,
+        MotionLinkV1(),
+        KeepCalmJSON(),
+        AttitudeStream(),
     ])
 
     /// The protocol of traffic that names none (`--protocol`'s default).
     public static let defaultID = MotionLinkV1.id
+    /// The default protocol's value.
+    public static var defaultProtocol: any WireProtocol { MotionLinkV1() }
 
-    public func named(_ name: String) -> (any WireProtocol.Type)? { protocols.first { $0.id.name == name } }
+    public func named(_ name: String) -> (any WireProtocol)? { protocols.first { $0.id.name == name } }
 
-    public subscript(id: ProtocolID) -> (any WireProtocol.Type)? { named(id.name) }
+    public subscript(id: ProtocolID) -> (any WireProtocol)? { named(id.name) }
+
+    /// Adds a protocol; one of the same name is replaced (a declared file given by the user wins).
+    public mutating func register(_ wireProtocol: any WireProtocol) {
+        protocols.removeAll { $0.id == wireProtocol.id }
+        protocols.append(wireProtocol)
+    }
 
     /// Names, sorted, for help and errors.
     public var names: [String] { protocols.map { $0.id.name }.sorted() }

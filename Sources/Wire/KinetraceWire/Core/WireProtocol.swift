@@ -23,10 +23,10 @@ public enum Direction: String, Hashable, Sendable, CaseIterable {
     case hostToController = "h2c"
 }
 
-/// A wire protocol, as every engine sees it. A protocol lives in its own
-/// folder of this module and is listed once in `ProtocolRegistry.standard`;
-/// the engines reach it only through these requirements, so adding one
-/// touches no other protocol and no engine.
+/// A wire protocol, as every engine sees it: a value. The built-in protocols
+/// are compiled codecs (`CompiledWireProtocol`); a protocol declared in a file
+/// (`DeclaredProtocol`) is interpreted. Engines hold `any WireProtocol` and
+/// never ask which.
 ///
 /// Two levels: `decode`/`encode` give the protocol's own typed `Message`
 /// (for its codec, spec vectors and conformance suite); `facts` gives what
@@ -36,55 +36,122 @@ public protocol WireProtocol: Sendable {
     associatedtype Message: Hashable & Sendable
 
     // MARK: Identity and transport
-    static var id: ProtocolID { get }
+    var id: ProtocolID { get }
     /// One line for `--help` and reports.
-    static var summary: String { get }
-    /// The normative document, relative to the repository root.
-    static var specification: String { get }
-    static var transport: TransportKind { get }
+    var summary: String { get }
+    /// The normative document (relative to the repository root for built-ins, else the declaration's path).
+    var specification: String { get }
+    var transport: TransportKind { get }
     /// The host's port when none is given.
-    static var defaultPort: UInt16 { get }
+    var defaultPort: UInt16 { get }
     /// Samples per second a controller sends (the rate gaps and loss are judged against).
-    static var nominalRateHz: Double { get }
+    var nominalRateHz: Double { get }
     /// Whether a host ever answers on the wire (so reports match replies, or say there are none).
-    static var hostReplies: Bool { get }
+    var hostReplies: Bool { get }
     /// Whether samples carry the sender's clock (so latency can be measured without a join).
-    static var samplesCarrySenderClock: Bool { get }
+    var samplesCarrySenderClock: Bool { get }
+    /// The declaration this protocol was read from, when it was declared in a file; nil for a compiled one.
+    var declaration: ProtocolDeclaration? { get }
 
     /// Cuts one direction of one connection into messages as its bytes arrive.
-    static func makeFramer() -> any MessageFramer
+    func makeFramer() -> any MessageFramer
 
     // MARK: Codec
     /// Decodes and validates one message.
-    static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message
-    static func encode(_ message: Message) -> [UInt8]
+    func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message
+    func encode(_ message: Message) -> [UInt8]
     /// What the engines need of a valid message.
-    static func facts(of message: Message) -> MessageFacts
+    func facts(of message: Message) -> MessageFacts
     /// What the engines need of any bytes: decoded, or why they are invalid.
-    static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts
+    func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts
 
     // MARK: Making and changing messages
     /// The controller→host sample carrying `reading` stamped `timeMs`, when the protocol has one.
-    static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]?
-    /// `bytes`, a valid sample, stamped `timeMs` instead (checksums redone); nil when the
+    func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]?
+    /// `bytes`, a valid sample, stamped `timeMs` instead (checks redone); nil when the
     /// protocol has no sender stamp or the bytes are not a valid sample.
-    static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]?
+    func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]?
 
     // MARK: The host
+    /// The host's rule as the protocol declares it (threshold and window), for flags' defaults.
+    var defaultRule: GestureRule { get }
     /// What a conforming host keeps and owes.
-    static func makeHostModel(rule: GestureRule) -> any HostModel
+    func makeHostModel(rule: GestureRule) -> any HostModel
     /// The reply a decision owes on the wire, if it owes one.
-    static func reply(to decision: HostDecision) -> [UInt8]?
+    func reply(to decision: HostDecision) -> [UInt8]?
 
     // MARK: Rendering
     /// Every shape `describe` writes, for readers that parse rendered fields fast.
-    static var decodedShapes: [DecodedShape] { get }
+    var decodedShapes: [DecodedShape] { get }
     /// Writes the message's kind and fields, whenever the bytes name a kind (even an
     /// invalid one, so a reader sees what was corrupted), or "unknown".
-    static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V)
+    func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V)
 }
 
 extension WireProtocol {
+    public func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
+        do throws(WireError) { return facts(of: try decode(bytes)) } catch { return MessageFacts(invalid: error) }
+    }
+
+    public var declaration: ProtocolDeclaration? { nil }
+
+    /// Decodes a message held in an array.
+    @inlinable
+    public func decode(_ bytes: [UInt8]) throws(WireError) -> Message {
+        // withUnsafeBytes cannot forward a typed error, so carry it out in a Result.
+        try decodeResult(bytes).get()
+    }
+
+    /// `decode` as a `Result`, for call sites that branch on the outcome.
+    @inlinable
+    public func decodeResult(_ bytes: [UInt8]) -> Result<Message, WireError> {
+        bytes.withUnsafeBytes { raw in
+            do throws(WireError) { return .success(try decode(raw)) } catch { return .failure(error) }
+        }
+    }
+
+    /// `facts` of bytes held in an array.
+    public func facts(_ bytes: [UInt8]) -> MessageFacts { bytes.withUnsafeBytes { facts($0) } }
+
+    public func restamped(_ bytes: [UInt8], timeMs: UInt64) -> [UInt8]? {
+        bytes.withUnsafeBytes { restamped($0, timeMs: timeMs) }
+    }
+
+    /// Whether two values are the same protocol: the same name, and the same declaration when declared.
+    public func isSame(as other: any WireProtocol) -> Bool {
+        id == other.id && declaration?.digest == other.declaration?.digest
+    }
+}
+
+/// A protocol compiled into Kinetrace: its codec is Swift code reached through
+/// static members (so its own folder, spec vectors and suite call it without a
+/// value), and its value forwards every `WireProtocol` requirement to them.
+public protocol CompiledWireProtocol: WireProtocol {
+    init()
+
+    static var id: ProtocolID { get }
+    static var summary: String { get }
+    static var specification: String { get }
+    static var transport: TransportKind { get }
+    static var defaultPort: UInt16 { get }
+    static var nominalRateHz: Double { get }
+    static var hostReplies: Bool { get }
+    static var samplesCarrySenderClock: Bool { get }
+    static func makeFramer() -> any MessageFramer
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message
+    static func encode(_ message: Message) -> [UInt8]
+    static func facts(of message: Message) -> MessageFacts
+    static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts
+    static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]?
+    static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]?
+    static var defaultRule: GestureRule { get }
+    static func makeHostModel(rule: GestureRule) -> any HostModel
+    static func reply(to decision: HostDecision) -> [UInt8]?
+    static var decodedShapes: [DecodedShape] { get }
+    static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V)
+}
+
+extension CompiledWireProtocol {
     public static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
         do throws(WireError) { return facts(of: try decode(bytes)) } catch { return MessageFacts(invalid: error) }
     }
@@ -92,24 +159,18 @@ extension WireProtocol {
     public static func makeFramer() -> any MessageFramer { DatagramFramer() }
     public static var hostReplies: Bool { false }
     public static var samplesCarrySenderClock: Bool { false }
+    public static var defaultRule: GestureRule { .default }
     public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { nil }
     public static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { nil }
     public static func reply(to decision: HostDecision) -> [UInt8]? { nil }
 
     /// Decodes a message held in an array.
     @inlinable
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> Message {
-        // withUnsafeBytes cannot forward a typed error, so carry it out in a Result.
-        try decodeResult(bytes).get()
-    }
+    public static func decode(_ bytes: [UInt8]) throws(WireError) -> Message { try Self().decode(bytes) }
 
     /// `decode` as a `Result`, for call sites that branch on the outcome.
     @inlinable
-    public static func decodeResult(_ bytes: [UInt8]) -> Result<Message, WireError> {
-        bytes.withUnsafeBytes { raw in
-            do throws(WireError) { return .success(try decode(raw)) } catch { return .failure(error) }
-        }
-    }
+    public static func decodeResult(_ bytes: [UInt8]) -> Result<Message, WireError> { Self().decodeResult(bytes) }
 
     /// `facts` of bytes held in an array.
     public static func facts(_ bytes: [UInt8]) -> MessageFacts { bytes.withUnsafeBytes { facts($0) } }
@@ -117,4 +178,29 @@ extension WireProtocol {
     public static func restamped(_ bytes: [UInt8], timeMs: UInt64) -> [UInt8]? {
         bytes.withUnsafeBytes { restamped($0, timeMs: timeMs) }
     }
+
+    // The value's requirements, forwarded to the static codec.
+    public var id: ProtocolID { Self.id }
+    public var summary: String { Self.summary }
+    public var specification: String { Self.specification }
+    public var transport: TransportKind { Self.transport }
+    public var defaultPort: UInt16 { Self.defaultPort }
+    public var nominalRateHz: Double { Self.nominalRateHz }
+    public var hostReplies: Bool { Self.hostReplies }
+    public var samplesCarrySenderClock: Bool { Self.samplesCarrySenderClock }
+    public var defaultRule: GestureRule { Self.defaultRule }
+    public func makeFramer() -> any MessageFramer { Self.makeFramer() }
+    @inlinable @inline(__always)
+    public func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message { try Self.decode(bytes) }
+    public func encode(_ message: Message) -> [UInt8] { Self.encode(message) }
+    @inlinable @inline(__always)
+    public func facts(of message: Message) -> MessageFacts { Self.facts(of: message) }
+    @inlinable @inline(__always)
+    public func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts { Self.facts(bytes) }
+    public func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { Self.sample(reading, timeMs: timeMs) }
+    public func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { Self.restamped(bytes, timeMs: timeMs) }
+    public func makeHostModel(rule: GestureRule) -> any HostModel { Self.makeHostModel(rule: rule) }
+    public func reply(to decision: HostDecision) -> [UInt8]? { Self.reply(to: decision) }
+    public var decodedShapes: [DecodedShape] { Self.decodedShapes }
+    public func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) { Self.describe(bytes, into: &visitor) }
 }

@@ -3,7 +3,9 @@
 /// per UDP datagram in Kinetrace's mapping of MultipeerConnectivity. No
 /// timestamp, checksum or reply: the host's jump shows only on screen, so
 /// conformance judges it through the stdio adapter's observation channel.
-public enum KeepCalmJSON: WireProtocol {
+public struct KeepCalmJSON: CompiledWireProtocol {
+    public init() {}
+
     public typealias Message = KeepCalmMotion
 
     public static let id = ProtocolID("keepcalm-json")
@@ -22,7 +24,7 @@ public enum KeepCalmJSON: WireProtocol {
     public static func encode(_ message: KeepCalmMotion) -> [UInt8] { message.encoded() }
 
     public static func facts(of message: KeepCalmMotion) -> MessageFacts {
-        MessageFacts(direction: .controllerToHost, motion: MotionReading(combined: Vector3(message.x, message.y, message.z)))
+        MessageFacts(direction: .controllerToHost, motion: MotionReading(own: Vector3(message.x, message.y, message.z)))
     }
 
     public static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
@@ -33,7 +35,7 @@ public enum KeepCalmJSON: WireProtocol {
     /// drawn from the stamp and the values (the protocol itself carries no stamp), so
     /// the same input makes the same bytes and distinct samples distinct ids.
     public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
-        let sum = reading.combinedSum
+        let sum = combinedSum(of: reading)
         var state = timeMs ^ sum.x.bitPattern
         let high = Self.mix(&state) ^ sum.y.bitPattern
         state ^= sum.z.bitPattern
@@ -41,8 +43,16 @@ public enum KeepCalmJSON: WireProtocol {
         return KeepCalmMotion(id: MessageID(randomHigh: Self.mix(&state) ^ high, randomLow: low), x: sum.x, y: sum.y, z: sum.z).encoded()
     }
 
+    /// The KeepCalm sum of a reading: its own vector when it carries one, else user
+    /// acceleration plus rotation rate, axis by axis (zero where it has none).
+    public static func combinedSum(of reading: MotionReading) -> Vector3 {
+        if let own = reading.own { return own }
+        let a = reading.userAcceleration ?? .zero, w = reading.rotationRate ?? .zero
+        return Vector3(a.x + w.x, a.y + w.y, a.z + w.z)
+    }
+
     /// SplitMix64's step: a fixed bijection, so ids are reproducible.
-    private static func mix(_ state: inout UInt64) -> UInt64 {
+    static func mix(_ state: inout UInt64) -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -87,7 +97,7 @@ public struct KeepCalmHostModel: HostModel {
 
     public mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
         if let error = message.error { return .dropped(reason: error.code.name) }
-        guard message.direction == .controllerToHost, let y = message.motion?.combined?.y else {
+        guard message.direction == .controllerToHost, let y = message.motion?.own?.y else {
             return .dropped(reason: "wrong_direction")
         }
         if controller >= jumpEndsNs.count {
@@ -99,6 +109,6 @@ public struct KeepCalmHostModel: HostModel {
         let (window, tooLong) = Int64(clamping: rule.refractoryMs).multipliedReportingOverflow(by: 1_000_000)
         let (end, overflow) = receivedNs.addingReportingOverflow(window)
         jumpEndsNs[controller] = tooLong || overflow ? Int64.max : end
-        return .decided(HostDecision(name: "jump", values: [message.motion!.combined!.y]))
+        return .decided(HostDecision(name: "jump", values: [message.motion!.own!.y]))
     }
 }

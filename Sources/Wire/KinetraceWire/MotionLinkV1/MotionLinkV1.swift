@@ -1,7 +1,9 @@
 /// MotionLink v1 (specs/motionlink-v1.md): 36-byte MotionFrames from the
 /// controller, 20-byte HapticAcks from the host, one per UDP datagram.
 /// The datagram's length alone says which kind it is.
-public enum MotionLinkV1: WireProtocol {
+public struct MotionLinkV1: CompiledWireProtocol {
+    public init() {}
+
     public static let id = ProtocolID("motionlink-v1")
     public static let summary = "36-byte MotionFrames at 10 Hz over UDP, a 20-byte HapticAck per jump"
     public static let specification = "specs/motionlink-v1.md"

@@ -5,7 +5,7 @@ import KinetraceWire
 /// cases judge the attitudes it applied on the stdio adapter's observation channel.
 extension AttitudeStream: ConformanceSuiteProviding {
     public static let conformanceSuite = ProtocolSuite(
-        wireProtocol: AttitudeStream.self,
+        wireProtocol: AttitudeStream(),
         specVersion: "attitude-stream 1.0",
         activeCases: [
             AttitudeBitExactCase(), AttitudeSplitCase(), AttitudeCoalescedCase(), AttitudeBytewiseCase(), AttitudeInvalidCase(),

@@ -5,7 +5,7 @@ import KinetraceWire
 /// judge its jumps on the stdio adapter's observation channel.
 extension KeepCalmJSON: ConformanceSuiteProviding {
     public static let conformanceSuite = ProtocolSuite(
-        wireProtocol: KeepCalmJSON.self,
+        wireProtocol: KeepCalmJSON(),
         specVersion: "keepcalm-json 1.0",
         activeCases: [
             KeepCalmThresholdCase(), KeepCalmLatchCase(), KeepCalmControllersCase(), KeepCalmUnknownMembersCase(),

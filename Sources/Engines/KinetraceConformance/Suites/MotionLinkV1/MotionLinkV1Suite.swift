@@ -4,12 +4,12 @@ import KinetraceWire
 /// types in report order.
 extension MotionLinkV1: ConformanceSuiteProviding {
     public static let conformanceSuite = ProtocolSuite(
-        wireProtocol: MotionLinkV1.self,
+        wireProtocol: MotionLinkV1(),
         specVersion: "motionlink-v1 1.0",
         activeCases: [
             ThresholdCase(), RefractoryCase(), StaleCase(), DuplicateCase(), InvalidInputCase(), AckFormatCase(), IsolationCase(),
             NoUnsolicitedCase(), AckTimingCase.must, AckTimingCase.should, AckTimingCase.load, StaleResyncCase(), StateBoundCase(),
-        ] + ImpairedPathCase.bundled(MotionLinkV1.self, requirements: ["ML-GESTURE-2", "ML-GESTURE-3", "ML-GESTURE-4", "ML-ACK-RULE-1"]),
+        ] + ImpairedPathCase.bundled(MotionLinkV1(), requirements: ["ML-GESTURE-2", "ML-GESTURE-3", "ML-GESTURE-4", "ML-ACK-RULE-1"]),
         passiveCases: [
             FrameLayoutCase(), MonotonicTimestampCase(), RateBandCase.must, RateBandCase.should, GapCase(),
             AckLayoutCase(), AckValuesCase(), AckRuleCase(), AckDestinationCase(), AckDeadlineCase.must, AckDeadlineCase.should,

@@ -1,0 +1,351 @@
+/// A protocol declared in a file, as every engine sees a protocol: a value
+/// that interprets its declaration (specs/protocol-declaration-v1.md).
+public struct DeclaredProtocol: WireProtocol {
+    public typealias Message = DeclaredMessage
+
+    public let declared: ProtocolDeclaration
+    /// Where it was read from, for `specification` when the declaration names none.
+    public let path: String
+    private let plan: Plan
+
+    /// What the interpreter precomputes once per declaration.
+    final class Plan: Sendable {
+        let kinds: [DeclaredKind]
+        let binaryKinds: [Int]
+        let jsonKinds: [Int]
+        let textKinds: [Int]
+        let oscKinds: [Int]
+        let jsonLayouts: [JSONLayout?]
+        let firstSample: Int?
+        let unit: ClockUnit?
+        let senderTimeField: [Int?]
+
+        init(_ d: ProtocolDeclaration) {
+            kinds = d.kinds
+            func indices(_ name: String) -> [Int] { d.kinds.indices.filter { d.kinds[$0].encoding.name == name } }
+            binaryKinds = indices("binary")
+            jsonKinds = indices("json")
+            textKinds = indices("text")
+            oscKinds = indices("osc")
+            jsonLayouts = d.kinds.map { k in if case .json = k.encoding { return JSONLayout(k.fields) } else { return nil } }
+            firstSample = d.kinds.firstIndex { $0.direction == .controllerToHost }
+            unit = d.senderClockUnit
+            senderTimeField = d.kinds.map { $0.field(withRole: .senderTime) }
+        }
+    }
+
+    public init(_ declaration: ProtocolDeclaration, path: String) {
+        declared = declaration
+        self.path = path
+        plan = Plan(declaration)
+    }
+
+    /// Reads, checks and wraps a declaration file's bytes.
+    public static func read(_ bytes: [UInt8], path: String) throws(DeclarationError) -> DeclaredProtocol {
+        DeclaredProtocol(try ProtocolDeclaration.read(bytes, source: path), path: path)
+    }
+
+    // MARK: Identity
+
+    public var id: ProtocolID { ProtocolID(declared.name) }
+    public var summary: String { declared.summary }
+    public var specification: String { declared.specification.isEmpty ? path : declared.specification }
+    public var transport: TransportKind { declared.transport }
+    public var defaultPort: UInt16 { declared.defaultPort }
+    public var nominalRateHz: Double { declared.rateHz }
+    public var hostReplies: Bool { declared.host?.replyKind != nil }
+    public var samplesCarrySenderClock: Bool { plan.firstSample.flatMap { plan.senderTimeField[$0] } != nil }
+    public var declaration: ProtocolDeclaration? { declared }
+
+    public func makeFramer() -> any MessageFramer {
+        switch declared.framing {
+        case .datagram: return DatagramFramer()
+        case .fixedLength(let n): return StreamFramer(FixedLengthRecords(length: n), maximumRecordLength: n)
+        case .lengthPrefix(let width, let big, let offset, let countsItself, let maximum):
+            return StreamFramer(LengthPrefixedRecords(width: width, bigEndian: big, offset: offset, countsItself: countsItself, maximumLength: maximum),
+                                maximumRecordLength: maximum)
+        case .delimiter(let delimiter, let maximum):
+            return StreamFramer(DelimitedRecords(delimiter: delimiter, maximumLength: maximum), maximumRecordLength: maximum)
+        }
+    }
+
+    // MARK: Framing of one record
+
+    /// The body of a record: the record without its length prefix or delimiter.
+    @inline(__always)
+    func withBody<R>(_ record: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws(WireError) -> R) throws(WireError) -> R {
+        switch declared.framing {
+        case .datagram, .fixedLength:
+            return try body(record)
+        case .delimiter(let delimiter, _):
+            let ends = record.count >= delimiter.count && record.suffix(delimiter.count).elementsEqual(delimiter)
+            guard ends else { throw WireError(.invalidLength, offset: record.count, expected: "a record ending with its delimiter") }
+            return try body(UnsafeRawBufferPointer(rebasing: record[0..<(record.count - delimiter.count)]))
+        case .lengthPrefix(let width, let big, let offset, let countsItself, _):
+            guard record.count >= offset + width else { throw WireError(.invalidLength, offset: record.count, expected: "a record with its \(width)-byte length") }
+            let stated = LengthPrefixedRecords.value(record, at: offset, width: width, bigEndian: big)
+            let expected = UInt64(offset + (countsItself ? 0 : width))
+            guard stated <= UInt64(Int.max) - expected, Int(stated) + Int(expected) == record.count else {
+                throw WireError(.invalidLength, offset: offset, expected: "a length that gives the record's \(record.count) bytes")
+            }
+            if offset == 0 { return try body(UnsafeRawBufferPointer(rebasing: record[width...])) }
+            let joined = Array(record[0..<offset]) + Array(record[(offset + width)...])
+            let result: Result<R, WireError> = joined.withUnsafeBytes { raw in
+                do throws(WireError) { return .success(try body(raw)) } catch { return .failure(error) }
+            }
+            return try result.get()
+        }
+    }
+
+    /// A body made into a record: its length prefix or delimiter added.
+    func framed(_ body: [UInt8]) -> [UInt8] {
+        switch declared.framing {
+        case .datagram, .fixedLength: return body
+        case .delimiter(let delimiter, _): return body + delimiter
+        case .lengthPrefix(let width, let big, let offset, let countsItself, _):
+            let length = UInt64(body.count - offset + (countsItself ? width : 0))
+            var prefix: [UInt8] = []
+            for i in 0..<width {
+                let shift = UInt64(8 * (big ? width - 1 - i : i))
+                prefix.append(UInt8(truncatingIfNeeded: length >> shift))
+            }
+            return Array(body[0..<offset]) + prefix + Array(body[offset...])
+        }
+    }
+
+    // MARK: Codec
+
+    /// The kind and values of a body.
+    func decodeBody(_ body: UnsafeRawBufferPointer) throws(WireError) -> DeclaredMessage {
+        if !plan.oscKinds.isEmpty, !body.isEmpty, body[0] == UInt8(ascii: "/") || OSCInterpreter.isBundle(body) {
+            if OSCInterpreter.isBundle(body) {
+                let (_, elements) = try OSCInterpreter.bundleElements(body)
+                let first = elements[0]
+                let kind = try OSCInterpreter.kind(first.bytes, plan.kinds, candidates: plan.oscKinds)
+                guard case .osc(_, let allowed) = plan.kinds[kind].encoding, allowed else {
+                    throw WireError(.malformed, offset: 0, expected: "a message, not a bundle (kind \(plan.kinds[kind].name) refuses bundles)")
+                }
+                // Every element must decode; the first is the message, the others add to its facts.
+                for element in elements.dropFirst() {
+                    let k = try OSCInterpreter.kind(element.bytes, plan.kinds, candidates: plan.oscKinds)
+                    _ = try OSCInterpreter.decodeMessage(element.bytes, plan.kinds[k], base: element.offset)
+                }
+                return DeclaredMessage(kind: kind, values: try OSCInterpreter.decodeMessage(first.bytes, plan.kinds[kind], base: first.offset))
+            }
+            let kind = try OSCInterpreter.kind(body, plan.kinds, candidates: plan.oscKinds)
+            return DeclaredMessage(kind: kind, values: try OSCInterpreter.decodeMessage(body, plan.kinds[kind]))
+        }
+        if !plan.binaryKinds.isEmpty, plan.jsonKinds.isEmpty && plan.textKinds.isEmpty || plan.binaryKinds.contains(where: { i in
+            if case .binary(let l) = plan.kinds[i].encoding { return l == body.count } else { return false }
+        }) {
+            let kind = try BinaryInterpreter.kind(of: body, plan.kinds, candidates: plan.binaryKinds)
+            var values = [DeclaredValue?](repeating: nil, count: plan.kinds[kind].fields.count)
+            try BinaryInterpreter.validate(body, plan.kinds[kind]) { index, field, _ in values[index] = BinaryInterpreter.value(body, field) }
+            return DeclaredMessage(kind: kind, values: values)
+        }
+        if !plan.jsonKinds.isEmpty {
+            let start = body.firstIndex { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
+            if plan.textKinds.isEmpty || start.map({ body[$0] == UInt8(ascii: "{") }) == true {
+                let (kind, values) = try TextualInterpreter.jsonKind(body, plan.kinds, layouts: plan.jsonLayouts, candidates: plan.jsonKinds).get()
+                return DeclaredMessage(kind: kind, values: values)
+            }
+        }
+        if !plan.textKinds.isEmpty {
+            guard let kind = TextualInterpreter.textKind(body, plan.kinds, candidates: plan.textKinds) else {
+                throw WireError(.malformed, offset: 0, expected: "a line of a declared kind")
+            }
+            return DeclaredMessage(kind: kind, values: try TextualInterpreter.decodeText(body, plan.kinds[kind]))
+        }
+        if !plan.oscKinds.isEmpty { throw WireError(.malformed, offset: 0, expected: "an OSC message or bundle") }
+        throw WireError(.invalidLength, offset: body.count, expected: "a message of a declared kind")
+    }
+
+    public func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> DeclaredMessage {
+        try withBody(bytes) { body throws(WireError) in try decodeBody(body) }
+    }
+
+    public func encode(_ message: DeclaredMessage) -> [UInt8] {
+        guard plan.kinds.indices.contains(message.kind) else { return [] }
+        return framed(encodeBody(plan.kinds[message.kind], message.values))
+    }
+
+    func encodeBody(_ kind: DeclaredKind, _ values: [DeclaredValue?]) -> [UInt8] {
+        switch kind.encoding {
+        case .binary: return BinaryInterpreter.encode(kind, values)
+        case .osc: return OSCInterpreter.encode(kind, values)
+        case .json: return DeclaredWriting.json(kind, values)
+        case .text(let separator, _): return DeclaredWriting.text(kind, values, separator: separator)
+        }
+    }
+
+    public func facts(of message: DeclaredMessage) -> MessageFacts {
+        guard plan.kinds.indices.contains(message.kind) else { return MessageFacts(invalid: WireError(.malformed, offset: 0, expected: "a declared kind")) }
+        let kind = plan.kinds[message.kind]
+        var builder = FactsBuilder(direction: kind.direction, unit: plan.unit)
+        for (field, value) in zip(kind.fields, message.values) {
+            guard let role = field.role, let value else { continue }
+            let ok: Bool
+            switch value {
+            case .unsigned(let v): ok = builder.set(role, unsigned: v)
+            case .signed(let v): ok = v >= 0 ? builder.set(role, unsigned: UInt64(v)) : (role == .senderTime || role == .echoTime ? false : builder.set(role, real: Double(v)))
+            case .float32, .float64, .bool: ok = builder.set(role, real: value.double!)
+            case .string, .bytes: ok = true
+            }
+            if !ok { return MessageFacts(invalid: WireError(.outOfRange, offset: field.offset, expected: "\(field.name) a time on the sender's clock")) }
+        }
+        return builder.facts
+    }
+
+    /// Written out for binary kinds: no value array per message (the engines call it per message).
+    public func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
+        do throws(WireError) {
+            return try withBody(bytes) { body throws(WireError) -> MessageFacts in
+                if plan.jsonKinds.isEmpty, plan.textKinds.isEmpty, plan.oscKinds.isEmpty {
+                    let kind = try BinaryInterpreter.kind(of: body, plan.kinds, candidates: plan.binaryKinds)
+                    let declaredKind = plan.kinds[kind]
+                    var builder = FactsBuilder(direction: declaredKind.direction, unit: plan.unit)
+                    try BinaryInterpreter.validate(body, declaredKind) { _, field, raw throws(WireError) in
+                        guard let role = field.role else { return }
+                        let ok: Bool
+                        switch field.type {
+                        case .f32: ok = builder.set(role, real: Double(Float32(bitPattern: UInt32(truncatingIfNeeded: raw))))
+                        case .f64: ok = builder.set(role, real: Double(bitPattern: raw))
+                        case .i8, .i16, .i32, .i64:
+                            let width = UInt64(field.size * 8)
+                            let v = width == 64 ? Int64(bitPattern: raw) : Int64(bitPattern: raw << (64 - width)) >> Int64(64 - width)
+                            ok = v >= 0 ? builder.set(role, unsigned: UInt64(v)) : (role == .senderTime || role == .echoTime ? false : builder.set(role, real: Double(v)))
+                        default: ok = builder.set(role, unsigned: raw)
+                        }
+                        if !ok { throw WireError(.outOfRange, offset: field.offset, expected: "\(field.name) a time on the sender's clock") }
+                    }
+                    return builder.facts
+                }
+                var facts = self.facts(of: try decodeBody(body))
+                // A bundle's later messages add their roles to the first's.
+                if !plan.oscKinds.isEmpty, OSCInterpreter.isBundle(body), facts.isValid {
+                    let (_, elements) = try OSCInterpreter.bundleElements(body)
+                    for element in elements.dropFirst() {
+                        let k = try OSCInterpreter.kind(element.bytes, plan.kinds, candidates: plan.oscKinds)
+                        let more = self.facts(of: DeclaredMessage(kind: k, values: try OSCInterpreter.decodeMessage(element.bytes, plan.kinds[k], base: element.offset)))
+                        if facts.senderTimeMs == nil { facts.senderTimeMs = more.senderTimeMs }
+                        if let m = more.motion {
+                            var reading = facts.motion ?? MotionReading()
+                            for slot in VectorSlot.allCases { for axis in 0..<3 { if let v = m.value(slot, axis: axis), reading.value(slot, axis: axis) == nil || reading.value(slot, axis: axis) == 0 { reading.set(slot, axis: axis, v) } } }
+                            facts.motion = reading
+                        }
+                    }
+                }
+                return facts
+            }
+        } catch {
+            return MessageFacts(invalid: error)
+        }
+    }
+
+    // MARK: Making messages
+
+    public func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
+        guard let index = plan.firstSample else { return nil }
+        let kind = plan.kinds[index]
+        var reading = reading
+        if let own = declared.ownVector, reading.own == nil, !own.sumOf.isEmpty {
+            var sum = Vector3.zero
+            for slot in own.sumOf {
+                let v = MotionReading.vector(reading, slot) ?? .zero
+                sum = Vector3(sum.x + v.x, sum.y + v.y, sum.z + v.z)
+            }
+            reading.own = sum
+        }
+        var values = [DeclaredValue?](repeating: nil, count: kind.fields.count)
+        var motionBits: [UInt64] = []
+        for (i, field) in kind.fields.enumerated() {
+            guard let role = field.role else { continue }
+            switch role {
+            case .senderTime: values[i] = DeclaredWriting.clockValue(ms: timeMs, unit: plan.unit ?? .ms, type: field.type)
+            case .motion:
+                let v = reading.value(of: role) ?? 0
+                motionBits.append(v.bitPattern)
+                values[i] = field.type == .f32 ? .float32(Float32(v)) : field.type.isInteger ? .signed(Int64(clamping: v.isFinite ? Int64(v.rounded()) : 0)) : .float64(v)
+            default: break
+            }
+        }
+        for (i, field) in kind.fields.enumerated() where field.role == .messageID || (field.format != nil && field.constant == nil) {
+            values[i] = .string(DeclaredWriting.messageID(timeMs: timeMs, motionBits: motionBits, upper: field.format != "uuid"))
+        }
+        return framed(encodeBody(kind, values))
+    }
+
+    public func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? {
+        guard var message = try? decode(bytes), let field = plan.senderTimeField[message.kind],
+              plan.kinds[message.kind].direction == .controllerToHost else { return nil }
+        message.values[field] = DeclaredWriting.clockValue(ms: timeMs, unit: plan.unit ?? .ms, type: plan.kinds[message.kind].fields[field].type)
+        return encode(message)
+    }
+
+    // MARK: The host
+
+    public var defaultRule: GestureRule {
+        guard case .threshold(_, let above, let windowMs, _, _, let resyncMs)? = declared.host?.behaviour else { return .default }
+        return GestureRule(threshold: above, refractoryMs: windowMs, staleResyncMs: resyncMs)
+    }
+
+    public func makeHostModel(rule: GestureRule) -> any HostModel { DeclaredHostModel(declared.host, rule: rule) }
+
+    public func reply(to decision: HostDecision) -> [UInt8]? {
+        guard decision.owesReply, let host = declared.host, let index = host.replyKind else { return nil }
+        let kind = plan.kinds[index]
+        var values = [DeclaredValue?](repeating: nil, count: kind.fields.count)
+        for (i, field) in kind.fields.enumerated() {
+            if field.role == .echoTime, let tMs = decision.sampleTimeMs {
+                values[i] = DeclaredWriting.clockValue(ms: tMs, unit: plan.unit ?? .ms, type: field.type)
+            } else if let v = host.replyFields[field.name] {
+                values[i] = field.type == .f32 ? .float32(Float32(v)) : field.type.isFloat ? .float64(v) : field.type.isSigned ? .signed(Int64(v)) : .unsigned(UInt64(max(0, v)))
+            }
+        }
+        return framed(encodeBody(kind, values))
+    }
+
+    // MARK: Rendering
+
+    public var decodedShapes: [DecodedShape] {
+        plan.kinds.map { kind in
+            DecodedShape(kind: kind.name, fields: kind.fields.filter(\.isRendered).map { ($0.name, $0.type == .string || $0.type == .bytes ? .string : .number) })
+        } + [DecodedShape(kind: "unknown", fields: [])]
+    }
+
+    /// A binary kind is described whenever its length and constants match (even with a bad check
+    /// or value, as the compiled codecs do); other encodings only when they decode.
+    public func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
+        let described: Bool = (try? withBody(bytes) { body throws(WireError) -> Bool in
+            if plan.jsonKinds.isEmpty, plan.textKinds.isEmpty, plan.oscKinds.isEmpty {
+                let index = try BinaryInterpreter.kind(of: body, plan.kinds, candidates: plan.binaryKinds)
+                let kind = plan.kinds[index]
+                visitor.kind(kind.name)
+                for field in kind.fields where field.isRendered {
+                    if let value = BinaryInterpreter.value(body, field) { DeclaredWriting.visit(field, value, &visitor) }
+                }
+                return true
+            }
+            let message = try decodeBody(body)
+            let kind = plan.kinds[message.kind]
+            visitor.kind(kind.name)
+            for (field, value) in zip(kind.fields, message.values) where field.isRendered {
+                if let value { DeclaredWriting.visit(field, value, &visitor) }
+            }
+            return true
+        }) ?? false
+        if !described { visitor.kind("unknown") }
+    }
+}
+
+extension MotionReading {
+    static func vector(_ reading: MotionReading, _ slot: VectorSlot) -> Vector3? {
+        switch slot {
+        case .userAcceleration: return reading.userAcceleration
+        case .rotationRate: return reading.rotationRate
+        case .gravity: return reading.gravity
+        case .attitude: return reading.attitude
+        case .own: return reading.own
+        }
+    }
+}
