@@ -7,7 +7,7 @@ import KinetraceWire
 /// Kinetrace's host core so the example passes, and `acksEverything` plants a bug to show
 /// the suite catching it.
 public final class MyGameHost: @unchecked Sendable {  // the test harness calls it from one thread
-    private var core = HostCore<String>(wireProtocol: MotionLinkV1.self, rule: .default, maximumControllers: 256)
+    private var core = HostCore<String>(wireProtocol: MotionLinkV1(), rule: .default, maximumControllers: 256)
     private let acksEverything: Bool
     private let started = Date()
 
