@@ -31,7 +31,7 @@ public struct Kinetrace: ParsableCommand {
                    shell reports it); an output file left unfinished is removed
             """,
         version: version,
-        subcommands: [Inspect.self, Convert.self, Merge.self, Host.self, Simulate.self, Capture.self, Replay.self, Conform.self, Latency.self, Gestures.self, Synth.self])
+        subcommands: [Inspect.self, Convert.self, Merge.self, Host.self, Simulate.self, Capture.self, Replay.self, Conform.self, Latency.self, Gestures.self, Synth.self, ProtocolCommand.self])
 
     public init() {}
 }

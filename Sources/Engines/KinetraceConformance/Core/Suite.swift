@@ -53,7 +53,15 @@ public enum ConformanceSuite {
 
     /// The suite of `wireProtocol`, if it has one.
     public static func suite(for wireProtocol: any WireProtocol) -> ProtocolSuite? {
-        (wireProtocol as? any ConformanceSuiteProviding).map { type(of: $0).conformanceSuite }
+        if let compiled = wireProtocol as? any ConformanceSuiteProviding { return type(of: compiled).conformanceSuite }
+        // A declaration that is exactly a compiled protocol's (same digest) is judged by that protocol's
+        // suite, its cases reading messages through the declared value.
+        guard let declared = wireProtocol.declaration, let named = ProtocolRegistry.standard.named(declared.name),
+              let compiled = named as? any ConformanceSuiteProviding, let codec = named as? any CompiledWireProtocol,
+              type(of: codec).declarationDigest == declared.digest else { return nil }
+        var suite = type(of: compiled).conformanceSuite
+        suite.wireProtocol = wireProtocol
+        return suite
     }
 
     /// Cases whose ID matches one of `include` (all when empty) and none of `exclude` (shell globs).

@@ -149,6 +149,9 @@ public protocol CompiledWireProtocol: WireProtocol {
     static func reply(to decision: HostDecision) -> [UInt8]?
     static var decodedShapes: [DecodedShape] { get }
     static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V)
+    /// The digest of this protocol's declaration in specs/protocols (a test keeps them equal): a
+    /// declared protocol with this digest is this protocol, and gets its conformance suite.
+    static var declarationDigest: String? { get }
 }
 
 extension CompiledWireProtocol {
@@ -160,6 +163,7 @@ extension CompiledWireProtocol {
     public static var hostReplies: Bool { false }
     public static var samplesCarrySenderClock: Bool { false }
     public static var defaultRule: GestureRule { .default }
+    public static var declarationDigest: String? { nil }
     public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { nil }
     public static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { nil }
     public static func reply(to decision: HostDecision) -> [UInt8]? { nil }

@@ -419,7 +419,7 @@ struct DeclarationReader {
         }
         try m.finish()
         var names = Set<String>()
-        for f in fields where f.type != .padding {
+        for f in fields where f.isRendered {
             guard names.insert(f.name).inserted else { throw Failure(offset: node.offset, message: "\(context): field name \"\(f.name)\" is used twice") }
         }
         for role in Set(fields.compactMap(\.role)) where fields.filter({ $0.role == role }).count > 1 {

@@ -7,6 +7,8 @@ public struct MotionLinkV1: CompiledWireProtocol {
     public static let id = ProtocolID("motionlink-v1")
     public static let summary = "36-byte MotionFrames at 10 Hz over UDP, a 20-byte HapticAck per jump"
     public static let specification = "specs/motionlink-v1.md"
+    /// The digest of specs/protocols/NAME.json, this protocol declared (DeclarationSeedTests keeps them equal).
+    public static let declarationDigest: String? = "sha256:776ef6fd1434c6f1cffdd5aa619adc08598d77da117a2332fdedb178c7cb06d5"
     public static let transport = TransportKind.datagram
     /// ML-TRANSPORT-2: the host's default UDP port.
     public static let defaultPort: UInt16 = 47110
