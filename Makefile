@@ -21,6 +21,8 @@ test: deps
 	SWIFT=$(SWIFT) scripts/check-layers
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	scripts/check-protocol-identity
+	python3 scripts/check-declaration-schema.py
 	$(MAKE) example-test
 	$(MAKE) install-check
 	$(MAKE) fuzz-short

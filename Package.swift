@@ -176,7 +176,7 @@ let package = Package(
             path: "Tests/KinetraceTestSupport", swiftSettings: strict),
         .testTarget(
             name: "KinetraceWireTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceWire", "KinetraceTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceHash", "KinetraceWire", "KinetraceTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceTraceTests",

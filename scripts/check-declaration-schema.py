@@ -175,7 +175,7 @@ def valid_variants():
                                  {"name": "x", "type": "number", "finite": True, "role": "tilt_sum.x"}]}],
         "host": {"behaviour": "apply", "decision": "tilt", "decision_values": ["tilt_sum.x"], "requirement": "CSV-HOST-1"},
         "requirements": [{"id": "CSV-HOST-1", "level": "MUST", "text": "Apply every line."},
-                         {"id": "CSV-NOTE-1", "level": "\u2014", "text": "An observation."}],
+                         {"id": "CSV-NOTE-1", "level": "INFO", "text": "An observation."}],
     }
     prefixed = {
         "kinetrace_protocol": 1, "name": "boxed", "version": "2", "summary": "length-prefixed binary",
@@ -249,7 +249,7 @@ def broken_variants(base):
     variant("a length prefix 3 bytes wide", at, lambda d: d["transport"].update(framing={"length_prefix": {"width": 3, "byte_order": "big", "max_length": 64}}),
             ["transport", "framing", "length_prefix", "width"], "enum")
     variant("language version 2", ml, lambda d: d.update(kinetrace_protocol=2), ["kinetrace_protocol"], "const")
-    variant("rate 0 Hz", ml, lambda d: d.update(rate_hz=0), ["rate_hz"], "exclusiveMinimum")
+    variant("rate 0 Hz", ml, lambda d: d.update(rate_hz=0), ["rate_hz"], "minimum")
     variant("a CRC-32 in a u16", ml, lambda d: frame(d)["fields"][7].update(type="u16"), f + [7, "type"], "const")
     variant("bytes without a length", ml, lambda d: frame(d)["fields"].append({"name": "tail", "type": "bytes"}), f + [8], "required", "length")
     variant("a constant on a float", ml, lambda d: frame(d)["fields"][1].update(constant=1), f + [1], "not")
@@ -268,7 +268,7 @@ def broken_variants(base):
     variant("an apply host without decision_values", at, lambda d: d["host"].pop("decision_values"), ["host"], "required", "decision_values")
     variant("a reply on an apply host", at, lambda d: d["host"].update(reply={"kind": "attitude", "deadline_ms": 10}), ["host"], "additionalProperties", "reply")
     variant("a reply field set to a string", ml, lambda d: d["host"]["reply"]["fields"].update(intensity="1"), ["host", "reply", "fields", "intensity"], "type")
-    variant("a requirement level outside RFC 2119", ml, lambda d: d["requirements"][0].update(level="MUSTN'T"), ["requirements", 0, "level"], "enum")
+    variant("a requirement level that is not a key word or INFO", ml, lambda d: d["requirements"][0].update(level="MUSTN'T"), ["requirements", 0, "level"], "enum")
     variant("a lower-case requirement ID", ml, lambda d: frame(d).update(requirement="ml-valid-1"), ["messages", 0, "requirement"], "pattern")
     variant("an OSC address with a wildcard", osc, lambda d: frame(d).update(address="/gyro/*"), ["messages", 0, "address"], "pattern")
     variant("an OSC string argument with a range", osc, lambda d: frame(d)["arguments"][3].update(range=[0, 1]), ["messages", 0, "arguments", 3], "not")

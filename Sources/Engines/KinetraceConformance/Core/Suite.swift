@@ -56,9 +56,10 @@ public enum ConformanceSuite {
         if let compiled = wireProtocol as? any ConformanceSuiteProviding { return type(of: compiled).conformanceSuite }
         // A declaration that is exactly a compiled protocol's (same digest) is judged by that protocol's
         // suite, its cases reading messages through the declared value.
-        guard let declared = wireProtocol.declaration, let named = ProtocolRegistry.standard.named(declared.name),
+        guard let declared = wireProtocol.declaration else { return nil }
+        guard let named = ProtocolRegistry.standard.named(declared.name),
               let compiled = named as? any ConformanceSuiteProviding, let codec = named as? any CompiledWireProtocol,
-              type(of: codec).declarationDigest == declared.digest else { return nil }
+              type(of: codec).declarationDigest == declared.digest else { return DeclaredSuite.make(wireProtocol, declared) }
         var suite = type(of: compiled).conformanceSuite
         suite.wireProtocol = wireProtocol
         return suite

@@ -71,9 +71,9 @@ struct DeclarationDocumentReader {
             var members: [(name: String, nameOffset: Int, value: DeclarationNode)] = []
             var first = true
             while true {
-                scanner.skipWhitespace()
-                let nameAt = scanner.index + (first ? 0 : 1)
                 guard let key = try scanner.nextKey(first: &first) else { break }
+                // Where the name's opening quote is (an escaped name is decoded elsewhere: the closest known point).
+                let nameAt = key.escaped || key.raw.baseAddress == nil ? scanner.index : (key.raw.baseAddress! - scanner.bytes.baseAddress!) - 1
                 let name = key.string
                 guard name.utf8.count <= maximumStringBytes else {
                     throw JSONScanner.SyntaxError(offset: nameAt, message: "a member name of at most \(maximumStringBytes) bytes")
