@@ -104,10 +104,11 @@ import Testing
         for (compiled, name) in [(MotionLinkV1() as any WireProtocol, "motionlink-v1"), (KeepCalmJSON(), "keepcalm-json"), (AttitudeStream(), "attitude-stream")] {
             let declared = try Self.seed(name)
             var a = compiled.makeHostModel(rule: .default), b = declared.makeHostModel(rule: .default)
-            var rng = SystemRandomNumberGenerator()
+            // Seeded: the same samples every run. Every 17th goes back 300 ms (stale on a sender clock).
+            var rng = SplitMix(seed: 0x4B54_2500 ^ UInt64(name.utf8.count))
             var t: UInt64 = 1_767_225_600_000
             for i in 0..<2000 {
-                t += UInt64.random(in: 0...150, using: &rng) &- (i % 17 == 0 ? 300 : 0)
+                t = i % 17 == 0 ? t - 300 : t + UInt64.random(in: 0...150, using: &rng)
                 let reading = MotionReading(userAcceleration: Vector3(0, Double.random(in: -1...1.5, using: &rng), 0), rotationRate: .zero,
                                             attitude: Vector3(Double.random(in: -3...3, using: &rng), 0.5, 1))
                 guard let bytes = compiled.sample(reading, timeMs: t) else { continue }
@@ -200,5 +201,18 @@ import Testing
         var huge = Array("#bundle\0".utf8) + [0, 0, 0, 0, 0, 0, 0, 1]
         huge += [0x7F, 0xFF, 0xFF, 0xFC] + message
         #expect(osc.facts(huge).error?.code == .invalidLength)
+    }
+}
+
+/// SplitMix64, for seeded test draws.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

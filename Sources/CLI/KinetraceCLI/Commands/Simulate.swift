@@ -110,8 +110,10 @@ struct Simulate: ParsableCommand {
                 throw ExitStatus.dataError
             }
         }
-        if stream, script != nil {
-            printWarning("--script motion has no attitude, so every record carries zero roll, pitch and yaw; --persona gives attitude")
+        // The scripted motion is an acceleration pulse: a protocol whose samples cannot carry it sends only level samples.
+        let pulse = MotionReading(userAcceleration: Vector3(0, 1, 0), rotationRate: Vector3(0, 1, 0))
+        if script != nil, wire.wireProtocol.sample(pulse, timeMs: 0) == wire.wireProtocol.sample(MotionReading(), timeMs: 0) {
+            printWarning("\(wire.wireProtocol.id) samples carry none of the scripted motion (an acceleration pulse), so every sample is level; --persona gives the protocol's motion")
         }
         let logger = Logger(label: "kinetrace.simulate")
         let run: () throws -> SimulationReport, stop: @Sendable () -> Void

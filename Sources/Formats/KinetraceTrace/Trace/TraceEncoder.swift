@@ -131,6 +131,12 @@ public enum TraceEncoder {
         }
         out.raw("\"")
         if let rtt = m.rttNs { out.raw(",\"rtt_ns\":"); out.integer(rtt) }
+        // A byte stream's record is a chunk, not a message (TR-MSG-3): it gets no kind, fields or
+        // verdict, which would judge bytes cut anywhere (minor 2, TR-MSG-4). Readers frame the chunks.
+        guard wireProtocol.transport == .datagram else {
+            out.raw("}\n")
+            return
+        }
         // Informative fields, derived from the payload by its protocol.
         m.payload.withUnsafeBytes { raw in
             var fields = DecodedFieldWriter()

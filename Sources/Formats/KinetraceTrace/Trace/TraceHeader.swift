@@ -6,8 +6,9 @@ public struct TraceHeader: Hashable, Sendable {
     public static let formatName = "kinetrace-trace"
     /// The major version this library reads and writes.
     public static let currentMajor = 1
-    /// The minor version this library writes; readers accept any minor.
-    public static let currentMinor = 1
+    /// The minor version this library writes; readers accept any minor. Minor 2: byte-stream
+    /// chunks carry no verdict (TR-MSG-4), and a declared protocol's declaration rides in the header (TR-HEADER-8).
+    public static let currentMinor = 2
 
     public var major: Int
     public var minor: Int
@@ -23,7 +24,7 @@ public struct TraceHeader: Hashable, Sendable {
     /// Which clock `t_ns` comes from.
     public var clock: ClockSource
     public var notes: String
-    /// The declaration of a protocol declared in a file (TR-HEADER-7): written as its canonical
+    /// The declaration of a protocol declared in a file (TR-HEADER-8): written as its canonical
     /// text and digest, so the trace reads anywhere without the file; nil for a compiled protocol.
     public var declaration: ProtocolDeclaration?
     /// Header fields this version does not know, kept so a rewrite loses nothing.

@@ -231,7 +231,7 @@ public final class TraceReader {
             notes: try text("notes") ?? "")
         header.major = Int(major)
         header.minor = Int(members["minor"]?.integerValue ?? 0)
-        // A declared protocol travels with the trace; its digest must match it (TR-HEADER-7).
+        // A declared protocol travels with the trace; its digest must match it (TR-HEADER-8).
         let declarationText = try text("protocol_declaration"), digest = try text("protocol_digest")
         if declarationText != nil || digest != nil {
             guard let declarationText, let digest else {

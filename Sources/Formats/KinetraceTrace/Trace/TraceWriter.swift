@@ -115,7 +115,7 @@ extension TraceEncoder {
     }
 
     static func resolve(_ header: TraceHeader, _ registry: ProtocolRegistry) throws(TraceError) -> any WireProtocol {
-        // A declared protocol travels in the header (TR-HEADER-7): its declaration renders its messages.
+        // A declared protocol travels in the header (TR-HEADER-8): its declaration renders its messages.
         if let declaration = header.declaration { return DeclaredProtocol(declaration, path: "<trace header>") }
         guard let known = registry[header.protocolID] else {
             throw TraceError(.unknownProtocol, source: "<header>",
