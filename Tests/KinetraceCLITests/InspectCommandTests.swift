@@ -11,8 +11,8 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.isEmpty)
         let out = result.stdout
-        for expected in ["Format     kinetrace-trace 1.1, protocol motionlink-v1", "controller→host", "host→controller",
-                         "Frame intervals", "sender clock (t_ms)", "Gesture rule (τ = 0.5 g, R = 400 ms):", "crc_mismatch"] {
+        for expected in ["Format     kinetrace-trace 1.2, protocol motionlink-v1", "controller→host", "host→controller",
+                         "Frame intervals", "sender clock (t_ms)", "Host (jump when ay > 0.5 g, then 400 ms of frame time (t_ms) before the next; a HapticAck per jump):", "crc_mismatch"] {
             #expect(out.contains(expected), "missing \(expected)")
         }
     }

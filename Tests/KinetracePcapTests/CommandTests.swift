@@ -20,7 +20,7 @@ import Testing
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(lines[0] == "Trace      \(pcap)")
-        #expect(lines[1] == "Format     kinetrace-trace 1.1, protocol motionlink-v1, captured at network (clock pcap)")
+        #expect(lines[1] == "Format     kinetrace-trace 1.2, protocol motionlink-v1, captured at network (clock pcap)")
         #expect(lines.contains("Records    2 messages, 0 labels, 0 events, 2 skipped (unknown record kinds, or packets that are not motionlink-v1)"))
         #expect(lines.contains { $0.hasPrefix("  10.0.0.11:50001  1 ") })
 

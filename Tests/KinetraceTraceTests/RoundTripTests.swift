@@ -104,12 +104,12 @@ import KinetraceJSON
         #expect(line.hasPrefix("{\"format\":\"kinetrace-trace\","))
         #expect(line.hasSuffix("}\n"))
         #expect(line.contains("\"version\":1"))
-        #expect(line.contains("\"minor\":1"))
+        #expect(line.contains("\"minor\":2"))
         let reader = try TraceReader(bytes: Array(line.utf8))
         #expect(reader.header == header)
         #expect(reader.header.extra["zzz"] == .object(["deep": .object(["er": .null])]))
         #expect(reader.header.major == 1)
-        #expect(reader.header.minor == 1)
+        #expect(reader.header.minor == 2)
         #expect(try reader.next() == nil)
     }
 

@@ -47,6 +47,8 @@ public struct TraceSummary: Sendable {
     /// Whether the protocol's host owes replies at all (`ProtocolTraits`): without them
     /// there are no acks to match, and the report says so instead of counting them missing.
     public var hasReplies = true
+    /// What the protocol's host does under the summary's rule (`WireProtocol.hostRule`).
+    public var hostRule = ""
     /// Whether the protocol's samples carry the sender's clock; without it, intervals
     /// exist on the capture clock only.
     public var hasSenderClock = true
@@ -138,6 +140,7 @@ public struct TraceSummarizer {
         self.wireProtocol = wireProtocol
         model = wireProtocol.makeHostModel(rule: rule)
         partial.hasReplies = ProtocolTraits.hasReplies(wireProtocol)
+        partial.hostRule = wireProtocol.hostRule(rule)
         partial.hasSenderClock = ProtocolTraits.hasSenderClock(wireProtocol)
         partial.transport = wireProtocol.transport
         describesIDs = ProtocolTraits.describesIDs(wireProtocol)

@@ -6,8 +6,8 @@ import KinetraceTrace
 enum ConformanceRendering {
     static func text(_ report: SuiteReport, strict: Bool) -> String {
         var lines = ["kinetrace conform \(ConformanceSuite.version) (\(report.specVersion)), \(report.mode), \(report.target)",
-                     "rule τ = \(report.parameters.rule.threshold) g, R = \(report.parameters.rule.refractoryMs) ms; ack deadline \(report.parameters.ackDeadlineMs) ms"
-                        + (strict ? "; strict" : ""),
+                     (report.hostRule.isEmpty ? "rule τ = \(report.parameters.rule.threshold), R = \(report.parameters.rule.refractoryMs) ms" : "host: \(report.hostRule)")
+                        + (report.hostReplies ? "; reply deadline \(report.parameters.ackDeadlineMs) ms" : "") + (strict ? "; strict" : ""),
                      ""]
         for r in report.results {
             let verdict = r.verdict.name.padding(13)

@@ -59,12 +59,12 @@ enum SummaryRendering {
         if s.staleFrames > 0 { line("  stale frames ignored  \(s.staleFrames)") }
         line()
         if s.hasReplies {
-            line("Gesture rule (τ = \(s.rule.threshold) g, R = \(s.rule.refractoryMs) ms):")
+            line("Host (\(s.hostRule)):")
             line("  triggers \(s.triggers), acks seen \(s.acks), matched \(s.matchedAcks), "
                  + "missing \(s.missingAcks), unexpected \(s.unexpectedAcks)")
             if s.ackDelay.count > 0 { line("  ack after trigger frame (capture clock)  \(stats(s.ackDelay))") }
         } else {
-            line("Host model (τ = \(s.rule.threshold), window \(s.rule.refractoryMs) ms on the capture clock, where the protocol uses them):")
+            line("Host (\(s.hostRule)):")
             line("  decisions " + (s.decisions.isEmpty ? "none" : s.decisions.keys.sorted().map { "\($0) \(s.decisions[$0]!)" }.joined(separator: ", ")))
         }
         if s.roundTrips.count > 0 { line("  round trips measured by the recorder       \(stats(s.roundTrips))") }

@@ -126,8 +126,10 @@ public enum ConformanceSuite {
             progress(result)
             results.append(result)
         }
-        return SuiteReport(target: target, mode: "active", specVersion: suite.specVersion, parameters: parameters, results: results,
-                           elapsedNs: SystemClock.monotonicNs() - started)
+        var report = SuiteReport(target: target, mode: "active", specVersion: suite.specVersion, parameters: parameters, results: results,
+                                 elapsedNs: SystemClock.monotonicNs() - started)
+        report.describe(suite.wireProtocol)
+        return report
     }
 
     /// The suite's preflight message from a fresh controller, waiting up to 500 ms for any reply:
@@ -159,8 +161,10 @@ public enum ConformanceSuite {
         for event in observation.streamEvents { pass.observe(streamEvent: event) }
         for d in observation.datagrams { pass.observe(d) }
         let results = pass.finish(unfinished: observation.unfinished, truncation: observation.truncation)
-        return SuiteReport(target: "capture \(observation.source)", mode: "passive", specVersion: suite.specVersion,
-                           parameters: parameters, results: results, elapsedNs: SystemClock.monotonicNs() - started)
+        var report = SuiteReport(target: "capture \(observation.source)", mode: "passive", specVersion: suite.specVersion,
+                                 parameters: parameters, results: results, elapsedNs: SystemClock.monotonicNs() - started)
+        report.describe(suite.wireProtocol)
+        return report
     }
 
     /// Runs the passive cases over a capture as it is read, in one pass: memory grows with
@@ -169,8 +173,9 @@ public enum ConformanceSuite {
                            parameters: SuiteParameters) throws(TraceError) -> (report: SuiteReport, summary: PassiveSummary) {
         let started = SystemClock.monotonicNs()
         let (results, summary) = try PassivePass.run(cases, reading: input, parameters: parameters)
-        let report = SuiteReport(target: "capture \(input.source)", mode: "passive", specVersion: suite.specVersion,
+        var report = SuiteReport(target: "capture \(input.source)", mode: "passive", specVersion: suite.specVersion,
                                  parameters: parameters, results: results, elapsedNs: SystemClock.monotonicNs() - started)
+        report.describe(suite.wireProtocol)
         return (report, summary)
     }
 }
@@ -184,6 +189,16 @@ public struct SuiteReport: Sendable {
     public var parameters: SuiteParameters
     public var results: [CaseResult]
     public var elapsedNs: Int64
+    /// What the protocol's host does under the run's rule, as a phrase (`WireProtocol.hostRule`).
+    public var hostRule = ""
+    /// Whether the protocol's host answers on the wire (so a reply deadline means something).
+    public var hostReplies = true
+
+    /// Fills in what the protocol says of its host.
+    public mutating func describe(_ wireProtocol: any WireProtocol) {
+        hostRule = wireProtocol.hostRule(parameters.rule)
+        hostReplies = wireProtocol.hostReplies
+    }
 
     /// How many results have each verdict name.
     public var counts: [String: Int] {

@@ -100,6 +100,8 @@ public struct AttitudeStream: CompiledWireProtocol {
 
     public static func makeHostModel(rule: GestureRule) -> any HostModel { AttitudeHostModel() }
 
+    public static func hostRule(_ rule: GestureRule) -> String { "apply every valid record as the attitude; no reply" }
+
     public static let decodedShapes = [
         DecodedShape(kind: "attitude", numbers: ["roll", "pitch", "yaw"]),
         DecodedShape(kind: "unknown", fields: []),

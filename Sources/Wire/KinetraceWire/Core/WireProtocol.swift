@@ -77,6 +77,8 @@ public protocol WireProtocol: Sendable {
     var defaultRule: GestureRule { get }
     /// What a conforming host keeps and owes.
     func makeHostModel(rule: GestureRule) -> any HostModel
+    /// What the host does under `rule`, as a phrase for reports ("jump when ay > 0.5 g, …").
+    func hostRule(_ rule: GestureRule) -> String
     /// The reply a decision owes on the wire, if it owes one.
     func reply(to decision: HostDecision) -> [UInt8]?
 
@@ -146,6 +148,7 @@ public protocol CompiledWireProtocol: WireProtocol {
     static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]?
     static var defaultRule: GestureRule { get }
     static func makeHostModel(rule: GestureRule) -> any HostModel
+    static func hostRule(_ rule: GestureRule) -> String
     static func reply(to decision: HostDecision) -> [UInt8]?
     static var decodedShapes: [DecodedShape] { get }
     static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V)
@@ -164,6 +167,7 @@ extension CompiledWireProtocol {
     public static var samplesCarrySenderClock: Bool { false }
     public static var defaultRule: GestureRule { .default }
     public static var declarationDigest: String? { nil }
+    public static func hostRule(_ rule: GestureRule) -> String { "τ = \(rule.threshold), window \(rule.refractoryMs) ms" }
     public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { nil }
     public static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { nil }
     public static func reply(to decision: HostDecision) -> [UInt8]? { nil }
@@ -204,6 +208,7 @@ extension CompiledWireProtocol {
     public func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { Self.sample(reading, timeMs: timeMs) }
     public func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { Self.restamped(bytes, timeMs: timeMs) }
     public func makeHostModel(rule: GestureRule) -> any HostModel { Self.makeHostModel(rule: rule) }
+    public func hostRule(_ rule: GestureRule) -> String { Self.hostRule(rule) }
     public func reply(to decision: HostDecision) -> [UInt8]? { Self.reply(to: decision) }
     public var decodedShapes: [DecodedShape] { Self.decodedShapes }
     public func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) { Self.describe(bytes, into: &visitor) }

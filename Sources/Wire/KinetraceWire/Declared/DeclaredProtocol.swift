@@ -291,6 +291,18 @@ public struct DeclaredProtocol: WireProtocol {
 
     public func makeHostModel(rule: GestureRule) -> any HostModel { DeclaredHostModel(declared.host, rule: rule) }
 
+    public func hostRule(_ rule: GestureRule) -> String {
+        guard let host = declared.host else { return "no host behaviour declared" }
+        let reply = host.replyKind.map { "; a \(declared.kinds[$0].name) reply per \(host.decision)" + (host.replyDeadlineMs.map { " within \($0) ms" } ?? "") } ?? "; no reply"
+        switch host.behaviour {
+        case .apply:
+            return "\(host.decision) on every valid sample" + reply
+        case .threshold(let quantity, _, _, let senderClock, _, _):
+            return "\(host.decision) when \(quantity) > \(rule.threshold), then "
+                + (senderClock ? "\(rule.refractoryMs) ms of the sender's clock before the next" : "latched for \(rule.refractoryMs) ms of the host's arrival clock") + reply
+        }
+    }
+
     public func reply(to decision: HostDecision) -> [UInt8]? {
         guard decision.owesReply, let host = declared.host, let index = host.replyKind else { return nil }
         let kind = plan.kinds[index]

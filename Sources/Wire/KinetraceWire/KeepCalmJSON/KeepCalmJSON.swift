@@ -64,6 +64,10 @@ public struct KeepCalmJSON: CompiledWireProtocol {
 
     public static func makeHostModel(rule: GestureRule) -> any HostModel { KeepCalmHostModel(rule: rule) }
 
+    public static func hostRule(_ rule: GestureRule) -> String {
+        "jump when y > \(rule.threshold), latched for \(rule.refractoryMs) ms of the host's arrival clock; no reply"
+    }
+
     public static let decodedShapes = [
         DecodedShape(kind: "motion", fields: [("id", .string), ("x", .number), ("y", .number), ("z", .number)]),
         DecodedShape(kind: "unknown", fields: []),

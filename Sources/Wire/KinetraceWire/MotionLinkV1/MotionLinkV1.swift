@@ -89,6 +89,10 @@ public struct MotionLinkV1: CompiledWireProtocol {
 
     public static func makeHostModel(rule: GestureRule) -> any HostModel { MotionLinkHostModel(rule: rule) }
 
+    public static func hostRule(_ rule: GestureRule) -> String {
+        "jump when ay > \(rule.threshold) g, then \(rule.refractoryMs) ms of frame time (t_ms) before the next; a HapticAck per jump"
+    }
+
     /// The HapticAck a trigger owes: its frame's `t_ms` echoed, intensity and sharpness 1.0 (ML-ACK-4).
     public static func reply(to decision: HostDecision) -> [UInt8]? {
         guard decision.owesReply, let tMs = decision.sampleTimeMs else { return nil }
