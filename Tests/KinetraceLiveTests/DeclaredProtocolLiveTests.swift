@@ -173,6 +173,30 @@ import Testing
         #expect(listed.status == 0 && listed.stdout.contains("osc-motion") && listed.stdout.contains("ndjson-motion") && listed.stdout.contains("motionlink-v1  compiled"))
     }
 
+    @Test func theHostRuleDefaultsToTheDeclarations() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        // The same motion under a declaration whose threshold no sample reaches.
+        let high = dir.appendingPathComponent("osc-motion.json")
+        try String(contentsOfFile: Self.declaration("osc-motion"), encoding: .utf8).replacingOccurrences(of: "\"above\": 0.5", with: "\"above\": 9")
+            .write(to: high, atomically: true, encoding: .utf8)
+        let trace = dir.appendingPathComponent("t.jsonl").path
+        #expect(try kinetrace("synth", "--protocol", Self.declaration("osc-motion"), "--out", trace, "--duration", "10", "--seed", "2").status == 0)
+        func jumps(_ arguments: String...) throws -> Int {
+            let result = try kinetrace(["inspect", "--format", "json"] + arguments + [trace])
+            #expect(result.status == 0, "\(result.stderr)")
+            return (try Self.json(result.stdout)["decisions"] as? [String: Int])?["jump"] ?? 0
+        }
+        #expect(try jumps() > 0)
+        // Read through the high declaration, the trace's own is refused (another digest), so convert it first.
+        let pcap = dir.appendingPathComponent("t.pcap").path
+        #expect(try kinetrace("convert", trace, pcap).status == 0)
+        let highJumps = try Self.json(try kinetrace("inspect", "--format", "json", "--protocol", high.path, pcap).stdout)["decisions"] as? [String: Int]
+        #expect((highJumps?["jump"] ?? 0) == 0, "\(highJumps ?? [:])")
+        let given = try Self.json(try kinetrace("inspect", "--format", "json", "--protocol", high.path, "--threshold", "0.5", pcap).stdout)["decisions"] as? [String: Int]
+        #expect((given?["jump"] ?? 0) == (try jumps()))
+    }
+
     @Test func showAndVectorsExplainADeclaration() throws {
         let show = try kinetrace("protocol", "show", Self.declaration("ndjson-motion"))
         #expect(show.status == 0)

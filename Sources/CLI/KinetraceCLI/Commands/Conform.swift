@@ -142,7 +142,7 @@ struct Conform: ParsableCommand {
 
     private func check(_ junit: JUnitErrorGuard) throws {
         var parameters = SuiteParameters()
-        parameters.rule = ruleOptions.rule
+        parameters.rule = ruleOptions.rule(for: input.wire.wireProtocol)
         parameters.ackDeadlineMs = ackDeadlineMs
         parameters.minimumTimingSamples = minSamples
         parameters.maxControllers = maxControllers

@@ -105,7 +105,7 @@ struct Host: ParsableCommand {
         var configuration = ReferenceHost.Configuration(wireProtocol: wire.wireProtocol)
         configuration.bindHost = bind
         configuration.port = port
-        configuration.rule = ruleOptions.rule
+        configuration.rule = ruleOptions.rule(for: wire.wireProtocol)
         configuration.tracePath = trace
         configuration.maximumControllers = maximumControllers
         configuration.idleTimeoutNs = idleTimeoutS == 0 ? nil : Int64(idleTimeoutS * 1e9)
@@ -154,7 +154,7 @@ struct Host: ParsableCommand {
 
     private func runStdio() throws {
         var host = StdioHost(wireProtocol: wire.wireProtocol)
-        host.rule = ruleOptions.rule
+        host.rule = ruleOptions.rule(for: wire.wireProtocol)
         host.observeAll = observe
         host.maximumControllers = maximumControllers
         let stats: HostStatistics

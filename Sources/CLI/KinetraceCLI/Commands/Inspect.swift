@@ -26,11 +26,11 @@ struct Inspect: ParsableCommand {
     @OptionGroup var report: ReportOptions<OutputFormat>
 
     func run() throws {
-        let rule = ruleOptions.rule
         var bytes: (file: Int, uncompressed: Int)?
         let summary = try reportingFailures { () throws(TraceError) -> TraceSummary in
             let reader = try openInputReadingAhead(path: file, wireProtocol: input.wire.given, port: input.port)
-            var summarizer = TraceSummarizer(source: reader.source, header: reader.header, wireProtocol: reader.wireProtocol, rule: rule)
+            var summarizer = TraceSummarizer(source: reader.source, header: reader.header, wireProtocol: reader.wireProtocol,
+                                             rule: ruleOptions.rule(for: reader.wireProtocol))
             var progress = Progress(label: "records read")
             var recordCount = 0
             while let record = try reader.next() {

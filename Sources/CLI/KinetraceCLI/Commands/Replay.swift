@@ -283,7 +283,6 @@ struct Replay: ParsableCommand {
         options.endNs = end.map { Int64($0 * 1e9) }
         options.timestamps = timestamps
         options.seed = seed
-        options.rule = ruleOptions.rule
         options.impairments.allowReordering = false
         options.segmentation = segmentation
         options.shard = try resolvedShard()
@@ -305,6 +304,7 @@ struct Replay: ParsableCommand {
             return try ReplayInput.load(paths: readable, wireProtocol: input.wire.given, port: input.port)
         }
         for note in replayInput.readingNotes { printNote(note) }
+        options.rule = ruleOptions.rule(for: replayInput.wireProtocol)
         for (path, truncation) in replayInput.truncations.sorted(by: { $0.key < $1.key }) {
             printWarning("\(path): \(truncation.description); replaying what precedes it")
         }

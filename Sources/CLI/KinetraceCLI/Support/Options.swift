@@ -51,19 +51,20 @@ struct CaptureInputOptions: ParsableArguments {
     var port: UInt16?
 }
 
-/// `--threshold` and `--refractory-ms`: the host's gesture rule.
+/// `--threshold`, `--refractory-ms` and `--stale-resync-ms`: the host's rule, each
+/// defaulting to the protocol's own (its declaration's, or the compiled protocol's spec).
 struct GestureRuleOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The host's jump threshold τ in g: a sample triggers when ay exceeds it.", valueName: "g"))
-    var threshold: Double = GestureRule.default.threshold
+    @Option(help: ArgumentHelp("The host's threshold τ on the protocol's quantity (ay for motionlink-v1, the combined y for keepcalm-json): a sample above it decides a jump. Default: the protocol's (0.5 for the compiled ones).", valueName: "value"))
+    var threshold: Double?
 
     @Option(name: .customLong("refractory-ms"),
-            help: ArgumentHelp("The host's refractory period R in ms: how long after a jump the next can come (MotionLink: of frame time).", valueName: "ms"))
-    var refractoryMs: UInt64 = GestureRule.default.refractoryMs
+            help: ArgumentHelp("The host's window R in ms after a decision: a refractory period on the sender's clock or a latch on the host's arrival clock, as the protocol says. Default: the protocol's (400 for the compiled ones).", valueName: "ms"))
+    var refractoryMs: UInt64?
 
     @Option(name: .customLong("stale-resync-ms"),
-            help: ArgumentHelp("How long the host hears only stale frames from a controller before it starts it afresh (MotionLink ML-STATE-4), in ms of arrival time; 0 never does.",
+            help: ArgumentHelp("For a window on the sender's clock: how long the host hears only stale samples from a controller before it starts it afresh, in ms of arrival time; 0 never does. Default: the protocol's (2000 for motionlink-v1).",
                                valueName: "ms"))
-    var staleResyncMs: UInt64 = GestureRule.defaultStaleResyncMs
+    var staleResyncMs: UInt64?
 
     /// A phone's accelerometer reads at most ±16 g; a threshold far beyond is a mistake.
     static let thresholdLimit = 1_000.0
@@ -71,14 +72,21 @@ struct GestureRuleOptions: ParsableArguments {
     static let refractoryLimitMs: UInt64 = 3_600_000
 
     func validate() throws {
-        guard threshold.isFinite, abs(threshold) <= Self.thresholdLimit else {
-            throw ValidationError("--threshold must be a number of g from -1000 to 1000.")
+        if let threshold {
+            guard threshold.isFinite, abs(threshold) <= Self.thresholdLimit else {
+                throw ValidationError("--threshold must be a number from -1000 to 1000.")
+            }
         }
-        guard refractoryMs <= Self.refractoryLimitMs else { throw ValidationError("--refractory-ms must be at most 3600000 (an hour).") }
-        guard staleResyncMs <= Self.refractoryLimitMs else { throw ValidationError("--stale-resync-ms must be at most 3600000 (an hour).") }
+        if let refractoryMs, refractoryMs > Self.refractoryLimitMs { throw ValidationError("--refractory-ms must be at most 3600000 (an hour).") }
+        if let staleResyncMs, staleResyncMs > Self.refractoryLimitMs { throw ValidationError("--stale-resync-ms must be at most 3600000 (an hour).") }
     }
 
-    var rule: GestureRule { GestureRule(threshold: threshold, refractoryMs: refractoryMs, staleResyncMs: staleResyncMs) }
+    /// The rule for `wireProtocol`: what was given, the protocol's own for the rest.
+    func rule(for wireProtocol: any WireProtocol) -> GestureRule {
+        let own = wireProtocol.defaultRule
+        return GestureRule(threshold: threshold ?? own.threshold, refractoryMs: refractoryMs ?? own.refractoryMs,
+                           staleResyncMs: staleResyncMs ?? own.staleResyncMs)
+    }
 }
 
 /// A report format: the values of `--format` and the default.
