@@ -43,6 +43,23 @@ import Testing
         #expect(again.digest == p.declared.digest)
     }
 
+    @Test func canonicalNumbersAreECMAScripts() throws {
+        // PD-CANON-2's examples and the edges of ECMAScript's Number::toString; the expected texts are Node.js's String(Number(t)).
+        let cases: [(String, String)] = [
+            ("1.0", "1"), ("2.50", "2.5"), ("-1E1", "-10"), ("1e20", "100000000000000000000"), ("1e21", "1e+21"),
+            ("1.5e-6", "0.0000015"), ("1e-7", "1e-7"), ("-0.0", "0"), ("-0", "0"), ("0.1", "0.1"), ("123456789012345678901234", "1.2345678901234569e+23"),
+            ("3.141592653589793", "3.141592653589793"), ("18446744073709551616", "18446744073709552000"), ("-9223372036854775808", "-9223372036854775808"),
+            ("1.5e300", "1.5e+300"), ("5e-324", "5e-324"), ("0.000001", "0.000001"), ("1234.5e-2", "12.345"),
+        ]
+        for (token, expected) in cases {
+            let p = try #require(try? Self.declare("""
+                {"kinetrace_protocol":1,"name":"n","version":"1","summary":"s","rate_hz":10,"transport":{"kind":"udp","default_port":9},
+                 "messages":[{"kind":"m","direction":"controller_to_host","encoding":"json","members":[{"path":"x","type":"number","range":[\(token),1e308]}]}]}
+                """).get(), "\(token)")
+            #expect(p.declared.canonicalText.contains("\"range\":[\(expected),1e+308]"), "\(token): \(p.declared.canonicalText)")
+        }
+    }
+
     @Test func declaredMotionLinkAgreesWithTheCompiledCodec() async throws {
         let declared = try Self.seed("motionlink-v1")
         await seededPropertyCheck(count: 3000, input: Gen.uint64(), Gen.uint32().array(of: 6), Gen.int(in: 0...5)) { t, bits, mutation in

@@ -80,7 +80,7 @@ public struct TraceSummary: Sendable {
         public var acks = 0
         public var triggers = 0
         public var matchedAcks = 0
-        /// Sender-clock gaps over `gapThresholdMs` between accepted frames (ML-RATE-3).
+        /// Sender-clock gaps over `gapThresholdMs` between accepted samples.
         public var gaps = 0
         /// Frames the gaps imply were lost at the protocol's nominal rate.
         public var framesMissing = 0
@@ -297,7 +297,7 @@ public struct TraceSummarizer {
     }
 
     /// A sender-clock interval in ns. A u64 stamp may leap by up to 2^64 − 1 ms
-    /// (ML-FRAME-4 bounds nothing), so intervals past Int64 ns are held at Int64.max.
+    /// (a sender clock bounds nothing), so intervals past Int64 ns are held at Int64.max.
     static func nanoseconds(ms: UInt64) -> Int64 {
         let (ns, overflow) = ms.multipliedReportingOverflow(by: 1_000_000)
         return overflow || ns > UInt64(Int64.max) ? Int64.max : Int64(ns)

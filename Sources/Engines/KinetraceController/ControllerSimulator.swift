@@ -194,7 +194,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
                 } else {
                     report.unexpectedAcks += 1
                 }
-                // Everything older than this ack's frame will not be answered (ML-ACK-RULE-5).
+                // Everything older than this ack's frame will not be answered (a host replies at most once per sample).
                 awaiting[index] = awaiting[index].filter { $0.key > echo }
             } else {
                 report.invalidReceived += 1

@@ -152,7 +152,7 @@ struct MotionTicks {
                 ended = true
                 return nil
             }
-            // ML-FRAME-4 and ML-RATE-1: the wall clock at the scheduled send time,
+            // A sender clock: the wall clock at the scheduled send time,
             // strictly increasing per controller.
             let tMs = max(UInt64((startWallNs + offsetNs) / 1_000_000), lastTMs[index] + 1)
             lastTMs[index] = tMs

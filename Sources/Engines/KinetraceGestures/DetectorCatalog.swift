@@ -44,7 +44,7 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .threshold: return "The source paper's rule: a jump when ay crosses τ upwards."
         case .keepcalm: return "The shipped KeepCalm game: y > τ, latched for 0.4 s on the game's clock (arrival time)."
-        case .motionlinkV1: return "MotionLink v1's rule: ay > τ, then R ms of frame time before the next (ML-GESTURE-*)."
+        case .motionlinkV1: return "MotionLink v1's rule: ay > τ, then R ms of frame time before the next (specs/motionlink-v1.md)."
         case .badgerJump: return "WWDC 2017 \"Badger with Attitude\" jump: the mean rotation rate about y over a window crosses τ."
         case .badgerDuck: return "WWDC 2017 \"Badger with Attitude\" duck: the mean user acceleration along gravity over a window crosses τ."
         case .badgerTilt: return "WWDC 2017 \"Badger with Attitude\" tilt: atan2(g.y, |g.xz|) beyond ±τ degrees; needs gravity samples."

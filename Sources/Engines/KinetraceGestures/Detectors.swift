@@ -49,8 +49,8 @@ public struct KeepCalmDetector: GestureDetector {
     }
 }
 
-/// MotionLink v1's rule (ML-GESTURE-*): ay > τ with a refractory window on frame timestamps.
-/// Stale samples never reach a detector (`GestureTrace` drops them), as ML-GESTURE-2 drops them.
+/// MotionLink v1's rule (specs/motionlink-v1.md): ay > τ with a refractory window on frame timestamps.
+/// Stale samples never reach a detector (`GestureTrace` drops them), as that rule drops them.
 public struct MotionLinkDetector: GestureDetector {
     public var threshold: Double
     public var refractoryMs: UInt64

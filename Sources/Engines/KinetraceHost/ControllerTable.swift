@@ -1,6 +1,6 @@
 import KinetraceWire
 
-/// A host's bounded table of controllers (ML-STATE-*): numbers for the
+/// A host's bounded table of controllers (the state bounds a spec sets): numbers for the
 /// host model, given on first sight and recycled after a controller is
 /// forgotten, either idle for longer than `idleNs` or the least recently
 /// heard when a new one arrives at `capacity`. Lookups, insertions and

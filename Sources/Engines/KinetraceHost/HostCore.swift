@@ -12,7 +12,7 @@ public struct HostCore<Controller: Hashable> {
     private var model: any HostModel
     private var table: ControllerTable<Controller>
 
-    /// Defaults of ML-STATE-1 and ML-STATE-2, from conntrack practice (see the spec).
+    /// Idle timeout and controller cap defaults, from conntrack practice.
     public static var defaultMaximumControllers: Int { 65_536 }
     public static var defaultIdleTimeoutNs: Int64 { 120_000_000_000 }
 

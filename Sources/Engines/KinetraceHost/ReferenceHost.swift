@@ -17,9 +17,9 @@ public final class ReferenceHost: Sendable {
         /// nil: the protocol's default port; 0: any free port.
         public var port: Int?
         public var rule = GestureRule.default
-        /// ML-STATE-2: controllers held at once; the least recently heard is forgotten beyond.
+        /// Controllers held at once; the least recently heard is forgotten beyond.
         public var maximumControllers = HostCore<Int>.defaultMaximumControllers
-        /// ML-STATE-1: a controller not heard from for longer is forgotten (nil: never).
+        /// A controller not heard from for longer is forgotten (nil: never).
         public var idleTimeoutNs: Int64? = HostCore<Int>.defaultIdleTimeoutNs
         /// Records what the host received and sent, when set.
         public var tracePath: String?
@@ -128,9 +128,9 @@ public struct HostStatistics: Sendable, Equatable {
     public var invalidByReason: [String: Int] = [:]
     public var triggers = 0
     public var acksSent = 0
-    /// Controllers the host holds state for now (at most its maximum, ML-STATE-2).
+    /// Controllers the host holds state for now (at most its maximum).
     public var controllers = 0
-    /// Controllers forgotten after the idle timeout (ML-STATE-1) and to stay within the maximum (ML-STATE-2).
+    /// Controllers forgotten after the idle timeout and to stay within the maximum.
     public var forgottenIdle = 0
     public var forgottenOverCapacity = 0
     /// Byte-stream hosts: connections accepted; closed to admit a new one at the limit

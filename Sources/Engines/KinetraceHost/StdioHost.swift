@@ -30,7 +30,7 @@ public struct StdioHost {
     public var rule = GestureRule.default
     /// Report decisions that have a reply on the observation channel too.
     public var observeAll = false
-    /// Controllers held at once (ML-STATE-2); the adapter's ids allow 65,536 anyway.
+    /// Controllers held at once ; the adapter's ids allow 65,536 anyway.
     public var maximumControllers = HostCore<UInt16>.defaultMaximumControllers
 
     public init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }

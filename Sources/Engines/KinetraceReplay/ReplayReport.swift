@@ -23,7 +23,7 @@ public struct ReplayReport: Sendable {
     }
 
     /// Unexpected or invalid replies tolerated before a replay stops as flooded: 10,000 plus 10
-    /// per message scheduled. A conforming MotionLink host sends at most one per frame (ML-ACK-RULE-5).
+    /// per message scheduled. A conforming host of a protocol with replies sends at most one per sample.
     public static func unaskedReplyLimit(scheduled: Int) -> Int { 10_000 + 10 * scheduled }
     /// Unexpected acks kept as evidence in `triggers`; beyond, they are only counted.
     public static let unexpectedAcksKept = 1_000

@@ -17,7 +17,7 @@ public struct ReplayOptions: Hashable, Sendable {
     /// stamp them (other payloads are sent as recorded).
     public enum Timestamps: String, Hashable, Sendable, CaseIterable {
         /// Shifted by each loop pass's span and each fanned-out copy's offset,
-        /// so every controller's timestamps keep rising (ML-RATE-1) and a host
+        /// so every controller's timestamps keep rising (a protocol's sender clock strictly increases) and a host
         /// does not drop later passes as stale; unchanged otherwise.
         case shift
         /// Exactly as recorded, even when that repeats them.

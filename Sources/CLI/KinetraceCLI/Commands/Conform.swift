@@ -85,14 +85,14 @@ struct Conform: ParsableCommand {
     @OptionGroup var input: CaptureInputOptions
     @OptionGroup var ruleOptions: GestureRuleOptions
 
-    @Option(name: .customLong("ack-deadline-ms"), help: ArgumentHelp("The ack deadline the MUST case holds the host to (ML-ACK-RULE-3).", valueName: "ms"))
+    @Option(name: .customLong("ack-deadline-ms"), help: ArgumentHelp("The reply deadline the MUST case holds a host to, for protocols with replies.", valueName: "ms"))
     var ackDeadlineMs: Double = 50
 
     @Option(name: .customLong("min-samples"), help: ArgumentHelp("Timing cases with fewer samples are INCONCLUSIVE.", valueName: "n"))
     var minSamples = 20
 
     @Option(name: .customLong("max-controllers"),
-            help: ArgumentHelp("The host's controller cap (MotionLink ML-STATE-2): AC-STATE-BOUND sends from an eighth more new controllers than this and expects the least recently heard to be forgotten.",
+            help: ArgumentHelp("The host's controller cap : AC-STATE-BOUND sends from an eighth more new controllers than this and expects the least recently heard to be forgotten.",
                                valueName: "n"))
     var maxControllers = 65_536
 

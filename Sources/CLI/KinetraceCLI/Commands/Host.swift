@@ -49,11 +49,11 @@ struct Host: ParsableCommand {
     var trace: String?
 
     @Option(name: .customLong("max-controllers"), help: ArgumentHelp(
-        "Controllers held at once; beyond, the least recently heard is forgotten (ML-STATE-2).", valueName: "n"))
+        "Controllers held at once; beyond, the least recently heard is forgotten.", valueName: "n"))
     var maximumControllers = HostCore<Int>.defaultMaximumControllers
 
     @Option(name: .customLong("idle-timeout"), help: ArgumentHelp(
-        "Forget a controller not heard from for this many seconds; 0 never forgets (ML-STATE-1).", valueName: "seconds"))
+        "Forget a controller not heard from for this many seconds; 0 never forgets.", valueName: "seconds"))
     var idleTimeoutS = Double(HostCore<Int>.defaultIdleTimeoutNs) / 1e9
 
     @Option(name: .customLong("max-connections"), help: ArgumentHelp(

@@ -10,9 +10,9 @@ struct Inspect: ParsableCommand {
         abstract: "Summarise a trace: traffic per direction and controller, sample intervals, validity and gestures.",
         discussion: """
             Reads the trace in one pass, in constant memory. The protocol's host model is \
-            run over the samples exactly as a conforming host applies it (for MotionLink \
-            v1, the gesture rule of specs/motionlink-v1.md, ML-GESTURE-*), and the \
-            decisions it makes are matched with the replies in the trace.
+            run over the samples exactly as a conforming host applies it (the rule its spec \
+            or declaration states), and the decisions it makes are matched with the replies \
+            in the trace.
 
             A trace whose last line was cut short by a crash is read up to its last complete \
             record, with a warning.

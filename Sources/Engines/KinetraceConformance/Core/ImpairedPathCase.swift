@@ -7,7 +7,7 @@ import KinetraceWire
 /// The host's replies over a path impaired by one of the replayer's networks
 /// (loss, jitter, duplication, reordering, corruption). When a protocol's
 /// host decides on what arrives, in arrival order, never on when (MotionLink:
-/// ML-GESTURE-2/-4), the replies owed are exactly its host model run over
+/// a rule on the sender's clock), the replies owed are exactly its host model run over
 /// what the planner sends, and any difference is the host's.
 public struct ImpairedPathCase: ActiveCase {
     public let info: CaseInfo

@@ -30,7 +30,7 @@ public final class LiveProbe {
     /// a longer reply is malformed whatever its tail holds.
     public static let replyBytesKept = 512
     /// Replies a case tolerates before it stops as flooded: 1,000 plus 10 per sample sent.
-    /// A conforming host sends at most one per sample (ML-ACK-RULE-5), so only a host that
+    /// A conforming host sends at most one reply per sample, so only a host that
     /// answers without being asked reaches it; with `replyBytesKept` it bounds a case's
     /// memory near 1 MB plus 6 KB per sample.
     public static func replyLimit(samplesSent: Int) -> Int { 1_000 + 10 * samplesSent }
@@ -56,7 +56,7 @@ public final class LiveProbe {
 
     let link: any ControllerLink
     public var wireProtocol: any WireProtocol
-    /// The case's sample-time origin: the controllers' wall clock (ML-FRAME-4) when the case began.
+    /// The case's sample-time origin: the controllers' wall clock when the case began (what a sender clock stamps).
     public let t0: UInt64
     /// Link indices of this case's controllers; the case sees them as 0, 1, …
     private var mine: [Int] = []

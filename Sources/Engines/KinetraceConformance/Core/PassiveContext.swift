@@ -4,12 +4,12 @@ import KinetraceWire
 /// What the host under test is supposed to do (`--threshold`, `--refractory-ms`, `--ack-deadline-ms`).
 public struct SuiteParameters: Hashable, Sendable {
     public var rule = GestureRule.default
-    /// ML-ACK-RULE-3's deadline (MUST); ML-ACK-RULE-4's is `ackShouldMs`.
+    /// The reply deadline a MUST case holds a host to; the SHOULD one is `ackShouldMs`.
     public var ackDeadlineMs: Double = 50
     public var ackShouldMs: Double = 10
     /// Timing verdicts need at least this many samples; fewer is INCONCLUSIVE.
     public var minimumTimingSamples = 20
-    /// The host's controller cap (MotionLink ML-STATE-2), which the state-exhaustion case floods past.
+    /// The host's controller cap , which the state-exhaustion case floods past.
     public var maxControllers = 65_536
     /// A byte-stream host's connection bound (attitude-stream AS-CONN-2), which the flood case opens idle connections past.
     public var maxConnections = 1_024

@@ -32,7 +32,7 @@ public struct RateSeries: RandomAccessCollection, Sendable {
 }
 
 /// The mean interval over every full window of each controller's stream
-/// (10 s in MotionLink's ML-RATE-3 and the protocols that share its bands):
+/// (10 s in every bundled protocol's rate requirements):
 /// what the rate cases judge, whatever clock the times come from.
 public struct RateWindows: Sendable {
     public struct Worst: Sendable {
@@ -56,7 +56,7 @@ public struct RateWindows: Sendable {
     ///   - nominalMs: the interval the rate is judged against.
     ///   - ticksPerMs: 1 for millisecond stamps, 1e6 for capture nanoseconds.
     ///   - detectLoss: leave out windows holding a gap over 1.5 × the usual interval (at most
-    ///     300 ms, ML-RATE-4's loss): a lost datagram says nothing about the rate. Off for
+    ///     300 ms at 10 Hz, the specs' loss): a lost datagram says nothing about the rate. Off for
     ///     streams, which lose nothing and whose records arrive several to a segment.
     public init(_ series: [Endpoint: [RateSample]], nominalMs: Double, ticksPerMs: Double, windowMs: Double = 10_000, detectLoss: Bool) {
         self.init(series, nominalMs: nominalMs, ticksPerMs: ticksPerMs, windowMs: windowMs, detectLoss: detectLoss) { $0 }

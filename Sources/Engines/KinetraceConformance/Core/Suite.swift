@@ -82,7 +82,7 @@ public enum ConformanceSuite {
 
     /// Runs the active cases against a live host over one link, each case
     /// from controllers the host has never seen, its samples stamped with the
-    /// wall clock (ML-FRAME-4) and newer than any earlier case's.
+    /// wall clock and newer than any earlier case's.
     ///
     /// A preflight message first tells "nothing is there" (a harness error for
     /// every case) from a host that is there; a host that stops listening or
@@ -107,7 +107,7 @@ public enum ConformanceSuite {
                     newest = max(newest, probe.newestTMs)
                     let stopped = probe.refused ? "the host stopped listening (ICMP port unreachable)" : probe.hostFailure
                     if let flood = probe.flooded {
-                        // ML-ACK-RULE-5 bounds what a host may send; past the limit nothing more is kept or run.
+                        // A host owes at most one reply per sample; past the limit nothing more is kept or run.
                         result.verdict = .fail("flooded: \(flood)")
                         result.evidence.append("expected at most one reply per message, found \(probe.repliesReceived) replies "
                                                + "(\(probe.replyBytesReceived) bytes) and \(probe.observationsReceived) decisions "

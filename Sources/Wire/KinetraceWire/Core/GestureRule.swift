@@ -1,7 +1,7 @@
 /// The parameters of a host's threshold gesture rule: a threshold and a
 /// window. Each protocol's host model says how it applies them: MotionLink v1
 /// triggers when `ay > threshold` and `refractoryMs` of frame time has passed
-/// since the last trigger (ML-GESTURE-*); a latching host ignores samples for
+/// since the last trigger; a latching host ignores samples for
 /// the window after a jump.
 public struct GestureRule: Hashable, Sendable {
     /// τ, in g. Compared strictly: `ay > threshold`.
@@ -10,11 +10,11 @@ public struct GestureRule: Hashable, Sendable {
     public var refractoryMs: UInt64
 
     /// How long a host hears only stale frames from a controller before it forgets it and
-    /// starts it afresh (MotionLink ML-STATE-4), in arrival time; 0 never does.
+    /// starts it afresh, in arrival time (a rule on the sender's clock only); 0 never does.
     public var staleResyncMs: UInt64
 
     public static let `default` = GestureRule(threshold: 0.5, refractoryMs: 400)
-    /// ML-STATE-4's default: 20 frames at 10 Hz, longer than any reordering a path produces.
+    /// The default resync: 20 samples at 10 Hz, longer than any reordering a path produces.
     public static let defaultStaleResyncMs: UInt64 = 2_000
 
     public init(threshold: Double, refractoryMs: UInt64, staleResyncMs: UInt64 = GestureRule.defaultStaleResyncMs) {

@@ -14,7 +14,7 @@ public protocol HostModel {
     /// Controllers the model keeps state for.
     var controllerCount: Int { get }
     /// Drops everything kept for the numbered controller: a host that forgets an idle
-    /// controller, or one evicted to stay within its bound, treats it as new (ML-STATE-3),
+    /// controller, or one evicted to stay within its bound, treats it as new,
     /// and may give its number to another.
     mutating func forget(_ controller: Int)
 }

@@ -163,12 +163,40 @@ enum CanonicalJSON {
         }
     }
 
-    /// An integer token stays as written (without "-0"); any other number is its Double's shortest text.
+    /// PD-CANON-2: an integer token within −2^63…2^64−1 as its digits; any other number as
+    /// ECMAScript's Number::toString writes its nearest binary64 (RFC 8785 §3.2.2.3).
     static func canonicalNumber(_ text: String) -> String {
         if let integer = Int64(text) { return String(integer) }
         if let unsigned = UInt64(text) { return String(unsigned) }
-        let value = Double(text) ?? 0
-        if value == value.rounded(), abs(value) < 9.0e15 { return String(Int64(value)) }
-        return value.description
+        return ecmaScript(Double(text) ?? 0)
+    }
+
+    /// Number::toString of ECMA-262 (§6.1.6.1.20) for a finite double, from the shortest
+    /// round-trip digits Swift's `description` gives.
+    static func ecmaScript(_ value: Double) -> String {
+        guard value.isFinite else { return "null" }
+        if value == 0 { return "0" }
+        let sign = value < 0 ? "-" : ""
+        // Swift writes "1.5e-06", "1e+20", "0.001", "123.25": read off its digits and exponent.
+        let text = value.magnitude.description
+        var mantissa = Substring(text), exponent = 0
+        if let e = text.firstIndex(where: { $0 == "e" || $0 == "E" }) {
+            mantissa = text[..<e]
+            exponent = Int(String(text[text.index(after: e)...].filter { $0 != "+" })) ?? 0
+        }
+        let parts = mantissa.split(separator: ".", omittingEmptySubsequences: false)
+        let integerPart = String(parts[0]), fraction = parts.count > 1 ? String(parts[1]) : ""
+        var digits = integerPart + fraction
+        // n: where the decimal point goes, counted from the start of `digits`.
+        var n = integerPart.count + exponent
+        while digits.hasPrefix("0") && digits.count > 1 { digits.removeFirst(); n -= 1 }
+        while digits.hasSuffix("0") && digits.count > 1 { digits.removeLast() }
+        let k = digits.count
+        if k <= n && n <= 21 { return sign + digits + String(repeating: "0", count: n - k) }
+        if 0 < n && n <= 21 { return sign + digits.prefix(n) + "." + digits.dropFirst(n) }
+        if -6 < n && n <= 0 { return sign + "0." + String(repeating: "0", count: -n) + digits }
+        let e = n - 1
+        let exponentText = (e < 0 ? "-" : "+") + String(abs(e))
+        return sign + (k == 1 ? digits : digits.prefix(1) + "." + digits.dropFirst()) + "e" + exponentText
     }
 }
