@@ -183,14 +183,15 @@ import Testing
             {"kinetrace_protocol":1,"name":"lp","version":"1","summary":"s","rate_hz":10,
              "transport":{"kind":"tcp","default_port":9,"framing":{"length_prefix":{"width":2,"byte_order":"big","max_length":64}}},
              "messages":[{"kind":"m","direction":"controller_to_host","encoding":"binary","byte_order":"big",
-               "fields":[{"name":"magic","type":"u8","constant":171},{"name":"v","type":"i16","range":[-100,100],"role":"attitude.x"},
-                         {"name":"sum","type":"u8","check":{"algorithm":"xor8","from":0,"to":3}}]}]}
+               "fields":[{"name":"magic","type":"u8","constant":171},{"name":"v","type":"f32","range":[-100,100],"role":"attitude.x"},
+                         {"name":"sum","type":"u8","check":{"algorithm":"xor8","from":0,"to":5}}]}]}
             """).get())
         let record = try #require(prefixed.sample(MotionReading(attitude: Vector3(-7, 0, 0)), timeMs: 0))
-        #expect(record == [0x00, 0x04, 0xAB, 0xFF, 0xF9, 0xAB ^ 0xFF ^ 0xF9])
+        // -7.0 as a big-endian binary32 is C0 E0 00 00.
+        #expect(record == [0x00, 0x06, 0xAB, 0xC0, 0xE0, 0x00, 0x00, 0xAB ^ 0xC0 ^ 0xE0])
         #expect(prefixed.facts(record).motion?.attitude?.x == -7)
         var bad = record
-        bad[5] ^= 1
+        bad[7] ^= 1
         #expect(prefixed.facts(bad).error?.code == .checksumMismatch)
         bad = record
         bad[2] = 0

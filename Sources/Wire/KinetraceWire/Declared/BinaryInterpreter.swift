@@ -92,7 +92,7 @@ enum BinaryInterpreter {
                     throw WireError(.nonFinite, offset: field.offset, expected: "a finite \(field.name)")
                 }
                 if let range = field.range, !range.contains(number) {
-                    throw WireError(number.isNaN ? .nonFinite : .outOfRange, offset: field.offset,
+                    throw WireError(WireError.Code.outOfRange, offset: field.offset,
                                     expected: "\(field.name) within [\(range.lowerBound), \(range.upperBound)]")
                 }
             }

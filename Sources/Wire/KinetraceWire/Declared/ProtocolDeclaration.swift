@@ -243,16 +243,16 @@ struct DeclarationReader {
 
         var ownVector: OwnVector?
         if let vectorsNode = top.optional("vectors") {
-            let list = try Self.array(vectorsNode, "\"vectors\"", count: 0...1)
+            let list = try Self.array(vectorsNode, "\"vectors\"", count: 1...1)
             if let first = list.first {
                 var v = try Members(first, "a vector")
                 let vname = try Self.string(try v.required("name"), "\"vectors[0].name\"",
                                             pattern: { Self.isIdentifier($0, maxLength: 32, hyphen: false) && !VectorSlot.standardNames.contains($0) },
                                             patternText: "a new lower-case name (not a standard vector's)")
-                let vsummary = try v.optional("summary").map { n throws(Failure) in try Self.string(n, "\"summary\"", maxBytes: 200) } ?? ""
+                let vsummary = try Self.string(try v.required("summary"), "\"summary\"", maxBytes: 200)
                 var sumOf: [VectorSlot] = []
-                if let sumNode = v.optional("sum_of") {
-                    for element in try Self.array(sumNode, "\"sum_of\"", count: 1...4) {
+                do {
+                    for element in try Self.array(try v.required("sum_of"), "\"sum_of\"", count: 1...4) {
                         let n = try Self.oneOf(element, "a \"sum_of\" vector", VectorSlot.standardNames)
                         sumOf.append(VectorSlot(rawValue: VectorSlot.standardNames.firstIndex(of: n)!)!)
                     }
@@ -268,6 +268,9 @@ struct DeclarationReader {
             let k = try messageKind(node)
             guard !kinds.contains(where: { $0.name == k.name }) else { throw Failure(offset: node.offset, message: "kind \"\(k.name)\" is declared twice") }
             kinds.append(k)
+        }
+        if let mixed = kinds.first(where: { $0.encoding.name != kinds[0].encoding.name }) {
+            throw Failure(offset: top.offset, message: "every kind has one encoding (\(kinds[0].encoding.name)); kind \"\(mixed.name)\" is \(mixed.encoding.name)")
         }
         try Self.checkKindsDistinct(kinds, at: top.offset)
         if framing == .datagram { } else if kinds.contains(where: { if case .osc = $0.encoding { return true } else { return false } }), case .fixedLength = framing {
@@ -291,7 +294,7 @@ struct DeclarationReader {
 
         var requirements: [DeclaredRequirement] = []
         if let requirementsNode = top.optional("requirements") {
-            for node in try Self.array(requirementsNode, "\"requirements\"", count: 0...ProtocolDeclaration.maximumRequirements) {
+            for node in try Self.array(requirementsNode, "\"requirements\"", count: 1...ProtocolDeclaration.maximumRequirements) {
                 var r = try Members(node, "a requirement")
                 let id = try Self.string(try r.required("id"), "\"id\"", pattern: Self.isRequirementID, patternText: "a requirement ID such as ABC-RULE-1")
                 let level = try Self.oneOf(try r.required("level"), "\"level\"", ["MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "INFO"])
@@ -325,7 +328,7 @@ struct DeclarationReader {
             var p = try Members(n, "\"length_prefix\"")
             let width = try integer(try p.required("width"), "\"width\"", in: 1...8)
             guard [1, 2, 4, 8].contains(width) else { throw Failure(offset: n.offset, message: "\"width\" must be 1, 2, 4 or 8") }
-            let order = try p.optional("byte_order").map { n throws(Failure) in try oneOf(n, "\"byte_order\"", ["big", "little"]) } ?? "big"
+            let order = try oneOf(try p.required("byte_order"), "\"byte_order\"", ["big", "little"])
             let offset = try p.optional("offset").map { n throws(Failure) in try integer(n, "\"offset\"", in: 0...64) } ?? 0
             let countsItself = try p.optional("counts_itself").map { n throws(Failure) in try bool(n, "\"counts_itself\"") } ?? false
             let maximum = try integer(try p.required("max_length"), "\"max_length\"", in: (offset + width + 1)...maxRecord)
@@ -494,11 +497,12 @@ struct DeclarationReader {
             field.required = try m.optional("required").map { n throws(Failure) in try Self.bool(n, "\"required\"") } ?? true
         }
         if let f = m.optional("format") {
-            guard type == .string else { throw Failure(offset: f.offset, message: "\"format\" applies to string fields") }
+            guard type == .string, encoding == "json" else { throw Failure(offset: f.offset, message: "\"format\" applies to JSON string members") }
             field.format = try Self.oneOf(f, "\"format\"", ["uuid", "uuid_upper"])
         }
         if let c = m.optional("constant") {
             guard field.check == nil, type != .padding else { throw Failure(offset: c.offset, message: "a check or padding field cannot also be a constant") }
+            guard !type.isFloat else { throw Failure(offset: c.offset, message: "a float cannot be a constant (compare integers, strings or bytes)") }
             field.constant = try Self.constant(c, type: type, size: field.size)
         }
         if let f = m.optional("finite") {
@@ -524,7 +528,8 @@ struct DeclarationReader {
             case .senderTime, .echoTime:
                 guard type.isNumeric else { throw Failure(offset: r.offset, message: "role \(role) needs a numeric field") }
             case .motion:
-                guard type.isNumeric else { throw Failure(offset: r.offset, message: "role \(role) needs a numeric field") }
+                // Integers would need a scale to mean g or rad/s, which the language cannot say yet.
+                guard type.isFloat else { throw Failure(offset: r.offset, message: "role \(role) needs a float field (f32, f64, number, OSC f or d)") }
             case .messageID, .controllerID:
                 break
             }
@@ -624,7 +629,7 @@ struct DeclarationReader {
         }
         var values: [FieldRole] = []
         if let v = h.optional("decision_values") {
-            for element in try Self.array(v, "\"decision_values\"", count: 0...8) {
+            for element in try Self.array(v, "\"decision_values\"", count: 1...8) {
                 let role = try self.role(element)
                 guard case .motion = role else { throw Failure(offset: element.offset, message: "\"decision_values\" are motion roles") }
                 try carried(role, element.offset)
@@ -654,6 +659,7 @@ struct DeclarationReader {
             }
             behaviour = .threshold(quantity: quantity, above: above, windowMs: ms, senderClock: clock == "sender", ignoreStale: ignoreStale, resyncMs: resync)
         } else {
+            guard !values.isEmpty else { throw Failure(offset: h.offset, message: "an \"apply\" host needs \"decision_values\": the motion roles each decision reports") }
             behaviour = .apply
         }
         var replyKind: Int?, replyFields: [String: Double] = [:], deadline: Double?, replyRequirement: String?
@@ -665,7 +671,7 @@ struct DeclarationReader {
                 throw Failure(offset: kindNode.offset, message: "\"reply.kind\" must name a host_to_controller kind, found \"\(kindName)\"")
             }
             replyKind = index
-            deadline = try reply.optional("deadline_ms").map { n throws(Failure) in try Self.number(n, "\"deadline_ms\"", in: 0.001...3_600_000) }
+            deadline = try Self.number(try reply.required("deadline_ms"), "\"deadline_ms\"", in: 0.001...3_600_000)
             replyRequirement = try citation(&reply)
             if let fieldsNode = reply.optional("fields") {
                 let fieldMembers = try Members(fieldsNode, "\"reply.fields\"")

@@ -180,7 +180,7 @@ enum TextualInterpreter {
         if let number = value.double {
             if field.finite, !number.isFinite { return .failure(WireError(.nonFinite, offset: at, expected: "a finite \(field.name)")) }
             if let range = field.range, !range.contains(number) {
-                return .failure(WireError(number.isNaN ? .nonFinite : .outOfRange, offset: at,
+                return .failure(WireError(WireError.Code.outOfRange, offset: at,
                                           expected: "\"\(field.name)\" within [\(range.lowerBound), \(range.upperBound)]"))
             }
         }
