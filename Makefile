@@ -22,7 +22,7 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	scripts/check-protocol-identity
-	python3 scripts/check-declaration-schema.py
+	KINETRACE=$$($(SWIFT) build --show-bin-path)/kinetrace python3 scripts/check-declaration-schema.py
 	$(MAKE) example-test
 	$(MAKE) install-check
 	$(MAKE) fuzz-short

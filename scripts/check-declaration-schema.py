@@ -11,7 +11,10 @@ import copy
 import glob
 import json
 import os
+import re
+import subprocess
 import sys
+import tempfile
 
 try:
     import jsonschema
@@ -141,6 +144,26 @@ def main():
             else:
                 other = first_error(validator, doc)
                 report(False, "rejects " + name, "accepted" if other is None else "rejected elsewhere: " + other)
+
+    # The parser agrees with the schema: it accepts what the schema accepts and refuses, with
+    # FILE:LINE:COLUMN and exit 65, what the schema refuses (KINETRACE=path/to/kinetrace, when given).
+    kinetrace = os.environ.get("KINETRACE")
+    if kinetrace:
+        with tempfile.TemporaryDirectory(prefix="kinetrace-declarations-") as tmp:
+            def check(doc):
+                path = os.path.join(tmp, "d.json")
+                with open(path, "w") as f:
+                    json.dump(doc, f, indent=2, ensure_ascii=False)
+                run = subprocess.run([kinetrace, "protocol", "check", path], capture_output=True, text=True, timeout=60)
+                return run.returncode, run.stderr.strip()
+            for name, doc in valid_variants():
+                status, err = check(doc)
+                report(status == 0, "kinetrace accepts " + name, err)
+            if len(base) == 3:
+                for name, doc, _, _, _ in broken_variants(base):
+                    status, err = check(doc)
+                    placed = re.match(r"^kinetrace: error: .*d\.json:\d+:\d+: ", err) is not None and "\n" not in err
+                    report(status == 65 and placed, "kinetrace refuses " + name, "exit %d: %s" % (status, err[:160]))
 
     print("check-declaration-schema: %s" % ("all checks passed" if failures == 0 else "%d failed" % failures))
 

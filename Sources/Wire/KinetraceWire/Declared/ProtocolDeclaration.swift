@@ -354,7 +354,8 @@ struct DeclarationReader {
     mutating func messageKind(_ node: DeclarationNode) throws(Failure) -> DeclaredKind {
         var m = try Members(node, "a message kind")
         let name = try Self.string(try m.required("kind"), "\"kind\"",
-                                   pattern: { Self.isIdentifier($0, maxLength: 32, hyphen: false) }, patternText: "lower-case letters, digits and '_', starting with a letter")
+                                   pattern: { Self.isIdentifier($0, maxLength: 32, hyphen: false) && $0 != "unknown" },
+                                   patternText: "lower-case letters, digits and '_', starting with a letter, and not \"unknown\" (what a trace calls bytes of no kind)")
         let context = "kind \"\(name)\""
         let direction: Direction = try Self.oneOf(try m.required("direction"), "\"direction\"", ["controller_to_host", "host_to_controller"]) == "controller_to_host"
             ? .controllerToHost : .hostToController
@@ -565,8 +566,9 @@ struct DeclarationReader {
             return .bool(try bool(node, "\"constant\""))
         case .bytes:
             let hex = try string(node, "\"constant\"", maxBytes: 8192)
-            guard case .success(let bytes) = Hex.decode(hex), bytes.count == size else {
-                throw Failure(offset: node.offset, message: "\"constant\" of a \(size)-byte field must be \(2 * size) hex digits")
+            guard hex.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
+                  case .success(let bytes) = Hex.decode(hex), bytes.count == size else {
+                throw Failure(offset: node.offset, message: "\"constant\" of a \(size)-byte field must be \(2 * size) lower-case hex digits")
             }
             return .bytes(bytes)
         case .f32, .f64, .number:
