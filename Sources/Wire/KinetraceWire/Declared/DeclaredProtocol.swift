@@ -19,8 +19,11 @@ public struct DeclaredProtocol: WireProtocol {
         let firstSample: Int?
         let unit: ClockUnit?
         let senderTimeField: [Int?]
+        /// The flat path `facts` takes when every kind is binary.
+        let fast: BinaryFastPath?
 
         init(_ d: ProtocolDeclaration) {
+            fast = BinaryFastPath(d)
             kinds = d.kinds
             func indices(_ name: String) -> [Int] { d.kinds.indices.filter { d.kinds[$0].encoding.name == name } }
             binaryKinds = indices("binary")
@@ -196,30 +199,12 @@ public struct DeclaredProtocol: WireProtocol {
         return builder.facts
     }
 
-    /// Written out for binary kinds: no value array per message (the engines call it per message).
+    /// Written out for binary kinds: the flat path, no value array per message (the engines call it per message).
     public func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
+        if let fast = plan.fast, case .datagram = declared.framing { return fast.facts(bytes, plan.kinds) }
         do throws(WireError) {
             return try withBody(bytes) { body throws(WireError) -> MessageFacts in
-                if plan.jsonKinds.isEmpty, plan.textKinds.isEmpty, plan.oscKinds.isEmpty {
-                    let kind = try BinaryInterpreter.kind(of: body, plan.kinds, candidates: plan.binaryKinds)
-                    let declaredKind = plan.kinds[kind]
-                    var builder = FactsBuilder(direction: declaredKind.direction, unit: plan.unit)
-                    try BinaryInterpreter.validate(body, declaredKind) { _, field, raw throws(WireError) in
-                        guard let role = field.role else { return }
-                        let ok: Bool
-                        switch field.type {
-                        case .f32: ok = builder.set(role, real: Double(Float32(bitPattern: UInt32(truncatingIfNeeded: raw))))
-                        case .f64: ok = builder.set(role, real: Double(bitPattern: raw))
-                        case .i8, .i16, .i32, .i64:
-                            let width = UInt64(field.size * 8)
-                            let v = width == 64 ? Int64(bitPattern: raw) : Int64(bitPattern: raw << (64 - width)) >> Int64(64 - width)
-                            ok = v >= 0 ? builder.set(role, unsigned: UInt64(v)) : (role == .senderTime || role == .echoTime ? false : builder.set(role, real: Double(v)))
-                        default: ok = builder.set(role, unsigned: raw)
-                        }
-                        if !ok { throw WireError(.outOfRange, offset: field.offset, expected: "\(field.name) a time on the sender's clock") }
-                    }
-                    return builder.facts
-                }
+                if let fast = plan.fast { return fast.facts(body, plan.kinds) }
                 var facts = self.facts(of: try decodeBody(body))
                 // A bundle's later messages add their roles to the first's.
                 if !plan.oscKinds.isEmpty, OSCInterpreter.isBundle(body), facts.isValid {
