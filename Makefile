@@ -47,9 +47,9 @@ install-check:
 	@prefix=$$(mktemp -d) && trap 'rm -rf "$$prefix"' EXIT && \
 	  $(MAKE) --no-print-directory install PREFIX="$$prefix" CONFIGURATION=debug && scripts/check-install "$$prefix"
 
-# Every fuzz target (Fuzz/README.md) for FUZZ_SECONDS each after a ~30 s build:
-# two targets at a time (11 targets: about 90 s plus the build). Fails on a crash, a failed build, or a target that ran nothing.
-FUZZ_SECONDS ?= 16
+# Every fuzz target (Fuzz/README.md) for FUZZ_SECONDS each after a ~70 s build:
+# two targets at a time (13 targets: about 91 s plus the build). Fails on a crash, a failed build, or a target that ran nothing.
+FUZZ_SECONDS ?= 14
 fuzz-short:
 	scripts/fuzz run -t $(FUZZ_SECONDS) -j 2
 

@@ -47,7 +47,7 @@ def outcome(expect):
 def stdio_record(kind, controller, payload):
     return struct.pack(">IBBH", len(payload) + 4, kind, 0, controller) + payload
 
-for target in ["motionlink", "trace", "pcap", "network", "stdio", "keepcalm", "attitude", "tcp", "gzip", "merge"]:
+for target in ["motionlink", "trace", "pcap", "network", "stdio", "keepcalm", "attitude", "tcp", "gzip", "merge", "declaration", "declared"]:
     shutil.rmtree(os.path.join(corpus, target), ignore_errors=True)
 
 # 1. MotionLink v1: byte 0 is the mode (0: as is), then one datagram.
@@ -187,4 +187,99 @@ put("merge", "out_of_order-late-record", bytes([0x02 | 14 << 4]) + event(base + 
 whole = b"".join(lines("captures/loopback-session.jsonl", 8))
 put("merge", "ok-whole-files", bytes([0x06 | 14 << 4]) + whole + b"\xff" + whole.split(b"\n", 1)[0] + b"\n")
 put("merge", "bad_header-different-clocks", bytes([0x06 | 14 << 4]) + whole + b"\xff" + whole.replace(b'"clock":"pcap"', b'"clock":"monotonic"', 1))
+
+# 11. Declarations: the seed declarations as they are and as their canonical text would be
+# (sorted members, no spaces), the examples, a declaration of each encoding and framing they leave out,
+# and refusals (named "refused-": any DeclarationError).
+for file in sorted(os.listdir(os.path.join(root, "specs", "protocols"))):
+    if file.endswith(".json"):
+        text = open(os.path.join(root, "specs", "protocols", file), "rb").read()
+        put("declaration", f"ok-{file[:-5]}", text)
+        put("declaration", f"ok-{file[:-5]}-compact", json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+for file in sorted(os.listdir(os.path.join(root, "examples", "protocols"))):
+    if file.endswith(".json"):
+        put("declaration", f"ok-example-{file[:-5]}", open(os.path.join(root, "examples", "protocols", file), "rb").read())
+def declaration(name, transport, messages, clock=None, host=None, extra=None):
+    d = {"kinetrace_protocol": 1, "name": name, "version": "1", "summary": "fuzz seed", "transport": transport, "rate_hz": 10, "messages": messages}
+    if clock: d["sender_clock"] = {"unit": clock, "epoch": "arbitrary"}
+    if host: d["host"] = host
+    d.update(extra or {})
+    return json.dumps(d, indent=1).encode()
+put("declaration", "ok-osc-bundles", declaration("osc-seed", {"kind": "udp", "default_port": 9000}, [
+    {"kind": "accel", "direction": "controller_to_host", "encoding": "osc", "address": "/acc", "bundles": "allowed",
+     "arguments": [{"name": "t", "type": "t", "role": "sender_time"}, {"name": "x", "type": "f", "role": "user_acceleration.x"},
+                   {"name": "s", "type": "s"}, {"name": "b", "type": "b"}, {"name": "on", "type": "T"}, {"name": "off", "type": "F"},
+                   {"name": "n", "type": "i", "range": [0, 9]}, {"name": "d", "type": "d", "finite": True}]},
+    {"kind": "buzz", "direction": "host_to_controller", "encoding": "osc", "address": "/buzz", "bundles": "refused",
+     "arguments": [{"name": "echo", "type": "t", "role": "echo_time"}, {"name": "level", "type": "f", "range": [0, 1]}]}], clock="ms",
+    host={"behaviour": "threshold", "quantity": "user_acceleration.x", "above": 0.5, "window": {"ms": 400, "clock": "sender"},
+          "stale": {"ignore": True, "resync_ms": 2000}, "decision": "jump", "reply": {"kind": "buzz", "deadline_ms": 50, "fields": {"level": 1}}}))
+put("declaration", "ok-text-delimiter", declaration("text-seed", {"kind": "tcp", "default_port": 9001, "framing": {"delimiter": "\r\n", "max_length": 256}}, [
+    {"kind": "line", "direction": "controller_to_host", "encoding": "text", "separator": ",", "max_length": 200,
+     "fields": [{"name": "tag", "type": "string", "constant": "M"}, {"name": "t", "type": "integer", "role": "sender_time"},
+                {"name": "x", "type": "number", "role": "gravity.x", "finite": True}, {"name": "who", "type": "string", "role": "controller_id"}]},
+    {"kind": "hello", "direction": "controller_to_host", "encoding": "text", "separator": ",",
+     "fields": [{"name": "tag", "type": "string", "constant": "H"}, {"name": "v", "type": "integer", "range": [1, 3]}]}], clock="s",
+    host={"behaviour": "apply", "decision": "lean", "decision_values": ["gravity.x"]}))
+put("declaration", "ok-length-prefix-offset", declaration("prefix-seed", {"kind": "tcp", "default_port": 9002,
+    "framing": {"length_prefix": {"width": 4, "byte_order": "little", "offset": 1, "counts_itself": True, "max_length": 4096}}}, [
+    {"kind": "imu", "direction": "controller_to_host", "encoding": "binary", "byte_order": "big",
+     "fields": [{"name": "magic", "type": "u8", "constant": 7}, {"name": "t", "type": "i64", "role": "sender_time"},
+                {"name": "w", "type": "f64", "role": "rotation_rate.z", "range": [-40, 40]}, {"name": "raw", "type": "bytes", "length": 3, "constant": "a1b2c3"},
+                {"name": "pad", "type": "padding", "length": 1}, {"name": "sum", "type": "u32", "check": {"algorithm": "crc32", "from": 0, "to": 21}}]}],
+    clock="us"))
+put("declaration", "ok-json-vector", declaration("json-seed", {"kind": "udp", "default_port": 9003}, [
+    {"kind": "m", "direction": "controller_to_host", "encoding": "json", "max_length": 512, "unknown_members": "refused", "repeated_members": "first",
+     "members": [{"path": "k", "type": "string", "constant": "m"}, {"path": "p.id", "name": "id", "type": "string", "format": "uuid_upper", "role": "message_id"},
+                 {"path": "p.v.a", "name": "a", "type": "number", "role": "own.x"}, {"path": "p.v.b", "name": "b", "type": "integer", "role": "own.y", "required": False},
+                 {"path": "ok", "type": "boolean"}]}],
+    host={"behaviour": "threshold", "quantity": "own.x", "above": 1, "window": {"ms": 100, "clock": "arrival"}, "decision": "hit"},
+    extra={"vectors": [{"name": "tilt", "summary": "seed", "sum_of": ["gravity", "attitude"]}]}).replace(b'"own.', b'"tilt.'))
+put("declaration", "refused-not-json", b'{"kinetrace_protocol": 1, "name": ')
+put("declaration", "refused-unknown-member", declaration("colour-seed", {"kind": "udp", "default_port": 9005}, [
+    {"kind": "r", "direction": "controller_to_host", "encoding": "binary", "fields": [{"name": "a", "type": "u8"}]}], extra={"colour": "red"}))
+put("declaration", "refused-newer-language", b'{"kinetrace_protocol": 2}')
+put("declaration", "refused-fixed-length-mismatch", declaration("fixed-seed", {"kind": "tcp", "default_port": 9004, "framing": {"fixed_length": 8}}, [
+    {"kind": "r", "direction": "controller_to_host", "encoding": "binary", "byte_order": "little", "fields": [{"name": "a", "type": "f32"}]}]))
+
+# 12. Declared protocols: byte 0 picks the declaration (0 motionlink-v1, 1 keepcalm-json,
+# 2 attitude-stream, 3 OSC/UDP, 4 JSON lines/TCP, 5 length-prefixed binary/TCP: the
+# declared target's inline ones), bit 3 repairs checks, bits 4-7 vary the chunks.
+def osc_string(s):
+    b = s.encode() + b"\0"
+    return b + b"\0" * (-len(b) % 4)
+def osc(address, tags, args):
+    return osc_string(address) + osc_string("," + tags) + args
+def crc16(data):
+    crc = 0xFFFF
+    for byte in data:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021 if crc & 0x8000 else crc << 1) & 0xFFFF
+    return crc
+ml = payloads("captures/loopback-session.jsonl", 2, "c2h") + payloads("captures/loopback-session.jsonl", 1, "h2c")
+put("declared", "ok-motionlink-frame", b"\x00" + ml[0])
+put("declared", "ok-motionlink-ack", b"\x00" + ml[2])
+put("declared", "crc_mismatch-motionlink-frame", b"\x00" + ml[1][:-1] + bytes([ml[1][-1] ^ 1]))
+put("declared", "ok-keepcalm-motion", b"\x01" + payloads("captures/keepcalm-session.jsonl", 1)[0])
+put("declared", "ok-attitude-stream", b"\x12" + b"".join(payloads("captures/attitude-session.jsonl", 4)))
+accel = osc("/accxyz", "tffd", struct.pack(">QffD".replace("D", "d"), 1767225600000, 0.25, 0.75, -1.0))
+gyro = osc("/gyro", "fsbTi", struct.pack(">f", 0.5) + osc_string("left") + struct.pack(">i", 3) + b"abc\0" + struct.pack(">i", 42))
+put("declared", "ok-osc-accel", b"\x03" + accel)
+put("declared", "ok-osc-bundle", b"\x03" + osc_string("#bundle") + struct.pack(">Q", 1) + struct.pack(">i", len(accel)) + accel
+    + struct.pack(">i", len(gyro)) + gyro)
+put("declared", "ok-osc-reply", b"\x03" + osc("/buzz", "tf", struct.pack(">Qf", 1767225600000, 1.0)))
+put("declared", "ok-json-lines", b"\x24" + b'{"type":"motion","t":1767225600000000,"acc":{"x":0.1,"y":-0.5,"z":9.8},"id":"e621e1f8-c36c-495a-93fc-0c247a3e6e5f"}\n'
+    + b'{"type":"ping","echo":1767225600000000}\n{"acc":{"y":1,"x":2},"id":"e621e1f8-c36c-495a-93fc-0c247a3e6e5f","t":5,"type":"motion","still":true,"extra":[1,{}]}\n')
+put("declared", "invalid_length-json-lines-cut", b"\x44" + b'{"type":"motion","t":1,"acc":{"x":0.1,"y":-0.5},"id":"e621e1f8-c36c-495a-93fc-0c247a3e6e5f"}\n{"type":"mot')
+def lp(body):
+    return struct.pack(">H", len(body)) + body
+imu = b"\xa5" + struct.pack(">Qhh", 1767225600000000000, -3, 1000) + struct.pack("<h", 2) + struct.pack(">d", 0.5) + bytes(3) + b"tag!"
+imu += struct.pack(">H", crc16(imu))
+ack = b"\x5a" + struct.pack("<Q", 1767225600000000000)
+ack += bytes([0 ^ __import__("functools").reduce(lambda a, b: a ^ b, ack)])
+hello = b"\xa5\x02" + bytes([(0xa5 + 2) & 0xFF])
+put("declared", "ok-length-prefix", b"\x35" + lp(imu) + lp(ack) + lp(hello))
+put("declared", "ok-length-prefix-repaired", b"\x3d" + lp(imu[:-2] + b"\0\0"))
+put("declared", "invalid_length-length-prefix-too-long", b"\x05" + struct.pack(">H", 63) + bytes(63))
 print("seeds written to Fuzz/corpus/")
