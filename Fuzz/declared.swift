@@ -1,7 +1,7 @@
 // Declared protocols (Sources/Wire/KinetraceWire/Declared/DeclaredProtocol.swift): the
 // interpreter of a declaration. Byte 0 picks the declaration (bits 0-2, 6 and 7 wrap):
 // the seed declarations in specs/protocols (motionlink-v1, keepcalm-json,
-// attitude-stream), then three written here (`inlineDeclarations`: OSC over UDP,
+// attitude-stream), then three in Fuzz/declarations (`inlineDeclarations`: OSC over UDP,
 // newline-delimited JSON over TCP, length-prefixed binary over TCP); bit 3 repairs the
 // checks of binary kinds (so the fuzzer gets past the CRC); bits 4-7 with the message
 // bytes draw the chunk sizes. The rest is one datagram, or one direction of a TCP stream,
@@ -22,68 +22,9 @@ import Glibc
 import Darwin
 #endif
 
-/// The three declarations written here. Small, but every encoding, framing, field type and
-/// check the seed declarations leave out has one use.
-let inlineDeclarations: [(name: String, text: String)] = [
-    ("osc-udp", """
-    {"kinetrace_protocol": 1, "name": "fuzz-osc", "version": "1", "summary": "OSC accelerometer and gyro over UDP",
-     "transport": {"kind": "udp", "default_port": 9000}, "rate_hz": 60,
-     "sender_clock": {"unit": "ms", "epoch": "unix"},
-     "messages": [
-      {"kind": "accel", "direction": "controller_to_host", "encoding": "osc", "address": "/accxyz", "bundles": "allowed",
-       "arguments": [{"name": "t", "type": "t", "role": "sender_time"},
-                     {"name": "x", "type": "f", "finite": true, "role": "user_acceleration.x"},
-                     {"name": "y", "type": "f", "finite": true, "range": [-16, 16], "role": "user_acceleration.y"},
-                     {"name": "z", "type": "d", "role": "user_acceleration.z"}]},
-      {"kind": "gyro", "direction": "controller_to_host", "encoding": "osc", "address": "/gyro",
-       "arguments": [{"name": "wx", "type": "f", "role": "rotation_rate.x"}, {"name": "label", "type": "s"},
-                     {"name": "blob", "type": "b"}, {"name": "on", "type": "T"}, {"name": "n", "type": "i", "range": [0, 100]}]},
-      {"kind": "buzz", "direction": "host_to_controller", "encoding": "osc", "address": "/buzz", "bundles": "refused",
-       "arguments": [{"name": "echo", "type": "t", "role": "echo_time"}, {"name": "level", "type": "f", "range": [0, 1]}]}],
-     "host": {"behaviour": "threshold", "quantity": "user_acceleration.y", "above": 0.5, "window": {"ms": 400, "clock": "sender"},
-              "decision": "jump", "reply": {"kind": "buzz", "fields": {"level": 1}}}}
-    """),
-    ("ndjson-tcp", """
-    {"kinetrace_protocol": 1, "name": "fuzz-ndjson", "version": "1", "summary": "JSON lines over TCP",
-     "transport": {"kind": "tcp", "default_port": 9100, "framing": {"delimiter": "\\n", "max_length": 1024}}, "rate_hz": 30,
-     "sender_clock": {"unit": "us", "epoch": "arbitrary"},
-     "messages": [
-      {"kind": "motion", "direction": "controller_to_host", "encoding": "json", "max_length": 1024, "repeated_members": "last",
-       "members": [{"path": "type", "type": "string", "constant": "motion"},
-                   {"path": "t", "type": "integer", "role": "sender_time"},
-                   {"path": "acc.x", "name": "ax", "type": "number", "finite": true, "role": "user_acceleration.x"},
-                   {"path": "acc.y", "name": "ay", "type": "number", "range": [-50, 50], "role": "user_acceleration.y"},
-                   {"path": "acc.z", "name": "az", "type": "number", "required": false, "role": "user_acceleration.z"},
-                   {"path": "id", "type": "string", "format": "uuid", "role": "message_id"},
-                   {"path": "still", "type": "boolean", "required": false}]},
-      {"kind": "ping", "direction": "host_to_controller", "encoding": "json", "unknown_members": "refused",
-       "members": [{"path": "type", "type": "string", "constant": "ping"}, {"path": "echo", "type": "integer", "role": "echo_time"}]}],
-     "host": {"behaviour": "apply", "decision": "move", "decision_values": ["user_acceleration.x", "user_acceleration.y"]}}
-    """),
-    ("length-prefix-tcp", """
-    {"kinetrace_protocol": 1, "name": "fuzz-length-prefix", "version": "1", "summary": "length-prefixed binary IMU records over TCP",
-     "transport": {"kind": "tcp", "default_port": 9200,
-                   "framing": {"length_prefix": {"width": 2, "byte_order": "big", "max_length": 64}}}, "rate_hz": 100,
-     "sender_clock": {"unit": "ns", "epoch": "arbitrary"},
-     "messages": [
-      {"kind": "imu", "direction": "controller_to_host", "encoding": "binary", "byte_order": "big",
-       "fields": [{"name": "magic", "type": "u8", "constant": 165},
-                  {"name": "t_ns", "type": "u64", "role": "sender_time"},
-                  {"name": "gx", "type": "i16", "role": "gravity.x"}, {"name": "gy", "type": "i16", "role": "gravity.y"},
-                  {"name": "gz", "type": "i16", "byte_order": "little", "role": "gravity.z"},
-                  {"name": "roll", "type": "f64", "finite": true, "range": [-4, 4], "role": "attitude.x"},
-                  {"name": "pad", "type": "padding", "length": 3},
-                  {"name": "tag", "type": "bytes", "length": 4},
-                  {"name": "sum", "type": "u16", "check": {"algorithm": "crc16_ccitt", "from": 0, "to": 30}}]},
-      {"kind": "ack", "direction": "host_to_controller", "encoding": "binary", "byte_order": "little",
-       "fields": [{"name": "magic", "type": "u8", "constant": 90}, {"name": "echo", "type": "u64", "role": "echo_time"},
-                  {"name": "x", "type": "u8", "check": {"algorithm": "xor8", "from": 0, "to": 9}}]},
-      {"kind": "hello", "direction": "controller_to_host", "encoding": "binary",
-       "fields": [{"name": "magic", "type": "u8", "constant": 165}, {"name": "ver", "type": "u8", "range": [1, 3]},
-                  {"name": "s", "type": "u8", "check": {"algorithm": "sum8", "from": 0, "to": 2}}]}],
-     "host": {"behaviour": "apply", "decision": "tilt", "decision_values": ["attitude.x"]}}
-    """),
-]
+/// The three declarations of Fuzz/declarations/: small, but every encoding, framing, field
+/// type and check the seed declarations leave out has one use (FuzzCorpusTests reads them too).
+let inlineDeclarations = ["osc-udp", "ndjson-tcp", "length-prefix-tcp"]
 
 /// The repository this target was built from (this file is Fuzz/declared.swift in it).
 let repositoryRoot = String("\(#filePath)".split(separator: "/", omittingEmptySubsequences: false).dropLast(2).joined(separator: "/"))
@@ -113,7 +54,14 @@ let declaredProtocols: [DeclaredProtocol] = {
         }
         sources.append((path, bytes))
     }
-    for (name, text) in inlineDeclarations { sources.append(("<\(name)>", Array(text.utf8))) }
+    for name in inlineDeclarations {
+        let path = "\(repositoryRoot)/Fuzz/declarations/\(name).json"
+        guard let bytes = readFile(path) else {
+            invariant(false, "cannot read \(path)")
+            return []
+        }
+        sources.append((path, bytes))
+    }
     for (path, bytes) in sources {
         do throws(DeclarationError) {
             list.append(try DeclaredProtocol.read(bytes, path: path))

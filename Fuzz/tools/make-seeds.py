@@ -231,7 +231,7 @@ put("declaration", "ok-length-prefix-offset", declaration("prefix-seed", {"kind"
 put("declaration", "ok-json-vector", declaration("json-seed", {"kind": "udp", "default_port": 9003}, [
     {"kind": "m", "direction": "controller_to_host", "encoding": "json", "max_length": 512, "unknown_members": "refused", "repeated_members": "first",
      "members": [{"path": "k", "type": "string", "constant": "m"}, {"path": "p.id", "name": "id", "type": "string", "format": "uuid_upper", "role": "message_id"},
-                 {"path": "p.v.a", "name": "a", "type": "number", "role": "own.x"}, {"path": "p.v.b", "name": "b", "type": "integer", "role": "own.y", "required": False},
+                 {"path": "p.v.a", "name": "a", "type": "number", "role": "own.x"}, {"path": "p.v.b", "name": "b", "type": "number", "role": "own.y", "required": False},
                  {"path": "ok", "type": "boolean"}]}],
     host={"behaviour": "threshold", "quantity": "own.x", "above": 1, "window": {"ms": 100, "clock": "arrival"}, "decision": "hit"},
     extra={"vectors": [{"name": "tilt", "summary": "seed", "sum_of": ["gravity", "attitude"]}]}).replace(b'"own.', b'"tilt.'))

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import KinetraceJSON
 import KinetraceTestSupport
@@ -104,6 +105,70 @@ import KinetraceWire
             }
             if input.expectation == .value { #expect(!messages.isEmpty, "\(input)") }
             Self.check(input, outcome)
+        }
+    }
+}
+
+/// The declaration targets' seeds and saved crashes (Fuzz/declaration.swift, Fuzz/declared.swift).
+@Suite struct DeclarationFuzzCorpusTests {
+    static func read(_ path: String) throws -> DeclaredProtocol {
+        let url = Fixture.packageRoot.appendingPathComponent(path)
+        return try DeclaredProtocol.read(Array(try Data(contentsOf: url)), path: path)
+    }
+
+    @Test func declarations() throws {
+        let inputs = try FuzzInput.all("declaration")
+        #expect(inputs.count >= 8)
+        for input in inputs {
+            do throws(DeclarationError) {
+                let declared = try DeclaredProtocol.read(input.bytes, path: "fuzz.json")
+                if case .error = input.expectation { Issue.record("\(input): expected a refusal, it reads") }
+                // What the target does with an accepted declaration: nothing here may trap.
+                _ = declared.sample(MotionReading(userAcceleration: .zero, rotationRate: .zero, gravity: .zero, attitude: .zero), timeMs: 1)
+                _ = declared.reply(to: HostDecision(name: "jump", sampleTimeMs: 1, owesReply: true))
+                let again = try ProtocolDeclaration.read(Array(declared.declared.canonicalText.utf8), source: "canonical")
+                #expect(again.digest == declared.declared.digest, "\(input)")
+            } catch {
+                if input.expectation == .value { Issue.record("\(input): expected to read: \(error)") }
+                #expect(!error.description.contains("\n"), "\(input): \(error.description)")
+            }
+        }
+    }
+
+    /// Byte 0 picks the declaration as the target does: the three seeds, then Fuzz/declarations.
+    @Test func declaredMessages() throws {
+        let protocols = try ["specs/protocols/motionlink-v1.json", "specs/protocols/keepcalm-json.json", "specs/protocols/attitude-stream.json",
+                             "Fuzz/declarations/osc-udp.json", "Fuzz/declarations/ndjson-tcp.json", "Fuzz/declarations/length-prefix-tcp.json"].map(Self.read)
+        let inputs = try FuzzInput.all("declared")
+        #expect(inputs.count >= 8)
+        for input in inputs where !input.bytes.isEmpty {
+            let wire = protocols[Int(input.bytes[0] & 7) % 6]
+            let bytes = Array(input.bytes.dropFirst())
+            // A byte stream is framed first, as the target does; every record keeps the invariant
+            // the target checks first: facts and decode agree on validity.
+            var records: [[UInt8]] = []
+            if wire.transport == .byteStream {
+                var framer = wire.makeFramer()
+                framer.append(bytes)
+                while let record = try? framer.next() { records.append(record.bytes) }
+                if let tail = framer.finish() { records.append(tail.bytes) }
+            } else {
+                records = [bytes]
+            }
+            for record in records {
+                let facts = wire.facts(record)
+                #expect(facts.isValid == ((try? wire.decodeResult(record).get()) != nil), "\(input): facts \(facts)")
+            }
+            _ = wire.sample(MotionReading(userAcceleration: Vector3(1e38, -1e38, 0), rotationRate: .zero,
+                                          gravity: Vector3(8.5e37, 0, 0), attitude: .zero), timeMs: 1)
+            // A named outcome is checked where the target checks it plainly: one datagram, checks as sent (bit 3 clear).
+            guard wire.transport == .datagram, input.bytes[0] & 8 == 0 else { continue }
+            let facts = wire.facts(bytes)
+            switch input.expectation {
+            case .value: #expect(facts.isValid, "\(input): \(facts)")
+            case .error(let code): #expect(facts.error?.code.name == code, "\(input): \(facts)")
+            case .invariantsOnly: break
+            }
         }
     }
 }

@@ -119,10 +119,9 @@ enum BinaryInterpreter {
             case (_, .unsigned(let v)): put(v, field)
             case (_, .signed(let v)): put(UInt64(bitPattern: v), field)
             case (.i8, _), (.i16, _), (.i32, _), (.i64, _):
-                put(UInt64(bitPattern: Int64(clamping: value.double.map { $0.isFinite ? Int64(exactly: $0.rounded()) ?? 0 : 0 } ?? 0)), field)
+                put(UInt64(bitPattern: Int64(nearest: value.double ?? 0)), field)
             default:
-                let d = value.double ?? 0
-                put(d.isFinite && d >= 0 && d < 1.8e19 ? UInt64(d) : 0, field)
+                put(UInt64(nearest: value.double ?? 0), field)
             }
         }
         // In field order, so a check may cover an earlier check's field.

@@ -117,3 +117,24 @@ extension MotionReading {
         return value(slot, axis: axis)
     }
 }
+
+extension Int64 {
+    /// The nearest Int64 to a double (0 for NaN): no trap on values a peer or a persona makes up.
+    @inline(__always)
+    init(nearest value: Double) {
+        if value.isNaN { self = 0 }
+        else if value >= 9.223372036854775807e18 { self = .max }
+        else if value <= -9.223372036854775808e18 { self = .min }
+        else { self = Int64(value.rounded()) }
+    }
+}
+
+extension UInt64 {
+    /// The nearest UInt64 to a double (0 for NaN and below).
+    @inline(__always)
+    init(nearest value: Double) {
+        if value.isNaN || value <= 0 { self = 0 }
+        else if value >= 1.8446744073709551615e19 { self = .max }
+        else { self = UInt64(value.rounded()) }
+    }
+}

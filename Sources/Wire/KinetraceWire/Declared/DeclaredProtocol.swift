@@ -106,6 +106,8 @@ public struct DeclaredProtocol: WireProtocol {
         case .datagram, .fixedLength: return body
         case .delimiter(let delimiter, _): return body + delimiter
         case .lengthPrefix(let width, let big, let offset, let countsItself, _):
+            // A body shorter than the bytes before the prefix is padded (the parser makes every kind long enough).
+            let body = body.count >= offset ? body : body + [UInt8](repeating: 0, count: offset - body.count)
             let length = UInt64(body.count - offset + (countsItself ? width : 0))
             var prefix: [UInt8] = []
             for i in 0..<width {
@@ -118,8 +120,15 @@ public struct DeclaredProtocol: WireProtocol {
 
     // MARK: Codec
 
-    /// The kind and values of a body.
+    /// The kind and values of a body; a message whose roles cannot be facts (a negative time)
+    /// does not decode either, so `decode` and `facts` agree on validity.
     func decodeBody(_ body: UnsafeRawBufferPointer) throws(WireError) -> DeclaredMessage {
+        let message = try decodeValues(body)
+        if let error = facts(of: message).error { throw error }
+        return message
+    }
+
+    func decodeValues(_ body: UnsafeRawBufferPointer) throws(WireError) -> DeclaredMessage {
         if !plan.oscKinds.isEmpty, !body.isEmpty, body[0] == UInt8(ascii: "/") || OSCInterpreter.isBundle(body) {
             if OSCInterpreter.isBundle(body) {
                 let (_, elements) = try OSCInterpreter.bundleElements(body)
@@ -250,7 +259,7 @@ public struct DeclaredProtocol: WireProtocol {
             case .motion:
                 let v = reading.value(of: role) ?? 0
                 motionBits.append(v.bitPattern)
-                values[i] = field.type == .f32 ? .float32(Float32(v)) : field.type.isInteger ? .signed(Int64(clamping: v.isFinite ? Int64(v.rounded()) : 0)) : .float64(v)
+                values[i] = field.type == .f32 ? .float32(Float32(v)) : field.type.isInteger ? .signed(Int64(nearest: v)) : .float64(v)
             default: break
             }
         }
@@ -296,7 +305,7 @@ public struct DeclaredProtocol: WireProtocol {
             if field.role == .echoTime, let tMs = decision.sampleTimeMs {
                 values[i] = DeclaredWriting.clockValue(ms: tMs, unit: plan.unit ?? .ms, type: field.type)
             } else if let v = host.replyFields[field.name] {
-                values[i] = field.type == .f32 ? .float32(Float32(v)) : field.type.isFloat ? .float64(v) : field.type.isSigned ? .signed(Int64(v)) : .unsigned(UInt64(max(0, v)))
+                values[i] = field.type == .f32 ? .float32(Float32(v)) : field.type.isFloat ? .float64(v) : field.type.isSigned ? .signed(Int64(nearest: v)) : .unsigned(UInt64(nearest: v))
             }
         }
         return framed(encodeBody(kind, values))

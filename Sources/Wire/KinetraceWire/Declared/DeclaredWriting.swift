@@ -25,7 +25,7 @@ enum DeclaredWriting {
                     case (.string, _): out.string("")
                     case (.boolean, _): out.raw(value.double == 1 ? "true" : "false")
                     case (.integer, .signed(let v)): out.integer(v)
-                    case (.integer, _): out.integer(Int64(clamping: Int64(exactly: (value.double ?? 0).rounded()) ?? 0))
+                    case (.integer, _): out.integer(Int64(nearest: value.double ?? 0))
                     default: out.double(value.double ?? 0)
                     }
                 }

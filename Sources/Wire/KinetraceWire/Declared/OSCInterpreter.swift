@@ -150,7 +150,7 @@ enum OSCInterpreter {
             case .i32:
                 tags.append(UInt8(ascii: "i"))
                 let d = value?.double ?? 0
-                be(UInt64(UInt32(bitPattern: Int32(clamping: d.isFinite ? Int64(d.rounded()) : 0))), 4)
+                be(UInt64(UInt32(bitPattern: Int32(clamping: Int64(nearest: d)))), 4)
             case .f32: tags.append(UInt8(ascii: "f")); be(UInt64(Float32(value?.double ?? 0).bitPattern), 4)
             case .f64: tags.append(UInt8(ascii: "d")); be((value?.double ?? 0).bitPattern, 8)
             case .u64:

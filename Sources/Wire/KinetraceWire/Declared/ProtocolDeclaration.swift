@@ -57,7 +57,7 @@ public final class ProtocolDeclaration: Sendable, CustomStringConvertible {
         let parsed: Result<ProtocolDeclaration, DeclarationError> = bytes.withUnsafeBytes { raw in
             func located(_ offset: Int, _ message: String) -> DeclarationError {
                 let (line, column) = DeclarationDocumentReader.position(of: offset, in: raw)
-                return DeclarationError(source: source, line: line, column: column, message: message)
+                return DeclarationError(source: source, line: line, column: column, message: oneLine(message))
             }
             let root: DeclarationNode
             do throws(DeclarationDocumentReader.Failure) {
@@ -80,6 +80,22 @@ public final class ProtocolDeclaration: Sendable, CustomStringConvertible {
 
     /// The requirement with `id`.
     public func requirement(_ id: String) -> DeclaredRequirement? { requirements.first { $0.id == id } }
+}
+
+/// A message that quotes the file stays one line (PD-FILE-4): control characters are shown escaped.
+func oneLine(_ message: String) -> String {
+    var out = ""
+    for scalar in message.unicodeScalars {
+        switch scalar {
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar == "\u{2028}" || scalar == "\u{2029}":
+            out += "\\u{" + String(scalar.value, radix: 16) + "}"
+        default: out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
 }
 
 /// Turns the document tree into a checked declaration.
@@ -180,6 +196,21 @@ struct DeclarationReader {
         return s
     }
 
+    /// The values an integer type holds, as doubles (exact for every width but 64, where it is the nearest below).
+    static func integerLimits(_ type: ScalarType) -> ClosedRange<Double>? {
+        switch type {
+        case .u8: return 0...255
+        case .u16: return 0...65_535
+        case .u32: return 0...4_294_967_295
+        case .u64: return 0...18_446_744_073_709_549_568
+        case .i8: return -128...127
+        case .i16: return -32_768...32_767
+        case .i32: return -2_147_483_648...2_147_483_647
+        case .i64, .integer: return -9_223_372_036_854_775_808...9_223_372_036_854_774_784
+        default: return nil
+        }
+    }
+
     static func show(_ v: Double) -> String { v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v) }
 
     static func isIdentifier(_ s: String, maxLength: Int, hyphen: Bool) -> Bool {
@@ -275,6 +306,14 @@ struct DeclarationReader {
         try Self.checkKindsDistinct(kinds, at: top.offset)
         if framing == .datagram { } else if kinds.contains(where: { if case .osc = $0.encoding { return true } else { return false } }), case .fixedLength = framing {
             // Fixed-length OSC is allowed but unusual; nothing to check.
+        }
+        if case .lengthPrefix(_, _, let offset, _, _) = framing, offset > 0 {
+            // The bytes before the prefix belong to the body: every kind must have them.
+            for k in kinds {
+                guard case .binary(let length) = k.encoding, length >= offset else {
+                    throw Failure(offset: top.offset, message: "a length prefix at offset \(offset) needs binary kinds of at least \(offset) bytes; kind \"\(k.name)\" is not one")
+                }
+            }
         }
         if case .fixedLength(let n) = framing {
             for k in kinds { if case .binary(let length) = k.encoding, length != n {
@@ -684,6 +723,13 @@ struct DeclarationReader {
                     let value = try Self.number(member.value, "reply field \"\(member.name)\"", in: -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude)
                     if let range = field.range, !range.contains(value) {
                         throw Failure(offset: member.value.offset, message: "reply field \"\(member.name)\" is outside its range")
+                    }
+                    if let limits = Self.integerLimits(field.type) {
+                        guard value == value.rounded(), value >= limits.lowerBound, value <= limits.upperBound else {
+                            throw Failure(offset: member.value.offset, message: "reply field \"\(member.name)\" of type \(field.type.rawValue) must be an integer from \(Self.show(limits.lowerBound)) to \(Self.show(limits.upperBound))")
+                        }
+                    } else if field.type == .f32, abs(value) > Double(Float32.greatestFiniteMagnitude) {
+                        throw Failure(offset: member.value.offset, message: "reply field \"\(member.name)\" does not fit a float32")
                     }
                     replyFields[member.name] = value
                 }
