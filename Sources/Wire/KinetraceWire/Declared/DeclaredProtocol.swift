@@ -137,9 +137,13 @@ public struct DeclaredProtocol: WireProtocol {
                 guard case .osc(_, let allowed) = plan.kinds[kind].encoding, allowed else {
                     throw WireError(.malformed, offset: 0, expected: "a message, not a bundle (kind \(plan.kinds[kind].name) refuses bundles)")
                 }
-                // Every element must decode; the first is the message, the others add to its facts.
+                // Every element must decode, of a kind that allows bundles and of the first's direction (PD-OSC-4);
+                // the first is the message, the others add their roles to its facts.
                 for element in elements.dropFirst() {
                     let k = try OSCInterpreter.kind(element.bytes, plan.kinds, candidates: plan.oscKinds)
+                    guard case .osc(_, let allows) = plan.kinds[k].encoding, allows, plan.kinds[k].direction == plan.kinds[kind].direction else {
+                        throw WireError(.malformed, offset: element.offset, expected: "a message of a kind that allows bundles, in the bundle's direction")
+                    }
                     _ = try OSCInterpreter.decodeMessage(element.bytes, plan.kinds[k], base: element.offset)
                 }
                 return DeclaredMessage(kind: kind, values: try OSCInterpreter.decodeMessage(first.bytes, plan.kinds[kind], base: first.offset))
@@ -287,7 +291,7 @@ public struct DeclaredProtocol: WireProtocol {
 
     public func hostRule(_ rule: GestureRule) -> String {
         guard let host = declared.host else { return "no host behaviour declared" }
-        let reply = host.replyKind.map { "; a \(declared.kinds[$0].name) reply per \(host.decision)" + (host.replyDeadlineMs.map { " within \($0) ms" } ?? "") } ?? "; no reply"
+        let reply = host.replyKind.map { "; one \(declared.kinds[$0].name) reply per \(host.decision)" + (host.replyDeadlineMs.map { " within \($0) ms" } ?? "") } ?? "; no reply"
         switch host.behaviour {
         case .apply:
             return "\(host.decision) on every valid sample" + reply
