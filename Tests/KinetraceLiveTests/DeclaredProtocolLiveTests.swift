@@ -197,6 +197,30 @@ import Testing
         #expect((given?["jump"] ?? 0) == (try jumps()))
     }
 
+    /// The host-model detector is the protocol's own rule: on MotionLink it finds exactly what the
+    /// motionlink-v1 detector finds, compiled or declared, and on a declared protocol what its host decides.
+    @Test func theHostModelDetectorIsTheProtocolsOwnRule() throws {
+        func summary(_ arguments: String...) throws -> [String: Any] { try summary(arguments) }
+        func summary(_ arguments: [String]) throws -> [String: Any] {
+            let result = try kinetrace(["gestures", "eval", "--format", "json"] + arguments)
+            #expect(result.status == 0 || result.status == 1, "\(result.stderr)")
+            return try #require(try Self.json(result.stdout)["summary"] as? [String: Any])
+        }
+        let trace = Fixture.bundledTrace
+        let rule = try summary("--detector", "motionlink-v1", trace)
+        for extra in [[String](), ["--protocol", Fixture.packageRoot.appendingPathComponent("specs/protocols/motionlink-v1.json").path]] {
+            let model = try summary(["--detector", "host-model"] + extra + [trace])
+            for key in ["tp", "fp", "fn"] { #expect(model[key] as? Int == rule[key] as? Int, "\(key): \(model) vs \(rule)") }
+        }
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let osc = dir.appendingPathComponent("osc.jsonl").path
+        #expect(try kinetrace("synth", "--protocol", Self.declaration("osc-motion"), "--out", osc, "--duration", "30", "--seed", "6").status == 0)
+        let decided = (try Self.json(try kinetrace("inspect", "--format", "json", osc).stdout)["decisions"] as? [String: Int])?["jump"] ?? 0
+        let found = try summary("--detector", "host-model", osc)
+        #expect(decided > 0 && (found["tp"] as? Int ?? 0) + (found["fp"] as? Int ?? 0) == decided, "\(found), \(decided) decided")
+    }
+
     @Test func showAndVectorsExplainADeclaration() throws {
         let show = try kinetrace("protocol", "show", Self.declaration("ndjson-motion"))
         #expect(show.status == 0)

@@ -39,7 +39,7 @@ public struct DetectedTrace: Sendable {
         labels = trace.labels
         self.kind = kind
         settingCount = settings.count
-        detections = settings.isEmpty ? trace.samples.map { _ in [] } : trace.samples.map { GestureEvaluation.detect(kind, settings, $0) }
+        detections = settings.isEmpty ? trace.samples.map { _ in [] } : trace.samples.map { GestureEvaluation.detect(kind, settings, $0, wireProtocol: trace.wireProtocol) }
     }
 
     /// Reads every record once, feeding each controller's samples to every setting's detector as
@@ -53,7 +53,7 @@ public struct DetectedTrace: Sendable {
     /// the controllers beyond keep their samples, and are detected when the trace ends.
     public static func read<R: TraceRecordSource>(_ reader: R, source: SampleSource = .auto, settings: [DetectorSettings],
                                                    streamingBudget: Int = defaultStreamingBudget) throws(TraceError) -> DetectedTrace {
-        return try GestureEvaluation.withDetectors(settings.first?.kind ?? .threshold, settings,
+        return try GestureEvaluation.withDetectors(settings.first?.kind ?? .threshold, settings, wireProtocol: reader.wireProtocol,
                                                    ReadingVisitor(reader: reader, source: source, settings: settings,
                                                                   budget: streamingBudget)).get()
     }

@@ -39,6 +39,8 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
     case badgerDuck = "badger-duck"
     case badgerTilt = "badger-tilt"
     case attitudeTilt = "attitude-tilt"
+    /// The trace's own protocol's host model, compiled or declared: what its host decides is what is detected.
+    case hostModel = "host-model"
 
     public var summary: String {
         switch self {
@@ -49,12 +51,13 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
         case .badgerDuck: return "WWDC 2017 \"Badger with Attitude\" duck: the mean user acceleration along gravity over a window crosses τ."
         case .badgerTilt: return "WWDC 2017 \"Badger with Attitude\" tilt: atan2(g.y, |g.xz|) beyond ±τ degrees; needs gravity samples."
         case .attitudeTilt: return "The 3D mouse's attitude: roll (or pitch, held in landscape) beyond ±τ degrees; needs attitude samples."
+        case .hostModel: return "The trace's protocol's own host model (a declaration's threshold and window, or a compiled protocol's rule): each decision it makes is a detection, named as the protocol names it."
         }
     }
 
     public var gestures: [String] {
         switch self {
-        case .threshold, .keepcalm, .motionlinkV1, .badgerJump: return ["jump"]
+        case .threshold, .keepcalm, .motionlinkV1, .badgerJump, .hostModel: return ["jump"]
         case .badgerDuck: return ["duck"]
         case .badgerTilt, .attitudeTilt: return ["tilt_left", "tilt_right"]
         }
@@ -71,12 +74,14 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
         case .badgerJump: return [.rotationRate]
         case .badgerTilt: return [.gravity]
         case .attitudeTilt: return [.attitude]
+        case .hostModel: return []
         }
     }
 
     /// Why the detector cannot run on samples carrying `contents`, or nil when it can.
     public func unmet(by contents: SampleContents) -> String? {
-        guard !reads.contains(where: { contents.isSuperset(of: $0) }) else { return nil }
+        // The host model reads what its protocol carries; it judges any sample.
+        guard !reads.isEmpty, !reads.contains(where: { contents.isSuperset(of: $0) }) else { return nil }
         return reads.map { $0.names.joined(separator: " and ") }.joined(separator: " or ")
     }
 
@@ -107,6 +112,8 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
                     .init(name: "hysteresis", defaultValue: 0.8, unit: "", summary: "back within this fraction of τ re-arms a side", minimum: 0),
                     .init(name: "axis", defaultValue: 0, unit: "", summary: "roll for a phone held flat or in portrait, pitch for landscape",
                           choices: AttitudeTiltDetector.Axis.allCases.map(\.rawValue))]
+        case .hostModel:
+            return []
         }
     }
 

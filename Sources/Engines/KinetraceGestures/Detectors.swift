@@ -69,6 +69,24 @@ public struct MotionLinkDetector: GestureDetector {
     }
 }
 
+/// The protocol's own host model as a detector: a sample becomes the facts a host would get
+/// (the sender clock and the vectors the sample really carries), and each decision is a
+/// detection. For a declared protocol this is its declared behaviour, not a copy of it.
+public struct HostModelDetector: GestureDetector {
+    private var model: any HostModel
+
+    public init(_ wireProtocol: any WireProtocol) { model = wireProtocol.makeHostModel(rule: wireProtocol.defaultRule) }
+
+    public mutating func accept(_ sample: GestureSample) -> String? {
+        let c = sample.contents
+        let motion = MotionReading(userAcceleration: c.contains(.userAcceleration) ? sample.userAcceleration : nil,
+                                   rotationRate: c.contains(.rotationRate) ? sample.rotationRate : nil,
+                                   gravity: sample.gravity, attitude: sample.attitude, own: sample.combined)
+        let facts = MessageFacts(direction: .controllerToHost, senderTimeMs: c.contains(.senderClock) ? sample.tMs : nil, motion: motion)
+        return model.accept(facts, from: 0, receivedNs: sample.timeNs).decision?.name
+    }
+}
+
 /// The mean of the values seen in the last `windowMs` of controller time.
 struct WindowMean {
     let windowMs: UInt64

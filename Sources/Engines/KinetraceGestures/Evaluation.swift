@@ -208,13 +208,15 @@ public enum GestureEvaluation {
     }
 
     /// Detections of each setting over one controller's samples.
-    public static func detect(_ kind: DetectorKind, _ settings: [DetectorSettings], _ samples: [GestureSample]) -> [[Detection]] {
-        withDetectors(kind, settings, SampleVisitor(samples: samples))
+    public static func detect(_ kind: DetectorKind, _ settings: [DetectorSettings], _ samples: [GestureSample],
+                              wireProtocol: (any WireProtocol)? = nil) -> [[Detection]] {
+        withDetectors(kind, settings, wireProtocol: wireProtocol, SampleVisitor(samples: samples))
     }
 
     /// Calls `visitor` with every setting's detector, of the kind's concrete type: the one place
     /// a kind becomes its detector, and each detector type gets loops specialised for it.
-    static func withDetectors<V: DetectorVisitor>(_ kind: DetectorKind, _ settings: [DetectorSettings], _ visitor: V) -> V.Output {
+    static func withDetectors<V: DetectorVisitor>(_ kind: DetectorKind, _ settings: [DetectorSettings], wireProtocol: (any WireProtocol)? = nil,
+                                                  _ visitor: V) -> V.Output {
         switch kind {
         case .threshold:
             visitor.visit(settings.map { ThresholdDetector(threshold: $0["threshold"]) })
@@ -236,6 +238,8 @@ public enum GestureEvaluation {
                 AttitudeTiltDetector(thresholdDegrees: $0["threshold"], hysteresis: $0["hysteresis"],
                                      axis: AttitudeTiltDetector.Axis.allCases[Int($0["axis"])])
             })
+        case .hostModel:
+            visitor.visit(settings.map { _ in HostModelDetector(wireProtocol ?? ProtocolRegistry.defaultProtocol) })
         }
     }
 

@@ -130,6 +130,10 @@ public struct GestureTrace: Sendable {
     }
     /// The protocol of the trace's messages.
     public var protocolID: ProtocolID { header.protocolID }
+    /// The protocol as a value: the declaration the header carries, or the compiled protocol it names.
+    public var wireProtocol: (any WireProtocol)? {
+        header.declaration.map { DeclaredProtocol($0, path: "\(source) (its header)") } ?? ProtocolRegistry.standard[header.protocolID]
+    }
     public var labels: [GestureLabel]
     public var sampleCount: Int { samples.reduce(0) { $0 + $1.count } }
 
