@@ -119,7 +119,7 @@ import Testing
         #expect(listed.status == 0, "\(listed.stderr)")
         let detectors = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
         let names = detectors.compactMap { $0["name"] as? String }
-        #expect(names == ["threshold", "keepcalm", "motionlink-v1", "badger-jump", "badger-duck", "badger-tilt", "attitude-tilt"])
+        #expect(names == ["threshold", "keepcalm", "motionlink-v1", "badger-jump", "badger-duck", "badger-tilt", "attitude-tilt", "host-model"])
         for detector in detectors {
             let name = try #require(detector["name"] as? String)
             let gestures = try #require(detector["gestures"] as? [String])

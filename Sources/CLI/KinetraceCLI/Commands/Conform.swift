@@ -85,7 +85,8 @@ struct Conform: ParsableCommand {
     @OptionGroup var input: CaptureInputOptions
     @OptionGroup var ruleOptions: GestureRuleOptions
 
-    @Option(name: .customLong("ack-deadline-ms"), help: ArgumentHelp("The reply deadline the MUST case holds a host to, for protocols with replies.", valueName: "ms"))
+    @Option(name: [.customLong("reply-deadline-ms"), .customLong("ack-deadline-ms")],
+            help: ArgumentHelp("The reply deadline the MUST case holds a host to, for protocols with replies (MotionLink v1's acks); --ack-deadline-ms is the older spelling.", valueName: "ms"))
     var ackDeadlineMs: Double = 50
 
     @Option(name: .customLong("min-samples"), help: ArgumentHelp("Timing cases with fewer samples are INCONCLUSIVE.", valueName: "n"))
@@ -123,7 +124,7 @@ struct Conform: ParsableCommand {
 
     func validate() throws {
         guard ackDeadlineMs.isFinite, ackDeadlineMs > 0, ackDeadlineMs <= 3_600_000 else {
-            throw ValidationError("--ack-deadline-ms must be a positive number of ms, at most 3600000 (an hour).")
+            throw ValidationError("--reply-deadline-ms must be a positive number of ms, at most 3600000 (an hour).")
         }
         guard minSamples >= 1 else { throw ValidationError("--min-samples must be at least 1.") }
         guard (1...900_000).contains(maxControllers) else { throw ValidationError("--max-controllers must be from 1 to 900000.") }

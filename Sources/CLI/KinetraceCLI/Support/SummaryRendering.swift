@@ -43,7 +43,7 @@ enum SummaryRendering {
         if s.hasReplies {
             out += repliedControllers(s)
         } else {
-            line("Replies    none: \(h.protocolID) has no replies, so there are no acks to match or miss.")
+            line("Replies    none: \(h.protocolID) has no replies, so there are none to match or miss.")
             line()
             out += unrepliedControllers(s)
         }
