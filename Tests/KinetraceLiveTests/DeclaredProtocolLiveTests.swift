@@ -102,6 +102,20 @@ import Testing
         let sent = try Self.streams(simTrace), received = try Self.streams(hostTrace)
         #expect(sent.count == 2)
         for (_, bytes) in sent { #expect(received.values.contains(bytes)) }
+        // One-way delay per message from the two recordings, joined by bytes.
+        let joined = try kinetrace("latency", "--join", simTrace, hostTrace, "--format", "json")
+        #expect(joined.status == 0, "\(joined.stderr)")
+        let measures = (try Self.json(joined.stdout)["traces"] as? [[String: Any]])?.first?["measures"] as? [[String: Any]]
+        let joinedCount = (measures?.first?["all"] as? [String: Any])?["n"] as? Int
+        let simSummary = try Self.json(try kinetrace("inspect", "--format", "json", simTrace).stdout)
+        let simMessages = ((simSummary["messages"] as? [String: Any])?["c2h"] as? [String: Any])?["total"] as? Int
+        #expect(joinedCount != nil && joinedCount == simMessages, "\(joined.stdout.prefix(600))")
+        // The host behind the stdio adapter, observing its decisions (replay --exec).
+        let exec = try kinetrace("replay", "--exec", "\(Fixture.binary.path) host --stdio --observe --protocol \(file)", simTrace, "--speed", "4", "--format", "json")
+        #expect(exec.status == 0, "\(exec.stderr)")
+        let execReport = try Self.json(exec.stdout)
+        #expect((execReport["observations"] as? Int ?? 0) > 0 && execReport["host_exit"] as? String == "exited with status 0", "\(exec.stdout.suffix(600))")
+
         let decisions = try TraceStreams(path: hostTrace).decisions.values.flatMap { $0 }
         let hostRecord = (try? String(contentsOfFile: hostTrace, encoding: .utf8)) ?? ""
         #expect(!decisions.isEmpty, "no decision in \(hostRecord.prefix(2000))")
@@ -239,3 +253,4 @@ import Testing
         }
     }
 }
+
