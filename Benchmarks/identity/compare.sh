@@ -25,6 +25,12 @@ RENAMES=(
   -e "s/the \([a-z0-9-]*\) profile's impairments/the \1 network's impairments/g"  # conform: profile -> network
   -e '/^{"format":"kinetrace-trace"/!s/"profile":"motionlink-v1"/"protocol":"motionlink-v1"/g'  # inspect JSON header field (not trace headers)
   -e 's/, profile motionlink-v1,/, protocol motionlink-v1,/g'                        # inspect text header line
+  # Issue 25: trace minor 2 (writers, and the header a capture is read under), and the host's rule as its protocol says it.
+  -e 's/^\({"format":"kinetrace-trace",.*\)"minor":1,/\1"minor":2,/'
+  -e 's/\("header":{[^}]*\)"minor":1,/\1"minor":2,/'
+  -e 's/kinetrace-trace 1\.1, protocol/kinetrace-trace 1.2, protocol/'
+  -e 's/^Gesture rule (τ = \([0-9.]*\) g, R = \([0-9]*\) ms):$/Host (jump when ay > \1 g, then \2 ms of frame time (t_ms) before the next; a HapticAck per jump):/'
+  -e 's/^rule τ = \([0-9.]*\) g, R = \([0-9]*\) ms; ack deadline \([0-9.]*\) ms/host: jump when ay > \1 g, then \2 ms of frame time (t_ms) before the next; a HapticAck per jump; reply deadline \3 ms/'
 )
 
 checks=0 failures=0
