@@ -35,6 +35,8 @@ import KinetraceTrace
 
     static func settings(_ kind: DetectorKind) throws -> [DetectorSettings] {
         let base = try kind.settings([:])
+        // A detector without a threshold (host-model: the protocol's own rule) runs twice as it is.
+        guard base.values["threshold"] != nil else { return [base, base] }
         return [0.5, 1, 1.5].map { factor in
             var s = base
             s.values["threshold"] = base["threshold"] * factor

@@ -214,7 +214,7 @@ final class RecordList: TraceRecordSource {
             Issue.record("attitude-tilt ran on KeepCalm frames")
         } catch {
             #expect(error.code == .notApplicable)
-            #expect(error.message == "test: attitude-tilt reads attitude, and 127.0.0.1:50001's samples (frames of keepcalm-json) carry only KeepCalm's combined sum")
+            #expect(error.message == "test: attitude-tilt reads attitude, and 127.0.0.1:50001's samples (frames of keepcalm-json) carry only the protocol's own vector (KeepCalm's combined sum)")
         }
         // badger-tilt reads gravity, which follows from an attitude.
         #expect(throws: Never.self) { try GestureEvaluation.evaluate(attitudeTrace, settings: [try DetectorKind.badgerTilt.settings([:])], window: MatchWindow()) }

@@ -23,7 +23,7 @@ public struct SampleContents: OptionSet, Hashable, Sendable {
     public var names: [String] {
         let words: [(SampleContents, String)] = [(.userAcceleration, "user acceleration"), (.rotationRate, "rotation rate"),
                                                  (.senderClock, "sender timestamps"), (.gravity, "gravity"), (.attitude, "attitude"),
-                                                 (.combined, "KeepCalm's combined sum")]
+                                                 (.combined, "the protocol's own vector (KeepCalm's combined sum)")]
         return words.filter { contains($0.0) }.map(\.1)
     }
 }

@@ -54,8 +54,9 @@ public enum ConformanceSuite {
     /// The suite of `wireProtocol`, if it has one.
     public static func suite(for wireProtocol: any WireProtocol) -> ProtocolSuite? {
         if let compiled = wireProtocol as? any ConformanceSuiteProviding { return type(of: compiled).conformanceSuite }
-        // A declaration that is exactly a compiled protocol's (same digest) is judged by that protocol's
-        // suite, its cases reading messages through the declared value.
+        // A declaration that is exactly a compiled protocol's (same digest) means what that protocol means,
+        // so its suite judges it: the passive pass reads messages through the declared value, and cases
+        // that decode with the compiled codec decode the same bytes the same way (check-protocol-identity).
         guard let declared = wireProtocol.declaration else { return nil }
         guard let named = ProtocolRegistry.standard.named(declared.name),
               let compiled = named as? any ConformanceSuiteProviding, let codec = named as? any CompiledWireProtocol,

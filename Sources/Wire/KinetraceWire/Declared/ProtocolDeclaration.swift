@@ -144,11 +144,12 @@ struct DeclarationReader {
     // MARK: Value readers
 
     static func string(_ node: DeclarationNode, _ what: String, maxBytes: Int = 4096, pattern: ((String) -> Bool)? = nil,
-                       patternText: String = "") throws(Failure) -> String {
+                       patternText: String = "", controlCharacters: Bool = false) throws(Failure) -> String {
         guard case .string(let s, let offset) = node else { throw Failure(offset: node.offset, message: "\(what) must be a string, found \(node.typeName)") }
         guard s.utf8.count <= maxBytes else { throw Failure(offset: offset, message: "\(what) must be at most \(maxBytes) bytes") }
         if let pattern, !pattern(s) { throw Failure(offset: offset, message: "\(what) must be \(patternText), found \"\(s)\"") }
-        guard !s.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" && $0 != "\r" && $0 != "\t" }) || what.contains("delimiter") || what.contains("separator") else {
+        // PD-FILE-2: no control character but tab, line feed and carriage return, except in a delimiter or separator.
+        guard controlCharacters || !s.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\n" && $0 != "\r" && $0 != "\t" }) else {
             throw Failure(offset: offset, message: "\(what) must not hold control characters")
         }
         return s
@@ -304,9 +305,6 @@ struct DeclarationReader {
             throw Failure(offset: top.offset, message: "every kind has one encoding (\(kinds[0].encoding.name)); kind \"\(mixed.name)\" is \(mixed.encoding.name)")
         }
         try Self.checkKindsDistinct(kinds, at: top.offset)
-        if framing == .datagram { } else if kinds.contains(where: { if case .osc = $0.encoding { return true } else { return false } }), case .fixedLength = framing {
-            // Fixed-length OSC is allowed but unusual; nothing to check.
-        }
         if case .lengthPrefix(_, _, let offset, _, _) = framing, offset > 0 {
             // The bytes before the prefix belong to the body: every kind must have them.
             for k in kinds {
@@ -376,7 +374,7 @@ struct DeclarationReader {
         }
         if let n = f.optional("delimiter") {
             guard result == nil else { throw Failure(offset: n.offset, message: "\"framing\" takes one of fixed_length, length_prefix and delimiter") }
-            let d = Array(try string(n, "\"delimiter\"").utf8)
+            let d = Array(try string(n, "\"delimiter\"", controlCharacters: true).utf8)
             guard (1...8).contains(d.count) else { throw Failure(offset: n.offset, message: "\"delimiter\" must be 1 to 8 bytes") }
             let maximum = try integer(try f.required("max_length"), "\"max_length\"", in: (d.count + 1)...maxRecord)
             result = .delimiter(d, maximumLength: maximum)
@@ -441,7 +439,7 @@ struct DeclarationReader {
             }
             encoding = .json(maximumLength: maximum, unknownAllowed: unknown == "allowed", repeated: RepeatedMembers(rawValue: repeated)!)
         case "text":
-            let separator = Array(try Self.string(try m.required("separator"), "\"separator\"").utf8)
+            let separator = Array(try Self.string(try m.required("separator"), "\"separator\"", controlCharacters: true).utf8)
             guard (1...8).contains(separator.count), !separator.contains(0x0A) else {
                 throw Failure(offset: node.offset, message: "\(context): \"separator\" must be 1 to 8 bytes without a newline")
             }
@@ -467,9 +465,6 @@ struct DeclarationReader {
         }
         for role in Set(fields.compactMap(\.role)) where fields.filter({ $0.role == role }).count > 1 {
             throw Failure(offset: node.offset, message: "\(context): role \(role) is given to two fields")
-        }
-        if direction == .hostToController, fields.contains(where: { $0.role == .senderTime }) {
-            // Allowed: a reply may carry the host's own clock; the engines read only echo_time from replies.
         }
         return DeclaredKind(name: name, direction: direction, encoding: encoding, fields: fields, requirement: requirement)
     }
@@ -564,12 +559,14 @@ struct DeclarationReader {
         }
         if let r = m.optional("role") {
             let role = try self.role(r)
+            // As written: an own vector's axis by its declared name.
+            let written: String = { if case .string(let text, _) = r { return text } else { return role.description } }()
             switch role {
             case .senderTime, .echoTime:
-                guard type.isNumeric else { throw Failure(offset: r.offset, message: "role \(role) needs a numeric field") }
+                guard type.isNumeric else { throw Failure(offset: r.offset, message: "role \(written) needs a numeric field") }
             case .motion:
                 // Integers would need a scale to mean g or rad/s, which the language cannot say yet.
-                guard type.isFloat else { throw Failure(offset: r.offset, message: "role \(role) needs a float field (f32, f64, number, OSC f or d)") }
+                guard type.isFloat else { throw Failure(offset: r.offset, message: "role \(written) needs a float field (f32, f64, number, OSC f or d)") }
             case .messageID, .controllerID:
                 break
             }
