@@ -243,6 +243,10 @@ public final class TraceReader {
             } catch {
                 throw bad("the header's protocol declaration is not valid: \(error)")
             }
+            // PD-TRACE-2: written in canonical form, so the digest names exactly the text that is there.
+            guard declaration.canonicalText == declarationText else {
+                throw bad("the header's protocol declaration is not in canonical form (specs/protocol-declaration-v1.md, PD-CANON-1)")
+            }
             guard declaration.digest == digest else {
                 throw bad("the header's \"protocol_digest\" (\(digest)) does not match its protocol declaration (\(declaration.digest)): the declaration was changed")
             }
