@@ -156,8 +156,7 @@ struct BinaryFastPath: Sendable {
                 case 2: value = Double(Float32(bitPattern: UInt32(truncatingIfNeeded: raw)))
                 case 3: value = Double(bitPattern: raw)
                 case 1:
-                    let width = UInt64(s.size * 8)
-                    value = Double(width == 64 ? Int64(bitPattern: raw) : Int64(bitPattern: raw << (64 - width)) >> Int64(64 - width))
+                    value = Double(BinaryInterpreter.signExtended(raw, size: s.size))
                 default: value = Double(raw)
                 }
                 if s.finite, !value.isFinite {

@@ -15,6 +15,13 @@ enum BinaryInterpreter {
         return value
     }
 
+    /// A two's-complement integer of `size` bytes, held in the low bits of `raw`, as an Int64.
+    @inline(__always)
+    static func signExtended(_ raw: UInt64, size: Int) -> Int64 {
+        let unused = UInt64(64 - 8 * size)
+        return Int64(bitPattern: raw << unused) >> Int64(unused)
+    }
+
     /// The field's value from its bits.
     static func value(_ bytes: UnsafeRawBufferPointer, _ field: DeclaredField) -> DeclaredValue? {
         switch field.type {
@@ -23,9 +30,7 @@ enum BinaryInterpreter {
         case .f32: return .float32(Float32(bitPattern: UInt32(truncatingIfNeeded: bits(bytes, field))))
         case .f64: return .float64(Double(bitPattern: bits(bytes, field)))
         case .i8, .i16, .i32, .i64:
-            let raw = bits(bytes, field), width = UInt64(field.size * 8)
-            let signed = width == 64 ? Int64(bitPattern: raw) : Int64(bitPattern: raw << (64 - width)) >> Int64(64 - width)
-            return .signed(signed)
+            return .signed(signExtended(bits(bytes, field), size: field.size))
         default: return .unsigned(bits(bytes, field))
         }
     }
@@ -84,8 +89,7 @@ enum BinaryInterpreter {
                 case .f32: number = Double(Float32(bitPattern: UInt32(truncatingIfNeeded: raw)))
                 case .f64: number = Double(bitPattern: raw)
                 case .i8, .i16, .i32, .i64:
-                    let width = UInt64(field.size * 8)
-                    number = Double(width == 64 ? Int64(bitPattern: raw) : Int64(bitPattern: raw << (64 - width)) >> Int64(64 - width))
+                    number = Double(signExtended(raw, size: field.size))
                 default: number = Double(raw)
                 }
                 if field.finite, !number.isFinite {
