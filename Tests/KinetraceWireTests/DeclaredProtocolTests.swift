@@ -201,6 +201,30 @@ import Testing
         #expect(throws: WireError.self) { _ = try stream.next() }
     }
 
+    @Test func aBundlesLaterMessagesAddOnlyTheRolesTheEarlierOnesDidNotGive() throws {
+        let osc = try #require(try? Self.declare("""
+            {"kinetrace_protocol":1,"name":"two","version":"1","summary":"s","rate_hz":10,"transport":{"kind":"udp","default_port":9},
+             "sender_clock":{"unit":"s","epoch":"unix"},
+             "messages":[{"kind":"a","direction":"controller_to_host","encoding":"osc","address":"/a",
+                          "arguments":[{"name":"t","type":"d","role":"sender_time"},{"name":"y","type":"f","role":"user_acceleration.y"}]},
+                         {"kind":"b","direction":"controller_to_host","encoding":"osc","address":"/b",
+                          "arguments":[{"name":"y","type":"f","role":"user_acceleration.y"},{"name":"w","type":"f","role":"rotation_rate.x"}]}]}
+            """).get())
+        func message(_ kind: String, _ values: [DeclaredValue?]) -> [UInt8] {
+            osc.encode(DeclaredMessage(kind: osc.declared.kinds.firstIndex { $0.name == kind }!, values: values))
+        }
+        let first = message("a", [.float64(1_767_225_600.5), .float32(0)])  // y = 0 given: it must be kept
+        let second = message("b", [.float32(0.9), .float32(0.25)])
+        var bundle = Array("#bundle\0".utf8) + [0, 0, 0, 0, 0, 0, 0, 1]
+        for m in [first, second] { bundle += [0, 0, 0, UInt8(m.count)] + m }
+        let facts = osc.facts(bundle)
+        #expect(facts.isValid, "\(facts)")
+        #expect(facts.senderTimeMs == 1_767_225_600_500)
+        #expect(facts.motion?.userAcceleration?.y == 0, "the first message's y, not the second's")
+        #expect(facts.motion?.rotationRate?.x == 0.25)
+        #expect((try? osc.decodeResult(bundle).get()) != nil)
+    }
+
     @Test func oscMessagesAndBundles() throws {
         let osc = try #require(try? Self.declare(String(contentsOf: Fixture.packageRoot.appendingPathComponent("examples/protocols/osc-motion.json"), encoding: .utf8)).get())
         let message = try #require(osc.sample(MotionReading(userAcceleration: Vector3(0, 0.75, 0), rotationRate: .zero), timeMs: 1_767_225_600_250))

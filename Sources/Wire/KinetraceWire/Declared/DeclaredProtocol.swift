@@ -218,18 +218,28 @@ public struct DeclaredProtocol: WireProtocol {
         do throws(WireError) {
             return try withBody(bytes) { body throws(WireError) -> MessageFacts in
                 if let fast = plan.fast { return fast.facts(body, plan.kinds) }
-                var facts = self.facts(of: try decodeBody(body))
-                // A bundle's later messages add their roles to the first's.
+                // decodeValues, not decodeBody: its facts are these (an invalid role included), made once.
+                let message = try decodeValues(body)
+                var facts = self.facts(of: message)
+                // A bundle's later messages add the roles the earlier ones did not give (PD-OSC-4).
                 if !plan.oscKinds.isEmpty, OSCInterpreter.isBundle(body), facts.isValid {
+                    var given = Set(plan.kinds[message.kind].fields.compactMap(\.role))
                     let (_, elements) = try OSCInterpreter.bundleElements(body)
                     for element in elements.dropFirst() {
                         let k = try OSCInterpreter.kind(element.bytes, plan.kinds, candidates: plan.oscKinds)
                         let more = self.facts(of: DeclaredMessage(kind: k, values: try OSCInterpreter.decodeMessage(element.bytes, plan.kinds[k], base: element.offset)))
-                        if facts.senderTimeMs == nil { facts.senderTimeMs = more.senderTimeMs }
-                        if let m = more.motion {
-                            var reading = facts.motion ?? MotionReading()
-                            for slot in VectorSlot.allCases { for axis in 0..<3 { if let v = m.value(slot, axis: axis), reading.value(slot, axis: axis) == nil || reading.value(slot, axis: axis) == 0 { reading.set(slot, axis: axis, v) } } }
-                            facts.motion = reading
+                        for role in plan.kinds[k].fields.compactMap(\.role) where given.insert(role).inserted {
+                            switch role {
+                            case .senderTime: facts.senderTimeMs = more.senderTimeMs
+                            case .echoTime: facts.echoTimeMs = more.echoTimeMs
+                            case .motion(let slot, let axis):
+                                if let v = more.motion?.value(slot, axis: axis) {
+                                    var reading = facts.motion ?? MotionReading()
+                                    reading.set(slot, axis: axis, v)
+                                    facts.motion = reading
+                                }
+                            case .controllerID, .messageID: break
+                            }
                         }
                     }
                 }
