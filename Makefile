@@ -19,6 +19,7 @@ demo: build
 # scripts/check-layers fails on an import or dependency that breaks the layering.
 test: deps
 	SWIFT=$(SWIFT) scripts/check-layers
+	scripts/check-vocabulary
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	scripts/check-protocol-identity

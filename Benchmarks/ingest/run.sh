@@ -99,7 +99,7 @@ printf '| anchor: jq -c . (100,000 lines, rate scaled) | %s / %s | %s / %s | –
     "$(rate 100000 "$jq_best")" "$(rate 100000 "$jq_median")"
 row "kinetrace inspect TRACE" "$records" "$wc_best" "$wc_median" -- "$KINETRACE" inspect "$trace"
 row "kinetrace gestures eval --sweep (100 thresholds, $half_frames frames)" "$half_frames" - - -- \
-    "$KINETRACE" gestures eval "$half" --detector motionlink-v1 --sweep threshold=0.2:1.19:0.01
+    "$KINETRACE" gestures eval "$half" --detector threshold-refractory --sweep threshold=0.2:1.19:0.01
 echo
 echo "anchor ÷ command: the pcap rows against the C loop, inspect TRACE against wc -l (1.00× = as fast as the anchor)."
 

@@ -45,7 +45,7 @@ port=$(start_host)
 start_capture "$port" host
 "$bin" simulate --to "127.0.0.1:$port" --controllers 100 --rate 10 --duration "$host_seconds" --script random --seed 1 --format json > "$work/sim.json"
 capture_summary=$(stop_capture host)
-delay=$("$bin" inspect --format json --port "$port" "$work/host.jsonl" | json 'd["ack_delay_ms"]')
+delay=$("$bin" inspect --format json --port "$port" "$work/host.jsonl" | json 'd["reply_delay_ms"]')
 rtt=$(json 'd["round_trip_ms"]' < "$work/sim.json")
 frames=$(json 'd["frames_sent"]' < "$work/sim.json")
 echo "| Host: ack after trigger frame, seen by capture on lo (100 controllers, 1,000 frames/s, ${host_seconds} s, ${frames} frames) | $(echo "$delay" | python3 -c "import ast,sys; d=ast.literal_eval(sys.stdin.read()); print(f\"p50 {d['p50']} ms, p99 {d['p99']} ms, max {d['max']} ms over {d['count']} acks\")") |"

@@ -10,7 +10,7 @@ import Testing
         #expect(script.status == 0, "\(script.stderr)")
         let detectorCase = try #require(script.stdout.range(of: "'--detector')"), "no --detector case in the bash script")
         let afterDetector = script.stdout[detectorCase.upperBound...].prefix(400)
-        for name in ["threshold", "keepcalm", "motionlink-v1", "badger-jump", "badger-duck", "badger-tilt", "attitude-tilt"] {
+        for name in ["threshold", "threshold-latch", "threshold-refractory", "badger-jump", "badger-duck", "badger-tilt", "attitude-tilt"] {
             #expect(afterDetector.contains("'\(name)'"), "\(name) offered after --detector")
         }
         #expect(script.stdout.contains("---completion replay -- --network"), "--network completes through the binary")

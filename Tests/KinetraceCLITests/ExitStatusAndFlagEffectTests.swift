@@ -119,7 +119,7 @@ import Testing
         #expect(listed.status == 0, "\(listed.stderr)")
         let detectors = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
         let names = detectors.compactMap { $0["name"] as? String }
-        #expect(names == ["threshold", "keepcalm", "motionlink-v1", "badger-jump", "badger-duck", "badger-tilt", "attitude-tilt", "host-model"])
+        #expect(names == ["threshold", "threshold-latch", "threshold-refractory", "badger-jump", "badger-duck", "badger-tilt", "attitude-tilt", "host-model"])
         for detector in detectors {
             let name = try #require(detector["name"] as? String)
             let gestures = try #require(detector["gestures"] as? [String])
@@ -135,13 +135,13 @@ import Testing
 
     // MARK: conform
 
-    /// --ack-deadline-ms is the limit PC-ACK-DEADLINE judges the capture's ack delays
+    /// --reply-deadline-ms is the limit PC-ACK-DEADLINE judges the capture's ack delays
     /// against (about 0.5 ms in the loopback capture): far below them it fails, far above it passes.
     @Test func theAckDeadlineFlagSetsTheLimit() throws {
         let capture = Fixture.packageRoot.appendingPathComponent("captures/loopback-session.pcap").path
         func deadlineCase(_ ms: String) throws -> (status: Int32, verdict: String?, limit: Double?) {
             let result = try kinetrace("conform", "--capture", capture, "--port", "41448", "--cases", "PC-ACK-DEADLINE",
-                                       "--ack-deadline-ms", ms, "--format", "json")
+                                       "--reply-deadline-ms", ms, "--format", "json")
             let only = try #require((try json(result.stdout)["cases"] as? [[String: Any]])?.first)
             return (result.status, only["verdict"] as? String, (only["measurements"] as? [String: Double])?["limit"])
         }
@@ -149,7 +149,7 @@ import Testing
         #expect(strict.status == 1 && strict.verdict == "FAIL" && strict.limit == 0.001)
         let loose = try deadlineCase("5000")
         #expect(loose.status == 0 && loose.verdict == "PASS" && loose.limit == 5000)
-        #expect(try kinetrace("conform", "--capture", capture, "--ack-deadline-ms", "0").status == 64)
+        #expect(try kinetrace("conform", "--capture", capture, "--reply-deadline-ms", "0").status == 64)
     }
 
     /// A 9.5 Hz session is inside the MUST rate band (100 ± 10 ms) and outside the SHOULD one

@@ -12,14 +12,14 @@ import Testing
 
     /// One pass over the samples gives, for every swept value, what a run at that value alone gives.
     @Test func sweepAgreesWithSeparateRuns() throws {
-        let sweep = try kinetrace("gestures", "eval", "--detector", "motionlink-v1", "--sweep", "threshold=0.4:1.2:0.2",
+        let sweep = try kinetrace("gestures", "eval", "--detector", "threshold-refractory", "--sweep", "threshold=0.4:1.2:0.2",
                                   "--format", "json", Fixture.bundledTrace)
         #expect(sweep.status == 0, "\(sweep.stderr)")
         let points = try #require((try Self.json(sweep.stdout)["sweep"] as? [String: Any])?["points"] as? [[String: Any]])
         #expect(points.map { $0["value"] as? Double } == [0.4, 0.6, 0.8, 1.0, 1.2])
         for point in points {
             let value = point["value"] as! Double
-            let single = try kinetrace("gestures", "eval", "--detector", "motionlink-v1", "--param", "threshold=\(value)",
+            let single = try kinetrace("gestures", "eval", "--detector", "threshold-refractory", "--param", "threshold=\(value)",
                                        "--format", "json", Fixture.bundledTrace)
             let s = try Self.summary(try Self.json(single.stdout))
             for key in ["tp", "fp", "fn"] { #expect(point[key] as? Int == s[key] as? Int, "\(key) at \(value)") }
@@ -68,8 +68,8 @@ import Testing
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let base = dir.appendingPathComponent("base.json").path, sweep = dir.appendingPathComponent("sweep.json").path
-        #expect(try kinetrace("gestures", "eval", "--detector", "keepcalm", "--format", "json", "--out", base, Fixture.bundledTrace).status == 0)
-        let result = try kinetrace("gestures", "eval", "--detector", "keepcalm", "--sweep", "latch_ms=100:800:50", "--baseline", base,
+        #expect(try kinetrace("gestures", "eval", "--detector", "threshold-latch", "--format", "json", "--out", base, Fixture.bundledTrace).status == 0)
+        let result = try kinetrace("gestures", "eval", "--detector", "threshold-latch", "--sweep", "latch_ms=100:800:50", "--baseline", base,
                                    "--format", "json", "--out", sweep, Fixture.bundledTrace)
         #expect(result.status == 0, "\(result.stderr)")
         let schema = Fixture.packageRoot.appendingPathComponent("specs/gesture-eval-v1.schema.json").path
@@ -92,7 +92,7 @@ import Testing
         let live = try kinetrace("gestures", "eval", "--live", address, "--live-speed", "20", "--format", "json", Fixture.bundledTrace)
         _ = try host.stop(SIGTERM)
         #expect(live.status == 0, "\(live.stderr)")
-        let offline = try kinetrace("gestures", "eval", "--detector", "motionlink-v1", "--source", "frames", "--format", "json", Fixture.bundledTrace)
+        let offline = try kinetrace("gestures", "eval", "--detector", "threshold-refractory", "--source", "frames", "--format", "json", Fixture.bundledTrace)
         let l = try Self.summary(try Self.json(live.stdout)), o = try Self.summary(try Self.json(offline.stdout))
         for key in ["tp", "fp", "fn"] { #expect(l[key] as? Int == o[key] as? Int, "\(key): live \(l[key] ?? "nil"), offline \(o[key] ?? "nil")") }
         #expect((l["tp"] as? Int ?? 0) > 40)

@@ -12,8 +12,8 @@ import Testing
     static let gestures = Fixture.packageRoot.appendingPathComponent("captures/gestures/steady.jsonl").path
 
     @Test(arguments: [
-        (["conform", "--capture", session], ["--ack-deadline-ms", "1e300"]),
-        (["conform", "--capture", session], ["--ack-deadline-ms", "3600001"]),
+        (["conform", "--capture", session], ["--reply-deadline-ms", "1e300"]),
+        (["conform", "--capture", session], ["--reply-deadline-ms", "3600001"]),
         (["latency", session], ["--sigmas", "1e300"]),
         (["latency", session], ["--base-ms", "1e300"]),
         (["latency", session], ["--base-ms=-1e300"]),
@@ -51,7 +51,7 @@ import Testing
 
     /// The largest values the bounds allow still run.
     @Test(arguments: [["latency", session, "--sigmas", "1000", "--base-ms", "3600000"],
-                      ["conform", "--capture", session, "--ack-deadline-ms", "3600000"],
+                      ["conform", "--capture", session, "--reply-deadline-ms", "3600000"],
                       ["gestures", "eval", gestures, "--detector", "threshold", "--window-ms", "3600000:3600000"]])
     func theBoundsThemselvesAreAccepted(_ arguments: [String]) throws {
         let result = try kinetrace(arguments)
@@ -155,7 +155,7 @@ import Testing
         defer { Fixture.remove(dir) }
         let path = try Self.leapingTrace(in: dir, stamps: stamps)
         for command in [["inspect"], ["inspect", "--format", "json"], ["latency"], ["latency", "--format", "json"], ["conform", "--capture"],
-                        ["gestures", "eval", "--detector", "motionlink-v1"], ["replay", "--dry-run"]] {
+                        ["gestures", "eval", "--detector", "threshold-refractory"], ["replay", "--dry-run"]] {
             let result = try kinetrace(command + [path])
             #expect(!result.signalled && [0, 1].contains(result.status), "\(command) \(stamps): \(result.status) \(result.stderr)")
         }

@@ -12,7 +12,7 @@ import Testing
         #expect(result.stderr.isEmpty)
         let out = result.stdout
         for expected in ["Format     kinetrace-trace 1.2, protocol motionlink-v1", "controller→host", "host→controller",
-                         "Frame intervals", "sender clock (t_ms)", "Host (jump when ay > 0.5 g, then 400 ms of frame time (t_ms) before the next; a HapticAck per jump):", "crc_mismatch"] {
+                         "Frame intervals", "sender clock   ", "Host (jump when ay > 0.5 g, then 400 ms of frame time (t_ms) before the next; a HapticAck per jump):", "crc_mismatch"] {
             #expect(out.contains(expected), "missing \(expected)")
         }
     }
@@ -23,16 +23,16 @@ import Testing
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let summary = try TraceSummarizer.summarize(try TraceReader(path: Fixture.bundledTrace))
         #expect(object["triggers"] as? Int == summary.triggers)
-        #expect(object["acks"] as? Int == summary.acks)
-        #expect(object["matched_acks"] as? Int == summary.matchedAcks)
+        #expect(object["replies_seen"] as? Int == summary.replies)
+        #expect(object["matched_replies"] as? Int == summary.matchedReplies)
         let messages = try #require(object["messages"] as? [String: [String: Any]])
         #expect(messages["c2h"]?["total"] as? Int == summary.messages[.controllerToHost]?.total)
         #expect(messages["c2h"]?["invalid"] as? Int == summary.messages[.controllerToHost]?.invalid)
         #expect((object["controllers"] as? [Any])?.count == summary.controllers.count)
         // The bundled session is a healthy one: every trigger acked, nothing unexpected.
         #expect(summary.triggers > 0)
-        #expect(summary.matchedAcks == summary.triggers)
-        #expect(object["unexpected_acks"] as? Int == 0)
+        #expect(summary.matchedReplies == summary.triggers)
+        #expect(object["unexpected_replies"] as? Int == 0)
         let intervals = try #require((object["intervals_ms"] as? [String: [String: Any]])?["sender"])
         #expect(intervals["p50"] as? Double == 100)
     }
@@ -41,7 +41,7 @@ import Testing
         let strict = try kinetrace("inspect", "--format", "json", "--threshold", "5", Fixture.bundledTrace)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(strict.stdout.utf8)) as? [String: Any])
         #expect(object["triggers"] as? Int == 0)
-        #expect((object["unexpected_acks"] as? Int ?? 0) > 0)
+        #expect((object["unexpected_replies"] as? Int ?? 0) > 0)
     }
 
     @Test func missingFileExits66WithOneLine() throws {

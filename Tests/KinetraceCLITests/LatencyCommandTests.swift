@@ -66,7 +66,7 @@ import Testing
             median = {c: float(np.median(np.array(v) if scope == "controller" else everything)) for c, v in series.items()}
             return {c: [x - median[c] + base for x in v] for c, v in series.items()}
         expected = {"one_way_raw": one_way, "one_way_relative": relative(one_way),
-                    "ack_echo_raw": echo, "ack_echo_relative": relative(echo), "ack_turnaround": turn}
+                    "reply_echo_raw": echo, "reply_echo_relative": relative(echo), "reply_turnaround": turn}
         def table(values):
             x = np.array(values)
             m, s = x.mean(), x.std(ddof=1)
@@ -144,9 +144,9 @@ import Testing
         try Self.knownTrace(at: trace, framesPerController: 100)
         let result = try kinetrace("latency", trace)
         #expect(result.status == 0, "\(result.stderr)")
-        for expected in ["recorded at host (clock realtime), 3 controller(s)", "One-way latency, raw (c2h frames: t_receive − t_ms), ms",
-                         "One-way latency, relative (raw − median), ms", "Ack turnaround on the capture clock",
-                         "Ack round trip on the controller's clock: not available: needs a trace recorded at the controller",
+        for expected in ["recorded at host (clock realtime), 3 controller(s)", "One-way latency, raw (c2h samples: t_receive − sender time), ms",
+                         "One-way latency, relative (raw − median), ms", "Reply turnaround on the capture clock",
+                         "Reply round trip on the controller's clock: not available: needs a trace recorded at the controller",
                          "10.0.0.11:50001", "p99.9", "median"] {
             #expect(result.stdout.contains(expected), "missing \(expected) in\n\(result.stdout)")
         }
@@ -174,7 +174,7 @@ import Testing
         // Two traces in one report: a host trace and the bundled synthetic session.
         let result = try kinetrace("latency", trace, Fixture.bundledTrace, "--format", "json", "--out", report)
         #expect(result.status == 0, "\(result.stderr)")
-        let schema = Fixture.packageRoot.appendingPathComponent("specs/latency-report-v1.schema.json").path
+        let schema = Fixture.packageRoot.appendingPathComponent("specs/latency-report-v2.schema.json").path
         let check = try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", """
             import json, sys, jsonschema
             schema = json.load(open(sys.argv[1]))
@@ -225,12 +225,12 @@ import Testing
         let empty = dir.appendingPathComponent("empty.jsonl").path
         try (lines[0] + "\n").write(toFile: empty, atomically: true, encoding: .utf8)
         let nothing = try kinetrace("latency", empty)
-        #expect(nothing.status == 65 && nothing.stderr == "kinetrace: error: \(empty): no latency to measure: no valid frames or acks\n")
+        #expect(nothing.status == 65 && nothing.stderr == "kinetrace: error: \(empty): no latency to measure: no valid samples or replies\n")
 
         let host = dir.appendingPathComponent("host.jsonl").path
         try Self.knownTrace(at: host, framesPerController: 3)
-        let noRTT = try kinetrace("latency", host, "--plot", dir.appendingPathComponent("x.svg").path, "--plot-measure", "ack-rtt")
-        #expect(noRTT.status == 65 && noRTT.stderr.contains("no ack_rtt samples to plot"), "\(noRTT.stderr)")
+        let noRTT = try kinetrace("latency", host, "--plot", dir.appendingPathComponent("x.svg").path, "--plot-measure", "reply-rtt")
+        #expect(noRTT.status == 65 && noRTT.stderr.contains("no reply_rtt samples to plot"), "\(noRTT.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("x.svg").path))
 
         let usage = try kinetrace("latency", host, "--sigmas", "-1")
@@ -252,10 +252,10 @@ import Testing
         #expect(try host.stop(SIGTERM).status == 0)
 
         let expectations: [(String, [String], String)] = [
-            (hostTrace, ["one_way_raw", "one_way_relative", "ack_echo_raw", "ack_turnaround"], "host"),
-            (simTrace, ["one_way_raw", "ack_echo_raw", "ack_rtt"], "controller"),
-            (replayTrace, ["one_way_raw", "ack_rtt"], "controller"),
-            (Fixture.packageRoot.appendingPathComponent("captures/loopback-session.pcap").path, ["one_way_raw", "ack_turnaround"], "network"),
+            (hostTrace, ["one_way_raw", "one_way_relative", "reply_echo_raw", "reply_turnaround"], "host"),
+            (simTrace, ["one_way_raw", "reply_echo_raw", "reply_rtt"], "controller"),
+            (replayTrace, ["one_way_raw", "reply_rtt"], "controller"),
+            (Fixture.packageRoot.appendingPathComponent("captures/loopback-session.pcap").path, ["one_way_raw", "reply_turnaround"], "network"),
         ]
         for (path, wanted, point) in expectations {
             let result = try kinetrace("latency", path, "--format", "json", "--port", "41448")
@@ -286,7 +286,7 @@ import Testing
         let result = try kinetrace("latency", "--join", simTrace, hostTrace, "--format", "json")
         #expect(result.status == 0, "\(result.stderr)")
         let measures = try Self.measures(result.stdout)
-        for name in ["one_way_joined", "ack_one_way_joined"] {
+        for name in ["one_way_joined", "reply_one_way_joined"] {
             let table = try #require((measures[name]?["all"] as? [String: Any])?["table_ms"] as? [String: Double], "\(name)")
             #expect(table["min"]! > 0 && table["max"]! < 100, "\(name): \(table)")
         }

@@ -45,7 +45,7 @@ import Testing
         ["inspect", "CAPTURE"],
         ["convert", "CAPTURE", "OUT.jsonl"],
         ["latency", "CAPTURE"],
-        ["gestures", "eval", "CAPTURE", "--detector", "motionlink-v1"],
+        ["gestures", "eval", "CAPTURE", "--detector", "threshold-refractory"],
         ["conform", "--capture", "CAPTURE"],
         ["replay", "CAPTURE", "--dry-run"],
     ])

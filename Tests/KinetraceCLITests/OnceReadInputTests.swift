@@ -38,7 +38,7 @@ import Testing
         ["convert", "FIFO", "OUT.pcap"],
         ["latency", "FIFO"],
         ["conform", "--capture", "FIFO"],
-        ["gestures", "eval", "FIFO", "--detector", "motionlink-v1"],
+        ["gestures", "eval", "FIFO", "--detector", "threshold-refractory"],
         ["replay", "FIFO", "--to", "127.0.0.1:9", "--dry-run"],
     ])
     func aFIFOIsReadOnceAndWhole(_ arguments: [String]) throws {

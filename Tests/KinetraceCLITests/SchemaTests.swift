@@ -126,7 +126,7 @@ import Testing
         #expect(result.stdout.contains("4 valid"))
     }
 
-    /// `conform --format json` validates against specs/conform-report-v1.schema.json, passive and active.
+    /// `conform --format json` validates against specs/conform-report-v2.schema.json, passive and active.
     @Test func conformReportsValidate() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -144,7 +144,7 @@ import Testing
                 print(report["mode"], len(report["cases"]))
             """
         let result = try run(URL(fileURLWithPath: "/usr/bin/env"),
-                             ["python3", "-c", check, Fixture.packageRoot.appendingPathComponent("specs/conform-report-v1.schema.json").path,
+                             ["python3", "-c", check, Fixture.packageRoot.appendingPathComponent("specs/conform-report-v2.schema.json").path,
                               passive, active])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout == "passive 11\nactive 5\n")
@@ -178,7 +178,7 @@ import Testing
                 print(report["mode"], ",".join(prefixes))
             """
         let result = try run(URL(fileURLWithPath: "/usr/bin/env"),
-                             ["python3", "-c", check, Fixture.packageRoot.appendingPathComponent("specs/conform-report-v1.schema.json").path] + reports)
+                             ["python3", "-c", check, Fixture.packageRoot.appendingPathComponent("specs/conform-report-v2.schema.json").path] + reports)
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout == "passive KC\npassive AS\npassive ML\nactive KC\n", "\(result.stdout)")
     }

@@ -30,13 +30,13 @@ import Testing
             #expect(plan["schedule_digest"] as? String == single["schedule_digest"] as? String, "shard \(k)/3 plans the whole replay")
             #expect(plan["shard"] as? String == "\(k)/3")
             sends += try #require(plan["sends"] as? Int)
-            predicted += try #require(plan["acks_predicted"] as? Int)
+            predicted += try #require(plan["replies_predicted"] as? Int)
             controllers += try #require(plan["shard_controllers"] as? Int)
             let share = try #require(plan["share_digest"] as? String)
             shareSum &+= try #require(UInt64(share, radix: 16))
         }
         #expect(sends == single["sends"] as? Int)
-        #expect(predicted == single["acks_predicted"] as? Int)
+        #expect(predicted == single["replies_predicted"] as? Int)
         #expect(controllers == 10)
         #expect(String(shareSum, radix: 16).leftPadded(16) == whole["share_digest"] as? String)
     }

@@ -45,11 +45,11 @@ import Testing
         #expect(object["replies"] as? Bool == false)
         #expect(object["sender_clock"] as? Bool == false)
         #expect(object["duplicate_ids"] as? Int == 0)
-        #expect(object["missing_acks"] == nil && object["acks"] == nil && object["matched_acks"] == nil)
+        #expect(object["missing_replies"] == nil && object["replies_seen"] == nil && object["matched_replies"] == nil)
         let decisions = try #require(object["decisions"] as? [String: Int])
         #expect((decisions["jump"] ?? 0) > 0)
         let controller = try #require((object["controllers"] as? [[String: Any]])?.first)
-        #expect(controller["acks"] == nil)
+        #expect(controller["replies_seen"] == nil)
         #expect(controller["frames"] as? Int == 200)
         let rate = try #require(controller["samples_per_s"] as? Double)
         #expect(abs(rate - 10) < 0.5)
@@ -85,7 +85,7 @@ import Testing
             }
             let report = dir.appendingPathComponent("\(proto).json").path
             #expect(try kinetrace("latency", trace, "--format", "json", "--out", report).status == 0)
-            try validate(report, against: "latency-report-v1.schema.json")
+            try validate(report, against: "latency-report-v2.schema.json")
             let object = try json(try String(contentsOfFile: report, encoding: .utf8))
             let measures = try #require(((object["traces"] as? [[String: Any]])?.first?["measures"] as? [[String: Any]]))
             #expect(measures.compactMap { $0["measure"] as? String } == ["arrival_interval", "interarrival_jitter"])
@@ -116,7 +116,7 @@ import Testing
         defer { Fixture.remove(dir) }
         let keepCalm = try synth(dir, "kc.jsonl", "--protocol", "keepcalm-json", "--persona", "steady", "--duration", "30", "--seed", "4")
         let attitude = try synth(dir, "as.jsonl", "--protocol", "attitude-stream", "--persona", "steering", "--duration", "30", "--seed", "4")
-        let jumps = try kinetrace("gestures", "eval", "--detector", "keepcalm", "--source", "frames", keepCalm, "--format", "json")
+        let jumps = try kinetrace("gestures", "eval", "--detector", "threshold-latch", "--source", "frames", keepCalm, "--format", "json")
         #expect(jumps.status == 0, "\(jumps.stderr)")
         let jumpSummary = try #require(try json(jumps.stdout)["summary"] as? [String: Any])
         #expect(jumpSummary["recall"] as? Double == 1)
@@ -126,11 +126,11 @@ import Testing
         let tiltSummary = try #require(try json(tilts.stdout)["summary"] as? [String: Any])
         #expect(tiltSummary["f1"] as? Double == 1)
 
-        let refused = try kinetrace("gestures", "eval", "--detector", "keepcalm", "--source", "frames", attitude)
+        let refused = try kinetrace("gestures", "eval", "--detector", "threshold-latch", "--source", "frames", attitude)
         #expect(refused.status == 65)
         #expect(refused.stderr.split(separator: "\n").count == 1)
-        #expect(refused.stderr.contains("keepcalm reads") && refused.stderr.contains("attitude-stream"))
-        let stamped = try kinetrace("gestures", "eval", "--detector", "motionlink-v1", "--source", "frames", keepCalm)
+        #expect(refused.stderr.contains("threshold-latch reads") && refused.stderr.contains("attitude-stream"))
+        let stamped = try kinetrace("gestures", "eval", "--detector", "threshold-refractory", "--source", "frames", keepCalm)
         #expect(stamped.status == 65)
         #expect(stamped.stderr.contains("sender timestamps"))
     }

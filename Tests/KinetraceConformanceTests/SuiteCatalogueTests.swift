@@ -70,7 +70,7 @@ import Testing
             #expect(Double(TriggerLevel.below(rule)) <= tau, "τ = \(tau)")
         }
         // Through the protocol's own sample maker: a MotionFrame with that ay and nothing else.
-        let bytes = TriggerLevel.sample(MotionLinkV1(), ay: 0.9, tMs: 42)
+        let bytes = TriggerLevel.sample(MotionLinkV1(), ay: 0.9, senderTimeMs: 42)
         #expect(bytes == MotionFrame(tMs: 42, ay: 0.9).encoded())
     }
 

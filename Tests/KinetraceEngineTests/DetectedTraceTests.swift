@@ -86,7 +86,7 @@ import KinetraceTrace
         let traces = try Self.traces
         let (name, bytes) = try #require(traces.last)
         let plain = try #require(traces.first { $0.name == "synthetic-session.jsonl" })
-        let settings = try Self.settings(.motionlinkV1)
+        let settings = try Self.settings(.thresholdRefractory)
         // The altered trace has hundreds of frames more, every one of them stale.
         #expect(bytes.filter { $0 == 0x0A }.count > plain.bytes.filter { $0 == 0x0A }.count + 300)
         let withStale = try DetectedTrace.read(try TraceReader(bytes: bytes, name: name), source: .frames, settings: settings)

@@ -11,12 +11,12 @@ import KinetraceWire
     let b = Endpoint(host: "10.0.0.11", port: 50001)
 
     func sample(_ tMs: UInt64, ay: Double = 0, wy: Double = 0, gravity: Vector3? = nil, arrivalMs: UInt64? = nil) -> GestureSample {
-        GestureSample(tMs: tMs, timeNs: Int64(arrivalMs ?? tMs) * 1_000_000, userAcceleration: Vector3(0, ay, 0),
+        GestureSample(senderTimeMs: tMs, timeNs: Int64(arrivalMs ?? tMs) * 1_000_000, userAcceleration: Vector3(0, ay, 0),
                       rotationRate: Vector3(0, wy, 0), gravity: gravity)
     }
 
     func detections<D: GestureDetector>(_ detector: D, _ samples: [GestureSample]) -> [UInt64] {
-        GestureEvaluation.run([detector], samples)[0].map(\.tMs)
+        GestureEvaluation.run([detector], samples)[0].map(\.senderTimeMs)
     }
 
     @Test func thresholdFiresOnEachUpwardCrossing() {
@@ -29,12 +29,12 @@ import KinetraceWire
         // Stamps 100 ms apart, but the second and third arrive bunched 50 ms after the first.
         let samples = [sample(0, ay: 0.9, arrivalMs: 1000), sample(100, ay: 0.9, arrivalMs: 1050),
                        sample(200, ay: 0.9, arrivalMs: 1399), sample(300, ay: 0.9, arrivalMs: 1400)]
-        #expect(detections(KeepCalmDetector(threshold: 0.5, latchMs: 400), samples) == [0, 300])
+        #expect(detections(LatchedThresholdDetector(threshold: 0.5, latchMs: 400), samples) == [0, 300])
     }
 
     @Test func motionLinkUsesTheRefractoryOnStamps() {
         let samples = [0, 100, 399, 400, 500, 900].map { sample($0, ay: 0.8) }
-        #expect(detections(MotionLinkDetector(threshold: 0.5, refractoryMs: 400), samples) == [0, 400, 900])
+        #expect(detections(RefractoryThresholdDetector(threshold: 0.5, refractoryMs: 400), samples) == [0, 400, 900])
     }
 
     @Test func badgerJumpAveragesRotationOverTheWindow() {
@@ -62,7 +62,7 @@ import KinetraceWire
         let angles: [Double] = [0, 25, 30, 18, 22, 10, 25, -5, -25, -30, 0]
         let samples = angles.enumerated().map { sample(UInt64($0.offset) * 100, gravity: g($0.element)) }
         var detector = BadgerTiltDetector(thresholdDegrees: 20, hysteresis: 0.8)
-        let found = samples.compactMap { s in detector.accept(s).map { ($0, s.tMs) } }
+        let found = samples.compactMap { s in detector.accept(s).map { ($0, s.senderTimeMs) } }
         // 18° is inside the band (16–20°), so 22° does not re-fire; 10° re-arms.
         #expect(found.map(\.0) == ["tilt_left", "tilt_left", "tilt_right"])
         #expect(found.map(\.1) == [100, 600, 800])
@@ -76,17 +76,17 @@ import KinetraceWire
     }
 
     @Test func matchingIsOneToOneInsideTheWindow() {
-        let labels = [GestureLabel(gesture: "jump", controller: a, tMs: 1000, durationMs: 450),
-                      GestureLabel(gesture: "jump", controller: a, tMs: 1300, durationMs: 450),
-                      GestureLabel(gesture: "jump", controller: b, tMs: 5000, durationMs: 450),
-                      GestureLabel(gesture: "jump", controller: nil, tMs: 9000, durationMs: nil)]
+        let labels = [GestureLabel(gesture: "jump", controller: a, senderTimeMs: 1000, durationMs: 450),
+                      GestureLabel(gesture: "jump", controller: a, senderTimeMs: 1300, durationMs: 450),
+                      GestureLabel(gesture: "jump", controller: b, senderTimeMs: 5000, durationMs: 450),
+                      GestureLabel(gesture: "jump", controller: nil, senderTimeMs: 9000, durationMs: nil)]
         let found: [(controller: Endpoint, detection: Detection)] = [
-            (a, Detection(gesture: "jump", tMs: 1200, timeNs: 0)),   // the first label's
-            (a, Detection(gesture: "jump", tMs: 1250, timeNs: 0)),   // inside both windows: the second label's
-            (a, Detection(gesture: "jump", tMs: 1260, timeNs: 0)),   // a third detection, no label left: FP
-            (a, Detection(gesture: "jump", tMs: 5100, timeNs: 0)),   // the wrong controller: FP, and b's label is missed
-            (b, Detection(gesture: "jump", tMs: 9050, timeNs: 0)),   // a label without controller takes any
-            (a, Detection(gesture: "jump", tMs: 20000, timeNs: 0)),  // nothing near: FP
+            (a, Detection(gesture: "jump", senderTimeMs: 1200, timeNs: 0)),   // the first label's
+            (a, Detection(gesture: "jump", senderTimeMs: 1250, timeNs: 0)),   // inside both windows: the second label's
+            (a, Detection(gesture: "jump", senderTimeMs: 1260, timeNs: 0)),   // a third detection, no label left: FP
+            (a, Detection(gesture: "jump", senderTimeMs: 5100, timeNs: 0)),   // the wrong controller: FP, and b's label is missed
+            (b, Detection(gesture: "jump", senderTimeMs: 9050, timeNs: 0)),   // a label without controller takes any
+            (a, Detection(gesture: "jump", senderTimeMs: 20000, timeNs: 0)),  // nothing near: FP
         ]
         let score = GestureScore.match(labels: labels, detections: found, window: MatchWindow(beforeMs: 100, afterMs: 700))
         #expect(score.truePositives == 3 && score.falsePositives == 3 && score.falseNegatives == 1)
@@ -107,10 +107,10 @@ import KinetraceWire
     @Test func sweepEqualsSeparateRuns() throws {
         var rng = SplitMix64(seed: 7)
         let samples = (0..<5000).map { i in sample(UInt64(i) * 100, ay: rng.unit() * 1.2 - 0.2) }
-        let settings = try (0..<20).map { i in try DetectorKind.motionlinkV1.settings(["threshold": String(0.1 + 0.05 * Double(i))]) }
-        let together = GestureEvaluation.detect(.motionlinkV1, settings, samples)
+        let settings = try (0..<20).map { i in try DetectorKind.thresholdRefractory.settings(["threshold": String(0.1 + 0.05 * Double(i))]) }
+        let together = GestureEvaluation.detect(.thresholdRefractory, settings, samples)
         for (i, setting) in settings.enumerated() {
-            #expect(together[i] == GestureEvaluation.detect(.motionlinkV1, [setting], samples)[0])
+            #expect(together[i] == GestureEvaluation.detect(.thresholdRefractory, [setting], samples)[0])
         }
     }
 
@@ -122,7 +122,7 @@ import KinetraceWire
         let samples = controllers.map { _ in (0..<3000).map { i in sample(UInt64(i) * 20, ay: rng.unit() < 0.03 ? 0.9 : 0.1) } }
         let labels = (0..<150).map { _ in
             GestureLabel(gesture: "jump", controller: looseLabels ? nil : controllers[Int(rng.next() % 3)],
-                         tMs: Double(rng.next() % 60_000), durationMs: 450)
+                         senderTimeMs: Double(rng.next() % 60_000), durationMs: 450)
         }
         let header = TraceHeader(created: "", tool: "", capturePoint: .synthetic, clock: .model)
         let trace = GestureTrace(source: "t", header: header, controllers: controllers, samples: samples,
@@ -147,9 +147,9 @@ import KinetraceWire
         #expect(throws: GestureError.self) { try DetectorKind.threshold.settings(["treshold": "0.5"]) }
         #expect(throws: GestureError.self) { try DetectorKind.threshold.settings(["threshold": "high"]) }
         #expect(throws: GestureError.self) { try DetectorKind.badgerDuck.settings(["orientation": "sideways"]) }
-        #expect(throws: GestureError.self) { try DetectorKind.keepcalm.settings(["latch_ms": "-1"]) }
+        #expect(throws: GestureError.self) { try DetectorKind.thresholdLatch.settings(["latch_ms": "-1"]) }
         // Huge times would overflow nanoseconds; they are refused, not trapped on.
-        for (kind, name) in [(DetectorKind.keepcalm, "latch_ms"), (.motionlinkV1, "refractory_ms"), (.badgerJump, "window_ms")] {
+        for (kind, name) in [(DetectorKind.thresholdLatch, "latch_ms"), (.thresholdRefractory, "refractory_ms"), (.badgerJump, "window_ms")] {
             #expect(throws: GestureError.self) { try kind.settings([name: "1e300"]) }
         }
         #expect((try? DetectorKind.badgerDuck.settings(["orientation": "flat"]))?["orientation"] == 2)
@@ -172,8 +172,8 @@ import KinetraceWire
         var newest: UInt64?
         for sample in samples {
             if sample.contents.contains(.senderClock) {
-                if let newest, sample.tMs <= newest { continue }
-                newest = sample.tMs
+                if let newest, sample.senderTimeMs <= newest { continue }
+                newest = sample.senderTimeMs
             }
             kept.append(sample)
         }
@@ -185,7 +185,7 @@ import KinetraceWire
             (0..<Int(rng.next() % 40)).map { _ in (tMs: rng.next() % 30, clocked: rng.next() % 5 != 0) }
         }) { draw in
             let samples = draw.enumerated().map { i, d in
-                GestureSample(tMs: d.tMs, timeNs: Int64(i), userAcceleration: Vector3(0, 0, 0), rotationRate: Vector3(0, 0, 0),
+                GestureSample(senderTimeMs: d.tMs, timeNs: Int64(i), userAcceleration: Vector3(0, 0, 0), rotationRate: Vector3(0, 0, 0),
                               contents: d.clocked ? [.userAcceleration, .senderClock] : [.userAcceleration])
             }
             #expect(GestureTrace.dropStale(samples) == Self.plainModel(samples))
@@ -194,7 +194,7 @@ import KinetraceWire
 
     @Test func risingStampsAreKeptWhole() {
         let samples = (0..<1000).map { i in
-            GestureSample(tMs: UInt64(i), timeNs: Int64(i), userAcceleration: Vector3(0, Double(i), 0), rotationRate: Vector3(0, 0, 0),
+            GestureSample(senderTimeMs: UInt64(i), timeNs: Int64(i), userAcceleration: Vector3(0, Double(i), 0), rotationRate: Vector3(0, 0, 0),
                           contents: [.userAcceleration, .senderClock])
         }
         #expect(GestureTrace.dropStale(samples) == samples)

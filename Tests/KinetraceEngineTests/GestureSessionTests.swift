@@ -33,16 +33,16 @@ private struct Session {
     var bytes: [UInt8] { try! TraceEncoder.document(header: header, records: records) }
 
     func samples(during label: LabelRecord, from start: Double = 0, to end: Double = 1) -> [MotionSampleRecord] {
-        let onset = Double(label.tMs!), duration = Double(label.durationMs!)
+        let onset = Double(label.senderTimeMs!), duration = Double(label.durationMs!)
         return samples.filter {
-            $0.controller == label.controller && Double($0.tMs) >= onset + start * duration && Double($0.tMs) < onset + end * duration
+            $0.controller == label.controller && Double($0.senderTimeMs) >= onset + start * duration && Double($0.senderTimeMs) < onset + end * duration
         }
     }
 
     /// Samples outside every gesture window of their controller.
     var samplesBetweenGestures: [MotionSampleRecord] {
         samples.filter { sample in
-            !labels.contains { $0.controller == sample.controller && sample.tMs >= $0.tMs! && sample.tMs < $0.tMs! + $0.durationMs! }
+            !labels.contains { $0.controller == sample.controller && sample.senderTimeMs >= $0.senderTimeMs! && sample.senderTimeMs < $0.senderTimeMs! + $0.durationMs! }
         }
     }
 
@@ -111,7 +111,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
             #expect(samples.count == Int(10 * motionHz))
             let periodNs = 1e9 / motionHz
             #expect(zip(samples, samples.dropFirst()).allSatisfy { abs(Double($1.timeNs - $0.timeNs) - periodNs) <= 1 })
-            #expect(samples.allSatisfy { $0.tMs == UInt64($0.timeNs / 1_000_000) })
+            #expect(samples.allSatisfy { $0.senderTimeMs == UInt64($0.timeNs / 1_000_000) })
 
             let frames = session.frames.filter { $0.record.source == endpoint }
             #expect(frames.count == 100)
@@ -120,7 +120,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
                 #expect(record.direction == .controllerToHost)
                 let latencyMs = Double(record.timeNs - Int64(frame.tMs) * 1_000_000) / 1e6
                 #expect(latencyMs >= 52.2 && latencyMs <= 83.2)  // t_ms is floored: up to 1 ms above the clamp
-                let source = try #require(samples.last { $0.tMs <= frame.tMs })
+                let source = try #require(samples.last { $0.senderTimeMs <= frame.tMs })
                 #expect(frame.ay == Float(source.userAcceleration.y))
                 #expect(frame.wz == Float(source.rotationRate.z))
             }
@@ -186,7 +186,7 @@ private func standardDeviation(_ values: [Double]) -> Double {
     @Test func steadyJumpsShowOnAyAndNothingElseComesClose() {
         let session = Session { $0.persona = .steady; $0.controllers = 2; $0.durationS = 30; $0.motionHz = 50; $0.seed = 8 }
         #expect(session.labels.count >= 12)
-        #expect(session.labels.allSatisfy { $0.gesture == "jump" && $0.durationMs == 450 && Int64($0.tMs!) * 1_000_000 == $0.timeNs })
+        #expect(session.labels.allSatisfy { $0.gesture == "jump" && $0.durationMs == 450 && Int64($0.senderTimeMs!) * 1_000_000 == $0.timeNs })
         for label in session.labels {
             let window = session.samples(during: label)
             #expect(window.map(\.userAcceleration.y).max()! > 0.6)

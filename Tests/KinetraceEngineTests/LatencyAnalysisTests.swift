@@ -79,21 +79,21 @@ import KinetraceWire
                        ack(a, echo: 1100, atNs: 1_170_600_000),
                        ack(a, echo: 4242, atNs: 1_200_000_000)]      // echoes no frame
         let analysis = analyse(records)
-        #expect(analysis.result(for: .ackTurnaround)?.samples.map(\.ms) == [0.4, 0.6])
-        #expect(analysis.result(for: .ackEchoRaw)?.samples.map(\.ms) == [70.4, 70.6, -4242 + 1200])
-        #expect(analysis.unpairedAcks == 1)
-        #expect(analysis.result(for: .ackRoundTrip) == nil)
-        let missing = try #require(analysis.unavailable.first { $0.measure == .ackRoundTrip })
+        #expect(analysis.result(for: .replyTurnaround)?.samples.map(\.ms) == [0.4, 0.6])
+        #expect(analysis.result(for: .replyEchoRaw)?.samples.map(\.ms) == [70.4, 70.6, -4242 + 1200])
+        #expect(analysis.unpairedReplies == 1)
+        #expect(analysis.result(for: .replyRoundTrip) == nil)
+        let missing = try #require(analysis.unavailable.first { $0.measure == .replyRoundTrip })
         #expect(missing.reason.contains("controller") && missing.reason.contains("\"host\""))
     }
 
     @Test func controllerTraceGivesRoundTripsFromTheRecorderOrByPairing() throws {
         let sent = [frame(a, tMs: 1000, latencyNs: 10_000), frame(b, tMs: 1000, latencyNs: 20_000)]
         let measured = analyse(sent + [ack(a, echo: 1000, atNs: 1_001_000_000, rttNs: 987_654)], at: .controller)
-        #expect(measured.result(for: .ackRoundTrip)?.samples.map(\.ms) == [0.987654])
+        #expect(measured.result(for: .replyRoundTrip)?.samples.map(\.ms) == [0.987654])
         let paired = analyse(sent + [ack(b, echo: 1000, atNs: 1_002_020_000)], at: .controller)
-        #expect(paired.result(for: .ackRoundTrip)?.samples.map(\.ms) == [2])
-        #expect(paired.result(for: .ackTurnaround) == nil && !paired.unavailable.contains { $0.measure == .ackTurnaround })
+        #expect(paired.result(for: .replyRoundTrip)?.samples.map(\.ms) == [2])
+        #expect(paired.result(for: .replyTurnaround) == nil && !paired.unavailable.contains { $0.measure == .replyTurnaround })
     }
 
     /// A controller's frames are remembered for pairing for 60 s of capture time, in bounded memory.
@@ -103,8 +103,8 @@ import KinetraceWire
         records.append(ack(a, echo: 1_000_000, atNs: 1_070_000_000_000))           // the very first frame: forgotten
         records.append(ack(a, echo: 1_069_990, atNs: 1_070_000_000_000))           // the newest: paired, 9 ms later
         let analysis = analyse(records)
-        #expect(analysis.unpairedAcks == 1)
-        #expect(analysis.result(for: .ackTurnaround)?.samples.map(\.ms) == [9])
+        #expect(analysis.unpairedReplies == 1)
+        #expect(analysis.result(for: .replyTurnaround)?.samples.map(\.ms) == [9])
     }
 
     /// Two recordings of one session, the host behind a NAT (other addresses): frames and acks
@@ -129,8 +129,8 @@ import KinetraceWire
             host: try TraceReader(bytes: TraceEncoder.document(header: header(.host), records: hostSide)))
         #expect(joined.controllers == [a])
         #expect(joined.result(for: .joinedOneWay)?.samples.map(\.ms) == [1.5, 2])
-        #expect(joined.result(for: .joinedAckOneWay)?.samples.map(\.ms) == [2.3])
-        #expect(joined.unpairedAcks == 0)
+        #expect(joined.result(for: .joinedReplyOneWay)?.samples.map(\.ms) == [2.3])
+        #expect(joined.unpairedReplies == 0)
     }
 
     @Test func invalidMessagesAreLeftOut() throws {
@@ -147,7 +147,7 @@ import KinetraceWire
     @Test func emptyTraceHasNothingToMeasure() {
         let analysis = analyse([])
         #expect(analysis.measures.isEmpty)
-        #expect(Set(analysis.unavailable.map(\.measure)) == [.oneWayRaw, .oneWayRelative, .ackEchoRaw, .ackEchoRelative, .ackRoundTrip, .ackTurnaround])
+        #expect(Set(analysis.unavailable.map(\.measure)) == [.oneWayRaw, .oneWayRelative, .replyEchoRaw, .replyEchoRelative, .replyRoundTrip, .replyTurnaround])
     }
 
     @Test func framesWithUnusableStampsAreCountedNotMeasured() {

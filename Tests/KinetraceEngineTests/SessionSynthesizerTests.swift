@@ -48,8 +48,8 @@ import KinetraceSupport
         #expect(summary.messages[.controllerToHost]?.invalid == 0)
         #expect(summary.labels["jump"] == summary.triggers)
         #expect(summary.triggers > 4 * 25)
-        #expect(summary.matchedAcks == summary.triggers)
-        #expect(summary.unexpectedAcks == 0)
+        #expect(summary.matchedReplies == summary.triggers)
+        #expect(summary.unexpectedReplies == 0)
         let mean = try #require(summary.senderIntervals.meanMs)
         #expect(abs(mean - 100) < 1)
         // One-way latency model: capture time minus sender time stays in the paper's range.
@@ -61,7 +61,7 @@ import KinetraceSupport
         let summary = try TraceSummarizer.summarize(try TraceReader(bytes: bytes))
         #expect(summary.triggers == 0)
         #expect(summary.labels.isEmpty)
-        #expect(summary.acks == 0)
+        #expect(summary.replies == 0)
     }
 
     @Test func latencyStaysWithinThePapersRange() throws {

@@ -45,19 +45,19 @@ import KinetraceWire
         ]
         let s = summarize(records)
         #expect(s.triggers == 3)
-        #expect(s.acks == 3)
-        #expect(s.matchedAcks == 2)
-        #expect(s.unexpectedAcks == 1)
-        #expect(s.missingAcks == 1)
+        #expect(s.replies == 3)
+        #expect(s.matchedReplies == 2)
+        #expect(s.unexpectedReplies == 1)
+        #expect(s.missingReplies == 1)
         #expect(s.staleFrames == 1)
         #expect(s.messages[.controllerToHost]?.total == 9)
         #expect(s.messages[.controllerToHost]?.valid == 6)
         #expect(s.messages[.controllerToHost]?.invalidByReason == ["crc_mismatch": 1, "invalid_length": 1, "wrong_direction": 1])
         #expect(s.controllers[a]?.triggers == 2)
-        #expect(s.controllers[b]?.matchedAcks == 1)
-        #expect(s.ackDelay.count == 2)
-        #expect(s.ackDelay.minMs == 0.4)
-        #expect(s.ackDelay.maxMs == 2.0)
+        #expect(s.controllers[b]?.matchedReplies == 1)
+        #expect(s.replyDelay.count == 2)
+        #expect(s.replyDelay.minMs == 0.4)
+        #expect(s.replyDelay.maxMs == 2.0)
     }
 
     @Test func intervalsAndGapsUseTheSenderClock() {

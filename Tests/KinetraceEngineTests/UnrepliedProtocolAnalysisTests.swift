@@ -123,9 +123,9 @@ final class RecordList: TraceRecordSource {
         #expect(jitter.samples.map(\.ms) == [0, 1.25, 1.25 + 18.75 / 16])
         #expect(jitter.finalValues == [1.25 + 18.75 / 16])
         let unavailable = Set(analysis.unavailable.map(\.measure))
-        #expect(unavailable == [.oneWayRaw, .oneWayRelative, .ackEchoRaw, .ackEchoRelative, .ackRoundTrip, .ackTurnaround])
+        #expect(unavailable == [.oneWayRaw, .oneWayRelative, .replyEchoRaw, .replyEchoRelative, .replyRoundTrip, .replyTurnaround])
         #expect(analysis.unavailable.first { $0.measure == .oneWayRaw }!.reason.contains("no sender clock"))
-        #expect(analysis.unavailable.first { $0.measure == .ackRoundTrip }!.reason.contains("no replies"))
+        #expect(analysis.unavailable.first { $0.measure == .replyRoundTrip }!.reason.contains("no replies"))
     }
 
     @Test func oneMessageMeasuresNothing() {
@@ -148,8 +148,8 @@ final class RecordList: TraceRecordSource {
         let analysis = try LatencyJoin.join(controller: RecordList(sent, KeepCalmJSON()), host: RecordList(seen, KeepCalmJSON()))
         let oneWay = try #require(analysis.result(for: .joinedOneWay))
         #expect(oneWay.samples.map(\.ms) == [3, 3, 3, 3])
-        #expect(analysis.unpairedAcks == 1)
-        #expect(analysis.unavailable.first { $0.measure == .joinedAckOneWay }?.reason.contains("no replies") == true)
+        #expect(analysis.unpairedReplies == 1)
+        #expect(analysis.unavailable.first { $0.measure == .joinedReplyOneWay }?.reason.contains("no replies") == true)
     }
 
     @Test func attitudeJoinMatchesTheNthRecordOfEachConnection() throws {
@@ -176,14 +176,14 @@ final class RecordList: TraceRecordSource {
     @Test func keepCalmDetectorLatchesOnTheCombinedSumAtArrival() throws {
         let records: [TraceRecord] = [
             keepCalm(y: 0.9, id: 1, atMs: 1000), keepCalm(y: 0.9, id: 2, atMs: 1100), keepCalm(y: 0.9, id: 3, atMs: 1400),
-            .label(LabelRecord(timeNs: 950 * ms, controller: phone, gesture: "jump", tMs: 950)),
+            .label(LabelRecord(timeNs: 950 * ms, controller: phone, gesture: "jump", senderTimeMs: 950)),
         ]
         let trace = try GestureTrace.read(RecordList(records, KeepCalmJSON()))
-        #expect(trace.sampleContents == [.combined])
-        #expect(trace.samples[0].map(\.tMs) == [1000, 1100, 1400])
-        let settings = try DetectorKind.keepcalm.settings([:])
-        let found = GestureEvaluation.detect(.keepcalm, [settings], trace.samples[0])[0]
-        #expect(found.map(\.tMs) == [1000, 1400])
+        #expect(trace.sampleContents == [.ownVector])
+        #expect(trace.samples[0].map(\.senderTimeMs) == [1000, 1100, 1400])
+        let settings = try DetectorKind.thresholdLatch.settings([:])
+        let found = GestureEvaluation.detect(.thresholdLatch, [settings], trace.samples[0])[0]
+        #expect(found.map(\.senderTimeMs) == [1000, 1400])
         let score = try GestureEvaluation.evaluate(trace, settings: [settings], window: MatchWindow())[0].score
         #expect((score.truePositives, score.falsePositives, score.falseNegatives) == (1, 1, 0))
     }
@@ -197,7 +197,7 @@ final class RecordList: TraceRecordSource {
         let roll = try DetectorKind.attitudeTilt.settings([:])
         let found = GestureEvaluation.detect(.attitudeTilt, [roll], trace.samples[0])[0]
         #expect(found.map(\.gesture) == ["tilt_right", "tilt_left", "tilt_right"])
-        #expect(found.map(\.tMs) == [1034, 1102, 1153])
+        #expect(found.map(\.senderTimeMs) == [1034, 1102, 1153])
         // Nothing on pitch: it stayed level.
         let pitch = try DetectorKind.attitudeTilt.settings(["axis": "pitch"])
         #expect(GestureEvaluation.detect(.attitudeTilt, [pitch], trace.samples[0])[0].isEmpty)
@@ -205,7 +205,7 @@ final class RecordList: TraceRecordSource {
 
     @Test func detectorsThatCannotReadTheProtocolAreRefused() throws {
         let attitudeTrace = try GestureTrace.read(RecordList([attitude(0, atMs: 1000)], AttitudeStream()))
-        for kind in [DetectorKind.keepcalm, .threshold, .motionlinkV1, .badgerJump] {
+        for kind in [DetectorKind.thresholdLatch, .threshold, .thresholdRefractory, .badgerJump] {
             #expect(throws: GestureError.self) { try GestureEvaluation.evaluate(attitudeTrace, settings: [try kind.settings([:])], window: MatchWindow()) }
         }
         let keepCalmTrace = try GestureTrace.read(RecordList([keepCalm(y: 0, id: 1, atMs: 1000)], KeepCalmJSON()))
@@ -214,7 +214,7 @@ final class RecordList: TraceRecordSource {
             Issue.record("attitude-tilt ran on KeepCalm frames")
         } catch {
             #expect(error.code == .notApplicable)
-            #expect(error.message == "test: attitude-tilt reads attitude, and 127.0.0.1:50001's samples (frames of keepcalm-json) carry only the protocol's own vector (KeepCalm's combined sum)")
+            #expect(error.message == "test: attitude-tilt reads attitude, and 127.0.0.1:50001's samples (frames of keepcalm-json) carry only the protocol's own vector")
         }
         // badger-tilt reads gravity, which follows from an attitude.
         #expect(throws: Never.self) { try GestureEvaluation.evaluate(attitudeTrace, settings: [try DetectorKind.badgerTilt.settings([:])], window: MatchWindow()) }
@@ -273,7 +273,7 @@ final class RecordList: TraceRecordSource {
     func steadyKeepCalmJumpsAreFoundOnTheGamesFrames(seed: UInt64) throws {
         let trace = try GestureTrace.read(synthesize(KeepCalmJSON(), persona: .steady, seed: seed), source: .frames)
         #expect(trace.sampleKinds == [.frames])
-        let score = try GestureEvaluation.evaluate(trace, settings: [try DetectorKind.keepcalm.settings([:])], window: MatchWindow())[0].score
+        let score = try GestureEvaluation.evaluate(trace, settings: [try DetectorKind.thresholdLatch.settings([:])], window: MatchWindow())[0].score
         #expect(score.truePositives > 10, "seed \(seed)")
         #expect(score.recall == 1, "seed \(seed)")
     }

@@ -45,7 +45,7 @@ struct CaptureTests {
 
         let simReport = try #require(try JSONSerialization.jsonObject(with: Data(sim.stdout.utf8)) as? [String: Any])
         let frames = try #require(simReport["frames_sent"] as? Int)
-        let acks = try #require(simReport["acks_received"] as? Int)
+        let acks = try #require(simReport["replies_received"] as? Int)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.split(separator: "\n").last!.utf8)) as? [String: Any])
         #expect(report["packets"] as? Int == frames + acks)
         #expect(report["kernel_dropped"] as? Int == 0)
@@ -89,7 +89,7 @@ struct CaptureTests {
             if m.direction == .controllerToHost { c2h += 1 } else { h2c += 1 }
         }
         #expect(c2h == report["frames_sent"] as? Int)
-        #expect(h2c == report["acks_received"] as? Int)
+        #expect(h2c == report["replies_received"] as? Int)
         #expect(h2c > 0)
     }
 

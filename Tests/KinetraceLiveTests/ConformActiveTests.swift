@@ -97,9 +97,9 @@ import Testing
             reports.append(try #require(only["measurements"] as? [String: Double]))
         }
         // The same seed drops, duplicates and reorders the same frames, so the same acks are owed.
-        for key in ["sent", "lost", "duplicated", "reordered", "acks_predicted"] { #expect(reports[0][key] == reports[1][key], "\(key)") }
-        #expect(reports[0]["lost"]! > 0 && reports[0]["acks_predicted"]! > 0)
-        #expect(reports[0]["acks_matched"] == reports[0]["acks_predicted"])
+        for key in ["sent", "lost", "duplicated", "reordered", "replies_predicted"] { #expect(reports[0][key] == reports[1][key], "\(key)") }
+        #expect(reports[0]["lost"]! > 0 && reports[0]["replies_predicted"]! > 0)
+        #expect(reports[0]["replies_matched"] == reports[0]["replies_predicted"])
     }
 
     @Test func htmlIsOneSelfContainedPage() throws {
@@ -141,13 +141,13 @@ import Testing
     }
 
     /// A live run's page plots each timing case's ack delays against its deadline, the one
-    /// --ack-deadline-ms sets. The verdict is not asserted: on a shared machine it is a
+    /// --reply-deadline-ms sets. The verdict is not asserted: on a shared machine it is a
     /// measurement (Benchmarks/conform/stability.sh judges it); that a verdict was given is.
     @Test func htmlPlotsTheAckDelaysOfALiveRun() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let out = dir.appendingPathComponent("conform.html").path
-        let result = try kinetrace(["conform", "--cases", "AC-ACK-DEADLINE", "--ack-deadline-ms", "37.5", "--format", "html", "--out", out])
+        let result = try kinetrace(["conform", "--cases", "AC-ACK-DEADLINE", "--reply-deadline-ms", "37.5", "--format", "html", "--out", out])
         #expect(result.status == 0 || result.status == 1, "\(result.stderr)")
         let page = try String(contentsOfFile: out, encoding: .utf8)
         // The limit is named as drawn, or in the title when it is off the scale; either way it is the one given.

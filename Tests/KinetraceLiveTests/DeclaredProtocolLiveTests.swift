@@ -232,7 +232,7 @@ import Testing
             return try #require(try Self.json(result.stdout)["summary"] as? [String: Any])
         }
         let trace = Fixture.bundledTrace
-        let rule = try summary("--detector", "motionlink-v1", trace)
+        let rule = try summary("--detector", "threshold-refractory", trace)
         for extra in [[String](), ["--protocol", Fixture.packageRoot.appendingPathComponent("specs/protocols/motionlink-v1.json").path]] {
             let model = try summary(["--detector", "host-model"] + extra + [trace])
             for key in ["tp", "fp", "fn"] { #expect(model[key] as? Int == rule[key] as? Int, "\(key): \(model) vs \(rule)") }

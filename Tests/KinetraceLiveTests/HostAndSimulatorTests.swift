@@ -50,9 +50,9 @@ import Testing
         #expect(Set(received) == predicted)
         #expect(received.count == predicted.count)  // exactly one ack per trigger
         #expect(rtts == received.count)
-        #expect(hostReport["acks_sent"] as? Int == predicted.count)
-        #expect(simReport["acks_received"] as? Int == predicted.count)
-        #expect(simReport["unexpected_acks"] as? Int == 0)
+        #expect(hostReport["replies_sent"] as? Int == predicted.count)
+        #expect(simReport["replies_received"] as? Int == predicted.count)
+        #expect(simReport["unexpected_replies"] as? Int == 0)
 
         // The host's own trace holds every datagram it received and every ack it sent.
         let hostReader = try TraceReader(path: hostTrace)
@@ -139,7 +139,7 @@ import Testing
         #expect((invalid["crc_mismatch"] ?? 0) >= sentInvalid["crc_mismatch"]!)
         // One trigger and one ack per probe answered; a probe the kernel dropped reached no one.
         #expect(report["triggers"] as? Int == probes + afterFlood)
-        #expect(report["acks_sent"] as? Int == probes + afterFlood)
+        #expect(report["replies_sent"] as? Int == probes + afterFlood)
     }
 
     @Test func aSecondHostOnATakenPortFailsClearly() throws {
@@ -161,8 +161,8 @@ import Testing
                                 "--script", "jumps", "--seed", "3", "--format", "json")
         #expect(sim.status == 0, "\(sim.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(sim.stdout.utf8)) as? [String: Any])
-        #expect((report["acks_received"] as? Int ?? 0) >= 2)
-        #expect(report["unexpected_acks"] as? Int == 0)
+        #expect((report["replies_received"] as? Int ?? 0) >= 2)
+        #expect(report["unexpected_replies"] as? Int == 0)
         #expect(try host.stop().status == 0)
     }
 
@@ -187,7 +187,7 @@ import Testing
         let report = try #require(try JSONSerialization.jsonObject(with: Data(sim.stdout.utf8)) as? [String: Any])
         #expect(report["frames_sent"] as? Int == 30)  // 3 s at 10 Hz
         #expect(report["gestures"] as? Int == 1)
-        #expect(report["acks_received"] as? Int == 1)
+        #expect(report["replies_received"] as? Int == 1)
 
         let bad = dir.appendingPathComponent("bad.csv").path
         try "t,ax,ay,az,wx,wy,wz\n0,0,0,0,0,0,0\n0.1,0,zz,0,0,0,0\n".write(toFile: bad, atomically: true, encoding: .utf8)
@@ -204,6 +204,6 @@ import Testing
         let report = try #require(try JSONSerialization.jsonObject(with: Data(sim.stdout.utf8)) as? [String: Any])
         let errors = report["send_errors"] as? [String: Int] ?? [:]
         #expect((errors["Connection refused"] ?? 0) > 0)
-        #expect(report["acks_received"] as? Int == 0)
+        #expect(report["replies_received"] as? Int == 0)
     }
 }

@@ -77,7 +77,7 @@ import Testing
         #expect(stats.datagrams == controllers.count * (burst + 1))
         #expect(stats.validFrames == stats.datagrams)
         #expect(stats.triggers == controllers.count)
-        #expect(stats.acksSent == controllers.count)
+        #expect(stats.repliesSent == controllers.count)
         if intervalNs == nil {
             #expect(stats.deferredReads == 0)
         } else {

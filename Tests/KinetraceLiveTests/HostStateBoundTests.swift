@@ -93,7 +93,7 @@ import Testing
         let summary = try JSONSerialization.jsonObject(with: Data(result.stdout.split(separator: "\n").last.map { Data($0.utf8) } ?? Data())) as? [String: Any]
         #expect(summary?["forgotten_over_maximum"] as? Int == 3, "\(result.stdout)")
         #expect(summary?["controllers"] as? Int == 2)
-        #expect(summary?["acks_sent"] as? Int == 5)
+        #expect(summary?["replies_sent"] as? Int == 5)
     }
 }
 

@@ -64,11 +64,11 @@ import Testing
         #expect(predictedTotal > 0)
         let hostReport = try lastJSONLine(hostResult.stdout)
         #expect(hostReport["triggers"] as? Int == predictedTotal)
-        #expect(hostReport["acks_sent"] as? Int == 0)
+        #expect(hostReport["replies_sent"] as? Int == 0)
         // -v logs every decision.
         #expect(hostResult.stderr.components(separatedBy: "jump").count - 1 >= predictedTotal)
         let simReport = try lastJSONLine(sim.stdout)
-        #expect(simReport["acks_received"] as? Int == 0)
+        #expect(simReport["replies_received"] as? Int == 0)
     }
 
     /// Runs `kinetrace host --stdio` on `input`; returns its observations per controller.

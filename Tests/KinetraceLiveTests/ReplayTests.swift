@@ -21,11 +21,11 @@ import Testing
     /// Acks as (controller index, echoed t_ms), from a JSON report.
     func triggers(_ report: [String: Any]) throws -> [String] {
         let list = try #require(report["triggers"] as? [[String: Any]])
-        return list.map { "\($0["controller"]!) \($0["t_ms"]!) \($0["predicted"]!) \($0["round_trip_ms"] is NSNull ? "missing" : "acked")" }.sorted()
+        return list.map { "\($0["controller"]!) \($0["sender_time_ms"]!) \($0["predicted"]!) \($0["round_trip_ms"] is NSNull ? "missing" : "acked")" }.sorted()
     }
 
     func acks(_ report: [String: Any]) throws -> [String: Int] {
-        try #require(report["acks"] as? [String: Int])
+        try #require(report["replies"] as? [String: Int])
     }
 
     func withHost<T>(_ body: (UInt16) throws -> T) throws -> T {
@@ -127,7 +127,7 @@ import Testing
             switch r {
             case .event(let e) where e.event == "observation":
                 #expect(e.data["decision"] == .string("jump"))
-                observed.append(UInt64(try #require(e.data["t_ms"]?.integerValue)))
+                observed.append(UInt64(try #require(e.data["sender_time_ms"]?.integerValue)))
             case .message(let m) where m.direction == .hostToController:
                 if case .success(.ack(let ack)) = m.decoded(as: MotionLinkV1()) { acked.append(ack.echoTMs) }
             default: break

@@ -73,7 +73,7 @@ struct ReplyFloodTests {
         let lenient = try kinetrace(["replay", trace, "--to", "127.0.0.1:\(port)", "--timing", "fast", "--format", "json"], timeout: 60)
         #expect(lenient.status == 0, "\(lenient.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(lenient.stdout.utf8)) as? [String: Any], "\(lenient.stdout)")
-        let acks = try #require(report["acks"] as? [String: Any], "\(report.keys.sorted())")
+        let acks = try #require(report["replies"] as? [String: Any], "\(report.keys.sorted())")
         let unexpected = try #require(acks["unexpected"] as? Int, "\(acks)")
         #expect(unexpected > 0, "the nine-per-frame acks are counted as unexpected")
         let strict = try kinetrace(["replay", trace, "--to", "127.0.0.1:\(port)", "--timing", "fast", "--strict"], timeout: 60)

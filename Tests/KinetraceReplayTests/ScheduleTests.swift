@@ -59,7 +59,7 @@ func sends(_ steps: [ReplaySchedule.Step]) -> [ScheduledSend] { steps.compactMap
         #expect(out.count == 30)
         #expect(out.first?.deadlineNs == 0)
         #expect(out.last?.deadlineNs == 2_900_000_000)
-        #expect(out.first.flatMap(\.tMs) == 1_767_225_600_000 + 2_000)
+        #expect(out.first.flatMap(\.senderTimeMs) == 1_767_225_600_000 + 2_000)
     }
 
     @Test func loopsAreReanchoredAndShiftTimestampsSoTheyKeepRising() {
@@ -72,13 +72,13 @@ func sends(_ steps: [ReplaySchedule.Step]) -> [ScheduledSend] { steps.compactMap
         for (i, send) in out.enumerated() {
             #expect(send.pass == i / 20)
             #expect(send.deadlineNs == Int64(i / 20) * 2_000_000_000 + Int64(i % 20) * 100_000_000)
-            #expect(send.tMs == 1_767_225_600_000 + UInt64(i) * 100)
+            #expect(send.senderTimeMs == 1_767_225_600_000 + UInt64(i) * 100)
             // Rewritten frames carry a correct checksum.
             guard case .success(.frame(let frame)) = MotionLinkV1.decodeResult(send.payload) else {
                 Issue.record("a rewritten frame no longer decodes")
                 continue
             }
-            #expect(frame.tMs == send.tMs)
+            #expect(frame.tMs == send.senderTimeMs)
         }
         // Each pass triggers like the first: the host sees nothing stale.
         let triggersPerPass = (0..<3).map { p in out.filter { $0.pass == p && $0.predictedTrigger }.count }
@@ -99,7 +99,7 @@ func sends(_ steps: [ReplaySchedule.Step]) -> [ScheduledSend] { steps.compactMap
         options.timestamps = .wallclock
         let anchor: Int64 = 1_800_000_000_123_456_789
         let out = sends(ReplaySchedule.steps(input: makeInput(frames: 10), options: options, anchorWallNs: anchor))
-        for send in out { #expect(send.tMs == UInt64((anchor + send.deadlineNs) / 1_000_000)) }
+        for send in out { #expect(send.senderTimeMs == UInt64((anchor + send.deadlineNs) / 1_000_000)) }
     }
 
     @Test func fastTimingKeepsOrderOneNanosecondApart() {
@@ -202,7 +202,7 @@ func sends(_ steps: [ReplaySchedule.Step]) -> [ScheduledSend] { steps.compactMap
         for record in records where !record.decision.lost && (record.decision.truncatedTo != nil || !record.decision.flippedBits.isEmpty) {
             let send = out.first { $0.sequence == record.sequence && !$0.isDuplicate }!
             #expect(send.payload.count == record.decision.truncatedTo ?? 36)
-            #expect(send.tMs == nil || record.decision.flippedBits.isEmpty == false)
+            #expect(send.senderTimeMs == nil || record.decision.flippedBits.isEmpty == false)
         }
     }
 

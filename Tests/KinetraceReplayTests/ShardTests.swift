@@ -153,7 +153,7 @@ import KinetraceTrace
 
     @Test func aShareDigestTellsSwappedControllersApart() {
         var send = ScheduledSend(deadlineNs: 5, controller: 0, payload: [1, 2, 3], sequence: 0, pass: 0, sourceIndex: 0,
-                                 isDuplicate: false, tMs: nil, predictedTrigger: false)
+                                 isDuplicate: false, senderTimeMs: nil, predictedTrigger: false)
         var a = ShareDigest(), b = ShareDigest()
         a.add(.send(send))
         send.controller = 1

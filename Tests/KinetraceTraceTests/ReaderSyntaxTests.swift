@@ -143,7 +143,7 @@ import KinetraceWire
     @Test func labelWithAllMembersAndRtt() {
         expectRecord(#"{"duration_ms":450,"t_ms":1767225602638,"gesture":"jump","controller":"10.0.0.10:50000","t_ns":1767225602638000000,"kind":"label"}"#,
                      .label(LabelRecord(timeNs: 1_767_225_602_638_000_000, controller: Endpoint(host: "10.0.0.10", port: 50000),
-                                        gesture: "jump", tMs: 1_767_225_602_638, durationMs: 450)))
+                                        gesture: "jump", senderTimeMs: 1_767_225_602_638, durationMs: 450)))
         var m = Self.c2h
         m.rttNs = -3
         expectRecord(#"{"kind":"msg","rtt_ns":-3,"t_ns":1767225600140490966,"dir":"c2h","src":"10.0.0.11:50001","dst":"10.0.0.1:47110","payload":"47a800ff1c8d65b8"}"#,
@@ -184,7 +184,7 @@ import KinetraceWire
                      + text + "}", .message(m))
         if value >= 0 {
             expectRecord(#"{"kind":"label","t_ns":1,"gesture":"g","t_ms":"# + text + #","duration_ms":"# + text + "}",
-                         .label(LabelRecord(timeNs: 1, controller: nil, gesture: "g", tMs: UInt64(value), durationMs: UInt64(value))))
+                         .label(LabelRecord(timeNs: 1, controller: nil, gesture: "g", senderTimeMs: UInt64(value), durationMs: UInt64(value))))
         }
     }
 
@@ -231,7 +231,7 @@ import KinetraceWire
         let data = document([#"{"kind":"label","t_ns":1,"gesture":"g","t_ms":"# + text + #","duration_ms":18446744073709551615}"#])
         let reader = try TraceReader(bytes: data)
         #expect(try reader.next() == .label(LabelRecord(timeNs: 1, controller: nil, gesture: "g",
-                                                        tMs: UInt64(Int64.max) + 1, durationMs: .max)))
+                                                        senderTimeMs: UInt64(Int64.max) + 1, durationMs: .max)))
     }
 
     @Test func negativeLabelDurationsAreBadRecords() throws {
@@ -245,14 +245,14 @@ import KinetraceWire
         }
         // -0 is zero, not negative.
         #expect(try parseOne(#"{"kind":"label","t_ns":1,"gesture":"g","t_ms":-0,"duration_ms":-0.0e1}"#).get()
-                == .label(LabelRecord(timeNs: 1, controller: nil, gesture: "g", tMs: 0, durationMs: 0)))
+                == .label(LabelRecord(timeNs: 1, controller: nil, gesture: "g", senderTimeMs: 0, durationMs: 0)))
     }
 
     /// TR-MOTION-1: vectors of exactly 3 finite numbers, attitude of 4; the optional members may be absent.
     @Test func motionRecordsNeedWholeFiniteVectors() throws {
         let good = #"{"kind":"motion","t_ns":5,"controller":"10.0.0.1:5","t_ms":9,"user_accel":[0,1e-3,-2],"rotation_rate":[1,2,3]}"#
         #expect(try parseOne(good).get() == .motion(MotionSampleRecord(
-            timeNs: 5, controller: Endpoint(host: "10.0.0.1", port: 5), tMs: 9,
+            timeNs: 5, controller: Endpoint(host: "10.0.0.1", port: 5), senderTimeMs: 9,
             userAcceleration: Vector3(0, 0.001, -2), rotationRate: Vector3(1, 2, 3))))
         let bad = [
             #"{"kind":"motion","t_ns":5,"controller":"10.0.0.1:5","t_ms":9,"user_accel":[0,1],"rotation_rate":[1,2,3]}"#,

@@ -141,7 +141,7 @@ import KinetraceJSON
         // LabelRecord.tMs and durationMs are UInt64: the writer writes any value,
         // so the reader must read any value the writer writes.
         let record = TraceRecord.label(LabelRecord(timeNs: 1, controller: nil, gesture: "jump",
-                                                   tMs: UInt64.max, durationMs: UInt64(Int64.max) + 1))
+                                                   senderTimeMs: UInt64.max, durationMs: UInt64(Int64.max) + 1))
         let data = try TraceEncoder.document(header: Fixtures.header, records: [record])
         let reader = try TraceReader(bytes: data)
         let (records, error) = readUntilError(reader)

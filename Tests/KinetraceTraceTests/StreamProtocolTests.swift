@@ -145,9 +145,9 @@ struct ToyPrefixed: CompiledWireProtocol {
             if rng.chance(15) {
                 let other: TraceRecord = switch rng.int(0...2) {
                 case 0: .label(LabelRecord(timeNs: t, controller: rng.pick([controller1, controller2]), gesture: "jump",
-                                           tMs: UInt64(t / 1_000_000), durationMs: 450))
+                                           senderTimeMs: UInt64(t / 1_000_000), durationMs: 450))
                 case 1: .event(EventRecord(timeNs: t, event: "note", data: ["n": .integer(Int64(rng.int(0...99))), "s": .string("a\"b")]))
-                default: .motion(MotionSampleRecord(timeNs: t, controller: controller2, tMs: UInt64(t / 1_000_000),
+                default: .motion(MotionSampleRecord(timeNs: t, controller: controller2, senderTimeMs: UInt64(t / 1_000_000),
                                                     userAcceleration: Vector3(0.5, -0.25, 1), rotationRate: Vector3(0, 0, 0.125)))
                 }
                 scenario.records.append(other)

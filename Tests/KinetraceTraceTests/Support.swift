@@ -43,7 +43,7 @@ enum Fixtures {
 
     static func label(_ t: Int64 = 1_767_225_602_638_000_000) -> TraceRecord {
         .label(LabelRecord(timeNs: t, controller: Endpoint(host: "fe80::1%eth0", port: 50000), gesture: "jump",
-                           tMs: 1_767_225_602_638, durationMs: 450))
+                           senderTimeMs: 1_767_225_602_638, durationMs: 450))
     }
 
     static func event(_ t: Int64 = 1_767_225_600_000_000_000) -> TraceRecord {
@@ -156,7 +156,7 @@ enum RandomTrace {
             // t_ms and duration_ms up to Int64.max (beyond is a separate, known-bug test).
             return .label(LabelRecord(
                 timeNs: time(&rng), controller: rng.chance(30) ? nil : endpoint(&rng), gesture: string(&rng),
-                tMs: rng.chance(30) ? nil : rng.next() >> 1, durationMs: rng.chance(30) ? nil : UInt64(rng.int(0...100_000))))
+                senderTimeMs: rng.chance(30) ? nil : rng.next() >> 1, durationMs: rng.chance(30) ? nil : UInt64(rng.int(0...100_000))))
         case 2:
             return .event(EventRecord(timeNs: time(&rng), event: string(&rng), data: object(&rng)))
         default:
@@ -167,7 +167,7 @@ enum RandomTrace {
             }
             func vector() -> Vector3 { Vector3(number(), number(), number()) }
             return .motion(MotionSampleRecord(
-                timeNs: time(&rng), controller: endpoint(&rng), tMs: rng.next() >> 1, userAcceleration: vector(),
+                timeNs: time(&rng), controller: endpoint(&rng), senderTimeMs: rng.next() >> 1, userAcceleration: vector(),
                 rotationRate: vector(), gravity: rng.chance(30) ? nil : vector(),
                 attitude: rng.chance(30) ? nil : .init(w: number(), x: number(), y: number(), z: number())))
         }

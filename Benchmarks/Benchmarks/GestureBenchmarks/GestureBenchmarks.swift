@@ -48,7 +48,7 @@ let thresholds: [DetectorSettings] = (1...100).map { i in
     try! DetectorKind.threshold.settings(["threshold": String(Double(i) / 100)])
 }
 let refractories: [DetectorSettings] = (1...100).map { i in
-    try! DetectorKind.motionlinkV1.settings(["refractory_ms": String(i * 10)])
+    try! DetectorKind.thresholdRefractory.settings(["refractory_ms": String(i * 10)])
 }
 
 let benchmarks: @Sendable () -> Void = {

@@ -4,21 +4,21 @@ import KinetraceWire
 /// A latency `kinetrace latency` measures. Which ones a trace can give
 /// depends on where it was recorded (its header's `capture_point`).
 public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
-    /// Every valid frame: capture time − `t_ms`. One-way only when the two clocks agree.
+    /// Every valid sample: capture time − its sender time. One-way only when the two clocks agree.
     case oneWayRaw = "one_way_raw"
     /// The paper's clock-free method: raw minus the median, plus `baseMs`.
     case oneWayRelative = "one_way_relative"
-    /// Every valid ack: capture time − the `t_ms` it echoes (the h2c direction).
-    case ackEchoRaw = "ack_echo_raw"
-    case ackEchoRelative = "ack_echo_relative"
-    /// Frame sent → its ack received, on the controller's clock only.
-    case ackRoundTrip = "ack_rtt"
-    /// Frame seen → its ack seen, on a host's or a capture's clock.
-    case ackTurnaround = "ack_turnaround"
+    /// Every valid reply: capture time − the sender time it echoes (the h2c direction).
+    case replyEchoRaw = "reply_echo_raw"
+    case replyEchoRelative = "reply_echo_relative"
+    /// Frame sent → its reply received, on the controller's clock only.
+    case replyRoundTrip = "reply_rtt"
+    /// Frame seen → its reply seen, on a host's or a capture's clock.
+    case replyTurnaround = "reply_turnaround"
     /// Two recordings joined (`LatencyJoin`): a frame's send at the controller → its receipt at the host.
     case joinedOneWay = "one_way_joined"
-    /// Two recordings joined: an ack's send at the host → its receipt at the controller.
-    case joinedAckOneWay = "ack_one_way_joined"
+    /// Two recordings joined: a reply's send at the host → its receipt at the controller.
+    case joinedReplyOneWay = "reply_one_way_joined"
     /// Protocols without a sender clock: capture time since the controller's previous valid message.
     case arrivalInterval = "arrival_interval"
     /// RFC 3550's interarrival jitter estimate after each message, with the protocol's
@@ -27,14 +27,14 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
 
     public var title: String {
         switch self {
-        case .oneWayRaw: return "One-way latency, raw (c2h frames: t_receive − t_ms)"
+        case .oneWayRaw: return "One-way latency, raw (c2h samples: t_receive − sender time)"
         case .oneWayRelative: return "One-way latency, relative (raw − median)"
-        case .ackEchoRaw: return "Ack latency, raw (h2c acks: t_receive − echoed t_ms)"
-        case .ackEchoRelative: return "Ack latency, relative (raw − median)"
-        case .ackRoundTrip: return "Ack round trip on the controller's clock"
-        case .ackTurnaround: return "Ack turnaround on the capture clock (frame seen → its ack seen)"
+        case .replyEchoRaw: return "Reply latency, raw (h2c replies: t_receive − echoed sender time)"
+        case .replyEchoRelative: return "Reply latency, relative (raw − median)"
+        case .replyRoundTrip: return "Reply round trip on the controller's clock"
+        case .replyTurnaround: return "Reply turnaround on the capture clock (frame seen → its reply seen)"
         case .joinedOneWay: return "One-way latency, c2h, joined (controller send → host receive)"
-        case .joinedAckOneWay: return "One-way latency, h2c, joined (host ack send → controller receive)"
+        case .joinedReplyOneWay: return "One-way latency, h2c, joined (host reply send → controller receive)"
         case .arrivalInterval: return "Arrival interval (c2h messages: t_receive − the previous one's, per controller)"
         case .interarrivalJitter: return "Interarrival jitter, RFC 3550 estimate (nominal period as the sender's spacing)"
         }
@@ -45,27 +45,27 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .oneWayRaw: return "one-way latency (raw)"
         case .oneWayRelative: return "one-way latency (relative)"
-        case .ackEchoRaw: return "ack latency (raw)"
-        case .ackEchoRelative: return "ack latency (relative)"
-        case .ackRoundTrip: return "ack round trip"
-        case .ackTurnaround: return "ack turnaround"
+        case .replyEchoRaw: return "reply latency (raw)"
+        case .replyEchoRelative: return "reply latency (relative)"
+        case .replyRoundTrip: return "reply round trip"
+        case .replyTurnaround: return "reply turnaround"
         case .joinedOneWay: return "one-way latency, c2h (joined)"
-        case .joinedAckOneWay: return "one-way latency, h2c (joined)"
+        case .joinedReplyOneWay: return "one-way latency, h2c (joined)"
         case .arrivalInterval: return "arrival interval"
         case .interarrivalJitter: return "interarrival jitter"
         }
     }
 
-    /// What a sample is: a frame (c2h measures) or an ack.
+    /// What a sample is: a frame (c2h measures) or a reply.
     public var sampleNoun: String {
         switch self {
         case .oneWayRaw, .oneWayRelative, .joinedOneWay: return "frame"
         case .arrivalInterval, .interarrivalJitter: return "message"
-        default: return "ack"
+        default: return "reply"
         }
     }
 
-    public var isRelative: Bool { self == .oneWayRelative || self == .ackEchoRelative }
+    public var isRelative: Bool { self == .oneWayRelative || self == .replyEchoRelative }
 
     /// What the numbers mean at a capture point, in one sentence.
     public func meaning(at point: CapturePoint) -> String {
@@ -76,8 +76,8 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
             return "J += (|D| − J)/16 after each message, D being its arrival interval minus the nominal period (RFC 3550, 6.4.1, without sender timestamps): the smoothed variation of the spacing; the last value per controller is RFC 3550's figure."
         case (.joinedOneWay, _):
             return "Each frame's send in the controller's trace to its receipt in the host's trace: the true one-way latency when the two recorders share a clock (one machine) or synchronised clocks."
-        case (.joinedAckOneWay, _):
-            return "Each ack's send in the host's trace to its receipt in the controller's trace, on the same condition."
+        case (.joinedReplyOneWay, _):
+            return "Each reply's send in the host's trace to its receipt in the controller's trace, on the same condition."
         case (.oneWayRaw, .host):
             return "Controller stamp to host receive: the true one-way latency when the controller's clock is the host's (loopback) or synchronised to it."
         case (.oneWayRaw, .network):
@@ -88,28 +88,28 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
             return "Model send stamp to model arrival: the latency the model drew."
         case (.oneWayRaw, _):
             return "Capture time minus the frame's stamp; meaningful only when the clocks agree."
-        case (.oneWayRelative, _), (.ackEchoRelative, _):
+        case (.oneWayRelative, _), (.replyEchoRelative, _):
             return "Raw minus its median, so clock offsets and the constant part of the latency cancel; what remains is the variation (plus --base-ms)."
-        case (.ackEchoRaw, .controller):
-            return "Frame stamp to ack receive on the controller's clock: the round trip plus the sender's delay, at t_ms's 1 ms resolution."
-        case (.ackEchoRaw, .host):
-            return "Frame stamp to ack send at the host: one-way latency plus host processing, when the clocks agree."
-        case (.ackEchoRaw, _):
-            return "Capture time of the ack minus the stamp of the frame it echoes; meaningful only when the clocks agree."
-        case (.ackRoundTrip, _):
-            return "The controller's send of a frame to its receipt of the ack, both on the controller's clock."
-        case (.ackTurnaround, .host):
-            return "Host receive of a frame to host send of its ack: the host's processing time."
-        case (.ackTurnaround, .network):
-            return "Frame to ack at the capture point: the round trip seen from there (the host's response time when captured beside the host)."
-        case (.ackTurnaround, _):
-            return "Frame seen to its ack seen, on the capture clock."
+        case (.replyEchoRaw, .controller):
+            return "Frame stamp to reply receive on the controller's clock: the round trip plus the sender's delay, at the sender clock's 1 ms resolution."
+        case (.replyEchoRaw, .host):
+            return "Frame stamp to reply send at the host: one-way latency plus host processing, when the clocks agree."
+        case (.replyEchoRaw, _):
+            return "Capture time of the reply minus the stamp of the frame it echoes; meaningful only when the clocks agree."
+        case (.replyRoundTrip, _):
+            return "The controller's send of a frame to its receipt of the reply, both on the controller's clock."
+        case (.replyTurnaround, .host):
+            return "Host receive of a frame to host send of its reply: the host's processing time."
+        case (.replyTurnaround, .network):
+            return "Frame to reply at the capture point: the round trip seen from there (the host's response time when captured beside the host)."
+        case (.replyTurnaround, _):
+            return "Frame seen to its reply seen, on the capture clock."
         }
     }
 }
 
 /// One latency sample: which controller (index into `LatencyAnalysis.controllers`),
-/// which of that controller's frames or acks it is, when it was seen, and the value.
+/// which of that controller's frames or replies it is, when it was seen, and the value.
 public struct LatencySample: Hashable, Sendable {
     public var controller: Int
     public var ordinal: Int
@@ -144,21 +144,21 @@ public struct LatencyCollector {
     public private(set) var controllers: [Endpoint] = []
     private var controllerIndex: [Endpoint: Int] = [:]
     private var frameCount: [Int] = []
-    private var ackCount: [Int] = []
-    /// When each controller's recent frames were seen, by `t_ms`, to pair acks with them.
+    private var replyCount: [Int] = []
+    /// When each controller's recent samples were seen, by sender time, to pair replies with them.
     private var seenFrames: [[UInt64: Int64]] = []
     /// The size at which a controller's `seenFrames` is next pruned; it doubles past what a prune keeps, so pruning stays amortised O(1).
     private var pruneAt: [Int] = []
     private var oneWay: [LatencySample] = []
-    private var ackEcho: [LatencySample] = []
+    private var replyEcho: [LatencySample] = []
     private var roundTrips: [LatencySample] = []
     private var turnarounds: [LatencySample] = []
     public private(set) var invalidMessages = 0
-    public private(set) var unpairedAcks = 0
+    public private(set) var unpairedReplies = 0
     /// Valid messages whose stamp is too far from the capture time to subtract in nanoseconds.
     public private(set) var unusableStamps = 0
 
-    /// Frames older than this on the capture clock are forgotten: no ack is that late.
+    /// Frames older than this on the capture clock are forgotten: no reply is that late.
     static let pairingWindowNs: Int64 = 60_000_000_000
 
     public let wireProtocol: any WireProtocol
@@ -191,36 +191,36 @@ public struct LatencyCollector {
         case .controllerToHost:
             frameCount[c] += 1
             if !hasSenderClock { return addArrival(of: c, at: message.timeNs) }
-            guard let tMs = facts.senderTimeMs else {
+            guard let senderTimeMs = facts.senderTimeMs else {
                 unusableStamps += 1
                 return
             }
-            if let raw = Self.sinceStamp(message.timeNs, tMs) {
+            if let raw = Self.sinceStamp(message.timeNs, senderTimeMs) {
                 oneWay.append(LatencySample(controller: c, ordinal: frameCount[c], timeNs: message.timeNs, ms: raw))
             } else {
                 unusableStamps += 1
             }
             // The first sighting counts: a duplicate is not the frame the host answered.
-            if seenFrames[c][tMs] == nil { seenFrames[c][tMs] = message.timeNs }
+            if seenFrames[c][senderTimeMs] == nil { seenFrames[c][senderTimeMs] = message.timeNs }
             if seenFrames[c].count > pruneAt[c] { forgetOldFrames(of: c, now: message.timeNs) }
         case .hostToController:
-            ackCount[c] += 1
+            replyCount[c] += 1
             guard let echo = facts.echoTimeMs else {
                 unusableStamps += 1
                 return
             }
             if let raw = Self.sinceStamp(message.timeNs, echo) {
-                ackEcho.append(LatencySample(controller: c, ordinal: ackCount[c], timeNs: message.timeNs, ms: raw))
+                replyEcho.append(LatencySample(controller: c, ordinal: replyCount[c], timeNs: message.timeNs, ms: raw))
             } else {
                 unusableStamps += 1
             }
             // Pruning is lazy; the window is applied exactly here.
             let frameSeenNs = seenFrames[c][echo].flatMap { message.timeNs - $0 <= Self.pairingWindowNs ? $0 : nil }
-            if frameSeenNs == nil { unpairedAcks += 1 }
+            if frameSeenNs == nil { unpairedReplies += 1 }
             if let rtt = message.rttNs {
-                roundTrips.append(LatencySample(controller: c, ordinal: ackCount[c], timeNs: message.timeNs, ms: Double(rtt) / 1e6))
+                roundTrips.append(LatencySample(controller: c, ordinal: replyCount[c], timeNs: message.timeNs, ms: Double(rtt) / 1e6))
             } else if let frameSeenNs {
-                let sample = LatencySample(controller: c, ordinal: ackCount[c], timeNs: message.timeNs,
+                let sample = LatencySample(controller: c, ordinal: replyCount[c], timeNs: message.timeNs,
                                            ms: Double(message.timeNs - frameSeenNs) / 1e6)
                 if header.capturePoint == .controller { roundTrips.append(sample) } else { turnarounds.append(sample) }
             }
@@ -240,9 +240,9 @@ public struct LatencyCollector {
     }
 
     /// Capture time minus a millisecond stamp, in ms; exact in integers until the final division.
-    static func sinceStamp(_ timeNs: Int64, _ tMs: UInt64) -> Double? {
-        guard tMs <= UInt64(Int64.max / 1_000_000) else { return nil }
-        let (difference, overflow) = timeNs.subtractingReportingOverflow(Int64(tMs) * 1_000_000)
+    static func sinceStamp(_ timeNs: Int64, _ senderTimeMs: UInt64) -> Double? {
+        guard senderTimeMs <= UInt64(Int64.max / 1_000_000) else { return nil }
+        let (difference, overflow) = timeNs.subtractingReportingOverflow(Int64(senderTimeMs) * 1_000_000)
         return overflow ? nil : Double(difference) / 1e6
     }
 
@@ -251,7 +251,7 @@ public struct LatencyCollector {
         controllerIndex[endpoint] = controllers.count
         controllers.append(endpoint)
         frameCount.append(0)
-        ackCount.append(0)
+        replyCount.append(0)
         seenFrames.append([:])
         pruneAt.append(4096)
         lastArrivalNs.append(nil)
@@ -286,19 +286,19 @@ public struct LatencyCollector {
         if !hasSenderClock { return arrivalAnalysis(options: options) }
         add(.oneWayRaw, oneWay, missing: "no valid frames")
         addRelative(.oneWayRelative, from: oneWay, missing: "no valid frames")
-        add(.ackEchoRaw, ackEcho, missing: "no valid acks")
-        addRelative(.ackEchoRelative, from: ackEcho, missing: "no valid acks")
+        add(.replyEchoRaw, replyEcho, missing: "no valid replies")
+        addRelative(.replyEchoRelative, from: replyEcho, missing: "no valid replies")
         if header.capturePoint == .controller || !roundTrips.isEmpty {
-            add(.ackRoundTrip, roundTrips, missing: "no ack answered a frame in this trace")
+            add(.replyRoundTrip, roundTrips, missing: "no reply answered a frame in this trace")
         } else {
-            unavailable.append(.init(measure: .ackRoundTrip,
+            unavailable.append(.init(measure: .replyRoundTrip,
                                      reason: "needs a trace recorded at the controller; this one was recorded at \"\(header.capturePoint)\""))
         }
         if header.capturePoint != .controller {
-            add(.ackTurnaround, turnarounds, missing: "no ack answered a frame in this trace")
+            add(.replyTurnaround, turnarounds, missing: "no reply answered a frame in this trace")
         }
         return LatencyAnalysis(header: header, controllers: controllers, options: options, measures: measures,
-                               unavailable: unavailable, invalidMessages: invalidMessages, unpairedAcks: unpairedAcks,
+                               unavailable: unavailable, invalidMessages: invalidMessages, unpairedReplies: unpairedReplies,
                                unusableStamps: unusableStamps)
     }
 
@@ -310,8 +310,8 @@ public struct LatencyCollector {
         unavailable.append(.init(measure: .oneWayRaw, reason: noClock))
         unavailable.append(.init(measure: .oneWayRelative, reason: noClock))
         if !hasReplies {
-            let noReplies = "no replies: \(name) hosts answer nothing, so there is no ack latency or round trip"
-            for measure in [LatencyMeasure.ackEchoRaw, .ackEchoRelative, .ackRoundTrip, .ackTurnaround] {
+            let noReplies = "no replies: \(name) hosts answer nothing, so there is no reply latency or round trip"
+            for measure in [LatencyMeasure.replyEchoRaw, .replyEchoRelative, .replyRoundTrip, .replyTurnaround] {
                 unavailable.append(.init(measure: measure, reason: noReplies))
             }
         }
@@ -330,7 +330,7 @@ public struct LatencyCollector {
             }
         }
         return LatencyAnalysis(header: header, controllers: controllers, options: options, measures: measures,
-                               unavailable: unavailable, invalidMessages: invalidMessages, unpairedAcks: unpairedAcks,
+                               unavailable: unavailable, invalidMessages: invalidMessages, unpairedReplies: unpairedReplies,
                                unusableStamps: unusableStamps)
     }
 
@@ -362,7 +362,7 @@ public struct LatencyAnalysis: Sendable {
     public var measures: [MeasureResult]
     public var unavailable: [Unavailable]
     public var invalidMessages: Int
-    public var unpairedAcks: Int
+    public var unpairedReplies: Int
     public var unusableStamps: Int
     /// How the measures were made, when that needs saying (a join by position, say).
     public var notes: [String] = []

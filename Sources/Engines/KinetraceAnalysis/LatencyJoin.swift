@@ -4,7 +4,7 @@ import KinetraceWire
 /// One-way latency in both directions from two recordings of one session: the
 /// controller's (`simulate --trace`, `replay --record`) and the host's
 /// (`host --trace`) or a capture beside the host. Each frame is found in both by
-/// its bytes, so no address needs to match (a NAT may rewrite them); each ack by
+/// its bytes, so no address needs to match (a NAT may rewrite them); each reply by
 /// the bytes of the frame it echoes. Meaningful when the two recorders read one
 /// clock (one machine) or synchronised clocks.
 ///
@@ -30,30 +30,30 @@ public enum LatencyJoin {
             controllers.append(endpoint)
             return controllers.count - 1
         }
-        var oneWay: [LatencySample] = [], ackOneWay: [LatencySample] = []
-        var frameCounts: [Int] = [], ackCounts: [Int] = []
+        var oneWay: [LatencySample] = [], replyOneWay: [LatencySample] = []
+        var frameCounts: [Int] = [], replyCounts: [Int] = []
         var unmatched = 0
         for frame in sent.frames {
             let c = slot(frame.controller)
-            if frameCounts.count <= c { frameCounts.append(0); ackCounts.append(0) }
+            if frameCounts.count <= c { frameCounts.append(0); replyCounts.append(0) }
             guard let arrivalNs = received.frameTimes[frame.payload] else { unmatched += 1; continue }
             frameCounts[c] += 1
             oneWay.append(LatencySample(controller: c, ordinal: frameCounts[c], timeNs: arrivalNs,
                                         ms: Double(arrivalNs - frame.timeNs) / 1e6))
         }
-        // Acks in the controller's trace, in its order; the host's send is keyed by the echoed frame's bytes.
-        for ack in sent.acks {
-            guard let c = index[ack.controller], let sentNs = received.ackTimes[ack.framePayload] else { unmatched += 1; continue }
-            ackCounts[c] += 1
-            ackOneWay.append(LatencySample(controller: c, ordinal: ackCounts[c], timeNs: ack.timeNs,
-                                           ms: Double(ack.timeNs - sentNs) / 1e6))
+        // Replies in the controller's trace, in its order; the host's send is keyed by the echoed frame's bytes.
+        for reply in sent.replies {
+            guard let c = index[reply.controller], let sentNs = received.replyTimes[reply.framePayload] else { unmatched += 1; continue }
+            replyCounts[c] += 1
+            replyOneWay.append(LatencySample(controller: c, ordinal: replyCounts[c], timeNs: reply.timeNs,
+                                           ms: Double(reply.timeNs - sentNs) / 1e6))
         }
         var measures: [LatencyAnalysis.MeasureResult] = []
         var unavailable: [LatencyAnalysis.Unavailable] = []
         let hasReplies = ProtocolTraits.hasReplies(controller.wireProtocol)
-        for (measure, samples) in [(LatencyMeasure.joinedOneWay, oneWay), (.joinedAckOneWay, ackOneWay)] {
+        for (measure, samples) in [(LatencyMeasure.joinedOneWay, oneWay), (.joinedReplyOneWay, replyOneWay)] {
             if samples.isEmpty {
-                let reason = measure == .joinedAckOneWay && !hasReplies
+                let reason = measure == .joinedReplyOneWay && !hasReplies
                     ? "no replies: \(controller.wireProtocol.id) hosts answer nothing" : "no message appears in both traces"
                 unavailable.append(.init(measure: measure, reason: reason))
             } else {
@@ -66,7 +66,7 @@ public enum LatencyJoin {
         header.notes = "\(controller.source) (\(sent.header.capturePoint)) joined with \(host.source) (\(received.header.capturePoint))"
         return LatencyAnalysis(header: header, controllers: controllers, options: options, measures: measures,
                                unavailable: unavailable, invalidMessages: sent.invalid + received.invalid,
-                               unpairedAcks: unmatched, unusableStamps: 0)
+                               unpairedReplies: unmatched, unusableStamps: 0)
     }
 
     /// Byte streams: the nth record of a connection in the controller's trace against the nth of the same connection in the host's.
@@ -113,13 +113,13 @@ public enum LatencyJoin {
             measures.append(.init(measure: .joinedOneWay, samples: oneWay, controllers: pairs.count, sigmas: options.sigmas,
                                   medians: nil, baseMs: 0))
         }
-        unavailable.append(.init(measure: .joinedAckOneWay, reason: "no replies: byte-stream hosts here answer nothing"))
+        unavailable.append(.init(measure: .joinedReplyOneWay, reason: "no replies: byte-stream hosts here answer nothing"))
         var header = received.header
         header.capturePoint = CapturePoint("joined")
         header.notes = "\(controllerSource) (\(sent.header.capturePoint)) joined with \(hostSource) (\(received.header.capturePoint)) by position"
         var analysis = LatencyAnalysis(header: header, controllers: pairs.map(\.0), options: options, measures: measures,
                                        unavailable: unavailable, invalidMessages: sent.invalid + received.invalid,
-                                       unpairedAcks: unmatched, unusableStamps: 0)
+                                       unpairedReplies: unmatched, unusableStamps: 0)
         analysis.notes = notes
         return analysis
     }
@@ -131,9 +131,9 @@ public enum LatencyJoin {
         var frames: [(controller: Endpoint, timeNs: Int64, payload: Payload)] = []
         /// First sighting of each frame, by its bytes.
         var frameTimes: [Payload: Int64] = [:]
-        /// Valid h2c acks in trace order, with the bytes of the frame each echoes.
-        var acks: [(controller: Endpoint, timeNs: Int64, framePayload: Payload)] = []
-        var ackTimes: [Payload: Int64] = [:]
+        /// Valid h2c replies in trace order, with the bytes of the frame each echoes.
+        var replies: [(controller: Endpoint, timeNs: Int64, framePayload: Payload)] = []
+        var replyTimes: [Payload: Int64] = [:]
         var invalid = 0
         /// Every c2h record of each connection in stream order, invalid ones included (they hold a position).
         var records: [Endpoint: [(timeNs: Int64, payload: Payload)]] = [:]
@@ -141,7 +141,7 @@ public enum LatencyJoin {
 
         static func read(_ reader: some TraceRecordSource) throws(TraceError) -> Side {
             var side = Side(header: reader.header)
-            // Per controller: its frames' bytes by t_ms, to find what an ack echoes.
+            // Per controller: its samples' bytes by sender time, to find what a reply echoes.
             var framesByStamp: [Endpoint: [UInt64: Payload]] = [:]
             let wireProtocol = reader.wireProtocol
             let byStream = wireProtocol.transport == .byteStream
@@ -160,13 +160,13 @@ public enum LatencyJoin {
                 case .controllerToHost:
                     side.frames.append((m.source, m.timeNs, m.payload))
                     if side.frameTimes[m.payload] == nil { side.frameTimes[m.payload] = m.timeNs }
-                    if let tMs = facts.senderTimeMs, framesByStamp[m.source]?[tMs] == nil {
-                        framesByStamp[m.source, default: [:]][tMs] = m.payload
+                    if let senderTimeMs = facts.senderTimeMs, framesByStamp[m.source]?[senderTimeMs] == nil {
+                        framesByStamp[m.source, default: [:]][senderTimeMs] = m.payload
                     }
                 case .hostToController:
                     guard let echo = facts.echoTimeMs, let framePayload = framesByStamp[m.destination]?[echo] else { continue }
-                    side.acks.append((m.destination, m.timeNs, framePayload))
-                    if side.ackTimes[framePayload] == nil { side.ackTimes[framePayload] = m.timeNs }
+                    side.replies.append((m.destination, m.timeNs, framePayload))
+                    if side.replyTimes[framePayload] == nil { side.replyTimes[framePayload] = m.timeNs }
                 }
             }
             return side

@@ -5,13 +5,13 @@ import KinetraceWire
 /// alone (so a new protocol needs no entry here): whether it has replies to
 /// match, a sender clock to measure on, and message ids to find duplicates by.
 public enum ProtocolTraits {
-    /// Whether a host answers on the wire (MotionLink v1's acks; KeepCalm and the attitude stream never do).
+    /// Whether a host answers on the wire (a protocol with a reply kind; many have none).
     public static func hasReplies(_ wireProtocol: any WireProtocol) -> Bool { wireProtocol.hostReplies }
 
     /// Whether the protocol's samples carry the sender's clock.
     public static func hasSenderClock(_ wireProtocol: any WireProtocol) -> Bool { wireProtocol.samplesCarrySenderClock }
 
-    /// Whether `describe` writes a string field `id` for the protocol's samples (KeepCalm's UUID).
+    /// Whether `describe` writes a string field `id` for the protocol's samples (a message id).
     public static func describesIDs(_ wireProtocol: any WireProtocol) -> Bool {
         guard let bytes = wireProtocol.sample(MotionReading(), timeMs: 1) else { return false }
         var finder = IDFinder()

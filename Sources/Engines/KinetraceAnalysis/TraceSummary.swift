@@ -4,7 +4,7 @@ import KinetraceWire
 
 /// What `kinetrace inspect` reports: counts per direction and controller,
 /// frame-interval statistics, validity by reason, and what the gesture rule
-/// makes of the frames compared with the acks actually seen.
+/// makes of the frames compared with the replies actually seen.
 public struct TraceSummary: Sendable {
     public var source: String
     public var header: TraceHeader
@@ -24,28 +24,28 @@ public struct TraceSummary: Sendable {
     public var controllers: [Endpoint: ControllerSummary] = [:]
 
     /// Intervals between successive valid frames of one controller, on the
-    /// sender's clock (`t_ms`) and on the capture clock (`t_ns`).
+    /// sender's clock and on the capture clock (`t_ns`).
     public var senderIntervals = DurationStatistics()
     public var captureIntervals = DurationStatistics()
-    /// Capture-clock delay from a triggering frame to its ack.
-    public var ackDelay = DurationStatistics()
+    /// Capture-clock delay from a triggering frame to its reply.
+    public var replyDelay = DurationStatistics()
     /// Round-trip times the recorder measured itself (`rtt_ns`).
     public var roundTrips = DurationStatistics()
 
     public var staleFrames = 0
-    /// Decisions the protocol's host model makes (MotionLink: triggers).
+    /// Decisions the protocol's host model makes (triggers of a threshold).
     public var triggers = 0
     /// Of those, the ones that owe a reply on the wire.
     public var repliesOwed = 0
-    public var acks = 0
-    public var matchedAcks = 0
-    /// Acks echoing a `t_ms` the rule did not trigger on, or echoed twice.
-    public var unexpectedAcks = 0
+    public var replies = 0
+    public var matchedReplies = 0
+    /// Replies echoing a sender time the rule did not trigger on, or echoed twice.
+    public var unexpectedReplies = 0
     public var truncation: TraceTruncation?
     public var unknownRecords = 0
 
     /// Whether the protocol's host owes replies at all (`ProtocolTraits`): without them
-    /// there are no acks to match, and the report says so instead of counting them missing.
+    /// there are no replies to match, and the report says so instead of counting them missing.
     public var hasReplies = true
     /// What the protocol's host does under the summary's rule (`WireProtocol.hostRule`).
     public var hostRule = ""
@@ -54,7 +54,7 @@ public struct TraceSummary: Sendable {
     public var hasSenderClock = true
     /// Datagrams, or records cut from byte streams (which can end inside a record).
     public var transport = TransportKind.datagram
-    /// The host model's decisions by name (MotionLink: `trigger`; KeepCalm: `jump`; attitude: `attitude`).
+    /// The host model's decisions by name, as the protocol names them (`trigger`, `jump`, `attitude`).
     public var decisions: [String: Int] = [:]
     /// Messages whose `id` (as the protocol describes it) was seen before within
     /// `duplicateWindowNs`; nil when the protocol's messages have no id.
@@ -77,9 +77,9 @@ public struct TraceSummary: Sendable {
     public struct ControllerSummary: Sendable {
         public var frames = 0
         public var validFrames = 0
-        public var acks = 0
+        public var replies = 0
         public var triggers = 0
-        public var matchedAcks = 0
+        public var matchedReplies = 0
         /// Sender-clock gaps over `gapThresholdMs` between accepted samples.
         public var gaps = 0
         /// Frames the gaps imply were lost at the protocol's nominal rate.
@@ -97,7 +97,7 @@ public struct TraceSummary: Sendable {
             guard validFrames > 1, let first = firstValidNs, let last = lastValidNs, last > first else { return nil }
             return Double(validFrames - 1) / (Double(last - first) / 1e9)
         }
-        var lastTMs: UInt64?
+        var lastSenderTimeMs: UInt64?
         var lastCaptureNs: Int64?
         var pendingTriggers: [UInt64: Int64] = [:]
         public init() {}
@@ -106,7 +106,7 @@ public struct TraceSummary: Sendable {
     /// A sender-clock gap longer than three nominal periods (300 ms at 10 Hz) is reported as loss.
     public var gapThresholdMs: UInt64 { UInt64((3 * nominalPeriodMs).rounded()) }
 
-    public var missingAcks: Int { repliesOwed - matchedAcks }
+    public var missingReplies: Int { repliesOwed - matchedReplies }
 
     public init(source: String, header: TraceHeader, nominalRateHz: Double, rule: GestureRule = .default) {
         self.source = source
@@ -212,7 +212,7 @@ public struct TraceSummarizer {
         let invalidReason: String? = if let error = facts.error {
             error.code.name
         } else if facts.direction != message.direction {
-            // A valid message travelling the wrong way (an ack sent to the host, say).
+            // A valid message travelling the wrong way (a reply sent to the host, say).
             "wrong_direction"
         } else {
             nil
@@ -248,19 +248,19 @@ public struct TraceSummarizer {
             if let capture = deltas.captureNs { partial.captureIntervals.record(ns: capture) }
         } else {
             toController.valid += 1
-            partial.acks += 1
+            partial.replies += 1
             let triggerNs = Self.addReply(facts.echoTimeMs, to: &controllers[countController(controller)]!)
             if let triggerNs {
-                partial.matchedAcks += 1
-                partial.ackDelay.record(ns: message.timeNs - triggerNs)
+                partial.matchedReplies += 1
+                partial.replyDelay.record(ns: message.timeNs - triggerNs)
             } else {
-                partial.unexpectedAcks += 1
+                partial.unexpectedReplies += 1
             }
         }
     }
 
     /// Counts a valid sample; returns the intervals since the controller's previous accepted one.
-    private static func addSample(_ tMs: UInt64?, decision: HostDecision?, stale: Bool, at timeNs: Int64, period: Double, gapMs: UInt64,
+    private static func addSample(_ senderTimeMs: UInt64?, decision: HostDecision?, stale: Bool, at timeNs: Int64, period: Double, gapMs: UInt64,
                                   to controller: inout TraceSummary.ControllerSummary) -> (senderMs: UInt64?, captureNs: Int64?) {
         controller.frames += 1
         controller.validFrames += 1
@@ -270,7 +270,7 @@ public struct TraceSummarizer {
             if decision.owesReply, let echo = decision.sampleTimeMs { controller.pendingTriggers[echo] = timeNs }
         }
         // A host model that does not drop stale samples may let a stamp run backwards: no interval then.
-        let senderMs = tMs.flatMap { t in controller.lastTMs.flatMap { t >= $0 ? t - $0 : nil } }
+        let senderMs = senderTimeMs.flatMap { t in controller.lastSenderTimeMs.flatMap { t >= $0 ? t - $0 : nil } }
         let captureNs = controller.lastCaptureNs.map { timeNs - $0 }
         if let captureNs { controller.captureIntervals.record(ns: captureNs) }
         if controller.firstValidNs == nil { controller.firstValidNs = timeNs }
@@ -285,7 +285,7 @@ public struct TraceSummarizer {
                 controller.framesMissing = overflow ? Int.max : sum
             }
         }
-        if let tMs { controller.lastTMs = tMs }
+        if let senderTimeMs { controller.lastSenderTimeMs = senderTimeMs }
         controller.lastCaptureNs = timeNs
         return (senderMs, captureNs)
     }
@@ -305,9 +305,9 @@ public struct TraceSummarizer {
 
     /// Counts a reply; returns the capture time of the sample it answers, if any.
     private static func addReply(_ echo: UInt64?, to controller: inout TraceSummary.ControllerSummary) -> Int64? {
-        controller.acks += 1
+        controller.replies += 1
         guard let echo, let triggerNs = controller.pendingTriggers.removeValue(forKey: echo) else { return nil }
-        controller.matchedAcks += 1
+        controller.matchedReplies += 1
         return triggerNs
     }
 }

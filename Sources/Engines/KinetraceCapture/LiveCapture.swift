@@ -46,9 +46,9 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         /// Stop after this many packets.
         public var count: Int?
         /// Kernel ring size. The TPACKET_V3 ring packs packets at their captured length:
-        /// 32 MiB held 97,500 MotionLink frames on lo while the capture was paused.
+        /// 32 MiB held 97,500 36-byte datagrams on lo while the capture was paused.
         public var bufferBytes: Int32 = 32 << 20
-        /// Bytes kept of each packet, tcpdump's default; MotionLink datagrams need under 200.
+        /// Bytes kept of each packet, tcpdump's default; the seed protocols' messages need under 200.
         public var snaplen: Int32 = Self.defaultSnaplen
         public static let defaultSnaplen: Int32 = 262_144
         /// A byte stream's reassembly bounds (what may wait behind holes, and how many directions).

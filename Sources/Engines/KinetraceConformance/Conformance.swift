@@ -7,7 +7,7 @@ import KinetraceWire
 /// API and the meaning of a `SuiteReport` stay.
 ///
 /// ```swift
-/// let report = try Conformance.check(MotionLinkV1(), against: .inProcess { datagram, controller in
+/// let report = try Conformance.check(ProtocolRegistry.defaultProtocol, against: .inProcess { datagram, controller in
 ///     myHost.receive(datagram, from: controller)   // the replies to send back
 /// })
 /// #expect(!report.failed(strict: false), "\(report.results.filter { $0.fails(strict: false) })")

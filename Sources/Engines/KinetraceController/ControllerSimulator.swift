@@ -22,7 +22,7 @@ import NIOConcurrencyHelpers
 ///
 /// Sending runs on the calling thread against absolute CLOCK_MONOTONIC
 /// deadlines (clock_nanosleep, TIMER_ABSTIME), so per-frame work never
-/// shifts the schedule; acks are read on a second thread.
+/// shifts the schedule; replies are read on a second thread.
 public final class ControllerSimulator: @unchecked Sendable {  // state shared across its two threads is behind `lock`
     public enum Motion: Sendable {
         /// Generated motion with scripted jumps.
@@ -45,7 +45,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         public var motion = Motion.script(.jumps)
         public var seed: UInt64 = 1
         public var tracePath: String?
-        /// How long to keep listening for acks after the last frame.
+        /// How long to keep listening for replies after the last frame.
         public var settleMs: Int64 = 300
         /// Spin this long before each deadline instead of sleeping (0: sleep only).
         public var spinNs: Int64 = 200_000
@@ -65,7 +65,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
     private var sending = true
     private var trace = SimulationTrace()
     private var report = SimulationReport()
-    /// Frames awaiting an ack, per controller: t_ms → monotonic send time.
+    /// Frames awaiting a reply, per controller: sender time → monotonic send time.
     private var awaiting: [[UInt64: Int64]] = []
 
     public init(configuration: Configuration, logger: Logger) {
@@ -101,27 +101,27 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         DeadlineClock.tightenTimerSlack()
         while let tick = ticks.next() {
             if lock.withLock({ stopRequested }) { break }
-            let index = tick.controller, offsetNs = tick.offsetNs, tMs = tick.tMs
+            let index = tick.controller, offsetNs = tick.offsetNs, senderTimeMs = tick.senderTimeMs
             // The sample is built before the sleep so that nothing but the send follows the wake-up.
             let labels = tick.labels.map { $0.record(controller: sockets[index].local) }
-            let payload = c.wireProtocol.sample(tick.reading, timeMs: tMs)!  // checked above
-            if awaitsReplies { lock.withLock { awaiting[index][tMs] = startMono + offsetNs } }
+            let payload = c.wireProtocol.sample(tick.reading, timeMs: senderTimeMs)!  // checked above
+            if awaitsReplies { lock.withLock { awaiting[index][senderTimeMs] = startMono + offsetNs } }
             DeadlineClock.wait(untilMonotonicNs: startMono + offsetNs, spinNs: c.spinNs)
-            // Send and record under one lock, so the trace never shows an ack before its frame.
+            // Send and record under one lock, so the trace never shows a reply before its frame.
             lock.withLock {
                 let sentMono = SystemClock.monotonicNs()
-                let sentWall = SystemClock.realtimeNs()  // before the send: an ack can never predate its frame
+                let sentWall = SystemClock.realtimeNs()  // before the send: a reply can never predate its frame
                 let failure = sockets[index].send(payload)
                 let lateness = sentMono - (startMono + offsetNs)
                 if let failure {
                     report.sendErrors[String(cString: strerror(failure)), default: 0] += 1
-                    awaiting[index][tMs] = nil
+                    awaiting[index][senderTimeMs] = nil
                 } else {
                     report.framesSent += 1
                     report.sendLateness.record(ns: lateness)
-                    // Round trips start at the actual send; an ack fast enough to beat
+                    // Round trips start at the actual send; a reply fast enough to beat
                     // this line was timed from the deadline, at most `lateness` longer.
-                    if awaiting[index][tMs] != nil { awaiting[index][tMs] = sentMono }
+                    if awaiting[index][senderTimeMs] != nil { awaiting[index][senderTimeMs] = sentMono }
                 }
                 report.labels += labels.count
                 for label in labels { unlockedRecord(.label(label)) }
@@ -132,12 +132,12 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
                 }
             }
         }
-        // Late acks still count: listen a little longer, then stop the receiver.
+        // Late replies still count: listen a little longer, then stop the receiver.
         DeadlineClock.sleep(untilMonotonicNs: SystemClock.monotonicNs() + c.settleMs * 1_000_000)
         lock.withLock { sending = false }
         receiver.join()
         return try lock.withLock {
-            report.acksOutstanding = awaiting.reduce(0) { $0 + $1.count }
+            report.repliesOutstanding = awaiting.reduce(0) { $0 + $1.count }
             try trace.close()
             return report
         }
@@ -155,7 +155,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
 
     private func unlockedRecord(_ record: TraceRecord) { trace.write(record) }
 
-    /// Reads acks from every socket until sending has finished.
+    /// Reads replies from every socket until sending has finished.
     private func receiveLoop(_ sockets: [ConnectedUDPSocket]) {
         var fds = sockets.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
         var buffer = [UInt8](repeating: 0, count: 2048)
@@ -168,7 +168,7 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
                     switch sockets[index].receive(into: &buffer) {
                     case .datagram(let n, _):
                         let payload = Array(buffer[0..<n])
-                        handleAck(payload, controller: index, socket: sockets[index],
+                        handleReply(payload, controller: index, socket: sockets[index],
                                   mono: SystemClock.monotonicNs(), wall: SystemClock.realtimeNs())
                     case .error(let code):
                         lock.withLock { report.sendErrors[String(cString: strerror(code)), default: 0] += 1 }
@@ -181,20 +181,20 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         }
     }
 
-    private func handleAck(_ payload: [UInt8], controller index: Int, socket: ConnectedUDPSocket, mono: Int64, wall: Int64) {
+    private func handleReply(_ payload: [UInt8], controller index: Int, socket: ConnectedUDPSocket, mono: Int64, wall: Int64) {
         lock.withLock {
             report.datagramsReceived += 1
             var rtt: Int64?
             let facts = configuration.wireProtocol.facts(payload)
             if facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs {
-                report.acksReceived += 1
+                report.repliesReceived += 1
                 if let sent = awaiting[index].removeValue(forKey: echo) {
                     rtt = mono - sent
                     report.roundTripsNs.append(mono - sent)
                 } else {
-                    report.unexpectedAcks += 1
+                    report.unexpectedReplies += 1
                 }
-                // Everything older than this ack's frame will not be answered (a host replies at most once per sample).
+                // Everything older than this reply's frame will not be answered (a host replies at most once per sample).
                 awaiting[index] = awaiting[index].filter { $0.key > echo }
             } else {
                 report.invalidReceived += 1
@@ -211,11 +211,11 @@ public struct SimulationReport: Sendable {
     public var framesSent = 0
     public var labels = 0
     public var datagramsReceived = 0
-    public var acksReceived = 0
-    public var unexpectedAcks = 0
+    public var repliesReceived = 0
+    public var unexpectedReplies = 0
     public var invalidReceived = 0
-    /// Frames still waiting for an ack when the run ended (not triggers: most frames are never acked).
-    public var acksOutstanding = 0
+    /// Frames still waiting for a reply when the run ended (not triggers: most frames are never answered).
+    public var repliesOutstanding = 0
     /// Byte streams: ticks whose sample was not written because the stream had no room
     /// (the host read slower than the phone wrote), and samples the socket took only in part.
     public var blockedWrites = 0
@@ -227,7 +227,7 @@ public struct SimulationReport: Sendable {
     public var connectionsEndedByHost = 0
     /// Socket errors by reason, from sending or from the host's ICMP answers ("Connection refused").
     public var sendErrors: [String: Int] = [:]
-    /// Round-trip time of every matched ack, on the controller's monotonic clock.
+    /// Round-trip time of every matched reply, on the controller's monotonic clock.
     public var roundTripsNs: [Int64] = []
     /// How late each frame left against its absolute deadline (CLOCK_MONOTONIC).
     public var sendLateness = DurationStatistics()

@@ -16,7 +16,7 @@ import KinetraceWire
 struct MotionTick {
     var controller: Int
     var offsetNs: Int64
-    var tMs: UInt64
+    var senderTimeMs: UInt64
     var reading: MotionReading
     var labels: [PendingLabel]
 }
@@ -25,11 +25,11 @@ struct MotionTick {
 struct PendingLabel {
     var timeNs: Int64
     var gesture: String
-    var tMs: UInt64
+    var senderTimeMs: UInt64
     var durationMs: UInt64?
 
     func record(controller: Endpoint) -> LabelRecord {
-        LabelRecord(timeNs: timeNs, controller: controller, gesture: gesture, tMs: tMs, durationMs: durationMs)
+        LabelRecord(timeNs: timeNs, controller: controller, gesture: gesture, senderTimeMs: senderTimeMs, durationMs: durationMs)
     }
 }
 
@@ -80,7 +80,7 @@ struct MotionTicks {
                 case .label(let label):
                     guard let endpoint = label.controller, let controller = index[endpoint] else { continue }
                     labels[controller, default: []].append(PendingLabel(timeNs: label.timeNs, gesture: label.gesture,
-                                                                         tMs: label.tMs ?? UInt64(label.timeNs / 1_000_000),
+                                                                         senderTimeMs: label.senderTimeMs ?? UInt64(label.timeNs / 1_000_000),
                                                                          durationMs: label.durationMs))
                 case .motion(let sample):
                     guard let controller = index[sample.controller] else { continue }
@@ -90,7 +90,7 @@ struct MotionTicks {
                     // holds every controller's samples at least as often as their gestures.
                     pendingLabels.merge(labels.filter { $0.key != controller }) { $0 + $1 }
                     let mine = (pendingLabels.removeValue(forKey: controller) ?? []) + (labels[controller] ?? [])
-                    return MotionTick(controller: controller, offsetNs: sample.timeNs - startWallNs, tMs: sample.tMs,
+                    return MotionTick(controller: controller, offsetNs: sample.timeNs - startWallNs, senderTimeMs: sample.senderTimeMs,
                                       reading: reading, labels: mine)
                 default:
                     continue  // its frames and seed event: the simulator sends and records its own
@@ -112,7 +112,7 @@ struct MotionTicks {
         let order: [Int]
         var position = 0
         var step: Int64 = 0
-        var lastTMs: [UInt64]
+        var lastSenderTimeMs: [UInt64]
         var labelCursor: [Int]
         var ended = false
 
@@ -135,7 +135,7 @@ struct MotionTicks {
                 if case .samples(let s) = c.motion { return Int64(s.durationS * 1e9) }
                 return nil
             }()
-            lastTMs = [UInt64](repeating: 0, count: c.controllers)
+            lastSenderTimeMs = [UInt64](repeating: 0, count: c.controllers)
             labelCursor = [Int](repeating: 0, count: c.controllers)
         }
 
@@ -154,24 +154,24 @@ struct MotionTicks {
             }
             // A sender clock: the wall clock at the scheduled send time,
             // strictly increasing per controller.
-            let tMs = max(UInt64((startWallNs + offsetNs) / 1_000_000), lastTMs[index] + 1)
-            lastTMs[index] = tMs
+            let senderTimeMs = max(UInt64((startWallNs + offsetNs) / 1_000_000), lastSenderTimeMs[index] + 1)
+            lastSenderTimeMs[index] = senderTimeMs
             let elapsedMs = Double(offsetNs) / 1e6
             switch configuration.motion {
             case .samples(let samples):
                 var labels: [PendingLabel] = []
                 while labelCursor[index] < samples.labels.count, samples.labels[labelCursor[index]].atS * 1000 <= elapsedMs {
                     let label = samples.labels[labelCursor[index]]
-                    labels.append(PendingLabel(timeNs: Int64(tMs) * 1_000_000, gesture: label.gesture, tMs: tMs, durationMs: nil))
+                    labels.append(PendingLabel(timeNs: Int64(senderTimeMs) * 1_000_000, gesture: label.gesture, senderTimeMs: senderTimeMs, durationMs: nil))
                     labelCursor[index] += 1
                 }
-                return MotionTick(controller: index, offsetNs: offsetNs, tMs: tMs, reading: samples.reading(atS: elapsedMs / 1000), labels: labels)
+                return MotionTick(controller: index, offsetNs: offsetNs, senderTimeMs: senderTimeMs, reading: samples.reading(atS: elapsedMs / 1000), labels: labels)
             default:
-                let (reading, started) = players[index].sample(elapsedMs: elapsedMs, tMs: tMs, startMs: UInt64(startWallNs / 1_000_000))
+                let (reading, started) = players[index].sample(elapsedMs: elapsedMs, senderTimeMs: senderTimeMs, startMs: UInt64(startWallNs / 1_000_000))
                 let labels = started.map {
-                    PendingLabel(timeNs: Int64($0.onsetMs) * 1_000_000, gesture: "jump", tMs: $0.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)
+                    PendingLabel(timeNs: Int64($0.onsetMs) * 1_000_000, gesture: "jump", senderTimeMs: $0.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)
                 }
-                return MotionTick(controller: index, offsetNs: offsetNs, tMs: tMs, reading: reading, labels: labels)
+                return MotionTick(controller: index, offsetNs: offsetNs, senderTimeMs: senderTimeMs, reading: reading, labels: labels)
             }
         }
     }
@@ -180,7 +180,7 @@ struct MotionTicks {
 extension MotionSampleRecord.Attitude {
     /// Roll, pitch and yaw in radians as CoreMotion's `CMAttitude` reports them
     /// (`AttitudeAngles`, shared with the gesture engine): pitch in [−π/2, π/2],
-    /// roll and yaw in [−π, π], so their float32 forms are within AS-VALUE-2.
+    /// roll and yaw in [−π, π], so their float32 forms stay in the attitude roles' declared ranges.
     public var coreMotionAngles: Vector3 {
         let angles = AttitudeAngles.rollPitchYaw(w: w, x: x, y: y, z: z)
         return Vector3(angles.roll, angles.pitch, angles.yaw)

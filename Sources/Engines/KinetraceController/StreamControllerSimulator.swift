@@ -88,7 +88,7 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
             let index = tick.controller
             let socket = sockets[index]
             let labels = tick.labels.map { $0.record(controller: socket.local) }
-            let payload = c.wireProtocol.sample(tick.reading, timeMs: tick.tMs)!  // checked in run()
+            let payload = c.wireProtocol.sample(tick.reading, timeMs: tick.senderTimeMs)!  // checked in run()
             DeadlineClock.wait(untilMonotonicNs: startMono + tick.offsetNs, spinNs: c.spinNs)
             let sentMono = SystemClock.monotonicNs()
             let sentWall = SystemClock.realtimeNs()
@@ -100,16 +100,16 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
                 if !unfinished[index].isEmpty {
                     // The previous record is finished first; without room for it, this sample waits for a later frame.
                     write(&unfinished[index], on: socket, controller: index, wall: sentWall)
-                    guard unfinished[index].isEmpty, !hostClosed[index] else { return blocked(index, socket: socket, tMs: tick.tMs, wall: sentWall) }
+                    guard unfinished[index].isEmpty, !hostClosed[index] else { return blocked(index, socket: socket, senderTimeMs: tick.senderTimeMs, wall: sentWall) }
                 }
                 var pfd = pollfd(fd: socket.fd, events: Int16(POLLOUT), revents: 0)
                 guard poll(&pfd, 1, 0) > 0, pfd.revents & Int16(POLLOUT) != 0 else {
-                    return blocked(index, socket: socket, tMs: tick.tMs, wall: sentWall)
+                    return blocked(index, socket: socket, senderTimeMs: tick.senderTimeMs, wall: sentWall)
                 }
                 var bytes = payload
                 write(&bytes, on: socket, controller: index, wall: sentWall)
                 guard !hostClosed[index] else { return }
-                guard bytes.count < payload.count else { return blocked(index, socket: socket, tMs: tick.tMs, wall: sentWall) }
+                guard bytes.count < payload.count else { return blocked(index, socket: socket, senderTimeMs: tick.senderTimeMs, wall: sentWall) }
                 if !bytes.isEmpty { report.partialWrites += 1 }
                 unfinished[index] = bytes
                 report.framesSent += 1
@@ -148,9 +148,9 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
         bytes.removeFirst(taken)
     }
 
-    private func blocked(_ index: Int, socket: ConnectedTCPSocket, tMs: UInt64, wall: Int64) {
+    private func blocked(_ index: Int, socket: ConnectedTCPSocket, senderTimeMs: UInt64, wall: Int64) {
         report.blockedWrites += 1
-        var data: [String: JSONValue] = ["controller": .string(socket.local.description), "t_ms": .integer(Int64(clamping: tMs))]
+        var data: [String: JSONValue] = ["controller": .string(socket.local.description), "sender_time_ms": .integer(Int64(clamping: senderTimeMs))]
         if let unsent = socket.unsentBytes { data["unsent_bytes"] = .integer(Int64(unsent)) }
         unlockedRecord(.event(EventRecord(timeNs: wall, event: "blocked_write", data: data)))
     }

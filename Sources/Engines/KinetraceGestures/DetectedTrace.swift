@@ -130,8 +130,8 @@ public struct DetectedTrace: Sendable {
             received += 1
             guard evaluated else { return }
             if sample.contents.contains(.senderClock) {
-                if let newestMs, sample.tMs <= newestMs { return }
-                newestMs = sample.tMs
+                if let newestMs, sample.senderTimeMs <= newestMs { return }
+                newestMs = sample.senderTimeMs
             }
             count += 1
             contents.formIntersection(sample.contents)

@@ -33,8 +33,8 @@ public struct DetectorParameter: Hashable, Sendable {
 /// The detectors, their gestures and their parameters.
 public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
     case threshold
-    case keepcalm
-    case motionlinkV1 = "motionlink-v1"
+    case thresholdLatch = "threshold-latch"
+    case thresholdRefractory = "threshold-refractory"
     case badgerJump = "badger-jump"
     case badgerDuck = "badger-duck"
     case badgerTilt = "badger-tilt"
@@ -45,8 +45,8 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
     public var summary: String {
         switch self {
         case .threshold: return "The source paper's rule: a jump when ay crosses τ upwards."
-        case .keepcalm: return "The shipped KeepCalm game: y > τ, latched for 0.4 s on the game's clock (arrival time)."
-        case .motionlinkV1: return "MotionLink v1's rule: ay > τ, then R ms of frame time before the next (specs/motionlink-v1.md)."
+        case .thresholdLatch: return "A threshold latched on arrival time: y > τ (of the protocol's own vector when samples carry one), then latch_ms of the game's clock ignored."
+        case .thresholdRefractory: return "A threshold with a refractory window: ay > τ, then R ms of the sender's clock before the next; stale samples ignored."
         case .badgerJump: return "WWDC 2017 \"Badger with Attitude\" jump: the mean rotation rate about y over a window crosses τ."
         case .badgerDuck: return "WWDC 2017 \"Badger with Attitude\" duck: the mean user acceleration along gravity over a window crosses τ."
         case .badgerTilt: return "WWDC 2017 \"Badger with Attitude\" tilt: atan2(g.y, |g.xz|) beyond ±τ degrees; needs gravity samples."
@@ -57,7 +57,7 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
 
     public var gestures: [String] {
         switch self {
-        case .threshold, .keepcalm, .motionlinkV1, .badgerJump, .hostModel: return ["jump"]
+        case .threshold, .thresholdLatch, .thresholdRefractory, .badgerJump, .hostModel: return ["jump"]
         case .badgerDuck: return ["duck"]
         case .badgerTilt, .attitudeTilt: return ["tilt_left", "tilt_right"]
         }
@@ -69,8 +69,8 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
     public var reads: [SampleContents] {
         switch self {
         case .threshold, .badgerDuck: return [.userAcceleration]
-        case .keepcalm: return [.combined, .userAcceleration]
-        case .motionlinkV1: return [[.userAcceleration, .senderClock]]
+        case .thresholdLatch: return [.ownVector, .userAcceleration]
+        case .thresholdRefractory: return [[.userAcceleration, .senderClock]]
         case .badgerJump: return [.rotationRate]
         case .badgerTilt: return [.gravity]
         case .attitudeTilt: return [.attitude]
@@ -89,12 +89,12 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
         switch self {
         case .threshold:
             return [.init(name: "threshold", defaultValue: 0.5, unit: "g", summary: "τ on ay")]
-        case .keepcalm:
+        case .thresholdLatch:
             return [.init(name: "threshold", defaultValue: 0.5, unit: "g", summary: "τ on y"),
                     .init(name: "latch_ms", defaultValue: 400, unit: "ms", summary: "how long a jump latches, on the game's clock", minimum: 0, maximum: 3_600_000)]
-        case .motionlinkV1:
+        case .thresholdRefractory:
             return [.init(name: "threshold", defaultValue: 0.5, unit: "g", summary: "τ on ay"),
-                    .init(name: "refractory_ms", defaultValue: 400, unit: "ms", summary: "R, frame time between triggers", minimum: 0, maximum: 3_600_000)]
+                    .init(name: "refractory_ms", defaultValue: 400, unit: "ms", summary: "R, sender time between triggers", minimum: 0, maximum: 3_600_000)]
         case .badgerJump:
             return [.init(name: "threshold", defaultValue: 1.5, unit: "rad/s", summary: "τ on the mean rotation rate about y"),
                     .init(name: "window_ms", defaultValue: 100, unit: "ms", summary: "the averaging window", minimum: 1, maximum: 3_600_000)]

@@ -28,11 +28,11 @@ public struct ThresholdDetector: GestureDetector {
     }
 }
 
-/// The shipped KeepCalm game: y > τ starts a jump that latches for 0.4 s on
-/// the game's own clock (when the sample arrived), whatever the phone's stamps say.
-/// y is the Combined sum's (user acceleration plus rotation rate) when the sample
-/// carries it, as KeepCalm messages do; otherwise user acceleration's.
-public struct KeepCalmDetector: GestureDetector {
+/// A threshold latched on arrival time: y > τ starts a jump that latches for the
+/// window on the game's own clock (when the sample arrived), whatever the phone's
+/// stamps say. y is the protocol's own vector's when the sample carries one,
+/// otherwise user acceleration's.
+public struct LatchedThresholdDetector: GestureDetector {
     public var threshold: Double
     public var latchNs: Int64
     private var latchedUntilNs = Int64.min
@@ -43,15 +43,16 @@ public struct KeepCalmDetector: GestureDetector {
     }
 
     public mutating func accept(_ sample: GestureSample) -> String? {
-        guard sample.timeNs >= latchedUntilNs, (sample.combined?.y ?? sample.userAcceleration.y) > threshold else { return nil }
+        guard sample.timeNs >= latchedUntilNs, (sample.own?.y ?? sample.userAcceleration.y) > threshold else { return nil }
         latchedUntilNs = sample.timeNs + latchNs
         return "jump"
     }
 }
 
-/// MotionLink v1's rule (specs/motionlink-v1.md): ay > τ with a refractory window on frame timestamps.
-/// Stale samples never reach a detector (`GestureTrace` drops them), as that rule drops them.
-public struct MotionLinkDetector: GestureDetector {
+/// A threshold with a refractory window on the sender's clock: ay > τ, then R ms of
+/// sender time before the next. Stale samples never reach a detector (`GestureTrace`
+/// drops them), as such a rule drops them.
+public struct RefractoryThresholdDetector: GestureDetector {
     public var threshold: Double
     public var refractoryMs: UInt64
     private var lastTriggerMs: UInt64?
@@ -63,8 +64,8 @@ public struct MotionLinkDetector: GestureDetector {
 
     public mutating func accept(_ sample: GestureSample) -> String? {
         guard sample.userAcceleration.y > threshold,
-              lastTriggerMs.map({ sample.tMs &- $0 >= refractoryMs }) ?? true else { return nil }
-        lastTriggerMs = sample.tMs
+              lastTriggerMs.map({ sample.senderTimeMs &- $0 >= refractoryMs }) ?? true else { return nil }
+        lastTriggerMs = sample.senderTimeMs
         return "jump"
     }
 }
@@ -81,8 +82,8 @@ public struct HostModelDetector: GestureDetector {
         let c = sample.contents
         let motion = MotionReading(userAcceleration: c.contains(.userAcceleration) ? sample.userAcceleration : nil,
                                    rotationRate: c.contains(.rotationRate) ? sample.rotationRate : nil,
-                                   gravity: sample.gravity, attitude: sample.attitude, own: sample.combined)
-        let facts = MessageFacts(direction: .controllerToHost, senderTimeMs: c.contains(.senderClock) ? sample.tMs : nil, motion: motion)
+                                   gravity: sample.gravity, attitude: sample.attitude, own: sample.own)
+        let facts = MessageFacts(direction: .controllerToHost, senderTimeMs: c.contains(.senderClock) ? sample.senderTimeMs : nil, motion: motion)
         return model.accept(facts, from: 0, receivedNs: sample.timeNs).decision?.name
     }
 }
@@ -97,11 +98,11 @@ struct WindowMean {
 
     init(windowMs: UInt64) { self.windowMs = windowMs }
 
-    mutating func add(_ value: Double, at tMs: UInt64) -> Double {
-        times.append(tMs)
+    mutating func add(_ value: Double, at senderTimeMs: UInt64) -> Double {
+        times.append(senderTimeMs)
         values.append(value)
         sum += value
-        while head < times.count - 1, tMs - times[head] >= windowMs {
+        while head < times.count - 1, senderTimeMs - times[head] >= windowMs {
             sum -= values[head]
             head += 1
         }
@@ -147,7 +148,7 @@ public struct BadgerJumpDetector: GestureDetector {
     }
 
     public mutating func accept(_ sample: GestureSample) -> String? {
-        let now = window.add(sample.rotationRate.y, at: sample.tMs) > threshold
+        let now = window.add(sample.rotationRate.y, at: sample.senderTimeMs) > threshold
         defer { above = now }
         return now && !above ? "jump" : nil
     }
@@ -172,7 +173,7 @@ public struct BadgerDuckDetector: GestureDetector {
         let g = sample.gravity ?? orientation.gravity
         let length = g.length
         let along = length > 0 ? sample.userAcceleration.dot(g) / length : 0
-        let now = window.add(along, at: sample.tMs) > threshold
+        let now = window.add(along, at: sample.senderTimeMs) > threshold
         defer { above = now }
         return now && !above ? "duck" : nil
     }

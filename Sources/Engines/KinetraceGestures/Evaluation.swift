@@ -5,11 +5,11 @@ import KinetraceWire
 public struct Detection: Hashable, Sendable {
     public var gesture: String
     /// The triggering sample's time on the controller's clock.
-    public var tMs: UInt64
+    public var senderTimeMs: UInt64
     public var timeNs: Int64
-    public init(gesture: String, tMs: UInt64, timeNs: Int64) {
+    public init(gesture: String, senderTimeMs: UInt64, timeNs: Int64) {
         self.gesture = gesture
-        self.tMs = tMs
+        self.senderTimeMs = senderTimeMs
         self.timeNs = timeNs
     }
 }
@@ -65,17 +65,17 @@ public struct GestureScore: Hashable, Sendable {
                              window: MatchWindow) -> GestureScore {
         var score = GestureScore()
         var used = Array(repeating: false, count: detections.count)
-        let order = detections.indices.sorted { detections[$0].detection.tMs < detections[$1].detection.tMs }
+        let order = detections.indices.sorted { detections[$0].detection.senderTimeMs < detections[$1].detection.senderTimeMs }
         var first = 0  // detections before this one are earlier than every remaining label's window
-        for label in labels.sorted(by: { $0.tMs < $1.tMs }) {
-            let lower = label.tMs - window.beforeMs, upper = label.tMs + window.afterMs
-            while first < order.count && Double(detections[order[first]].detection.tMs) < lower { first += 1 }
+        for label in labels.sorted(by: { $0.senderTimeMs < $1.senderTimeMs }) {
+            let lower = label.senderTimeMs - window.beforeMs, upper = label.senderTimeMs + window.afterMs
+            while first < order.count && Double(detections[order[first]].detection.senderTimeMs) < lower { first += 1 }
             var hit: Int?
             var k = first
             while k < order.count {
                 let i = order[k]
                 let (controller, d) = detections[i]
-                if Double(d.tMs) > upper { break }
+                if Double(d.senderTimeMs) > upper { break }
                 if !used[i] && d.gesture == label.gesture && (label.controller == nil || label.controller == controller) {
                     hit = i
                     break
@@ -85,7 +85,7 @@ public struct GestureScore: Hashable, Sendable {
             if let hit {
                 used[hit] = true
                 score.truePositives += 1
-                score.delaysMs.append(Double(detections[hit].detection.tMs) - label.tMs)
+                score.delaysMs.append(Double(detections[hit].detection.senderTimeMs) - label.senderTimeMs)
             } else {
                 score.falseNegatives += 1
             }
@@ -145,7 +145,7 @@ public enum GestureEvaluation {
         for label in trace.labels {
             guard let g = gestureIndex[label.gesture] else { continue }
             if let controller = label.controller {
-                if let c = controllerIndex[controller] { onsets[c][g].append(label.tMs) } else { unseen[g] += 1 }
+                if let c = controllerIndex[controller] { onsets[c][g].append(label.senderTimeMs) } else { unseen[g] += 1 }
             } else {
                 loose.append(label)
             }
@@ -193,11 +193,11 @@ public enum GestureEvaluation {
         var first = 0
         for onset in onsets {
             let lower = onset - window.beforeMs, upper = onset + window.afterMs
-            while first < detections.count && (used[first] || Double(detections[first].tMs) < lower) { first += 1 }
-            if first < detections.count && Double(detections[first].tMs) <= upper {
+            while first < detections.count && (used[first] || Double(detections[first].senderTimeMs) < lower) { first += 1 }
+            if first < detections.count && Double(detections[first].senderTimeMs) <= upper {
                 used[first] = true
                 score.truePositives += 1
-                score.delaysMs.append(Double(detections[first].tMs) - onset)
+                score.delaysMs.append(Double(detections[first].senderTimeMs) - onset)
                 first += 1
             } else {
                 score.falseNegatives += 1
@@ -220,10 +220,10 @@ public enum GestureEvaluation {
         switch kind {
         case .threshold:
             visitor.visit(settings.map { ThresholdDetector(threshold: $0["threshold"]) })
-        case .keepcalm:
-            visitor.visit(settings.map { KeepCalmDetector(threshold: $0["threshold"], latchMs: $0["latch_ms"]) })
-        case .motionlinkV1:
-            visitor.visit(settings.map { MotionLinkDetector(threshold: $0["threshold"], refractoryMs: $0.millis("refractory_ms")) })
+        case .thresholdLatch:
+            visitor.visit(settings.map { LatchedThresholdDetector(threshold: $0["threshold"], latchMs: $0["latch_ms"]) })
+        case .thresholdRefractory:
+            visitor.visit(settings.map { RefractoryThresholdDetector(threshold: $0["threshold"], refractoryMs: $0.millis("refractory_ms")) })
         case .badgerJump:
             visitor.visit(settings.map { BadgerJumpDetector(threshold: $0["threshold"], windowMs: $0.millis("window_ms")) })
         case .badgerDuck:
@@ -257,7 +257,7 @@ public enum GestureEvaluation {
     static func feed<D: GestureDetector>(_ sample: GestureSample, to detectors: inout [D], into found: inout [[Detection]]) {
         for i in detectors.indices {
             if let gesture = detectors[i].accept(sample) {
-                found[i].append(Detection(gesture: gesture, tMs: sample.tMs, timeNs: sample.timeNs))
+                found[i].append(Detection(gesture: gesture, senderTimeMs: sample.senderTimeMs, timeNs: sample.timeNs))
             }
         }
     }

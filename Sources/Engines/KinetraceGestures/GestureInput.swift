@@ -9,12 +9,12 @@ public struct SampleContents: OptionSet, Hashable, Sendable {
 
     public static let userAcceleration = SampleContents(rawValue: 1 << 0)
     public static let rotationRate = SampleContents(rawValue: 1 << 1)
-    /// `tMs` is the sender's clock; without it, it is the arrival time in ms.
+    /// `senderTimeMs` is the sender's clock; without it, it is the arrival time in ms.
     public static let senderClock = SampleContents(rawValue: 1 << 2)
     public static let gravity = SampleContents(rawValue: 1 << 3)
     public static let attitude = SampleContents(rawValue: 1 << 4)
-    /// KeepCalm's sum of user acceleration and rotation rate.
-    public static let combined = SampleContents(rawValue: 1 << 5)
+    /// The protocol's own vector (a sum of user acceleration and rotation rate, say).
+    public static let ownVector = SampleContents(rawValue: 1 << 5)
 
     /// Every part, for sets being intersected.
     public static let everything = SampleContents(rawValue: 0x3F)
@@ -23,15 +23,15 @@ public struct SampleContents: OptionSet, Hashable, Sendable {
     public var names: [String] {
         let words: [(SampleContents, String)] = [(.userAcceleration, "user acceleration"), (.rotationRate, "rotation rate"),
                                                  (.senderClock, "sender timestamps"), (.gravity, "gravity"), (.attitude, "attitude"),
-                                                 (.combined, "the protocol's own vector (KeepCalm's combined sum)")]
+                                                 (.ownVector, "the protocol's own vector")]
         return words.filter { contains($0.0) }.map(\.1)
     }
 }
 
 /// What a detector sees: one motion sample of one controller.
 public struct GestureSample: Hashable, Sendable {
-    /// The sample's time on the controller's clock (frames' `t_ms`).
-    public var tMs: UInt64
+    /// The sample's time on the controller's clock (its sender time).
+    public var senderTimeMs: UInt64
     /// When it reached the recorder (for a host, the game's own clock).
     public var timeNs: Int64
     /// User acceleration in g, gravity removed.
@@ -42,36 +42,36 @@ public struct GestureSample: Hashable, Sendable {
     public var gravity: Vector3?
     /// Roll, pitch and yaw in radians (CoreMotion's, `AttitudeAngles`), when carried.
     public var attitude: Vector3?
-    /// User acceleration plus rotation rate, as KeepCalm sends it, when the protocol carries the sum.
-    public var combined: Vector3?
+    /// The protocol's own vector, when its samples carry one.
+    public var own: Vector3?
     /// Which of the above are real (the others are zero or nil).
     public var contents: SampleContents
 
-    public init(tMs: UInt64, timeNs: Int64, userAcceleration: Vector3, rotationRate: Vector3, gravity: Vector3? = nil,
-                attitude: Vector3? = nil, combined: Vector3? = nil, contents: SampleContents? = nil) {
-        self.tMs = tMs
+    public init(senderTimeMs: UInt64, timeNs: Int64, userAcceleration: Vector3, rotationRate: Vector3, gravity: Vector3? = nil,
+                attitude: Vector3? = nil, own: Vector3? = nil, contents: SampleContents? = nil) {
+        self.senderTimeMs = senderTimeMs
         self.timeNs = timeNs
         self.userAcceleration = userAcceleration
         self.rotationRate = rotationRate
         self.gravity = gravity
         self.attitude = attitude
-        self.combined = combined
+        self.own = own
         var implied: SampleContents = [.userAcceleration, .rotationRate, .senderClock]
         if gravity != nil { implied.insert(.gravity) }
         if attitude != nil { implied.insert(.attitude) }
-        if combined != nil { implied.insert(.combined) }
+        if own != nil { implied.insert(.ownVector) }
         self.contents = contents ?? implied
     }
 
     /// A valid sample message with motion. A protocol without sender stamps gives the arrival
-    /// time as `tMs`; gravity follows from an attitude when the message has no gravity.
+    /// time as `senderTimeMs`; gravity follows from an attitude when the message has no gravity.
     public init?(_ facts: MessageFacts, timeNs: Int64) {
         guard facts.isValid, facts.direction == .controllerToHost, let motion = facts.motion else { return nil }
         var contents: SampleContents = []
         if facts.senderTimeMs != nil { contents.insert(.senderClock) }
         if motion.userAcceleration != nil { contents.insert(.userAcceleration) }
         if motion.rotationRate != nil { contents.insert(.rotationRate) }
-        if motion.own != nil { contents.insert(.combined) }
+        if motion.own != nil { contents.insert(.ownVector) }
         var gravity = motion.gravity
         if let a = motion.attitude {
             contents.insert(.attitude)
@@ -82,9 +82,9 @@ public struct GestureSample: Hashable, Sendable {
         }
         if gravity != nil { contents.insert(.gravity) }
         guard !contents.subtracting(.senderClock).isEmpty else { return nil }
-        self.init(tMs: facts.senderTimeMs ?? UInt64(max(0, timeNs) / 1_000_000), timeNs: timeNs,
+        self.init(senderTimeMs: facts.senderTimeMs ?? UInt64(max(0, timeNs) / 1_000_000), timeNs: timeNs,
                   userAcceleration: motion.userAcceleration ?? .zero, rotationRate: motion.rotationRate ?? .zero,
-                  gravity: gravity, attitude: motion.attitude, combined: motion.own, contents: contents)
+                  gravity: gravity, attitude: motion.attitude, own: motion.own, contents: contents)
     }
 }
 
@@ -104,13 +104,13 @@ public struct GestureLabel: Hashable, Sendable {
     /// nil: the trace does not say which controller (it then matches any).
     public var controller: Endpoint?
     /// Onset on the controller's clock.
-    public var tMs: Double
+    public var senderTimeMs: Double
     public var durationMs: Double?
 
-    public init(gesture: String, controller: Endpoint?, tMs: Double, durationMs: Double? = nil) {
+    public init(gesture: String, controller: Endpoint?, senderTimeMs: Double, durationMs: Double? = nil) {
         self.gesture = gesture
         self.controller = controller
-        self.tMs = tMs
+        self.senderTimeMs = senderTimeMs
         self.durationMs = durationMs
     }
 }
@@ -180,7 +180,7 @@ public struct GestureTrace: Sendable {
         var slots: [Endpoint: Int] = [:]
         var order: [Endpoint] = []
         let wireProtocol = reader.wireProtocol
-        // Device-motion samples of a protocol with a vector of its own (KeepCalm's sum) carry it too, made by
+        // Device-motion samples of a protocol with a vector of its own carry it too, made by
         // the protocol's own encoding, so its detector sees what the game would.
         let sendsOwn = wireProtocol.sample(MotionReading(userAcceleration: .zero, rotationRate: .zero), timeMs: 1)
             .map { wireProtocol.facts($0).motion?.own != nil } ?? false
@@ -205,11 +205,11 @@ public struct GestureTrace: Sendable {
                                                                         gravity: m.gravity, attitude: attitude), timeMs: 1)
                     .flatMap { wireProtocol.facts($0).motion?.own } : nil
                 motion(slot(m.controller), GestureSample(
-                    tMs: m.tMs, timeNs: m.timeNs, userAcceleration: m.userAcceleration, rotationRate: m.rotationRate,
-                    gravity: m.gravity, attitude: attitude, combined: own))
+                    senderTimeMs: m.senderTimeMs, timeNs: m.timeNs, userAcceleration: m.userAcceleration, rotationRate: m.rotationRate,
+                    gravity: m.gravity, attitude: attitude, own: own))
             case .label(let l):
                 label(GestureLabel(gesture: l.gesture, controller: l.controller,
-                                   tMs: l.tMs.map { Double($0) } ?? Double(l.timeNs) / 1e6,
+                                   senderTimeMs: l.senderTimeMs.map { Double($0) } ?? Double(l.timeNs) / 1e6,
                                    durationMs: l.durationMs.map { Double($0) }))
             default:
                 continue
@@ -225,11 +225,11 @@ public struct GestureTrace: Sendable {
         guard let first = firstStale(samples) else { return samples }
         var kept = Array(samples[..<first])
         kept.reserveCapacity(samples.count)
-        var newestMs = kept.last { $0.contents.contains(.senderClock) }?.tMs
+        var newestMs = kept.last { $0.contents.contains(.senderClock) }?.senderTimeMs
         for sample in samples[first...] {
             if sample.contents.contains(.senderClock) {
-                if let newestMs, sample.tMs <= newestMs { continue }
-                newestMs = sample.tMs
+                if let newestMs, sample.senderTimeMs <= newestMs { continue }
+                newestMs = sample.senderTimeMs
             }
             kept.append(sample)
         }
@@ -240,8 +240,8 @@ public struct GestureTrace: Sendable {
     private static func firstStale(_ samples: [GestureSample]) -> Int? {
         var newestMs: UInt64?
         for (i, sample) in samples.enumerated() where sample.contents.contains(.senderClock) {
-            if let newestMs, sample.tMs <= newestMs { return i }
-            newestMs = sample.tMs
+            if let newestMs, sample.senderTimeMs <= newestMs { return i }
+            newestMs = sample.senderTimeMs
         }
         return nil
     }

@@ -1,5 +1,5 @@
-/// A byte-stream host's open connections, by how recently each was active
-/// (AS-CONN-*): a connection is active when it is accepted and each time it
+/// A byte-stream host's open connections, by how recently each was active:
+/// a connection is active when it is accepted and each time it
 /// delivers a whole record; bytes that complete no record are not activity,
 /// so a writer trickling a byte a second stays idle.
 ///

@@ -49,7 +49,7 @@ public struct HostCore<Controller: Hashable> {
         case .decided(let decision):
             statistics.validFrames += 1
             statistics.triggers += 1
-            if decision.owesReply { statistics.acksSent += 1 }
+            if decision.owesReply { statistics.repliesSent += 1 }
             return decision
         }
     }
@@ -66,7 +66,7 @@ extension HostDecision {
     public func eventRecord(timeNs: Int64, controller: Endpoint) -> EventRecord {
         var data: [String: JSONValue] = ["controller": .string(controller.description), "decision": .string(name.description)]
         if !values.isEmpty { data["values"] = .array(values.map { .number($0) }) }
-        if let sampleTimeMs { data["t_ms"] = .integer(Int64(clamping: sampleTimeMs)) }
+        if let sampleTimeMs { data["sender_time_ms"] = .integer(Int64(clamping: sampleTimeMs)) }
         return EventRecord(timeNs: timeNs, event: "decision", data: data)
     }
 }
@@ -74,7 +74,7 @@ extension HostDecision {
 extension HostDecision {
     /// Logs the decision at info level (the host's `-v`), with its values when it has some.
     func log(to logger: Logger, controller: Endpoint) {
-        var metadata: Logger.Metadata = ["controller": "\(controller)", "t_ms": "\(sampleTimeMs.map(String.init) ?? "-")"]
+        var metadata: Logger.Metadata = ["controller": "\(controller)", "sender_time_ms": "\(sampleTimeMs.map(String.init) ?? "-")"]
         if !values.isEmpty { metadata["values"] = "\(values.map { "\($0)" }.joined(separator: " "))" }
         logger.info("\(name)", metadata: metadata)
     }

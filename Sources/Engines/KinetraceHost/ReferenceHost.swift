@@ -5,7 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 
-/// The reference host of a datagram protocol (MotionLink v1 by default):
+/// The reference host of a datagram protocol:
 /// one UDP socket, IPv4 or IPv6, any number of controllers. Every message
 /// goes through the protocol's host model per controller (source address
 /// and port); every reply it owes goes back to its sender; everything
@@ -24,9 +24,9 @@ public final class ReferenceHost: Sendable {
         /// Records what the host received and sent, when set.
         public var tracePath: String?
         /// A byte-stream host's limit on open connections: at the limit a new connection
-        /// displaces the least recently active one (AS-CONN-2).
+        /// displaces the least recently active one.
         public var maximumConnections = 1024
-        /// A byte-stream host closes a connection that delivers no whole record for this long (nil: never; AS-CONN-3).
+        /// A byte-stream host closes a connection that delivers no whole record for this long (nil: never).
         public var connectionTimeoutNs: Int64? = ReferenceHost.Configuration.defaultConnectionTimeoutNs
         /// 10 s: 600 frames of a phone streaming at 60 Hz; a slow writer of a byte a second completes a record every 12 s.
         public static let defaultConnectionTimeoutNs: Int64 = 10_000_000_000
@@ -127,14 +127,14 @@ public struct HostStatistics: Sendable, Equatable {
     public var staleFrames = 0
     public var invalidByReason: [String: Int] = [:]
     public var triggers = 0
-    public var acksSent = 0
+    public var repliesSent = 0
     /// Controllers the host holds state for now (at most its maximum).
     public var controllers = 0
     /// Controllers forgotten after the idle timeout and to stay within the maximum.
     public var forgottenIdle = 0
     public var forgottenOverCapacity = 0
     /// Byte-stream hosts: connections accepted; closed to admit a new one at the limit
-    /// (AS-CONN-2); closed after delivering no record for the timeout (AS-CONN-3); closed
+    /// (least recently active first); closed after delivering no record for the timeout; closed
     /// unread because their peer could not be named; closed inside a record; and closed
     /// because their stream could not be framed.
     public var connections = 0
@@ -188,7 +188,7 @@ struct ReadPacing {
     static let vectorReadCount = 16
     /// Room for each datagram of a read: the largest UDP payload (65,507 bytes over IPv4, 65,527
     /// over IPv6) fits, so every datagram is judged and recorded whole. NIO does not report
-    /// MSG_TRUNC: a smaller slot cut longer datagrams silently, and a 5,000-byte KeepCalm
+    /// MSG_TRUNC: a smaller slot cut longer datagrams silently, and a 5,000-byte JSON
     /// message whose first 4,096 bytes parsed was taken as valid. 16 slots make a 1 MiB
     /// buffer, which malloc serves from its heap once its mmap threshold has risen past it.
     static let largestWholeDatagram = 65_536
@@ -267,7 +267,7 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
         }
         let buffer = context.channel.allocator.buffer(bytes: payload)
         // Stamped before the send, as the controllers stamp theirs: a record stamped after the
-        // write can show the ack arriving before it left (`latency --join` found 0.1–0.2 ms).
+        // write can show the reply arriving before it left (`latency --join` found 0.1–0.2 ms).
         let sentNs = SystemClock.realtimeNs()
         context.writeAndFlush(wrapOutboundOut(AddressedEnvelope(remoteAddress: remote, data: buffer)), promise: nil)
         if let recorder {

@@ -31,7 +31,7 @@ public func startReferenceHost(configuration: ReferenceHost.Configuration, logge
     }
 }
 
-/// The reference host of a byte-stream protocol (attitude-stream): a TCP
+/// The reference host of a byte-stream protocol: a TCP
 /// listener, IPv4 or IPv6, one connection per controller. Each connection
 /// has its own framer (`WireProtocol.makeFramer()`), so records are cut by
 /// the stream's offsets whatever its reads return, and its own controller in
@@ -40,7 +40,7 @@ public func startReferenceHost(configuration: ReferenceHost.Configuration, logge
 /// connection that closes inside a record is counted and logged. At the
 /// connection limit a new connection displaces the least recently active
 /// one, and a connection that delivers no whole record for the connection
-/// timeout is closed (`ConnectionLedger`, AS-CONN-*).
+/// timeout is closed (`ConnectionLedger`).
 ///
 /// With a trace, every read is recorded as it came (one `msg` record per
 /// read, TR-MSG-3), and every decision as a `decision` event.
@@ -135,7 +135,7 @@ final class StreamHostState: @unchecked Sendable {  // confined to one event loo
     private var counters = HostStatistics()
     private var nextConnection = 0
     private var open: [Int: Channel] = [:]
-    /// Which connections to close at the limit (AS-CONN-2) and after the timeout (AS-CONN-3).
+    /// Which connections to close at the limit and after the timeout.
     private var ledger: ConnectionLedger
 
     init(configuration: ReferenceHost.Configuration, logger: Logger, recorder: TraceRecorder?) {
@@ -159,7 +159,7 @@ final class StreamHostState: @unchecked Sendable {  // confined to one event loo
     }
 
     /// A new connection: its number, the host model's controller. At the limit it displaces
-    /// the connection the ledger picks, which is closed (AS-CONN-2): never the new one.
+    /// the connection the ledger picks, which is closed: never the new one.
     func admit(_ channel: Channel, ends: ConnectionEnds) -> Int {
         let number = nextConnection
         nextConnection += 1
@@ -183,7 +183,7 @@ final class StreamHostState: @unchecked Sendable {  // confined to one event loo
         channel.close(promise: nil)
     }
 
-    /// The connection delivered a whole record: it is active (AS-CONN-3).
+    /// The connection delivered a whole record: it is active.
     func delivered(_ number: Int) { ledger.delivered(number, nowNs: SystemClock.monotonicNs()) }
 
     /// Closes every connection that has delivered no whole record for the timeout.

@@ -1,7 +1,7 @@
 import KinetraceSupport
 
 /// The schedule walked on its own thread, a bounded distance ahead of the
-/// sender: impairment draws, payload stamps and predicted acks are worked
+/// sender: impairment draws, payload stamps and predicted replies are worked
 /// out there, so the sender's time between deadlines goes to sending. At
 /// 100,000 frames/s planning took a tenth of the sender's time.
 ///

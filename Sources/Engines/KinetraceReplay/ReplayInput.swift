@@ -120,7 +120,7 @@ public struct ReplayInput: Sendable {
 
 /// One-way delays measured in a trace, for an empirical delay distribution.
 public enum MeasuredDelays {
-    /// Half of each round trip a controller recorded (`rtt_ns` on the acks it
+    /// Half of each round trip a controller recorded (`rtt_ns` on the replies it
     /// received), in ms: the one-way latency, assuming a symmetric path.
     public static func oneWayMs(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil) throws(TraceError) -> [Double] {
         let source = try TraceInput.open(path: path, wireProtocol: wireProtocol, port: port)

@@ -4,13 +4,13 @@ import KinetraceTrace
 /// What a replay did, and what the host did in return.
 public struct ReplayReport: Sendable {
     public enum Outcome: String, Sendable {
-        /// Every message was sent (acks may still be missing: see the counts).
+        /// Every message was sent (replies may still be missing: see the counts).
         case completed
         /// The host refused from the start (ICMP port unreachable) or could not be started.
         case unreachable
         /// The host answered, then went away (refused, exited or closed its output).
         case hostDied = "host_died"
-        /// The rule predicted acks and none came.
+        /// The rule predicted replies and none came.
         case silent
         /// The global timeout cut the replay short.
         case timedOut = "timed_out"
@@ -25,8 +25,8 @@ public struct ReplayReport: Sendable {
     /// Unexpected or invalid replies tolerated before a replay stops as flooded: 10,000 plus 10
     /// per message scheduled. A conforming host of a protocol with replies sends at most one per sample.
     public static func unaskedReplyLimit(scheduled: Int) -> Int { 10_000 + 10 * scheduled }
-    /// Unexpected acks kept as evidence in `triggers`; beyond, they are only counted.
-    public static let unexpectedAcksKept = 1_000
+    /// Unexpected replies kept as evidence in `triggers`; beyond, they are only counted.
+    public static let unexpectedRepliesKept = 1_000
 
     public struct Controller: Sendable {
         /// The controller's own address (its socket) in this replay.
@@ -40,21 +40,21 @@ public struct ReplayReport: Sendable {
         public var sent = 0
         public var lost = 0
         public var sendErrors = 0
-        public var acksPredicted = 0
-        public var acksMatched = 0
-        public var acksUnexpected = 0
+        public var repliesPredicted = 0
+        public var repliesMatched = 0
+        public var repliesUnexpected = 0
         public var invalidReceived = 0
         /// A few kilobytes at most (`DurationStatistics.perController`): at stadium scale, ten thousand
         /// three-digit histograms would take 600 MB. Exact for the first 64 round trips, within 1 % past them.
         public var roundTrips = DurationStatistics.perController
     }
 
-    /// One trigger the rule predicted, or one ack the host sent unasked.
+    /// One trigger the rule predicted, or one reply the host sent unasked.
     public struct Trigger: Sendable, Hashable {
         public var controller: Int
-        public var tMs: UInt64
+        public var senderTimeMs: UInt64
         public var predicted: Bool
-        /// Round trip from the frame's send to its ack, when the ack came.
+        /// Round trip from the frame's send to its reply, when the reply came.
         public var roundTripNs: Int64?
     }
 
@@ -73,15 +73,15 @@ public struct ReplayReport: Sendable {
     public var datagramsReceived = 0
     /// Decisions the host reported on the stdio adapter's observation channel.
     public var observations = 0
-    public var acksPredicted = 0
-    public var acksMatched = 0
-    public var acksUnexpected = 0
+    public var repliesPredicted = 0
+    public var repliesMatched = 0
+    public var repliesUnexpected = 0
     public var invalidReceived = 0
     /// |actual send − deadline| on CLOCK_MONOTONIC; empty for fast timing.
     public var lateness = DurationStatistics()
     public var roundTrips = DurationStatistics()
     public var controllers: [Controller] = []
-    /// Predicted triggers in send order, then unexpected acks.
+    /// Predicted triggers in send order, then unexpected replies.
     public var triggers: [Trigger] = []
     /// How the host process ended (exec only).
     public var hostExit: String?
@@ -100,7 +100,7 @@ public struct ReplayReport: Sendable {
 
     public init() {}
 
-    public var acksMissing: Int { acksPredicted - acksMatched }
-    /// Acks exactly as the gesture rule predicts.
-    public var acksAsPredicted: Bool { acksMissing == 0 && acksUnexpected == 0 }
+    public var repliesMissing: Int { repliesPredicted - repliesMatched }
+    /// Replies exactly as the gesture rule predicts.
+    public var repliesAsPredicted: Bool { repliesMissing == 0 && repliesUnexpected == 0 }
 }

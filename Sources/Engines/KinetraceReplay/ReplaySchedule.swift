@@ -53,7 +53,7 @@ public struct ReplayOptions: Hashable, Sendable {
     public var segmentation: Segmentation = .recorded
     /// Seeds every random choice: impairments and fan-out offsets.
     public var seed: UInt64 = 1
-    /// The rule the host model predicts the acks with.
+    /// The rule the host model predicts the replies with.
     public var rule = GestureRule.default
     /// The share of the controllers this process sends (the schedule itself is always the whole plan).
     public var shard = ReplayShard.whole
@@ -158,7 +158,7 @@ public struct ScheduledSend: Hashable, Sendable {
     public var sourceIndex: Int
     public var isDuplicate: Bool
     /// The sender stamp the host sees, when the payload is a valid stamped sample.
-    public var tMs: UInt64?
+    public var senderTimeMs: UInt64?
     /// Whether the protocol's host model says this message, arriving in this order, is owed a reply.
     public var predictedTrigger: Bool
 }
@@ -233,7 +233,7 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
     private var lastEmittedNs: Int64 = .min
     private let wireProtocol: any WireProtocol
     private var hostModel: any HostModel
-    private var lastWallTMs: [UInt64]
+    private var lastWallSenderTimeMs: [UInt64]
 
     public var controllerCount: Int { sourceController.count }
 
@@ -267,7 +267,7 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
         link = LinkQueue(options.impairments.rate)
         wireProtocol = input.wireProtocol
         hostModel = input.wireProtocol.makeHostModel(rule: options.rule)
-        lastWallTMs = Array(repeating: 0, count: count)
+        lastWallSenderTimeMs = Array(repeating: 0, count: count)
         buildPass()
     }
 
@@ -377,7 +377,7 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
         }
         let bytes = decision.apply(to: payload)
         let send = ScheduledSend(deadlineNs: deadline, controller: v, payload: bytes, sequence: number, pass: pass,
-                                 sourceIndex: item.message, isDuplicate: false, tMs: nil, predictedTrigger: false)
+                                 sourceIndex: item.message, isDuplicate: false, senderTimeMs: nil, predictedTrigger: false)
         var copies = [pending(send)]
         for _ in 0..<decision.duplicates {
             var copy = send
@@ -405,14 +405,14 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
             return payload
         case .shift:
             let shiftNs = Int64(pass) * passSpanNs + offsetsNs[v]
-            guard shiftNs > 0, let tMs = stamp(of: payload) else { return payload }
-            return wireProtocol.restamped(payload, timeMs: tMs &+ UInt64((shiftNs + 999_999) / 1_000_000)) ?? payload
+            guard shiftNs > 0, let senderTimeMs = stamp(of: payload) else { return payload }
+            return wireProtocol.restamped(payload, timeMs: senderTimeMs &+ UInt64((shiftNs + 999_999) / 1_000_000)) ?? payload
         case .wallclock:
             guard stamp(of: payload) != nil else { return payload }
             let wallMs = UInt64(Swift.max(0, anchorWallNs + baseNs) / 1_000_000)
-            let tMs = Swift.max(wallMs, lastWallTMs[v] + 1)
-            guard let restamped = wireProtocol.restamped(payload, timeMs: tMs) else { return payload }
-            lastWallTMs[v] = tMs
+            let senderTimeMs = Swift.max(wallMs, lastWallSenderTimeMs[v] + 1)
+            guard let restamped = wireProtocol.restamped(payload, timeMs: senderTimeMs) else { return payload }
+            lastWallSenderTimeMs[v] = senderTimeMs
             return restamped
         }
     }
@@ -430,7 +430,7 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
             send.deadlineNs = options.impairments.rate.isEmpty ? ready : link.departure(readyNs: ready, length: send.payload.count)
             lastEmittedNs = send.deadlineNs
             let facts = send.payload.withUnsafeBytes { wireProtocol.facts($0) }
-            if facts.isValid && facts.direction == .controllerToHost { send.tMs = facts.senderTimeMs }
+            if facts.isValid && facts.direction == .controllerToHost { send.senderTimeMs = facts.senderTimeMs }
             let verdict = hostModel.accept(facts, from: send.controller, receivedNs: send.deadlineNs)
             send.predictedTrigger = verdict.decision?.owesReply == true
             outbox.append(.send(send))

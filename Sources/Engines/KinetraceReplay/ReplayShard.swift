@@ -6,7 +6,7 @@
 /// the shares are disjoint and together hold every controller, and each share
 /// gets every input controller's fanned-out copies in turn. Every shard plans
 /// the whole replay and sends only its share, so its impairment draws, rate
-/// queue and predicted acks are the ones the single process would have had.
+/// queue and predicted replies are the ones the single process would have had.
 public struct ReplayShard: Hashable, Sendable, CustomStringConvertible {
     /// 0-based share.
     public let index: Int

@@ -13,7 +13,7 @@ import KinetraceWire
 import Logging
 import NIOConcurrencyHelpers
 
-/// Sends a replay schedule to a host and matches its acks.
+/// Sends a replay schedule to a host and matches its replies.
 ///
 /// The calling thread sends, against absolute CLOCK_MONOTONIC deadlines
 /// (sleep, then a short spin); a planner thread builds the messages ahead of
@@ -28,7 +28,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         public var recordPath: String?
         /// Header notes for the record (e.g. the network used).
         public var recordExtra: [String: JSONValue] = [:]
-        /// How long to wait for acks after the last message.
+        /// How long to wait for replies after the last message.
         public var settleMs: Int64 = 500
         /// Bounds the whole replay; nil: the planned duration + settle + 10 s (+10 %).
         public var timeoutNs: Int64?
@@ -57,11 +57,11 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
     private var fatal: (ReplayReport.Outcome, String)?
     private var writer: TraceWriter?
     private var writeFailure: TraceError?
-    /// Per controller: frame t_ms → monotonic time of its first send.
+    /// Per controller: sample sender time → monotonic time of its first send.
     private var sentAt: [[UInt64: Int64]] = []
     /// Per controller: the `sentAt` size that triggers the next pruning.
     private var pruneAt: [Int] = []
-    /// Per controller: predicted trigger t_ms → index into report.triggers.
+    /// Per controller: predicted trigger's sender time → index into report.triggers.
     private var predicted: [[UInt64: Int]] = []
     private var heardFromHost = false
     private var anchorWallNs: Int64 = 0
@@ -224,15 +224,15 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                 let stop: Bool = lock.withLock {
                     report.scheduled += 1
                     report.controllers[send.controller].scheduled += 1
-                    if let tMs = send.tMs, sentAt[send.controller][tMs] == nil {
-                        sentAt[send.controller][tMs] = deadline
+                    if let senderTimeMs = send.senderTimeMs, sentAt[send.controller][senderTimeMs] == nil {
+                        sentAt[send.controller][senderTimeMs] = deadline
                         forgetOldSends(of: send.controller, now: deadline)
                     }
-                    if send.predictedTrigger, let tMs = send.tMs {
-                        report.acksPredicted += 1
-                        report.controllers[send.controller].acksPredicted += 1
-                        predicted[send.controller][tMs] = report.triggers.count
-                        report.triggers.append(.init(controller: send.controller, tMs: tMs, predicted: true))
+                    if send.predictedTrigger, let senderTimeMs = send.senderTimeMs {
+                        report.repliesPredicted += 1
+                        report.controllers[send.controller].repliesPredicted += 1
+                        predicted[send.controller][senderTimeMs] = report.triggers.count
+                        report.triggers.append(.init(controller: send.controller, senderTimeMs: senderTimeMs, predicted: true))
                     }
                     return stopRequested || fatal != nil
                 }
@@ -253,10 +253,10 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     DeadlineClock.wait(untilMonotonicNs: deadline, spinNs: spin)
                     previousDeadline = deadline
                 }
-                // Send and record under one lock, so the record never shows an ack before its frame.
+                // Send and record under one lock, so the record never shows a reply before its frame.
                 let sentMono: Int64 = lock.withLock {
                     let sentMono = SystemClock.monotonicNs()
-                    let sentWall = SystemClock.realtimeNs()  // before the send: an ack can never predate its frame
+                    let sentWall = SystemClock.realtimeNs()  // before the send: a reply can never predate its frame
                     let failure = link.send(send.payload, from: send.controller, deadlineMonotonicNs: giveUpAt)
                     if let failure {
                         noteSendFailure(failure, controller: send.controller)
@@ -265,7 +265,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     report.sent += 1
                     report.controllers[send.controller].sent += 1
                     if c.options.timing == .original { report.lateness.record(ns: Swift.max(0, sentMono - deadline)) }
-                    if let tMs = send.tMs, sentAt[send.controller][tMs] == deadline { sentAt[send.controller][tMs] = sentMono }
+                    if let senderTimeMs = send.senderTimeMs, sentAt[send.controller][senderTimeMs] == deadline { sentAt[send.controller][senderTimeMs] = sentMono }
                     // Built only when recording: it copies the payload and looks the endpoint up.
                     if writer != nil { unlockedRecord(.message(MessageRecord(
                         timeNs: sentWall, direction: .controllerToHost, source: link.endpoint(of: send.controller),
@@ -276,7 +276,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     lastProgress = sentMono
                     let snapshot = lock.withLock {
                         ReplayProgress(elapsedNs: sentMono - anchorMono, plannedNs: planned, sent: report.sent,
-                                       acks: report.acksMatched, predicted: report.acksPredicted)
+                                       replies: report.repliesMatched, predicted: report.repliesPredicted)
                     }
                     progress(snapshot)
                 }
@@ -285,19 +285,19 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
 
         planner.stop()  // at once: a sender that stopped early leaves the planner waiting for room
 
-        // Late acks still count: wait for the outstanding ones (and for an exec
+        // Late replies still count: wait for the outstanding ones (and for an exec
         // host to finish its output), within the settle time and the timeout.
         link.endInput()
         let settleEnd = Swift.min(SystemClock.monotonicNs() + c.settleMs * 1_000_000, giveUpAt)
         while SystemClock.monotonicNs() < settleEnd {
-            let done = lock.withLock { fatal != nil || stopRequested || report.acksMatched == report.acksPredicted }
+            let done = lock.withLock { fatal != nil || stopRequested || report.repliesMatched == report.repliesPredicted }
             if done && link.isDrained { break }
             usleep(2_000)
         }
-        if !timedOut && SystemClock.monotonicNs() >= giveUpAt && lock.withLock({ report.acksMatched < report.acksPredicted }) {
+        if !timedOut && SystemClock.monotonicNs() >= giveUpAt && lock.withLock({ report.repliesMatched < report.repliesPredicted }) {
             timedOut = true
         }
-        // A host that sends extra acks gets a moment to show it.
+        // A host that sends extra replies gets a moment to show it.
         usleep(UInt32(Swift.min(c.settleMs, 50)) * 1000)
         lock.withLock { receiving = false }
         receiver.join()
@@ -316,14 +316,14 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
             } else if timedOut {
                 report.outcome = .timedOut
                 report.detail = "the \(Double(timeoutNs) / 1e9) s timeout ended the replay after \(report.sent) message(s)"
-            } else if report.acksPredicted > 0 && report.datagramsReceived == 0 {
+            } else if report.repliesPredicted > 0 && report.datagramsReceived == 0 {
                 report.outcome = .silent
-                report.detail = "the host never answered: \(report.acksPredicted) ack(s) predicted for \(report.sent) message(s) sent, none received"
+                report.detail = "the host never answered: \(report.repliesPredicted) reply(ies) predicted for \(report.sent) message(s) sent, none received"
             }
             unlockedRecord(.event(EventRecord(timeNs: SystemClock.realtimeNs(), event: "replay_end", data: [
                 "outcome": .string(report.outcome.rawValue), "sent": .integer(Int64(report.sent)),
-                "acks_predicted": .integer(Int64(report.acksPredicted)), "acks_matched": .integer(Int64(report.acksMatched)),
-                "acks_unexpected": .integer(Int64(report.acksUnexpected)),
+                "replies_predicted": .integer(Int64(report.repliesPredicted)), "replies_matched": .integer(Int64(report.repliesMatched)),
+                "replies_unexpected": .integer(Int64(report.repliesUnexpected)),
             ])))
             do throws(TraceError) { try writer?.close() } catch { return writeFailure ?? error }
             return writeFailure
@@ -345,7 +345,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         return text
     }
 
-    /// Keeps the per-frame send times of long replays bounded: an ack more
+    /// Keeps the per-frame send times of long replays bounded: a reply more
     /// than 30 s after its frame is unexpected anyway. Pruning only when a
     /// controller's table has doubled keeps the cost constant per send.
     private func forgetOldSends(of v: Int, now: Int64) {
@@ -355,7 +355,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         pruneAt[v] = Swift.max(4096, 2 * sentAt[v].count)
     }
 
-    /// Each controller's round trips, from the matched acks' records: done once the
+    /// Each controller's round trips, from the matched replies' records: done once the
     /// sending is over, where ten thousand histograms cost no send its deadline.
     private func tallyControllerRoundTrips() {
         for trigger in report.triggers where trigger.predicted {
@@ -368,7 +368,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
     private func receiveLoop(_ link: any ControllerLink) {
         var lastFlush = SystemClock.monotonicNs()
         // With kernel arrival stamps a reply's time does not depend on when it is read, so
-        // replies are read at most every millisecond: thousands of acks a second would
+        // replies are read at most every millisecond: thousands of replies a second would
         // otherwise wake this thread thousands of times, each wake-up taking a core from
         // the sender or the host (p99 send lateness 0.4 ms at 100,000 frames/s).
         let batchNs: Int64 = link.stampsArrivals ? 1_000_000 : 0
@@ -410,27 +410,27 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                 if let index = predicted[v].removeValue(forKey: echo) {
                     if let sent = sentAt[v][echo] { rtt = mono - sent }
                     report.triggers[index].roundTripNs = rtt
-                    report.acksMatched += 1
-                    report.controllers[v].acksMatched += 1
+                    report.repliesMatched += 1
+                    report.controllers[v].repliesMatched += 1
                     // Per controller only after sending (`tallyControllerRoundTrips`): a controller's
-                    // first ack would make its histogram here, under the sender's lock.
+                    // first reply would make its histogram here, under the sender's lock.
                     if let rtt { report.roundTrips.record(ns: rtt) }
                 } else {
                     if let sent = sentAt[v][echo] { rtt = mono - sent }
-                    report.acksUnexpected += 1
-                    report.controllers[v].acksUnexpected += 1
+                    report.repliesUnexpected += 1
+                    report.controllers[v].repliesUnexpected += 1
                     // A bounded sample as evidence: a hostile host must not grow the report without end.
-                    if report.acksUnexpected <= ReplayReport.unexpectedAcksKept {
-                        report.triggers.append(.init(controller: v, tMs: echo, predicted: false, roundTripNs: rtt))
+                    if report.repliesUnexpected <= ReplayReport.unexpectedRepliesKept {
+                        report.triggers.append(.init(controller: v, senderTimeMs: echo, predicted: false, roundTripNs: rtt))
                     }
                 }
             } else {
                 report.invalidReceived += 1
                 report.controllers[v].invalidReceived += 1
             }
-            let unasked = report.acksUnexpected + report.invalidReceived
+            let unasked = report.repliesUnexpected + report.invalidReceived
             if unasked > ReplayReport.unaskedReplyLimit(scheduled: report.scheduled) {
-                setFatal(.flooded, "the host sent \(unasked) replies nobody asked for (\(report.acksUnexpected) unexpected acks, "
+                setFatal(.flooded, "the host sent \(unasked) replies nobody asked for (\(report.repliesUnexpected) unexpected replies, "
                          + "\(report.invalidReceived) invalid), past the limit of 10,000 plus 10 per message scheduled")
             }
             unlockedRecord(.message(MessageRecord(timeNs: wall, direction: .hostToController, source: link.hostEndpoint,
@@ -440,7 +440,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
             report.observations += 1
             var data: [String: JSONValue] = ["controller": .string(link.endpoint(of: v).description),
                                              "decision": .string(observation.decision)]
-            if let t = observation.sampleTimeMs { data["t_ms"] = .integer(Int64(clamping: t)) }
+            if let t = observation.sampleTimeMs { data["sender_time_ms"] = .integer(Int64(clamping: t)) }
             if !observation.values.isEmpty { data["values"] = .array(observation.values.map { .number($0) }) }
             unlockedRecord(.event(EventRecord(timeNs: wall, event: "observation", data: data)))
         case .error(let v, let code):
@@ -547,7 +547,7 @@ public struct ReplayProgress: Sendable {
     /// 0 for fast timing.
     public var plannedNs: Int64
     public var sent: Int
-    public var acks: Int
+    public var replies: Int
     public var predicted: Int
 }
 

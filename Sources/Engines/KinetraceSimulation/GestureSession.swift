@@ -6,8 +6,8 @@ import KinetraceWire
 /// Generates, offline and deterministically, what a phone-as-controller
 /// session gives, with ground truth, for evaluating gesture detectors: per
 /// controller, device-motion samples (`motion` records) at `motionHz`, the
-/// MotionLink frames sent from them at `frameHz` as the host receives them
-/// (one-way latency drawn per frame, as `SessionSynthesizer` does; no acks),
+/// the protocol's samples sent from them at `frameHz` as the host receives them
+/// (one-way latency drawn per frame, as `SessionSynthesizer` does; no replies),
 /// and a `label` for every gesture performed.
 ///
 /// ## Model
@@ -61,7 +61,7 @@ public struct GestureSessionSynthesizer {
         public var durationS: Double = 60
         /// Device-motion samples per second per controller.
         public var motionHz: Double = 100
-        /// MotionLink frames per second per controller.
+        /// Wire samples per second per controller.
         public var frameHz: Double = 10
         public var seed: UInt64 = 1
         /// Session start on every clock, ms since the epoch.
@@ -180,13 +180,13 @@ public struct GestureSessionSynthesizer {
             state.active.append(gesture)
             enqueue(.label(LabelRecord(
                 timeNs: startNs + gesture.onsetMs * 1_000_000, controller: state.endpoint, gesture: gesture.kind.rawValue,
-                tMs: c.startMs + UInt64(gesture.onsetMs), durationMs: UInt64(gesture.durationMs))))
+                senderTimeMs: c.startMs + UInt64(gesture.onsetMs), durationMs: UInt64(gesture.durationMs))))
         }
         let elapsed = state.active.map { (gesture: $0, elapsedMs: Double(sampleNs - startNs) / 1e6 - Double($0.onsetMs)) }
         state.active.removeAll { Double(sampleNs - startNs) / 1e6 >= Double($0.onsetMs) + $0.durationMs }
         let motion = state.hand.sample(atS: Double(sampleNs - startNs) / 1e9, gestures: elapsed)
         let sample = MotionSampleRecord(
-            timeNs: sampleNs, controller: state.endpoint, tMs: UInt64(sampleNs / 1_000_000),
+            timeNs: sampleNs, controller: state.endpoint, senderTimeMs: UInt64(sampleNs / 1_000_000),
             userAcceleration: Self.vector(motion.userAcceleration, scale: 1e4),
             rotationRate: Self.vector(motion.rotationRate, scale: 1e4),
             gravity: Self.vector(motion.gravity, scale: 1e6),
@@ -216,7 +216,7 @@ public struct GestureSessionSynthesizer {
         }
     }
 
-    /// CoreMotion's roll, pitch and yaw of the sample's attitude (the attitude stream sends them).
+    /// CoreMotion's roll, pitch and yaw of the sample's attitude (what attitude protocols send).
     private static func angles(_ attitude: MotionSampleRecord.Attitude?) -> Vector3? {
         guard let q = attitude else { return nil }
         let a = AttitudeAngles.rollPitchYaw(w: q.w, x: q.x, y: q.y, z: q.z)

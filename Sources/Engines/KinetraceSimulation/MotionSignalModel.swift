@@ -33,15 +33,15 @@ public struct MotionSignalModel: Sendable {
         }
     }
 
-    /// The reading at sender time `tMs`, given the jumps in progress.
-    public func sample(tMs: UInt64, startMs: UInt64, jumps: some Sequence<Jump>,
+    /// The reading at sender time `senderTimeMs`, given the jumps in progress.
+    public func sample(senderTimeMs: UInt64, startMs: UInt64, jumps: some Sequence<Jump>,
                        using rng: inout SeededGenerator) -> MotionReading {
-        let t = Double(tMs - startMs) / 1000
+        let t = Double(senderTimeMs - startMs) / 1000
         let sway = swayAmplitude * sin(2 * Double.pi * t / swayPeriodS)
         var ay = rng.normal(sd: accelNoiseSd) + 0.3 * sway
         var wx = rng.normal(sd: gyroNoiseSd) + sway
-        for jump in jumps where tMs >= jump.onsetMs && tMs < jump.onsetMs + Jump.durationMs {
-            let elapsed = Double(tMs - jump.onsetMs)
+        for jump in jumps where senderTimeMs >= jump.onsetMs && senderTimeMs < jump.onsetMs + Jump.durationMs {
+            let elapsed = Double(senderTimeMs - jump.onsetMs)
             let pulse = Self.jumpPulse(jump, elapsedMs: elapsed)
             ay += pulse
             wx += 0.6 * pulse  // the wrist tips as the body rises

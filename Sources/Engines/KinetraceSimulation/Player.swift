@@ -22,8 +22,8 @@ public struct Player: Sendable {
     }
 
     /// The reading at `elapsedMs` after the session start, whose sender
-    /// clock reads `tMs`, and the jumps that began since the previous sample.
-    public mutating func sample(elapsedMs: Double, tMs: UInt64, startMs: UInt64) -> (reading: MotionReading, started: [MotionSignalModel.Jump]) {
+    /// clock reads `senderTimeMs`, and the jumps that began since the previous sample.
+    public mutating func sample(elapsedMs: Double, senderTimeMs: UInt64, startMs: UInt64) -> (reading: MotionReading, started: [MotionSignalModel.Jump]) {
         var started: [MotionSignalModel.Jump] = []
         while let onset = nextJumpMs, onset <= elapsedMs {
             let peaks = model.jumpPeakRange
@@ -34,8 +34,8 @@ public struct Player: Sendable {
             started.append(jump)
             nextJumpMs = script.nextOnset(after: onset, using: &rng)
         }
-        active.removeAll { tMs >= $0.onsetMs + MotionSignalModel.Jump.durationMs }
-        return (model.sample(tMs: tMs, startMs: startMs, jumps: active, using: &rng), started)
+        active.removeAll { senderTimeMs >= $0.onsetMs + MotionSignalModel.Jump.durationMs }
+        return (model.sample(senderTimeMs: senderTimeMs, startMs: startMs, jumps: active, using: &rng), started)
     }
 
     /// Draws from the player's stream for decisions outside the motion (latency, corruption).

@@ -4,7 +4,7 @@ import KinetraceSupport
 import KinetraceWire
 
 /// Generates, offline and deterministically, the trace a host-side capture
-/// of a KeepCalm-like session would hold: N controllers streaming samples of
+/// of a session of phones as controllers would hold: N controllers streaming samples of
 /// the protocol at the nominal rate, a one-way latency drawn per sample, a
 /// reference host answering as the protocol's host model says, and a
 /// ground-truth label for each jump performed.
@@ -24,7 +24,7 @@ public struct SessionSynthesizer {
         public var startMs: UInt64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
         /// One-way latency and addresses (the source paper's lab figures by default).
         public var network = SyntheticNetwork()
-        /// Host processing time before the ack leaves, ms.
+        /// Host processing time before the reply leaves, ms.
         public var hostDelayMs: ClosedRange<Double> = 0.15...0.6
         /// Probability that a frame arrives with one bit flipped.
         public var corruptProbability = 0.0
@@ -91,7 +91,7 @@ public struct SessionSynthesizer {
     /// the next step are sent at or after `step × period`; a jump label is
     /// stamped at its onset, which is later than the controller's previous
     /// frame, so at or after `(step − 1) × period`. One more ms absorbs the
-    /// flooring of `t_ms`.
+    /// flooring of the sender time.
     private func horizonNs() -> Int64 {
         let periodMs = 1000 / configuration.rateHz
         return Int64((Double(configuration.startMs) + Double(step - 1) * periodMs - 1) * 1e6)
@@ -115,27 +115,27 @@ public struct SessionSynthesizer {
         defer { controllers[index] = state }
         let periodMs = 1000 / c.rateHz
         let elapsedMs = Double(step) * periodMs + state.phaseMs
-        let tMs = c.startMs + UInt64(elapsedMs.rounded(.down))
+        let senderTimeMs = c.startMs + UInt64(elapsedMs.rounded(.down))
 
-        let (reading, started) = state.player.sample(elapsedMs: elapsedMs, tMs: tMs, startMs: c.startMs)
+        let (reading, started) = state.player.sample(elapsedMs: elapsedMs, senderTimeMs: senderTimeMs, startMs: c.startMs)
         for jump in started {
             enqueue(.label(LabelRecord(timeNs: Int64(jump.onsetMs) * 1_000_000, controller: state.endpoint,
-                                       gesture: "jump", tMs: jump.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)))
+                                       gesture: "jump", senderTimeMs: jump.onsetMs, durationMs: MotionSignalModel.Jump.durationMs)))
         }
         let latency = c.network.latencyMs { state.player.normal(mean: $0, sd: $1) }
-        var arrivalNs = Int64(tMs) * 1_000_000 + Int64(latency * 1e6)
+        var arrivalNs = Int64(senderTimeMs) * 1_000_000 + Int64(latency * 1e6)
         // A byte stream delivers in order: a record cannot overtake the one written before it.
         if c.wireProtocol.transport == .byteStream {
             arrivalNs = max(arrivalNs, state.lastArrivalNs)
             state.lastArrivalNs = arrivalNs
         }
         // The CLI checks the protocol makes samples before it builds a synthesizer.
-        var payload = c.wireProtocol.sample(reading, timeMs: tMs)!
+        var payload = c.wireProtocol.sample(reading, timeMs: senderTimeMs)!
         if c.corruptProbability > 0, state.player.unit() < c.corruptProbability {
             let bit = Int(state.player.nextRandom() % UInt64(payload.count * 8))
             payload[bit / 8] ^= 1 << UInt8(bit % 8)
             enqueue(.event(EventRecord(timeNs: arrivalNs, event: "corrupt", data: [
-                "controller": .string(state.endpoint.description), "t_ms": .integer(Int64(tMs)), "bit": .integer(Int64(bit)),
+                "controller": .string(state.endpoint.description), "sender_time_ms": .integer(Int64(senderTimeMs)), "bit": .integer(Int64(bit)),
             ])))
         }
         enqueue(.message(MessageRecord(timeNs: arrivalNs, direction: .controllerToHost, source: state.endpoint,

@@ -146,7 +146,7 @@ public final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor 
         }
     }
 
-    /// Bytes written but not yet acknowledged by the peer (Linux SIOCOUTQ): they
+    /// Bytes written but not yet confirmed (TCP ACK) by the peer (Linux SIOCOUTQ): they
     /// grow once a peer stops reading and its receive window closes. nil elsewhere.
     public var unsentBytes: Int? {
         #if os(Linux)

@@ -54,7 +54,7 @@ struct Capture: ParsableCommand {
 
     @OptionGroup var wire: ProtocolOptions
 
-    @Option(help: ArgumentHelp("The host's port (default: the protocol's, 47110 for motionlink-v1).", valueName: "port"))
+    @Option(help: ArgumentHelp("The host's port (default: the protocol's, \(ProtocolRegistry.defaultProtocol.defaultPort) for \(ProtocolRegistry.defaultID)).", valueName: "port"))
     var port: UInt16?
 
     @Option(name: [.customShort("w"), .customLong("pcap")], help: ArgumentHelp(
@@ -76,14 +76,14 @@ struct Capture: ParsableCommand {
         discussion: """
             The kernel ring (-B) packs packets at the length kept, so a large -s costs no \
             ring space for small datagrams: with the default -B of 32768 KiB, the ring held \
-            97,500 MotionLink frames on lo while the capture was paused, at -s 262144 as at \
+            97,500 36-byte datagrams on lo while the capture was paused, at -s 262144 as at \
             -s 256.
             """,
         valueName: "bytes"))
     var snaplen: Int32 = LiveCapture.Configuration.defaultSnaplen
 
     @Option(name: [.customShort("B"), .customLong("buffer-size")], help: ArgumentHelp(
-        "The kernel capture buffer (ring) in KiB, as tcpdump's -B; 32768 by default. It holds what arrives while the capture is busy (about 3,000 packets per MiB for MotionLink).", valueName: "kib"))
+        "The kernel capture buffer (ring) in KiB, as tcpdump's -B; 32768 by default. It holds what arrives while the capture is busy (about 3,000 packets per MiB of 36-byte datagrams).", valueName: "kib"))
     var bufferKiB: Int?
 
     @Option(name: .customLong("buffer-mib"), help: ArgumentHelp("The kernel capture buffer in MiB (the older spelling of -B).", valueName: "mib", visibility: .hidden))

@@ -15,29 +15,30 @@ struct Conform: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a live host (active cases) or a capture (passive cases) against its protocol's spec.",
         discussion: """
-            Each case names the requirements of the protocol's spec (specs/motionlink-v1.md \
-            for motionlink-v1) it checks and returns PASS, FAIL, NON-STRICT (a SHOULD missed, \
+            Each case names the requirements of the protocol's spec it checks (`kinetrace \
+            protocol show NAME` lists them) and returns PASS, FAIL, NON-STRICT (a SHOULD missed, \
             or timing inside a grace band), INFORMATIONAL, INCONCLUSIVE (not enough evidence) \
             or ERROR (a fault of the harness). Timing cases print their measurements whatever \
             the verdict.
 
             --host runs the active cases against a host on UDP (TCP for a byte-stream protocol): \
             each case opens fresh controllers, \
-            sends crafted messages and judges the replies. For motionlink-v1: the threshold \
-            boundary, the refractory window, stale, duplicate and invalid datagrams, two \
-            controllers at once, 100 timed triggers, 1,000 frames/s from 50 controllers, and \
-            3 s from 8 controllers through each of the lab-5ghz, crowded-event and harsh \
-            replay networks' loss, jitter, duplication and reordering, recovery from a forged \
-            far-future frame (--stale-resync-ms), and one frame each from an eighth more new \
-            controllers than --max-controllers, from distinct 127.101.0.0/16 sources (so only \
-            against a loopback host, on Linux). Sample values come from \
-            the rule given with --threshold and --refractory-ms. Ack delays are round trips on \
+            sends crafted messages and judges the replies: for a protocol whose host answers \
+            on the wire, the threshold boundary, the window, stale, duplicate and invalid \
+            messages, two controllers at once, 100 timed triggers, 1,000 messages/s from 50 \
+            controllers, and 3 s from 8 controllers through each of the lab-5ghz, \
+            crowded-event and harsh replay networks' loss, jitter, duplication and \
+            reordering, recovery from a forged far-future stamp (--stale-resync-ms), and one \
+            message each from an eighth more new controllers than --max-controllers, from \
+            distinct 127.101.0.0/16 sources (so only against a loopback host, on Linux). \
+            Sample values come from \
+            the rule given with --threshold and --refractory-ms. Reply delays are round trips on \
             this machine's clock, so they include the path both ways. With no target, the suite \
             runs against the built-in reference host on loopback. --exec runs the active cases \
             against a host started as a command that speaks the stdio adapter on its standard \
-            input and output; its ack delays include the pipe both ways.
+            input and output; its reply delays include the pipe both ways.
 
-            keepcalm-json and attitude-stream hosts answer nothing on the wire: a jump or an \
+            Hosts of protocols without replies answer nothing on the wire: a jump or an \
             applied attitude shows only on screen. Their active cases judge it through the \
             stdio adapter's observation channel (--exec 'HOST --stdio --observe'; with no \
             target, the reference host is run that way), and over --host say INCONCLUSIVE \
@@ -55,10 +56,10 @@ struct Conform: ParsableCommand {
             rate and, when the capture holds both directions, the host's replies. It reads the \
             capture once, judging every case as it goes, and keeps no message: what stays in \
             memory is per controller (its newest stamp), per trigger (about 150 bytes with its index: when, \
-            which frame, its acks), and for the rate cases each frame's stamp (12 bytes), since \
-            a window's loss threshold comes from the controller's median interval. KeepCalm's \
-            id check keeps each message's id. Invalid messages, repeated, unexpected and \
-            misdirected acks are counted in full and kept as a sample of 1,000 for evidence.
+            which sample, its replies), and for the rate cases each sample's stamp (12 bytes), since \
+            a window's loss threshold comes from the controller's median interval. A check of \
+            message ids keeps each message's id. Invalid messages, repeated, unexpected and \
+            misdirected replies are counted in full and kept as a sample of 1,000 for evidence.
 
             --format junit writes one testcase per case (FAIL, and NON-STRICT under --strict, \
             as a failure; INCONCLUSIVE skipped; ERROR an error) in the form Jenkins' xunit \
@@ -85,9 +86,9 @@ struct Conform: ParsableCommand {
     @OptionGroup var input: CaptureInputOptions
     @OptionGroup var ruleOptions: GestureRuleOptions
 
-    @Option(name: [.customLong("reply-deadline-ms"), .customLong("ack-deadline-ms")],
-            help: ArgumentHelp("The reply deadline the MUST case holds a host to, for protocols with replies (MotionLink v1's acks); --ack-deadline-ms is the older spelling.", valueName: "ms"))
-    var ackDeadlineMs: Double = 50
+    @Option(name: .customLong("reply-deadline-ms"),
+            help: ArgumentHelp("The reply deadline the MUST case holds a host to, for protocols with replies.", valueName: "ms"))
+    var replyDeadlineMs: Double = 50
 
     @Option(name: .customLong("min-samples"), help: ArgumentHelp("Timing cases with fewer samples are INCONCLUSIVE.", valueName: "n"))
     var minSamples = 20
@@ -98,14 +99,14 @@ struct Conform: ParsableCommand {
     var maxControllers = 65_536
 
     @Option(name: .customLong("max-connections"),
-            help: ArgumentHelp("A TCP host's connection bound (attitude-stream AS-CONN-2): AC-AS-CONN-FLOOD opens 64 more idle connections than this and expects phones still to be served.",
+            help: ArgumentHelp("A TCP host's connection bound: the connection-flood case opens 64 more idle connections than this and expects phones still to be served.",
                                valueName: "n"))
     var maxConnections = 1_024
 
     @Flag(help: "Count SHOULD cases too: a NON-STRICT verdict fails the run.")
     var strict = false
 
-    @Option(name: .customLong("cases"), help: ArgumentHelp("Run only the cases whose ID matches this glob (repeatable), e.g. 'PC-ACK-*'.", valueName: "glob"))
+    @Option(name: .customLong("cases"), help: ArgumentHelp("Run only the cases whose ID matches this glob (repeatable), e.g. 'PC-RATE-*'.", valueName: "glob"))
     var include: [String] = []
 
     @Option(help: ArgumentHelp("Skip the cases whose ID matches this glob (repeatable).", valueName: "glob"))
@@ -123,8 +124,8 @@ struct Conform: ParsableCommand {
     }
 
     func validate() throws {
-        guard ackDeadlineMs.isFinite, ackDeadlineMs > 0, ackDeadlineMs <= 3_600_000 else {
-            throw ValidationError("--reply-deadline-ms (--ack-deadline-ms) must be a positive number of ms, at most 3600000 (an hour).")
+        guard replyDeadlineMs.isFinite, replyDeadlineMs > 0, replyDeadlineMs <= 3_600_000 else {
+            throw ValidationError("--reply-deadline-ms (--reply-deadline-ms) must be a positive number of ms, at most 3600000 (an hour).")
         }
         guard minSamples >= 1 else { throw ValidationError("--min-samples must be at least 1.") }
         guard (1...900_000).contains(maxControllers) else { throw ValidationError("--max-controllers must be from 1 to 900000.") }
@@ -144,7 +145,7 @@ struct Conform: ParsableCommand {
     private func check(_ junit: JUnitErrorGuard) throws {
         var parameters = SuiteParameters()
         parameters.rule = ruleOptions.rule(for: input.wire.wireProtocol)
-        parameters.ackDeadlineMs = ackDeadlineMs
+        parameters.replyDeadlineMs = replyDeadlineMs
         parameters.minimumTimingSamples = minSamples
         parameters.maxControllers = maxControllers
         parameters.maxConnections = maxConnections

@@ -6,8 +6,9 @@ struct Gestures: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Evaluate gesture detectors against labelled traces, and gate threshold changes in CI.",
         discussion: """
-            Detectors: the source paper's threshold rule, the KeepCalm game's latched rule, \
-            MotionLink v1's rule, and the jump, duck and tilt detectors of Apple's WWDC 2017 \
+            Detectors: the source paper's threshold rule, a threshold latched on arrival time, \
+            a threshold with a refractory window on the sender's clock, the trace's own \
+            protocol's host model, and the jump, duck and tilt detectors of Apple's WWDC 2017 \
             "Badger with Attitude" game. `kinetrace gestures list` shows each one's parameters.
             """,
         subcommands: [GesturesEval.self, GesturesList.self])

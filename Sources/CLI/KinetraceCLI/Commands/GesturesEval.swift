@@ -24,8 +24,8 @@ struct GesturesEval: ParsableCommand {
             positive, every label without one a false negative. Delay is the detection's \
             time minus the label's onset, on the controller's clock (the recorder's, for \
             protocols whose samples carry no stamp). A detector that reads what a trace's \
-            samples do not carry (jump detectors on attitude-stream, attitude-tilt on \
-            keepcalm-json) is refused with the reason, exit 65.
+            samples do not carry (a jump detector on samples of attitude only, attitude-tilt \
+            on samples without attitude) is refused with the reason, exit 65.
 
             --sweep NAME=LO:HI:STEP evaluates every value in one pass over the samples and \
             reports the precision–recall trade-off and the best F1 (--plot draws it).
@@ -35,7 +35,7 @@ struct GesturesEval: ParsableCommand {
             the check to run in CI after touching a threshold.
 
             --live HOST:PORT replays each trace's frames to a running host instead and scores \
-            its acks as jump detections, so a host's gesture logic is tested the same way. \
+            its replies as jump detections, so a host's gesture logic is tested the same way. \
             A host that cannot be reached exits 69; one that floods replies stops the run, \
             exit 76, in bounded memory (as replay).
 
@@ -87,7 +87,7 @@ struct GesturesEval: ParsableCommand {
 
     @OptionGroup var plotFormat: PlotFormatOptions
 
-    @Option(help: ArgumentHelp("Replay each trace's frames to the host at HOST:PORT and score its acks as jumps.", valueName: "host:port"))
+    @Option(help: ArgumentHelp("Replay each trace's frames to the host at HOST:PORT and score its replies as jumps.", valueName: "host:port"))
     var live: String?
 
     @Option(name: .customLong("live-speed"), help: ArgumentHelp("Replay speed for --live: 1 keeps the recorded timing.", valueName: "x"))
@@ -105,7 +105,7 @@ struct GesturesEval: ParsableCommand {
             }
         } else {
             guard detector == nil, params.isEmpty, sweep == nil else {
-                throw ValidationError("--live scores the host's own acks: --detector, --param and --sweep do not apply.")
+                throw ValidationError("--live scores the host's own replies: --detector, --param and --sweep do not apply.")
             }
             guard liveSpeed.isFinite, liveSpeed > 0 else { throw ValidationError("--live-speed must be a number > 0.") }
             do { _ = try SocketAddressBox.resolve(live!) } catch { throw ValidationError("--live \(error.description)") }
@@ -259,7 +259,7 @@ struct GesturesEval: ParsableCommand {
                                    labels: trace.labels.filter { gestures.contains($0.gesture) }.count, scores: scores)
     }
 
-    /// Each trace replayed to the host; its acks are the detections.
+    /// Each trace replayed to the host; its replies are the detections.
     func evaluateLive(paths: [String], host: String, window: MatchWindow, timing: inout GestureTiming) throws -> GestureReport {
         let address = try SocketAddressBox.resolve(host)
         var summaries: [GestureReport.TraceSummary] = []
@@ -300,11 +300,11 @@ struct GesturesEval: ParsableCommand {
                 default: throw ExitStatus.unavailable
                 }
             }
-            // Every ack is a detection: the acked predictions, and every ack nobody predicted (echoing
+            // Every reply is a detection: the answered predictions, and every reply nobody predicted (echoing
             // an unsent stamp included: it still claims a jump at that time).
             let detections = report.triggers.filter { !$0.predicted || $0.roundTripNs != nil }.map { trigger in
                 (controller: report.controllers[trigger.controller].source,
-                 detection: Detection(gesture: "jump", tMs: trigger.tMs, timeNs: 0))
+                 detection: Detection(gesture: "jump", senderTimeMs: trigger.senderTimeMs, timeNs: 0))
             }
             let labels = trace.labels.filter { $0.gesture == "jump" }
             let score = GestureScore.match(labels: labels, detections: detections, window: window)

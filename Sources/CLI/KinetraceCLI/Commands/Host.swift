@@ -10,23 +10,24 @@ import Logging
 /// `kinetrace host`: the reference host.
 struct Host: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the reference host: detect jumps and answer each as the protocol says (MotionLink v1: a haptic ack).",
+        abstract: "Run the reference host: detect jumps and answer each as the protocol says.",
         discussion: """
             Listens on one UDP socket (IPv4 or IPv6) for any number of controllers. Every \
             message goes through the protocol's host model for its controller (source address \
-            and port): for MotionLink v1, the gesture rule of specs/motionlink-v1.md, each \
-            trigger logged and answered with exactly one HapticAck. Invalid datagrams are \
+            and port): its threshold and window, each decision logged and, when the protocol \
+            has a reply, answered with exactly one (`kinetrace protocol show NAME` says what \
+            the protocol's host does). Invalid datagrams are \
             dropped silently and the host keeps serving. Prints "listening on ADDRESS:PORT" \
             once bound (use --port 0 for any free port) and a summary on SIGINT or SIGTERM.
 
-            A byte-stream protocol (attitude-stream) is served on TCP instead, one connection \
+            A byte-stream protocol is served on TCP instead, one connection \
             per controller, each framed on its own whatever its reads return; invalid records \
             are not applied and the connection stays open. A connection that delivers no whole \
             record for --connection-timeout is closed, and at --max-connections a new \
             connection closes the least recently active one (one that has sent no record yet \
             first), so idle or trickling connections cannot lock a streaming phone out. With \
             --trace every read is recorded as it came, and every decision that has no reply \
-            on the wire (a KeepCalm jump, an attitude applied) as a "decision" event.
+            on the wire (a jump shown only on screen, an attitude applied) as a "decision" event.
 
             With --stdio the host has no socket: it reads controller messages as stdio adapter \
             records on standard input and writes its replies as records on standard output \
@@ -39,7 +40,7 @@ struct Host: ParsableCommand {
     @Option(help: ArgumentHelp("The address to bind: 127.0.0.1, ::1, 0.0.0.0 or ::.", valueName: "address"))
     var bind = "127.0.0.1"
 
-    @Option(help: ArgumentHelp("The UDP or TCP port to listen on (default: the protocol's, 47110 for motionlink-v1); 0 picks a free one.", valueName: "port"))
+    @Option(help: ArgumentHelp("The UDP or TCP port to listen on (default: the protocol's, \(ProtocolRegistry.defaultProtocol.defaultPort) for \(ProtocolRegistry.defaultID)); 0 picks a free one.", valueName: "port"))
     var port: Int?
 
     @OptionGroup var wire: ProtocolOptions
@@ -57,21 +58,21 @@ struct Host: ParsableCommand {
     var idleTimeoutS = Double(HostCore<Int>.defaultIdleTimeoutNs) / 1e9
 
     @Option(name: .customLong("max-connections"), help: ArgumentHelp(
-        "TCP hosts: connections open at once; at the limit a new one closes the least recently active (AS-CONN-2).", valueName: "n"))
+        "TCP hosts: connections open at once; at the limit a new one closes the least recently active.", valueName: "n"))
     var maximumConnections = 1024
 
     @Option(name: .customLong("connection-timeout"), help: ArgumentHelp(
-        "TCP hosts: close a connection that delivers no whole record for this many seconds; 0 never closes (AS-CONN-3).", valueName: "seconds"))
+        "TCP hosts: close a connection that delivers no whole record for this many seconds; 0 never closes.", valueName: "seconds"))
     var connectionTimeoutS = Double(ReferenceHost.Configuration.defaultConnectionTimeoutNs) / 1e9
 
     @OptionGroup var summaryFormat: SummaryFormatOptions
 
-    @Flag(name: .shortAndLong, help: "Log every decision (MotionLink v1: every trigger) to standard error.")
+    @Flag(name: .shortAndLong, help: "Log every decision (a trigger, a jump) to standard error.")
     var verbose = false
 
     @Flag(name: .customLong("immediate-mode"), help: ArgumentHelp(
         "Handle every datagram as it arrives, even under load (as tcpdump's --immediate-mode).",
-        discussion: "By default a UDP host that finds four or more datagrams waiting reads again 100 µs later instead of being woken for each one, which costs a sender on the same machine far less; this adds up to 100 µs to an ack's latency, and only under load."))
+        discussion: "By default a UDP host that finds four or more datagrams waiting reads again 100 µs later instead of being woken for each one, which costs a sender on the same machine far less; this adds up to 100 µs to a reply's latency, and only under load."))
     var immediateMode = false
 
     @Flag(help: "Serve the stdio adapter framing on standard input and output instead of a UDP socket.")
@@ -185,13 +186,13 @@ struct Host: ParsableCommand {
             let paced = stats.deferredReads == 0 ? "" : "; under load, \(stats.deferredReads) reads put off by 100 µs"
             emit("received \(stats.datagrams) datagrams from \(stats.controllers) controller(s): \(stats.validFrames) valid frames"
                      + " (\(stats.staleFrames) stale), invalid: \(invalid.isEmpty ? "none" : invalid); "
-                     + "\(stats.triggers) triggers, \(stats.acksSent) acks sent" + forgotten + paced)
+                     + "\(stats.triggers) triggers, \(stats.repliesSent) replies sent" + forgotten + paced)
         case .json:
             var members: [String: JSONValue] = [
                 "datagrams": .integer(Int64(stats.datagrams)), "valid_frames": .integer(Int64(stats.validFrames)),
                 "stale_frames": .integer(Int64(stats.staleFrames)), "controllers": .integer(Int64(stats.controllers)),
                 "invalid_by_reason": .object(stats.invalidByReason.mapValues { .integer(Int64($0)) }),
-                "triggers": .integer(Int64(stats.triggers)), "acks_sent": .integer(Int64(stats.acksSent)),
+                "triggers": .integer(Int64(stats.triggers)), "replies_sent": .integer(Int64(stats.repliesSent)),
                 "forgotten_idle": .integer(Int64(stats.forgottenIdle)), "forgotten_over_maximum": .integer(Int64(stats.forgottenOverCapacity)),
             ]
             if wire.wireProtocol.transport == .byteStream {

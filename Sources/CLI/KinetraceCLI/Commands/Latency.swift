@@ -11,15 +11,15 @@ struct Latency: ParsableCommand {
         abstract: "Measure latency in traces the way the source paper does: its Table I, percentiles and Figure 2.",
         discussion: """
             Each latency the trace's capture point allows, labelled in the output:
-              one-way-raw        valid frames: capture time − t_ms
-              one-way-relative   raw − its median (+ --base-ms), the paper's method
-              ack-echo-raw       valid acks: capture time − the t_ms they echo
-              ack-echo-relative  raw − its median (+ --base-ms)
-              ack-rtt            frame sent → its ack received, controller's clock
-              ack-turnaround     frame seen → its ack seen, host's or capture's clock
+              one-way-raw           valid samples: capture time − sender time
+              one-way-relative      raw − its median (+ --base-ms), the paper's method
+              reply-echo-raw        valid replies: capture time − the sender time they echo
+              reply-echo-relative   raw − its median (+ --base-ms)
+              reply-rtt             sample sent → its reply received, controller's clock
+              reply-turnaround      sample seen → its reply seen, host's or capture's clock
             With --join CONTROLLER_TRACE HOST_TRACE, per message, both recorders' clocks:
-              one-way-joined     a frame's send at the controller → its receipt at the host
-              ack-one-way-joined an ack's send at the host → its receipt at the controller
+              one-way-joined        a sample's send at the controller → its receipt at the host
+              reply-one-way-joined  a reply's send at the host → its receipt at the controller
             Raw one-way latency is true one-way latency only when the controller's clock \
             is the recorder's or synchronised to it (loopback); the relative latency needs \
             no common clock but keeps only the variation.
@@ -71,8 +71,8 @@ struct Latency: ParsableCommand {
         _ = try plotFormat.format(for: plot)
         if join {
             guard traces.count == 2 else { throw ValidationError("--join takes two traces: the controller's, then the host's.") }
-            guard [PlotMeasure.oneWayRelative, .joinedOneWay, .joinedAckOneWay].contains(plotMeasureName) else {
-                throw ValidationError("With --join, --plot-measure is one-way-joined or ack-one-way-joined.")
+            guard [PlotMeasure.oneWayRelative, .joinedOneWay, .joinedReplyOneWay].contains(plotMeasureName) else {
+                throw ValidationError("With --join, --plot-measure is one-way-joined or reply-one-way-joined.")
             }
         }
         // Past 1000 σ nothing is ever removed; the bound keeps the removal bounds finite.
@@ -90,7 +90,7 @@ struct Latency: ParsableCommand {
                 try Self.analyse(path: path, input: input, options: options)
             }
             guard !analysis.measures.isEmpty else {
-                printError("\(path): no latency to measure: no valid frames or acks")
+                printError("\(path): no latency to measure: no valid samples or replies")
                 throw ExitStatus.dataError
             }
             reports.append(LatencyReport(source: path, analysis: analysis))
@@ -152,9 +152,9 @@ extension MedianScope: ExpressibleByArgument {}
 
 /// The measures by their command-line names.
 enum PlotMeasure: String, ExpressibleByArgument, CaseIterable {
-    case oneWayRaw = "one-way-raw", oneWayRelative = "one-way-relative", ackEchoRaw = "ack-echo-raw"
-    case ackEchoRelative = "ack-echo-relative", ackRTT = "ack-rtt", ackTurnaround = "ack-turnaround"
-    case joinedOneWay = "one-way-joined", joinedAckOneWay = "ack-one-way-joined"
+    case oneWayRaw = "one-way-raw", oneWayRelative = "one-way-relative", replyEchoRaw = "reply-echo-raw"
+    case replyEchoRelative = "reply-echo-relative", replyRTT = "reply-rtt", replyTurnaround = "reply-turnaround"
+    case joinedOneWay = "one-way-joined", joinedReplyOneWay = "reply-one-way-joined"
 
     var measure: LatencyMeasure { LatencyMeasure(rawValue: rawValue.replacingOccurrences(of: "-", with: "_"))! }
 }

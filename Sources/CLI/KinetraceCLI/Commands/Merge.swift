@@ -19,7 +19,7 @@ struct Merge: ParsableCommand {
             Merges the traces into the --write file, streaming, in memory bounded by what the \
             inputs record within the reorder window, not by how many inputs there are (their read \
             buffers share 8 MiB). Each input may be out of time order by up \
-            to --window (a replay record writes its acks in batches, a few ms late): a record is \
+            to --window (a replay record writes its replies in batches, a few ms late): a record is \
             held until its trace has read one at least the window later, and at most --max-waiting \
             records (1,048,576 unless told; a few hundred bytes each) wait at once, in one input or all \
             together. A record further out of order, or one past that \

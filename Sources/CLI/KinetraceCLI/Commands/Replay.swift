@@ -28,11 +28,11 @@ struct Replay: ParsableCommand {
             an event, so a failing run can be reproduced exactly.
 
             Replies are matched to samples by the stamp they echo and compared with the replies \
-            the protocol's host model predicts for what was actually sent (MotionLink v1: an \
-            ack per trigger of the gesture rule). A replay never hangs: --timeout \
+            the protocol's host model predicts for what was actually sent (one reply per \
+            decision that owes one). A replay never hangs: --timeout \
             bounds it.
 
-            --format junit writes one testcase per controller, failed when its acks differ \
+            --format junit writes one testcase per controller, failed when its replies differ \
             from the prediction (missing or unexpected ones, what --strict exits 1 on; without \
             --strict the report still shows them and the exit status stays 0). For a protocol \
             whose host sends no replies the controllers are skipped, since there is nothing to \
@@ -48,7 +48,7 @@ struct Replay: ParsableCommand {
             clock error between machines adds to every send's timing error. \
             `kinetrace merge` joins their records.
 
-            Exit status: 0 done; 1 acks differ from the prediction (--strict only); \
+            Exit status: 0 done; 1 replies differ from the prediction (--strict only); \
             64 usage; 65 bad input or network; 66 an input is missing; 69 the host is unreachable \
             or died; 73 the record cannot be created; 75 timed out; 76 the host never answered, \
             broke the stdio framing, or flooded the replay with replies nobody asked for (more than \
@@ -90,7 +90,7 @@ struct Replay: ParsableCommand {
     @Option(name: [.customShort("L"), .customLong("limit")], help: ArgumentHelp("Stop after sending this many messages (tcpreplay's -L).", valueName: "n"))
     var limit: Int?
 
-    @Option(name: .customLong("duration"), help: ArgumentHelp("Stop sending this many seconds after the start (tcpreplay's --duration); acks still settle.", valueName: "seconds"))
+    @Option(name: .customLong("duration"), help: ArgumentHelp("Stop sending this many seconds after the start (tcpreplay's --duration); replies still settle.", valueName: "seconds"))
     var duration: Double?
 
     @Option(help: ArgumentHelp("Skip messages before this many seconds into the input.", valueName: "seconds"))
@@ -151,7 +151,7 @@ struct Replay: ParsableCommand {
     @Option(help: ArgumentHelp("Link-rate limit, RATE[@SECONDS] (e.g. 1mbit, then 64kbit@20); repeat for changes over time.", valueName: "rate"))
     var rate: [String] = []
 
-    // The rule the acks are predicted with
+    // The rule the replies are predicted with
     @OptionGroup var ruleOptions: GestureRuleOptions
 
     // Running
@@ -161,7 +161,7 @@ struct Replay: ParsableCommand {
     @Option(help: ArgumentHelp("Give up after this many seconds (default: the planned duration plus 10 s and 10 %).", valueName: "seconds"))
     var timeout: Double?
 
-    @Option(name: .customLong("settle-ms"), help: ArgumentHelp("Wait up to this long for outstanding acks after the last message.", valueName: "ms"))
+    @Option(name: .customLong("settle-ms"), help: ArgumentHelp("Wait up to this long for outstanding replies after the last message.", valueName: "ms"))
     var settleMs: Int64 = 500
 
     @Option(name: .customLong("spin-us"), help: ArgumentHelp("Spin at least this many µs before each deadline instead of sleeping (after long gaps, up to 2 % of the gap, at most 2 ms); 0 only sleeps.", valueName: "µs"))
@@ -179,7 +179,7 @@ struct Replay: ParsableCommand {
     @Option(name: .customLong("stats"), help: ArgumentHelp("Print a line of statistics to standard error every this many seconds while sending (tcpreplay's --stats).", valueName: "seconds"))
     var statsInterval: Int?
 
-    @Flag(help: "Exit 1 when the acks differ from the gesture rule's prediction.")
+    @Flag(help: "Exit 1 when the replies differ from the gesture rule's prediction.")
     var strict = false
 
     // Spreading one replay over several processes or machines
@@ -351,7 +351,7 @@ struct Replay: ParsableCommand {
         if showProgress {
             configuration.progress = { p in
                 let total = p.plannedNs > 0 ? String(format: " of %.1f s", Double(p.plannedNs) / 1e9) : ""
-                writeStandardError(String(format: "\rreplay: %.1f s%@, %d sent, %d of %d acks…", Double(p.elapsedNs) / 1e9, total, p.sent, p.acks, p.predicted))
+                writeStandardError(String(format: "\rreplay: %.1f s%@, %d sent, %d of %d replies…", Double(p.elapsedNs) / 1e9, total, p.sent, p.replies, p.predicted))
             }
         } else if let statsInterval {
             let printer = PeriodicStats(intervalNs: Int64(statsInterval) * 1_000_000_000)
@@ -386,8 +386,8 @@ struct Replay: ParsableCommand {
         }
         switch report.outcome {
         case .completed:
-            if strict && !report.acksAsPredicted {
-                printError("the acks differ from the gesture rule's prediction: \(report.acksMissing) missing, \(report.acksUnexpected) unexpected")
+            if strict && !report.repliesAsPredicted {
+                printError("the replies differ from the gesture rule's prediction: \(report.repliesMissing) missing, \(report.repliesUnexpected) unexpected")
                 throw ExitCode.failure
             }
         case .unreachable, .hostDied: throw ExitStatus.unavailable
@@ -511,7 +511,7 @@ struct Replay: ParsableCommand {
             if !impaired.isEmpty {
                 lines.append("impaired: " + impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
-            lines.append(input.wireProtocol.hostReplies ? "acks predicted by the gesture rule: \(predicted)" : "replies: none in \(input.wireProtocol.id.name)")
+            lines.append(input.wireProtocol.hostReplies ? "replies predicted by the gesture rule: \(predicted)" : "replies: none in \(input.wireProtocol.id.name)")
             lines.append("schedule digest: \(digest)")
             if self.shard != nil {
                 lines.append("shard \(shard): \(shard.controllers(of: schedule.controllerCount)) of the \(schedule.controllerCount) controllers; share digest \(share) (the N shares' digests add up, mod 2^64, to --shard 1/1's)")
@@ -520,7 +520,7 @@ struct Replay: ParsableCommand {
             var plan: [String: JSONValue] = [
                 "dry_run": .bool(true), "sends": .integer(Int64(sends)), "input_messages": .integer(Int64(schedule.messages.count)),
                 "controllers": .integer(Int64(schedule.controllerCount)), "last_deadline_ns": .integer(lastDeadline),
-                "impaired": .object(impaired.mapValues { .integer(Int64($0)) }), "acks_predicted": .integer(Int64(predicted)),
+                "impaired": .object(impaired.mapValues { .integer(Int64($0)) }), "replies_predicted": .integer(Int64(predicted)),
                 "seed": .integer(Int64(bitPattern: options.seed)), "schedule_digest": .string(digest.description),
             ]
             // Only when sharded: a plain dry run's report stays as it was (the byte-identity checks compare it).
@@ -555,8 +555,8 @@ struct Replay: ParsableCommand {
                 "impaired": .object(report.impaired.mapValues { .integer(Int64($0)) }),
                 "datagrams_received": .integer(Int64(report.datagramsReceived)),
                 "observations": .integer(Int64(report.observations)),
-                "acks": .object(["predicted": .integer(Int64(report.acksPredicted)), "matched": .integer(Int64(report.acksMatched)),
-                                 "missing": .integer(Int64(report.acksMissing)), "unexpected": .integer(Int64(report.acksUnexpected)),
+                "replies": .object(["predicted": .integer(Int64(report.repliesPredicted)), "matched": .integer(Int64(report.repliesMatched)),
+                                 "missing": .integer(Int64(report.repliesMissing)), "unexpected": .integer(Int64(report.repliesUnexpected)),
                                  "invalid_received": .integer(Int64(report.invalidReceived))]),
                 "lateness_us": statsJSON(report.lateness, scale: 1000),
                 "round_trip_ms": statsJSON(report.roundTrips, scale: 1),
@@ -574,13 +574,13 @@ struct Replay: ParsableCommand {
                              "number": .integer(Int64(c.number)),
                              "offset_ms": .number(Double(c.offsetNs) / 1e6), "scheduled": .integer(Int64(c.scheduled)),
                              "sent": .integer(Int64(c.sent)), "lost": .integer(Int64(c.lost)), "send_errors": .integer(Int64(c.sendErrors)),
-                             "acks_predicted": .integer(Int64(c.acksPredicted)), "acks_matched": .integer(Int64(c.acksMatched)),
-                             "acks_unexpected": .integer(Int64(c.acksUnexpected)),
+                             "replies_predicted": .integer(Int64(c.repliesPredicted)), "replies_matched": .integer(Int64(c.repliesMatched)),
+                             "replies_unexpected": .integer(Int64(c.repliesUnexpected)),
                              "loss_rate": .number(c.scheduled + c.lost == 0 ? 0 : Double(c.lost) / Double(c.scheduled + c.lost)),
                              "round_trip_ms": statsJSON(c.roundTrips, scale: 1)])
                 }),
                 "triggers": .array(report.triggers.map { t in
-                    .object(["controller": .integer(Int64(t.controller)), "t_ms": .integer(Int64(t.tMs)),
+                    .object(["controller": .integer(Int64(t.controller)), "sender_time_ms": .integer(Int64(t.senderTimeMs)),
                              "predicted": .bool(t.predicted),
                              "round_trip_ms": t.roundTripNs.map { .number(Double($0) / 1e6) } ?? .null])
                 }),
@@ -610,7 +610,7 @@ struct Replay: ParsableCommand {
                 lines.append("impaired: " + report.impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             }
             if replies {
-                lines.append("acks: \(report.acksPredicted) predicted by the gesture rule, \(report.acksMatched) matched, \(report.acksMissing) missing, \(report.acksUnexpected) unexpected"
+                lines.append("replies: \(report.repliesPredicted) predicted by the gesture rule, \(report.repliesMatched) matched, \(report.repliesMissing) missing, \(report.repliesUnexpected) unexpected"
                              + (report.invalidReceived > 0 ? ", \(report.invalidReceived) invalid datagram(s)" : ""))
             } else {
                 // Nothing to match: the host's decisions show only on an observation channel (conform judges them).
@@ -629,11 +629,11 @@ struct Replay: ParsableCommand {
             if let hostExit = report.hostExit { lines.append("host process \(hostExit)") }
             if count > 1 && count <= 32 {
                 lines.append("per controller:")
-                lines.append("  controller              source                  sent   lost   acks  missing  unexpected  rtt p50 ms")
+                lines.append("  controller              source                  sent   lost   replies  missing  unexpected  rtt p50 ms")
                 for c in report.controllers {
                     let p50 = c.roundTrips.count > 0 ? SummaryRendering.ms(c.roundTrips.percentileMs(50)!, 3) : "–"
                     lines.append("  " + [pad(c.endpoint.description, 22), pad(c.source.description, 22), lpad(c.sent, 6), lpad(c.lost, 6),
-                                     lpad(c.acksMatched, 6), lpad(c.acksPredicted - c.acksMatched, 8), lpad(c.acksUnexpected, 11),
+                                     lpad(c.repliesMatched, 6), lpad(c.repliesPredicted - c.repliesMatched, 8), lpad(c.repliesUnexpected, 11),
                                      String(repeating: " ", count: max(0, 11 - p50.count)) + p50].joined(separator: " "))
                 }
             } else if count > 32 {
@@ -668,8 +668,8 @@ private final class PeriodicStats: @unchecked Sendable {  // called on the sendi
         guard p.elapsedNs >= nextNs else { return }
         let seconds = Double(p.elapsedNs - lastNs) / 1e9
         let rate = seconds > 0 ? Double(p.sent - lastSent) / seconds : 0
-        writeStandardError(String(format: "replay: %.1f s: %d sent (%.1f/s over the last %.1f s), %d of %d acks\n",
-                                  Double(p.elapsedNs) / 1e9, p.sent, rate, seconds, p.acks, p.predicted))
+        writeStandardError(String(format: "replay: %.1f s: %d sent (%.1f/s over the last %.1f s), %d of %d replies\n",
+                                  Double(p.elapsedNs) / 1e9, p.sent, rate, seconds, p.replies, p.predicted))
         lastSent = p.sent
         lastNs = p.elapsedNs
         while nextNs <= p.elapsedNs { nextNs += intervalNs }

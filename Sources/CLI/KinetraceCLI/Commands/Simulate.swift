@@ -16,10 +16,10 @@ struct Simulate: ParsableCommand {
         abstract: "Stream samples from simulated phones to a host and record what comes back.",
         discussion: """
             Each controller has its own UDP socket and streams the protocol's samples \
-            (MotionFrames for motionlink-v1) at its nominal rate, timed against absolute \
+            at its nominal rate, timed against absolute \
             monotonic deadlines, carrying realistic IMU signals: sensor noise, gravity-free \
             user acceleration, and jumps as a short ay pulse. Replies are matched to frames by \
-            their echoed timestamp and timed on the controller's own clock. With --trace, the run is recorded: frames sent, acks received with their \
+            their echoed timestamp and timed on the controller's own clock. With --trace, the run is recorded: frames sent, replies received with their \
             round-trip times, and a ground-truth label for every gesture performed.
 
             --script takes idle, jumps or random, or a CSV file of recorded samples \
@@ -27,7 +27,7 @@ struct Simulate: ParsableCommand {
             --persona takes the gesture synthesizer's device motion instead (with attitude, and \
             every gesture labelled), sampled at the stream rate.
 
-            A byte-stream protocol (attitude-stream: --persona steering by default) goes over \
+            A byte-stream protocol (--persona steering by default) goes over \
             one TCP connection per controller: on every tick the phone writes its record only \
             when the stream has room, so a host that reads too slowly shows up as blocked \
             writes (counted, and recorded as blocked_write events), never as lost records.
@@ -41,7 +41,7 @@ struct Simulate: ParsableCommand {
 
     @OptionGroup var wire: ProtocolOptions
 
-    @Option(help: ArgumentHelp("Samples per second per controller (default: the protocol's, 10 for motionlink-v1).", valueName: "hz"))
+    @Option(help: ArgumentHelp("Samples per second per controller (default: the protocol's nominal rate).", valueName: "hz"))
     var rate: Double?
 
     @Option(help: ArgumentHelp("Seconds to stream (default: until SIGINT, or the end of a CSV script).", valueName: "seconds"))
@@ -144,8 +144,8 @@ struct Simulate: ParsableCommand {
         switch summaryFormat.format {
         case .text:
             var line = "sent \(report.framesSent) \(wire.wireProtocol.hostReplies ? "frames" : "messages") from \(controllers) controller(s), \(report.labels) gestures; "
-                + (wire.wireProtocol.hostReplies ? "received \(report.acksReceived) acks (\(report.unexpectedAcks) unexpected)"
-                   : "no replies in \(wire.wireProtocol.id.name)" + (report.unexpectedAcks > 0 ? " (\(report.unexpectedAcks) unexpected messages came back)" : ""))
+                + (wire.wireProtocol.hostReplies ? "received \(report.repliesReceived) replies (\(report.unexpectedReplies) unexpected)"
+                   : "no replies in \(wire.wireProtocol.id.name)" + (report.unexpectedReplies > 0 ? " (\(report.unexpectedReplies) unexpected messages came back)" : ""))
             if let p50 = percentile(50), let p99 = percentile(99) {
                 line += "; round trip p50 \(SummaryRendering.ms(p50, 3)) ms, p99 \(SummaryRendering.ms(p99, 3)) ms"
             }
@@ -160,7 +160,7 @@ struct Simulate: ParsableCommand {
         case .json:
             printNow(JSONValue.object([
                 "frames_sent": .integer(Int64(report.framesSent)), "gestures": .integer(Int64(report.labels)),
-                "acks_received": .integer(Int64(report.acksReceived)), "unexpected_acks": .integer(Int64(report.unexpectedAcks)),
+                "replies_received": .integer(Int64(report.repliesReceived)), "unexpected_replies": .integer(Int64(report.unexpectedReplies)),
                 "invalid_received": .integer(Int64(report.invalidReceived)),
                 "send_errors": .object(report.sendErrors.mapValues { .integer(Int64($0)) }),
                 "round_trip_ms": .object(["count": .integer(Int64(rtts.count)),

@@ -15,12 +15,12 @@ struct Synth: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a synthetic, seeded session trace without touching the network.",
         discussion: """
-            Models what a capture at the host of a KeepCalm-like session would hold: each \
-            controller streams the protocol's samples (MotionFrames for motionlink-v1) at its \
+            Models what a capture at the host of a session of phones as controllers would \
+            hold: each controller streams the protocol's samples at its \
             nominal rate with sensor noise and jump gestures, every sample arrives after a \
             one-way latency drawn from the source paper's lab figures (mean 70.4 ms, sd \
             3.7 ms, clamped to 52.2–82.2 ms), and a reference host answers as the protocol's \
-            host model says (MotionLink v1: an ack per trigger of the gesture rule). Each \
+            host model says (a reply per decision, for a protocol with replies). Each \
             jump is recorded as a ground-truth label.
 
             With --persona, models a phone-as-controller session for evaluating gesture \
@@ -46,7 +46,7 @@ struct Synth: ParsableCommand {
 
     @OptionGroup var wire: ProtocolOptions
 
-    @Option(help: ArgumentHelp("Samples per second per controller (default: the protocol's, 10 for motionlink-v1).", valueName: "hz"))
+    @Option(help: ArgumentHelp("Samples per second per controller (default: the protocol's nominal rate).", valueName: "hz"))
     var rate: Double?
 
     @Option(help: ArgumentHelp("When players jump: idle (never), jumps (every 2–4 s) or random (Poisson, 3 s mean).", valueName: "script"))

@@ -33,7 +33,7 @@ enum ConformanceHTML {
             ("Mode", report.mode),
             ("Target", report.target),
             ("Gesture rule", "τ = \(number(p.rule.threshold)) g, R = \(p.rule.refractoryMs) ms"),
-            ("Ack deadline", "MUST \(number(p.ackDeadlineMs)) ms, SHOULD \(number(p.ackShouldMs)) ms"),
+            ("Reply deadline", "MUST \(number(p.replyDeadlineMs)) ms, SHOULD \(number(p.replyShouldMs)) ms"),
             ("Timing samples", "at least \(p.minimumTimingSamples)"),
             ("Strict", strict ? "yes: a NON-STRICT fails the run" : "no: a NON-STRICT is reported, not failed"),
             ("Elapsed", "\(elapsedMs(report)) ms"),
@@ -152,7 +152,7 @@ enum ConformanceHTML {
             html.append("<tr>" + cells.joined() + "</tr>")
         }
         html += ["</tbody>", "</table>"]
-        for measure in [LatencyMeasure.oneWayRelative, .ackTurnaround] where a.result(for: measure) != nil {
+        for measure in [LatencyMeasure.oneWayRelative, .replyTurnaround] where a.result(for: measure) != nil {
             html += [#"<figure class="plot">"#, LatencyFigures.figure([latency], measure: measure),
                      "<figcaption>\(esc(measure.title)), ms. \(esc(measure.meaning(at: a.header.capturePoint)))</figcaption>", "</figure>"]
         }

@@ -7,7 +7,7 @@ enum ConformanceRendering {
     static func text(_ report: SuiteReport, strict: Bool) -> String {
         var lines = ["kinetrace conform \(ConformanceSuite.version) (\(report.specVersion)), \(report.mode), \(report.target)",
                      (report.hostRule.isEmpty ? "rule τ = \(report.parameters.rule.threshold), R = \(report.parameters.rule.refractoryMs) ms" : "host: \(report.hostRule)")
-                        + (report.hostReplies ? "; reply deadline \(report.parameters.ackDeadlineMs) ms" : "") + (strict ? "; strict" : ""),
+                        + (report.hostReplies ? "; reply deadline \(report.parameters.replyDeadlineMs) ms" : "") + (strict ? "; strict" : ""),
                      ""]
         for r in report.results {
             let verdict = r.verdict.name.padding(13)
@@ -30,11 +30,12 @@ enum ConformanceRendering {
 
     static func json(_ report: SuiteReport, strict: Bool) -> String {
         JSONValue.object([
+            "format": .string("kinetrace-conform"), "version": .integer(2),
             "suite_version": .string(ConformanceSuite.version), "spec_version": .string(report.specVersion),
             "mode": .string(report.mode), "target": .string(report.target), "strict": .bool(strict),
             "parameters": .object(["threshold": .number(report.parameters.rule.threshold),
                                    "refractory_ms": .integer(Int64(report.parameters.rule.refractoryMs)),
-                                   "ack_deadline_ms": .number(report.parameters.ackDeadlineMs),
+                                   "reply_deadline_ms": .number(report.parameters.replyDeadlineMs),
                                    "min_samples": .integer(Int64(report.parameters.minimumTimingSamples)),
                                    "stale_resync_ms": .integer(Int64(report.parameters.rule.staleResyncMs)),
                                    "max_controllers": .integer(Int64(report.parameters.maxControllers)),

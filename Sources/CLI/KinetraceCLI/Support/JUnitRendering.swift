@@ -25,7 +25,7 @@ enum JUnitRendering {
             JUnitProperty("suite_version", ConformanceSuite.version), JUnitProperty("spec_version", report.specVersion),
             JUnitProperty("mode", report.mode), JUnitProperty("target", report.target), JUnitProperty("strict", String(strict)),
             JUnitProperty("threshold", String(p.rule.threshold)), JUnitProperty("refractory_ms", String(p.rule.refractoryMs)),
-            JUnitProperty("stale_resync_ms", String(p.rule.staleResyncMs)), JUnitProperty("ack_deadline_ms", String(p.ackDeadlineMs)),
+            JUnitProperty("stale_resync_ms", String(p.rule.staleResyncMs)), JUnitProperty("reply_deadline_ms", String(p.replyDeadlineMs)),
             JUnitProperty("min_samples", String(p.minimumTimingSamples)), JUnitProperty("max_controllers", String(p.maxControllers)),
             JUnitProperty("max_connections", String(p.maxConnections)),
         ]
@@ -103,7 +103,7 @@ enum JUnitRendering {
     /// Evidence lines kept in a failure's text per kind (missing, unexpected); the counts are whole.
     static let evidenceKept = 100
 
-    /// One testcase per controller, failed when its acks differ from the rule's prediction (the
+    /// One testcase per controller, failed when its replies differ from the rule's prediction (the
     /// mismatch `--strict` exits 1 on). A protocol with no replies skips them: nothing to compare.
     /// A replay that stopped early skips them too and adds one errored testcase saying why.
     static func replay(_ report: ReplayReport, inputs: [String], protocolName: String, replies: Bool, strict: Bool,
@@ -114,11 +114,11 @@ enum JUnitRendering {
         if let network { properties.append(JUnitProperty("network", network)) }
         let className = "replay.\(protocolName)"
         var cases = report.controllers.enumerated().map { (i, c) -> JUnitCase in
-            let missing = c.acksPredicted - c.acksMatched
+            let missing = c.repliesPredicted - c.repliesMatched
             var out = "\(c.endpoint) replaying \(c.source): sent \(c.sent), lost \(c.lost)"
             if c.sendErrors > 0 { out += ", \(c.sendErrors) send errors" }
             if replies {
-                out += "; acks \(c.acksPredicted) predicted, \(c.acksMatched) matched, \(missing) missing, \(c.acksUnexpected) unexpected"
+                out += "; replies \(c.repliesPredicted) predicted, \(c.repliesMatched) matched, \(missing) missing, \(c.repliesUnexpected) unexpected"
             }
             if c.roundTrips.count > 0, let p50 = c.roundTrips.percentileMs(50) { out += "; round trip p50 \(SummaryRendering.ms(p50, 3)) ms" }
             let result: JUnitCase.Result
@@ -126,9 +126,9 @@ enum JUnitRendering {
                 result = .skipped("not judged: the replay stopped early (\(report.outcome.rawValue))")
             } else if !replies {
                 result = .skipped("\(protocolName) hosts send no replies, so there is no prediction to compare with (conform judges their decisions)")
-            } else if missing != 0 || c.acksUnexpected != 0 {
-                result = .failed(JUnitProblem(type: "ack-mismatch",
-                                              message: "acks differ from the gesture rule's prediction: \(missing) of \(c.acksPredicted) missing, \(c.acksUnexpected) unexpected",
+            } else if missing != 0 || c.repliesUnexpected != 0 {
+                result = .failed(JUnitProblem(type: "reply-mismatch",
+                                              message: "replies differ from the gesture rule's prediction: \(missing) of \(c.repliesPredicted) missing, \(c.repliesUnexpected) unexpected",
                                               detail: mismatchEvidence(report, controller: i)))
             } else {
                 result = .passed
@@ -145,14 +145,14 @@ enum JUnitRendering {
         return JUnitReport(name: "kinetrace replay", suites: [suite], durationNs: report.elapsedNs)
     }
 
-    /// The controller's triggers without their ack and its acks nobody predicted, by stamp.
+    /// The controller's triggers without their reply and its replies nobody predicted, by stamp.
     private static func mismatchEvidence(_ report: ReplayReport, controller: Int) -> String {
         let mine = report.triggers.filter { $0.controller == controller }
         let missing = mine.filter { $0.predicted && $0.roundTripNs == nil }
         let unexpected = mine.filter { !$0.predicted }
-        var lines = missing.prefix(evidenceKept).map { "missing: the ack to the frame stamped t_ms \($0.tMs)" }
+        var lines = missing.prefix(evidenceKept).map { "missing: the reply to the sample stamped \($0.senderTimeMs)" }
         if missing.count > evidenceKept { lines.append("… and \(missing.count - evidenceKept) more missing") }
-        lines += unexpected.prefix(evidenceKept).map { "unexpected: an ack echoing t_ms \($0.tMs), which the rule does not trigger on" }
+        lines += unexpected.prefix(evidenceKept).map { "unexpected: a reply echoing sender time \($0.senderTimeMs), which the rule does not trigger on" }
         if unexpected.count > evidenceKept { lines.append("… and \(unexpected.count - evidenceKept) more unexpected") }
         return lines.joined(separator: "\n")
     }

@@ -48,9 +48,9 @@ enum LatencyFigures {
         return Charts.figure(title: "kinetrace latency: \(measure.title), \(reports.map(\.source).joined(separator: ", "))", charts: charts)
     }
 
-    /// Per-sample values from a conformance case (ack delays, backlogs): each value in the order
+    /// Per-sample values from a conformance case (reply delays, backlogs): each value in the order
     /// measured and their histogram, with the limit the case held them to and, when the case judged
-    /// a percentile against it, that percentile (`judged`, e.g. the p99 of the ack-delay cases).
+    /// a percentile against it, that percentile (`judged`, e.g. the p99 of the reply-delay cases).
     static func delayFigure(title: String, values: [Double], unit: String, limit: Double?,
                             judged: (name: String, value: Double)?) -> String {
         var references: [ReferenceLine] = []

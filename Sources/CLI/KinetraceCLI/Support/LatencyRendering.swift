@@ -4,7 +4,7 @@ import KinetraceAnalysis
 import KinetraceTrace
 
 /// `kinetrace latency` reports: a table per measure for people, JSON
-/// (specs/latency-report-v1.schema.json) and CSV for machines.
+/// (specs/latency-report-v2.schema.json) and CSV for machines.
 enum LatencyRendering {
     static let percentileNames = ["p50", "p90", "p99", "p99.9"]
 
@@ -22,9 +22,9 @@ enum LatencyRendering {
             lines.append("  recorded at \(a.header.capturePoint) (clock \(a.header.clock)), \(a.controllers.count) controller(s); "
                          + "outliers beyond \(SummaryRendering.ms(a.options.sigmas, 1))σ removed; median per \(a.options.medianScope.rawValue)"
                          + (a.options.baseMs != 0 ? "; base \(SummaryRendering.ms(a.options.baseMs, 3)) ms" : ""))
-            lines.append("  mean…sd: the paper's Table I over the samples kept; p50…p99.9: every sample, from an HDR histogram. t_ms counts whole ms.")
-            if a.invalidMessages > 0 || a.unpairedAcks > 0 || a.unusableStamps > 0 {
-                lines.append("  \(a.invalidMessages) invalid message(s) left out; \(a.unpairedAcks) ack(s) echo no frame in the trace"
+            lines.append("  mean…sd: the paper's Table I over the samples kept; p50…p99.9: every sample, from an HDR histogram. The sender clock counts whole ms.")
+            if a.invalidMessages > 0 || a.unpairedReplies > 0 || a.unusableStamps > 0 {
+                lines.append("  \(a.invalidMessages) invalid message(s) left out; \(a.unpairedReplies) reply(ies) echo no sample in the trace"
                              + (a.unusableStamps > 0 ? "; \(a.unusableStamps) stamp(s) too far from the capture time to use" : ""))
             }
             for note in a.notes { lines.append("  " + note) }
@@ -103,7 +103,7 @@ enum LatencyRendering {
         let options = reports.first?.analysis.options ?? .init()
         var out = JSONOutput()
         out.object([
-            "format": .string("kinetrace-latency"), "version": .integer(1), "tool": .string("kinetrace \(Kinetrace.version)"),
+            "format": .string("kinetrace-latency"), "version": .integer(2), "tool": .string("kinetrace \(Kinetrace.version)"),
             "options": .object(["sigmas": .number(options.sigmas), "median_scope": .string(options.medianScope.rawValue),
                                 "base_ms": .number(options.baseMs)]),
         ], written: ["traces": { out in out.array(count: reports.count) { i, out in writeTrace(reports[i], into: &out, stream: stream) } }])
@@ -117,7 +117,7 @@ enum LatencyRendering {
             "source": .string(report.source),
             "capture_point": .string(a.header.capturePoint.name), "clock": .string(a.header.clock.name),
             "controllers": .array(a.controllers.map { .string($0.description) }),
-            "invalid_messages": .integer(Int64(a.invalidMessages)), "unpaired_acks": .integer(Int64(a.unpairedAcks)),
+            "invalid_messages": .integer(Int64(a.invalidMessages)), "unpaired_replies": .integer(Int64(a.unpairedReplies)),
             "unusable_stamps": .integer(Int64(a.unusableStamps)),
             "unavailable": .array(a.unavailable.map { .object(["measure": .string($0.measure.rawValue), "reason": .string($0.reason)]) }),
         ]

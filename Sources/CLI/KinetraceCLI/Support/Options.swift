@@ -46,7 +46,7 @@ struct ProtocolOptions: ParsableArguments {
 struct CaptureInputOptions: ParsableArguments {
     @OptionGroup var wire: ProtocolOptions
 
-    @Option(help: ArgumentHelp("The host's port in pcap and pcapng input, to tell which way a packet went. Without it, the port that valid messages of the protocol go to is inferred from the first 100,000 packets (fewer once 1,000 valid messages agree) and named on standard error when it is not the default (none found: the protocol's default, 47110 for motionlink-v1). A capture with none of the protocol's messages at the port is an error (exit 65) naming the ports it holds.",
+    @Option(help: ArgumentHelp("The host's port in pcap and pcapng input, to tell which way a packet went. Without it, the port that valid messages of the protocol go to is inferred from the first 100,000 packets (fewer once 1,000 valid messages agree) and named on standard error when it is not the default (none found: the protocol's default port). A capture with none of the protocol's messages at the port is an error (exit 65) naming the ports it holds.",
                                valueName: "port"))
     var port: UInt16?
 }
@@ -54,15 +54,15 @@ struct CaptureInputOptions: ParsableArguments {
 /// `--threshold`, `--refractory-ms` and `--stale-resync-ms`: the host's rule, each
 /// defaulting to the protocol's own (its declaration's, or the compiled protocol's spec).
 struct GestureRuleOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("The host's threshold τ on the protocol's quantity (ay for motionlink-v1, the combined y for keepcalm-json): a sample above it decides a jump. Default: the protocol's (0.5 for the compiled ones).", valueName: "value"))
+    @Option(help: ArgumentHelp("The host's threshold τ on the protocol's quantity (`kinetrace protocol show NAME` names it): a sample above it decides a jump. Default: the protocol's.", valueName: "value"))
     var threshold: Double?
 
     @Option(name: .customLong("refractory-ms"),
-            help: ArgumentHelp("The host's window R in ms after a decision: a refractory period on the sender's clock or a latch on the host's arrival clock, as the protocol says. Default: the protocol's (400 for the compiled ones).", valueName: "ms"))
+            help: ArgumentHelp("The host's window R in ms after a decision: a refractory period on the sender's clock or a latch on the host's arrival clock, as the protocol says. Default: the protocol's.", valueName: "ms"))
     var refractoryMs: UInt64?
 
     @Option(name: .customLong("stale-resync-ms"),
-            help: ArgumentHelp("For a window on the sender's clock: how long the host hears only stale samples from a controller before it starts it afresh, in ms of arrival time; 0 never does. Default: the protocol's (2000 for motionlink-v1).",
+            help: ArgumentHelp("For a window on the sender's clock: how long the host hears only stale samples from a controller before it starts it afresh, in ms of arrival time; 0 never does. Default: the protocol's.",
                                valueName: "ms"))
     var staleResyncMs: UInt64?
 

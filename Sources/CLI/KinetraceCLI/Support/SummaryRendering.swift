@@ -51,7 +51,7 @@ enum SummaryRendering {
 
         line("\(s.hasReplies ? "Frame" : "Sample") intervals, per controller, all controllers pooled:")
         if s.hasSenderClock {
-            line("  sender clock (t_ms)   \(stats(s.senderIntervals))")
+            line("  sender clock          \(stats(s.senderIntervals))")
         } else {
             line("  sender clock          none: \(h.protocolID) messages carry no sender timestamp")
         }
@@ -60,9 +60,9 @@ enum SummaryRendering {
         line()
         if s.hasReplies {
             line("Host (\(s.hostRule)):")
-            line("  triggers \(s.triggers), acks seen \(s.acks), matched \(s.matchedAcks), "
-                 + "missing \(s.missingAcks), unexpected \(s.unexpectedAcks)")
-            if s.ackDelay.count > 0 { line("  ack after trigger frame (capture clock)  \(stats(s.ackDelay))") }
+            line("  triggers \(s.triggers), replies seen \(s.replies), matched \(s.matchedReplies), "
+                 + "missing \(s.missingReplies), unexpected \(s.unexpectedReplies)")
+            if s.replyDelay.count > 0 { line("  reply after trigger frame (capture clock)  \(stats(s.replyDelay))") }
         } else {
             line("Host (\(s.hostRule)):")
             line("  decisions " + (s.decisions.isEmpty ? "none" : s.decisions.keys.sorted().map { "\($0) \(s.decisions[$0]!)" }.joined(separator: ", ")))
@@ -86,14 +86,14 @@ enum SummaryRendering {
         return out
     }
 
-    /// MotionLink's controller table: frames, triggers and the acks that answered them.
+    /// The controller table of a protocol with replies: samples, triggers and the replies that answered them.
     private static func repliedControllers(_ s: TraceSummary) -> String {
-        var controllers = TextTable(["Controller", "Frames", "Valid", "Triggers", "Acks", "Matched", "Gaps>\(s.gapThresholdMs)ms",
+        var controllers = TextTable(["Controller", "Frames", "Valid", "Triggers", "Replies", "Matched", "Gaps>\(s.gapThresholdMs)ms",
                                      "Interval mean/p50/p99 ms"])
         for endpoint in s.controllers.keys.sorted() {
             let c = s.controllers[endpoint]!
-            controllers.add([endpoint.description, "\(c.frames)", "\(c.validFrames)", "\(c.triggers)", "\(c.acks)",
-                             "\(c.matchedAcks)", c.gaps == 0 ? "0" : "\(c.gaps) (~\(c.framesMissing) lost)",
+            controllers.add([endpoint.description, "\(c.frames)", "\(c.validFrames)", "\(c.triggers)", "\(c.replies)",
+                             "\(c.matchedReplies)", c.gaps == 0 ? "0" : "\(c.gaps) (~\(c.framesMissing) lost)",
                              triple(c.senderIntervals)])
         }
         return controllers.render()
@@ -146,7 +146,7 @@ enum SummaryRendering {
         return .object([
             "controller": .string(endpoint.description), "frames": .integer(Int64(c.frames)),
             "valid_frames": .integer(Int64(c.validFrames)), "triggers": .integer(Int64(c.triggers)),
-            "acks": .integer(Int64(c.acks)), "matched_acks": .integer(Int64(c.matchedAcks)),
+            "replies_seen": .integer(Int64(c.replies)), "matched_replies": .integer(Int64(c.matchedReplies)),
             "gaps": .integer(Int64(c.gaps)), "frames_missing": .integer(Int64(c.framesMissing)),
             "sender_intervals_ms": stats(c.senderIntervals),
         ])
@@ -177,18 +177,18 @@ enum SummaryRendering {
             "intervals_ms": .object(["sender": stats(s.senderIntervals), "capture": stats(s.captureIntervals)]),
             "stale_frames": .integer(Int64(s.staleFrames)),
             "gesture_rule": .object(["threshold": .number(s.rule.threshold), "refractory_ms": .integer(Int64(s.rule.refractoryMs))]),
-            "triggers": .integer(Int64(s.triggers)), "acks": .integer(Int64(s.acks)),
-            "matched_acks": .integer(Int64(s.matchedAcks)), "missing_acks": .integer(Int64(s.missingAcks)),
-            "unexpected_acks": .integer(Int64(s.unexpectedAcks)),
-            "ack_delay_ms": stats(s.ackDelay), "round_trip_ms": stats(s.roundTrips),
+            "triggers": .integer(Int64(s.triggers)), "replies_seen": .integer(Int64(s.replies)),
+            "matched_replies": .integer(Int64(s.matchedReplies)), "missing_replies": .integer(Int64(s.missingReplies)),
+            "unexpected_replies": .integer(Int64(s.unexpectedReplies)),
+            "reply_delay_ms": stats(s.replyDelay), "round_trip_ms": stats(s.roundTrips),
             "labels": .object(s.labels.mapValues { .integer(Int64($0)) }),
             "events": .object(s.events.mapValues { .integer(Int64($0)) }),
             "unknown_records": .integer(Int64(s.unknownRecords)),
             "motion_samples": .integer(Int64(s.motionSamples)),
         ]
         if !s.hasReplies {
-            // No replies: no ack members at all (none can be missing), and what the host decided instead.
-            for member in ["acks", "matched_acks", "missing_acks", "unexpected_acks", "ack_delay_ms"] { object[member] = nil }
+            // No replies: no reply members at all (none can be missing), and what the host decided instead.
+            for member in ["replies_seen", "matched_replies", "missing_replies", "unexpected_replies", "reply_delay_ms"] { object[member] = nil }
             object["replies"] = .bool(false)
             object["decisions"] = .object(s.decisions.mapValues { .integer(Int64($0)) })
         }

@@ -4,7 +4,7 @@ import KinetraceWire
 /// The controllers' rate by capture time, for protocols whose messages carry
 /// no sender stamp: the mean interval between one controller's messages over
 /// every full 10 s window, within a band of the protocol's nominal interval
-/// (MotionLink's bands, relative: ±10 % MUST, ±2 % SHOULD). Capture time
+/// (bands relative to the nominal interval: ±10 % MUST, ±2 % SHOULD). Capture time
 /// carries the path's jitter, which a 10 s mean averages out.
 public struct CaptureRateCase: PassiveCase {
     public let info: CaseInfo

@@ -6,8 +6,8 @@ import KinetraceWire
 
 /// The host's replies over a path impaired by one of the replayer's networks
 /// (loss, jitter, duplication, reordering, corruption). When a protocol's
-/// host decides on what arrives, in arrival order, never on when (MotionLink:
-/// a rule on the sender's clock), the replies owed are exactly its host model run over
+/// host decides on what arrives, in arrival order, never on when (a rule on
+/// the sender's clock), the replies owed are exactly its host model run over
 /// what the planner sends, and any difference is the host's.
 public struct ImpairedPathCase: ActiveCase {
     public let info: CaseInfo
@@ -28,7 +28,7 @@ public struct ImpairedPathCase: ActiveCase {
         let rate = hz == hz.rounded() ? String(Int(hz)) : String(hz)
         info = CaseInfo(
             id: "AC-IMPAIRED-\(network.uppercased())", requirements: requirements, level: .must,
-            summary: "Under the \(network) network's impairments (\(controllers) controllers, \(framesEach) frames each at \(rate) Hz), the host acks exactly the triggers the rule gives for what arrives.",
+            summary: "Under the \(network) network's impairments (\(controllers) controllers, \(framesEach) frames each at \(rate) Hz), the host replies exactly the triggers the rule gives for what arrives.",
             timeoutMs: 3_000)
         self.network = network
         self.wireProtocol = wireProtocol
@@ -48,7 +48,7 @@ public struct ImpairedPathCase: ActiveCase {
         for k in 0..<framesEach {
             for c in 0..<controllers {
                 let ay = rng.unit() < 0.4 ? TriggerLevel.above(rule) : TriggerLevel.below(rule)
-                let payload = TriggerLevel.sample(wireProtocol, ay: ay, tMs: t0 + UInt64(k) * periodMs)
+                let payload = TriggerLevel.sample(wireProtocol, ay: ay, senderTimeMs: t0 + UInt64(k) * periodMs)
                 messages.append(ReplayInput.Message(offsetNs: Int64(k * Int(periodMs)) * 1_000_000, controller: c, payload: payload,
                                                     index: messages.count))
             }
@@ -90,44 +90,44 @@ public struct ImpairedPathCase: ActiveCase {
                 p.collect(untilMonotonicNs: lastDeadline)
                 p.send(send.payload, from: first + send.controller)
                 sent += 1
-                if let tMs = send.tMs {
+                if let senderTimeMs = send.senderTimeMs {
                     // Overtaken by jitter or held back: the host must treat it as stale.
-                    if let newest = newestSent[send.controller], tMs < newest { outOfOrder += 1 }
-                    newestSent[send.controller] = max(tMs, newestSent[send.controller] ?? 0)
+                    if let newest = newestSent[send.controller], senderTimeMs < newest { outOfOrder += 1 }
+                    newestSent[send.controller] = max(senderTimeMs, newestSent[send.controller] ?? 0)
                 }
-                if send.predictedTrigger, let tMs = send.tMs { predicted.insert(Pair(controller: first + send.controller, tMs: tMs)) }
+                if send.predictedTrigger, let senderTimeMs = send.senderTimeMs { predicted.insert(Pair(controller: first + send.controller, senderTimeMs: senderTimeMs)) }
             }
         }
         let settle = lastDeadline + Int64(info.timeoutMs) * 1_000_000
-        p.collect(untilMonotonicNs: settle) { _ in predicted.isSubset(of: p.echoes.map { Pair(controller: $0.controller, tMs: $0.echo) }) }
-        p.collect(forMs: 50)  // stragglers and extra acks
-        var acked: [Pair: Int] = [:]
-        for ack in p.echoes { acked[Pair(controller: ack.controller, tMs: ack.echo), default: 0] += 1 }
-        let missing = predicted.subtracting(acked.keys).sorted()
-        let unexpected = Set(acked.keys).subtracting(predicted).sorted()
-        let repeated = acked.filter { $0.value > 1 }.keys.sorted()
+        p.collect(untilMonotonicNs: settle) { _ in predicted.isSubset(of: p.echoes.map { Pair(controller: $0.controller, senderTimeMs: $0.echo) }) }
+        p.collect(forMs: 50)  // stragglers and extra replies
+        var answered: [Pair: Int] = [:]
+        for reply in p.echoes { answered[Pair(controller: reply.controller, senderTimeMs: reply.echo), default: 0] += 1 }
+        let missing = predicted.subtracting(answered.keys).sorted()
+        let unexpected = Set(answered.keys).subtracting(predicted).sorted()
+        let repeated = answered.filter { $0.value > 1 }.keys.sorted()
         let measurements = [
             Measurement("seed", Double(seed)), Measurement("sent", Double(sent)), Measurement("lost", Double(lost)),
             Measurement("duplicated", Double(duplicated)), Measurement("reordered", Double(reordered)),
             Measurement("arrived_out_of_order", Double(outOfOrder)),
-            Measurement("damaged", Double(damaged)), Measurement("acks_predicted", Double(predicted.count)),
-            Measurement("acks_matched", Double(predicted.count - missing.count)), Measurement("acks_missing", Double(missing.count)),
-            Measurement("acks_unexpected", Double(unexpected.count)), Measurement("acks_repeated", Double(repeated.count)),
+            Measurement("damaged", Double(damaged)), Measurement("replies_predicted", Double(predicted.count)),
+            Measurement("replies_matched", Double(predicted.count - missing.count)), Measurement("replies_missing", Double(missing.count)),
+            Measurement("replies_unexpected", Double(unexpected.count)), Measurement("replies_repeated", Double(repeated.count)),
         ]
         guard predicted.count > 0 else {
             return CaseResult(info, .inconclusive("the impaired schedule predicts no trigger"), measurements: measurements)
         }
-        var evidence = missing.prefix(5).map { "expected an ack on controller \($0.controller - first + 1) for t_ms \($0.tMs), found none" }
-        evidence += unexpected.prefix(5).map { "expected no ack on controller \($0.controller - first + 1) for t_ms \($0.tMs) (not a trigger as it arrived), found one" }
-        evidence += repeated.prefix(5).map { "expected one ack on controller \($0.controller - first + 1) for t_ms \($0.tMs), found \(acked[$0]!)" }
+        var evidence = missing.prefix(5).map { "expected a reply on controller \($0.controller - first + 1) for sender time \($0.senderTimeMs), found none" }
+        evidence += unexpected.prefix(5).map { "expected no reply on controller \($0.controller - first + 1) for sender time \($0.senderTimeMs) (not a trigger as it arrived), found one" }
+        evidence += repeated.prefix(5).map { "expected one reply on controller \($0.controller - first + 1) for sender time \($0.senderTimeMs), found \(answered[$0]!)" }
         if evidence.isEmpty { return CaseResult(info, .pass, measurements: measurements) }
-        let why = "\(missing.count) trigger(s) unacked, \(unexpected.count) unexpected ack(s), \(repeated.count) acked more than once, of \(predicted.count) owed"
+        let why = "\(missing.count) trigger(s) unanswered, \(unexpected.count) unexpected reply(ies), \(repeated.count) answered more than once, of \(predicted.count) owed"
         return CaseResult(info, .fail(why), measurements: measurements, evidence: evidence)
     }
 
     struct Pair: Hashable, Comparable {
         var controller: Int
-        var tMs: UInt64
-        static func < (a: Pair, b: Pair) -> Bool { (a.controller, a.tMs) < (b.controller, b.tMs) }
+        var senderTimeMs: UInt64
+        static func < (a: Pair, b: Pair) -> Bool { (a.controller, a.senderTimeMs) < (b.controller, b.senderTimeMs) }
     }
 }

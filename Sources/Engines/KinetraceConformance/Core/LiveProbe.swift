@@ -26,7 +26,7 @@ public final class LiveProbe {
         public var isTruncated: Bool { length > payload.count }
     }
 
-    /// Bytes kept of each reply: far more than any protocol's reply (a HapticAck is 20), so
+    /// Bytes kept of each reply: far more than any protocol's reply (the largest seed reply is 20), so
     /// a longer reply is malformed whatever its tail holds.
     public static let replyBytesKept = 512
     /// Replies a case tolerates before it stops as flooded: 1,000 plus 10 per sample sent.
@@ -72,7 +72,7 @@ public final class LiveProbe {
     /// Controllers whose TCP connection the host ended: EPIPE when it closed it (FIN), ECONNRESET when it reset it.
     public private(set) var closedByHost: [Int: Int32] = [:]
     /// The newest sample stamp this case sent.
-    public private(set) var newestTMs: UInt64 = 0
+    public private(set) var newestSenderTimeMs: UInt64 = 0
     /// Messages this case sent, and replies and reply bytes its controllers received.
     public private(set) var samplesSent = 0
     public private(set) var repliesReceived = 0
@@ -110,9 +110,9 @@ public final class LiveProbe {
         samplesSent += 1
         bytesSent += bytes.count
         let facts = wireProtocol.facts(bytes)
-        if facts.isValid, facts.direction == .controllerToHost, let tMs = facts.senderTimeMs {
-            sentAt[controller, default: [:]][tMs] = SystemClock.monotonicNs()
-            if advancesClock { newestTMs = max(newestTMs, tMs) }
+        if facts.isValid, facts.direction == .controllerToHost, let senderTimeMs = facts.senderTimeMs {
+            sentAt[controller, default: [:]][senderTimeMs] = SystemClock.monotonicNs()
+            if advancesClock { newestSenderTimeMs = max(newestSenderTimeMs, senderTimeMs) }
         }
         if let code = link.send(bytes, from: mine[controller], deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000) {
             // EPIPE: an exec host has gone; the next collect says how it ended.

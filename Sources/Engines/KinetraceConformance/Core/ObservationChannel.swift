@@ -1,7 +1,7 @@
 import KinetraceTransport
 
-/// Judging decisions that show nowhere on the wire (a KeepCalm jump, an
-/// attitude applied): only the stdio adapter's observation channel carries
+/// Judging decisions that show nowhere on the wire (a jump shown only on
+/// screen, an attitude applied): only the stdio adapter's observation channel carries
 /// them (SA-OBS-*), so a case that saw none says why it cannot judge, and
 /// is never a PASS (SA-OBS-5).
 extension LiveProbe {

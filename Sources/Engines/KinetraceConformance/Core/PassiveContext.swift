@@ -1,17 +1,17 @@
 import KinetraceTrace
 import KinetraceWire
 
-/// What the host under test is supposed to do (`--threshold`, `--refractory-ms`, `--ack-deadline-ms`).
+/// What the host under test is supposed to do (`--threshold`, `--refractory-ms`, `--reply-deadline-ms`).
 public struct SuiteParameters: Hashable, Sendable {
     public var rule = GestureRule.default
-    /// The reply deadline a MUST case holds a host to; the SHOULD one is `ackShouldMs`.
-    public var ackDeadlineMs: Double = 50
-    public var ackShouldMs: Double = 10
+    /// The reply deadline a MUST case holds a host to; the SHOULD one is `replyShouldMs`.
+    public var replyDeadlineMs: Double = 50
+    public var replyShouldMs: Double = 10
     /// Timing verdicts need at least this many samples; fewer is INCONCLUSIVE.
     public var minimumTimingSamples = 20
     /// The host's controller cap , which the state-exhaustion case floods past.
     public var maxControllers = 65_536
-    /// A byte-stream host's connection bound (attitude-stream AS-CONN-2), which the flood case opens idle connections past.
+    /// A byte-stream host's connection bound , which the flood case opens idle connections past.
     public var maxConnections = 1_024
     public init() {}
 }
@@ -35,67 +35,67 @@ extension PassiveCase {
 public struct PassiveContext: Sendable {
     public let observation: CaptureObservation
     public let parameters: SuiteParameters
-    public let acks: AckMatching
+    public let replies: ReplyMatching
 
     public init(_ observation: CaptureObservation, _ parameters: SuiteParameters) {
         self.observation = observation
         self.parameters = parameters
-        acks = AckMatching(observation, rule: parameters.rule)
+        replies = ReplyMatching(observation, rule: parameters.rule)
     }
 }
 
 /// The protocol's host model run over the capture's controller→host messages
 /// in capture order, and every valid host→controller reply matched against
-/// the decisions that owe one (MotionLink: each trigger owes one ack), built
+/// the decisions that owe one (a trigger of a protocol with replies owes one), built
 /// message by message.
 ///
 /// A trigger is a few numbers and a reference to its frame, not a copy of the frame.
-public struct AckMatching: Sendable {
+public struct ReplyMatching: Sendable {
     public struct Trigger: Sendable {
         /// The triggering frame, for evidence.
         public var frame: MessageRef
         public var timeNs: Int64 { frame.timeNs }
-        public var tMs: UInt64
-        /// The first ack echoing this trigger, on the capture clock.
-        public var firstAckTimeNs: Int64?
-        /// Acks echoing this trigger (a repeating host may send millions).
-        public var ackCount = 0
+        public var senderTimeMs: UInt64
+        /// The first reply echoing this trigger, on the capture clock.
+        public var firstReplyTimeNs: Int64?
+        /// Replies echoing this trigger (a repeating host may send millions).
+        public var replyCount = 0
         /// The frame's source, as an endpoint id.
         var sourceID: UInt32
-        public var isAnswered: Bool { ackCount > 0 }
+        public var isAnswered: Bool { replyCount > 0 }
     }
 
     public var triggers: [Trigger] = []
-    /// Valid acks whose echo matches no trigger of their destination: the first
+    /// Valid replies whose echo matches no trigger of their destination: the first
     /// `evidenceKept`, and how many in all.
-    public var unexpected: [(ack: MessageRef, reason: String)] = []
+    public var unexpected: [(reply: MessageRef, reason: String)] = []
     public var unexpectedCount = 0
-    /// Valid acks echoing a trigger of another controller (sent to the wrong address): the first
+    /// Valid replies echoing a trigger of another controller (sent to the wrong address): the first
     /// `evidenceKept`, and how many in all.
-    public var misdirected: [(ack: MessageRef, owner: Endpoint)] = []
+    public var misdirected: [(reply: MessageRef, owner: Endpoint)] = []
     public var misdirectedCount = 0
-    public var validAcks = 0
-    /// Acks kept as evidence per kind: a hostile capture may hold millions.
+    public var validReplies = 0
+    /// Replies kept as evidence per kind: a hostile capture may hold millions.
     public static let evidenceKept = 1_000
 
     public init() {}
 
     /// The matching over a capture in memory.
     public init(_ observation: CaptureObservation, rule: GestureRule) {
-        var matcher = AckMatcher(wireProtocol: observation.wireProtocol, rule: rule)
+        var matcher = ReplyMatcher(wireProtocol: observation.wireProtocol, rule: rule)
         for d in observation.datagrams { matcher.observe(d, observation.facts(d)) }
         self = matcher.matching
     }
 
-    /// Ack delay on the capture clock for every trigger answered, ms.
+    /// Reply delay on the capture clock for every trigger answered, ms.
     public var delaysMs: [Double] {
-        triggers.compactMap { t in t.firstAckTimeNs.map { Double($0 - t.timeNs) / 1e6 } }
+        triggers.compactMap { t in t.firstReplyTimeNs.map { Double($0 - t.timeNs) / 1e6 } }
     }
 }
 
-/// Builds an `AckMatching` message by message, in capture order.
-struct AckMatcher {
-    private(set) var matching = AckMatching()
+/// Builds an `ReplyMatching` message by message, in capture order.
+struct ReplyMatcher {
+    private(set) var matching = ReplyMatching()
     private var model: any HostModel
     private var numbering = ControllerNumbering<UInt32>()
     private var endpoints: [Endpoint] = []
@@ -123,33 +123,33 @@ struct AckMatcher {
         if d.direction == .controllerToHost {
             let source = id(of: d.source)
             guard let decision = model.accept(facts, from: numbering.number(of: source), receivedNs: d.timeNs).decision,
-                  decision.owesReply, let tMs = decision.sampleTimeMs else { return }
+                  decision.owesReply, let senderTimeMs = decision.sampleTimeMs else { return }
             let t = matching.triggers.count
-            index[source, default: [:]][tMs] = t
-            earlier.append(newestWithStamp[tMs] ?? -1)
-            newestWithStamp[tMs] = t
-            matching.triggers.append(AckMatching.Trigger(frame: d.ref, tMs: tMs, sourceID: source))
+            index[source, default: [:]][senderTimeMs] = t
+            earlier.append(newestWithStamp[senderTimeMs] ?? -1)
+            newestWithStamp[senderTimeMs] = t
+            matching.triggers.append(ReplyMatching.Trigger(frame: d.ref, senderTimeMs: senderTimeMs, sourceID: source))
         } else {
             guard facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs else { return }
-            matching.validAcks += 1
+            matching.validReplies += 1
             let destination = id(of: d.destination)
             if let t = index[destination]?[echo] {
-                if matching.triggers[t].ackCount == 0 { matching.triggers[t].firstAckTimeNs = d.timeNs }
-                matching.triggers[t].ackCount += 1
+                if matching.triggers[t].replyCount == 0 { matching.triggers[t].firstReplyTimeNs = d.timeNs }
+                matching.triggers[t].replyCount += 1
                 return
             }
-            // Another controller's trigger with this stamp: the ack went to the wrong address.
+            // Another controller's trigger with this stamp: the reply went to the wrong address.
             var candidate = newestWithStamp[echo] ?? -1
             while candidate >= 0, matching.triggers[candidate].sourceID == destination { candidate = earlier[candidate] }
             if candidate >= 0 {
                 matching.misdirectedCount += 1
-                if matching.misdirected.count < AckMatching.evidenceKept {
+                if matching.misdirected.count < ReplyMatching.evidenceKept {
                     matching.misdirected.append((d.ref, endpoints[Int(matching.triggers[candidate].sourceID)]))
                 }
             } else {
                 matching.unexpectedCount += 1
-                if matching.unexpected.count < AckMatching.evidenceKept {
-                    matching.unexpected.append((d.ref, "echoes t_ms \(echo), which no trigger of \(d.destination) has"))
+                if matching.unexpected.count < ReplyMatching.evidenceKept {
+                    matching.unexpected.append((d.ref, "echoes sender time \(echo), which no trigger of \(d.destination) has"))
                 }
             }
         }

@@ -25,7 +25,7 @@ public struct Kept<Item: Sendable>: Sendable {
     public private(set) var items: [Item] = []
     public private(set) var total = 0
     let limit: Int
-    public init(limit: Int = AckMatching.evidenceKept) { self.limit = limit }
+    public init(limit: Int = ReplyMatching.evidenceKept) { self.limit = limit }
     public mutating func add(_ item: @autoclosure () -> Item) {
         total += 1
         if items.count < limit { items.append(item()) }
@@ -41,15 +41,15 @@ public protocol PassiveJudge {
     func verdict(_ summary: PassiveSummary) -> CaseResult
 }
 
-/// A judge that needs only what the pass works out for every case (acks, rates, counts).
+/// A judge that needs only what the pass works out for every case (replies, rates, counts).
 struct SummaryJudge: PassiveJudge {
     let body: (PassiveSummary) -> CaseResult
     mutating func observe(_ d: CaptureObservation.Datagram) {}
     func verdict(_ summary: PassiveSummary) -> CaseResult { body(summary) }
 }
 
-/// How a rate case reads a controller's pace: the sender's own stamps (MotionLink's
-/// t_ms) or, for protocols without them, the capture clock.
+/// How a rate case reads a controller's pace: the sender's own stamps
+/// (its sender clock) or, for protocols without them, the capture clock.
 public enum RateSeriesKind: Hashable, Sendable {
     case senderStamps
     case captureTime
@@ -73,7 +73,7 @@ public struct PassiveSummary: Sendable {
     public var streamEvents: [EventRecord] = []
     public var streamEventsDropped = 0
     public var truncation: TraceTruncation?
-    public var acks: AckMatching
+    public var replyMatching: ReplyMatching
     /// The rate windows of each kind some selected case asked for.
     public var rates: [RateSeriesKind: RateWindows] = [:]
 
@@ -92,15 +92,15 @@ public struct PassivePass {
     public private(set) var summary: PassiveSummary
     private let cases: [any PassiveCase]
     private var judges: [any PassiveJudge]
-    private var acks: AckMatcher
+    private var replyMatcher: ReplyMatcher
     private var rateSeries: [RateCollector] = []
 
     public init(_ cases: [any PassiveCase], wireProtocol: any WireProtocol, source: String, capturePoint: CapturePoint,
                 parameters: SuiteParameters) {
         self.cases = cases
         summary = PassiveSummary(source: source, wireProtocol: wireProtocol, capturePoint: capturePoint, parameters: parameters,
-                                 acks: AckMatching())
-        acks = AckMatcher(wireProtocol: wireProtocol, rule: parameters.rule)
+                                 replyMatching: ReplyMatching())
+        replyMatcher = ReplyMatcher(wireProtocol: wireProtocol, rule: parameters.rule)
         judges = cases.map { $0.makeJudge(parameters) }
         rateSeries = Set(cases.compactMap(\.rateSeries)).map { RateCollector(kind: $0, stream: wireProtocol.transport == .byteStream) }
     }
@@ -110,7 +110,7 @@ public struct PassivePass {
         summary.messages += 1
         if d.direction == .controllerToHost { summary.frames += 1 } else { summary.replies += 1 }
         let facts = d.framingError.map { MessageFacts(invalid: $0) } ?? summary.wireProtocol.facts(d.payload)
-        acks.observe(d, facts)
+        replyMatcher.observe(d, facts)
         // By index: iterating a copy of the collection while mutating it would copy every series.
         for i in rateSeries.indices { rateSeries[i].observe(d, facts) }
         for i in judges.indices { judges[i].observe(d) }
@@ -128,7 +128,7 @@ public struct PassivePass {
     public mutating func finish(unfinished: [FramingRecordSource.Unfinished] = [], truncation: TraceTruncation? = nil) -> [CaseResult] {
         summary.unfinished = unfinished
         summary.truncation = truncation
-        summary.acks = acks.matching
+        summary.replyMatching = replyMatcher.matching
         let nominalMs = 1000 / summary.wireProtocol.nominalRateHz
         for collector in rateSeries {
             let kind = collector.kind
@@ -193,8 +193,8 @@ struct RateCollector {
         case .senderStamps:
             // Valid frames' stamps, at their position among all the controller's datagrams,
             // so an invalid frame still counts as a frame sent.
-            guard facts.isValid, facts.direction == .controllerToHost, let tMs = facts.senderTimeMs else { return }
-            series[d.source, default: RateSeries()].append(RateSample(time: tMs, ordinal: ordinal))
+            guard facts.isValid, facts.direction == .controllerToHost, let senderTimeMs = facts.senderTimeMs else { return }
+            series[d.source, default: RateSeries()].append(RateSample(time: senderTimeMs, ordinal: ordinal))
         case .captureTime:
             // Every message counts as one sent; after a gap in a captured stream, records cannot be told apart.
             guard d.framingError == nil else { return }

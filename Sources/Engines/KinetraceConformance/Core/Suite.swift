@@ -23,7 +23,7 @@ public struct ProtocolSuite: Sendable {
     public var passiveCases: [any PassiveCase]
     /// A message a conforming host answers (given the stamp to use and the rule): sent once,
     /// from a fresh controller, before the cases run.
-    public var preflight: @Sendable (_ tMs: UInt64, _ parameters: SuiteParameters) -> [UInt8]
+    public var preflight: @Sendable (_ senderTimeMs: UInt64, _ parameters: SuiteParameters) -> [UInt8]
     /// The host's decisions show nowhere on the wire: the active cases judge them on the
     /// stdio adapter's observation channel only, so a host on a socket leaves them INCONCLUSIVE.
     public var judgesObservations: Bool
@@ -105,7 +105,7 @@ public enum ConformanceSuite {
                                       t0: max(UInt64(SystemClock.realtimeNs() / 1_000_000), newest + 1))
                 do throws(SocketError) {
                     result = try c.run(probe, parameters)
-                    newest = max(newest, probe.newestTMs)
+                    newest = max(newest, probe.newestSenderTimeMs)
                     let stopped = probe.refused ? "the host stopped listening (ICMP port unreachable)" : probe.hostFailure
                     if let flood = probe.flooded {
                         // A host owes at most one reply per sample; past the limit nothing more is kept or run.
@@ -146,7 +146,7 @@ public enum ConformanceSuite {
         } catch {
             return error.description
         }
-        newest = max(newest, probe.newestTMs)
+        newest = max(newest, probe.newestSenderTimeMs)
         if probe.refused { return "the host refused: ICMP port unreachable (nothing listens on \(target))" }
         return probe.hostFailure
     }
@@ -185,7 +185,7 @@ public enum ConformanceSuite {
 public struct SuiteReport: Sendable {
     public var target: String
     public var mode: String
-    /// The spec the cases check, and its version (e.g. `motionlink-v1 1.0`).
+    /// The spec the cases check, and its version (`NAME VERSION`).
     public var specVersion: String
     public var parameters: SuiteParameters
     public var results: [CaseResult]

@@ -20,7 +20,7 @@ public enum TriggerLevel {
     }
 
     /// A sample of `wireProtocol` whose user acceleration is `ay` on y and zero elsewhere.
-    public static func sample(_ wireProtocol: any WireProtocol, ay: Float, tMs: UInt64) -> [UInt8] {
-        wireProtocol.sample(MotionReading(userAcceleration: Vector3(0, Double(ay), 0), rotationRate: .zero), timeMs: tMs) ?? []
+    public static func sample(_ wireProtocol: any WireProtocol, ay: Float, senderTimeMs: UInt64) -> [UInt8] {
+        wireProtocol.sample(MotionReading(userAcceleration: Vector3(0, Double(ay), 0), rotationRate: .zero), timeMs: senderTimeMs) ?? []
     }
 }

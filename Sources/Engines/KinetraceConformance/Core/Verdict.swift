@@ -77,7 +77,7 @@ public struct SampleSeries: Hashable, Sendable {
     public var name: String
     public var unit: String
     public var values: [Double]
-    /// The bound the case held the values to, if any (an ack deadline).
+    /// The bound the case held the values to, if any (a reply deadline).
     public var limit: Double?
 
     public init(name: String, unit: String, values: [Double], limit: Double? = nil) {

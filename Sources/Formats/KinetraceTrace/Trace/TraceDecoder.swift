@@ -29,7 +29,7 @@ struct TraceDecoder {
         var source: Endpoint?, destination: Endpoint?, controller: Endpoint?
         var payload: Payload?
         var rttNs: Int64?
-        var tMs: UInt64?, durationMs: UInt64?
+        var senderTimeMs: UInt64?, durationMs: UInt64?
         var gesture: String?, event: String?
         var data: [String: JSONValue]?
         var userAcceleration: Vector3?, rotationRate: Vector3?, gravity: Vector3?
@@ -132,7 +132,7 @@ struct TraceDecoder {
             } else if key.equals("gesture") {
                 f.gesture = try scanner.readString()
             } else if key.equals("t_ms") {
-                f.tMs = try scanner.readUInt64("t_ms")
+                f.senderTimeMs = try scanner.readUInt64("t_ms")
             } else if key.equals("duration_ms") {
                 f.durationMs = try scanner.readUInt64("duration_ms")
             } else if key.equals("event") {
@@ -198,7 +198,7 @@ struct TraceDecoder {
             guard let timeNs = f.timeNs else { throw missing("t_ns", "label") }
             guard let gesture = f.gesture else { throw missing("gesture", "label") }
             return .label(LabelRecord(timeNs: timeNs, controller: f.controller, gesture: gesture,
-                                      tMs: f.tMs, durationMs: f.durationMs))
+                                      senderTimeMs: f.senderTimeMs, durationMs: f.durationMs))
         case .event:
             guard let timeNs = f.timeNs else { throw missing("t_ns", "event") }
             guard let event = f.event else { throw missing("event", "event") }
@@ -206,10 +206,10 @@ struct TraceDecoder {
         case .motion:
             guard let timeNs = f.timeNs else { throw missing("t_ns", "motion") }
             guard let controller = f.controller else { throw missing("controller", "motion") }
-            guard let tMs = f.tMs else { throw missing("t_ms", "motion") }
+            guard let senderTimeMs = f.senderTimeMs else { throw missing("t_ms", "motion") }
             guard let userAcceleration = f.userAcceleration else { throw missing("user_accel", "motion") }
             guard let rotationRate = f.rotationRate else { throw missing("rotation_rate", "motion") }
-            return .motion(MotionSampleRecord(timeNs: timeNs, controller: controller, tMs: tMs, userAcceleration: userAcceleration,
+            return .motion(MotionSampleRecord(timeNs: timeNs, controller: controller, senderTimeMs: senderTimeMs, userAcceleration: userAcceleration,
                                               rotationRate: rotationRate, gravity: f.gravity, attitude: f.attitude))
         case .unknown:
             return nil

@@ -50,7 +50,7 @@ public enum TraceEncoder {
             if let c = l.controller { out.raw(",\"controller\":"); out.string(c.description) }
             out.raw(",\"gesture\":")
             out.string(l.gesture)
-            if let t = l.tMs { out.raw(",\"t_ms\":"); out.integer(t) }
+            if let t = l.senderTimeMs { out.raw(",\"t_ms\":"); out.integer(t) }
             if let d = l.durationMs { out.raw(",\"duration_ms\":"); out.integer(d) }
             out.raw("}\n")
         case .event(let e):
@@ -67,7 +67,7 @@ public enum TraceEncoder {
             out.raw(",\"controller\":")
             out.string(m.controller.description)
             out.raw(",\"t_ms\":")
-            out.integer(m.tMs)
+            out.integer(m.senderTimeMs)
             vector("user_accel", m.userAcceleration, to: &out)
             vector("rotation_rate", m.rotationRate, to: &out)
             if let g = m.gravity { vector("gravity", g, to: &out) }

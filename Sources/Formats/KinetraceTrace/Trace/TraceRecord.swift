@@ -83,14 +83,14 @@ public struct LabelRecord: Hashable, Sendable {
     /// `jump`, `duck`, `tilt_left`, … (free text; see the spec's list).
     public var gesture: String
     /// The frame timestamp (`t_ms`) at which the gesture starts, if known.
-    public var tMs: UInt64?
+    public var senderTimeMs: UInt64?
     public var durationMs: UInt64?
 
-    public init(timeNs: Int64, controller: Endpoint?, gesture: String, tMs: UInt64? = nil, durationMs: UInt64? = nil) {
+    public init(timeNs: Int64, controller: Endpoint?, gesture: String, senderTimeMs: UInt64? = nil, durationMs: UInt64? = nil) {
         self.timeNs = timeNs
         self.controller = controller
         self.gesture = gesture
-        self.tMs = tMs
+        self.senderTimeMs = senderTimeMs
         self.durationMs = durationMs
     }
 }
@@ -116,7 +116,7 @@ public struct MotionSampleRecord: Hashable, Sendable {
     public var timeNs: Int64
     public var controller: Endpoint
     /// The sample's time on the controller's clock, ms since the epoch (as frames' `t_ms`).
-    public var tMs: UInt64
+    public var senderTimeMs: UInt64
     public var userAcceleration: Vector3
     public var rotationRate: Vector3
     public var gravity: Vector3?
@@ -132,11 +132,11 @@ public struct MotionSampleRecord: Hashable, Sendable {
         }
     }
 
-    public init(timeNs: Int64, controller: Endpoint, tMs: UInt64, userAcceleration: Vector3, rotationRate: Vector3,
+    public init(timeNs: Int64, controller: Endpoint, senderTimeMs: UInt64, userAcceleration: Vector3, rotationRate: Vector3,
                 gravity: Vector3? = nil, attitude: Attitude? = nil) {
         self.timeNs = timeNs
         self.controller = controller
-        self.tMs = tMs
+        self.senderTimeMs = senderTimeMs
         self.userAcceleration = userAcceleration
         self.rotationRate = rotationRate
         self.gravity = gravity

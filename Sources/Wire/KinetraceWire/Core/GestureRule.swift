@@ -1,12 +1,12 @@
 /// The parameters of a host's threshold gesture rule: a threshold and a
-/// window. Each protocol's host model says how it applies them: MotionLink v1
-/// triggers when `ay > threshold` and `refractoryMs` of frame time has passed
-/// since the last trigger; a latching host ignores samples for
-/// the window after a jump.
+/// window. Each protocol's host model says how it applies them: a refractory
+/// host triggers when its quantity exceeds the threshold and `refractoryMs` of
+/// sender time has passed since the last trigger; a latching host ignores
+/// samples for the window after a jump.
 public struct GestureRule: Hashable, Sendable {
     /// τ, in g. Compared strictly: `ay > threshold`.
     public var threshold: Double
-    /// R, the window in milliseconds (MotionLink: of frame time between triggers).
+    /// R, the window in milliseconds (of sender time between triggers, or of arrival time for a latch).
     public var refractoryMs: UInt64
 
     /// How long a host hears only stale frames from a controller before it forgets it and

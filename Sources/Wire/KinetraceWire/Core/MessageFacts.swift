@@ -57,8 +57,8 @@ public struct MotionReading: Hashable, Sendable {
     public var gravity: Vector3?
     /// Attitude as roll, pitch and yaw in radians (x, y, z).
     public var attitude: Vector3?
-    /// The protocol's own vector, named by the protocol (KeepCalm's "combined": user
-    /// acceleration plus rotation rate, axis by axis); nil when it has none.
+    /// The protocol's own vector, named by the protocol (a sum of user
+    /// acceleration and rotation rate, axis by axis, say); nil when it has none.
     public var own: Vector3?
 
     public init(userAcceleration: Vector3? = nil, rotationRate: Vector3? = nil, gravity: Vector3? = nil, attitude: Vector3? = nil,

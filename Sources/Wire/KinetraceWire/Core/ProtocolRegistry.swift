@@ -5,17 +5,13 @@ public struct ProtocolRegistry: Sendable {
 
     public init(_ protocols: [any WireProtocol]) { self.protocols = protocols }
 
-    /// The compiled protocols of this build.
-    public static let standard = ProtocolRegistry([
-        MotionLinkV1(),
-        KeepCalmJSON(),
-        AttitudeStream(),
-    ])
+    /// The compiled protocols of this build (BuiltInProtocols.swift lists them).
+    public static let standard = ProtocolRegistry(BuiltInProtocols.all)
 
     /// The protocol of traffic that names none (`--protocol`'s default).
-    public static let defaultID = MotionLinkV1.id
+    public static var defaultID: ProtocolID { BuiltInProtocols.default.id }
     /// The default protocol's value.
-    public static var defaultProtocol: any WireProtocol { MotionLinkV1() }
+    public static var defaultProtocol: any WireProtocol { BuiltInProtocols.default }
 
     public func named(_ name: String) -> (any WireProtocol)? { protocols.first { $0.id.name == name } }
 

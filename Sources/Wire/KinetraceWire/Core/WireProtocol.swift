@@ -1,5 +1,5 @@
 /// Names a wire protocol: one way a phone talks to a game host, as stored
-/// in trace headers and given to `--protocol`, e.g. `motionlink-v1`.
+/// in trace headers and given to `--protocol`.
 public struct ProtocolID: Hashable, Sendable, Comparable, CustomStringConvertible {
     public let name: String
     public init(_ name: String) { self.name = name }

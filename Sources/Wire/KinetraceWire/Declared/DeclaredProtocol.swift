@@ -316,8 +316,8 @@ public struct DeclaredProtocol: WireProtocol {
         let kind = plan.kinds[index]
         var values = [DeclaredValue?](repeating: nil, count: kind.fields.count)
         for (i, field) in kind.fields.enumerated() {
-            if field.role == .echoTime, let tMs = decision.sampleTimeMs {
-                values[i] = DeclaredWriting.clockValue(ms: tMs, unit: plan.unit ?? .ms, type: field.type)
+            if field.role == .echoTime, let senderTimeMs = decision.sampleTimeMs {
+                values[i] = DeclaredWriting.clockValue(ms: senderTimeMs, unit: plan.unit ?? .ms, type: field.type)
             } else if let v = host.replyFields[field.name] {
                 values[i] = field.type == .f32 ? .float32(Float32(v)) : field.type.isFloat ? .float64(v) : field.type.isSigned ? .signed(Int64(nearest: v)) : .unsigned(UInt64(nearest: v))
             }

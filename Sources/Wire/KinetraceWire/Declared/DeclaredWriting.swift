@@ -73,14 +73,14 @@ enum DeclaredWriting {
     }
 
     /// A version-4 UUID drawn from the stamp and the first three motion values, so the same
-    /// input makes the same message and distinct samples distinct ids (as the KeepCalm codec does).
+    /// input makes the same message and distinct samples distinct ids (as the compiled JSON codec does).
     static func messageID(timeMs: UInt64, motionBits: [UInt64], upper: Bool) -> String {
         func bits(_ i: Int) -> UInt64 { i < motionBits.count ? motionBits[i] : 0 }
         var state = timeMs ^ bits(0)
-        let high = KeepCalmJSON.mix(&state) ^ bits(1)
+        let high = SplitMix64.step(&state) ^ bits(1)
         state ^= bits(2)
-        let low = KeepCalmJSON.mix(&state)
-        let text = MessageID(randomHigh: KeepCalmJSON.mix(&state) ^ high, randomLow: low).description
+        let low = SplitMix64.step(&state)
+        let text = MessageID(randomHigh: SplitMix64.step(&state) ^ high, randomLow: low).description
         return upper ? text : text.lowercased()
     }
 
@@ -150,12 +150,12 @@ struct DeclaredHostModel: HostModel {
         case .threshold(let quantity, _, _, let senderClock, _, _):
             guard let value = message.motion?.value(of: quantity) else { return .dropped(reason: "wrong_direction") }
             if senderClock {
-                guard let tMs = message.senderTimeMs else { return .dropped(reason: "wrong_direction") }
-                switch tracker.accept(tMs: tMs, ay: value, from: controller, receivedNs: receivedNs) {
+                guard let senderTimeMs = message.senderTimeMs else { return .dropped(reason: "wrong_direction") }
+                switch tracker.accept(senderTimeMs: senderTimeMs, value: value, from: controller, receivedNs: receivedNs) {
                 case .stale: return .stale
                 case .accepted: return .accepted
                 case .trigger:
-                    return .decided(HostDecision(name: host.decision, sampleTimeMs: tMs, owesReply: host.replyKind != nil, values: values(message)))
+                    return .decided(HostDecision(name: host.decision, sampleTimeMs: senderTimeMs, owesReply: host.replyKind != nil, values: values(message)))
                 }
             }
             note(controller)

@@ -39,10 +39,10 @@ public struct KeepCalmJSON: CompiledWireProtocol {
     public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
         let sum = combinedSum(of: reading)
         var state = timeMs ^ sum.x.bitPattern
-        let high = Self.mix(&state) ^ sum.y.bitPattern
+        let high = SplitMix64.step(&state) ^ sum.y.bitPattern
         state ^= sum.z.bitPattern
-        let low = Self.mix(&state)
-        return KeepCalmMotion(id: MessageID(randomHigh: Self.mix(&state) ^ high, randomLow: low), x: sum.x, y: sum.y, z: sum.z).encoded()
+        let low = SplitMix64.step(&state)
+        return KeepCalmMotion(id: MessageID(randomHigh: SplitMix64.step(&state) ^ high, randomLow: low), x: sum.x, y: sum.y, z: sum.z).encoded()
     }
 
     /// The KeepCalm sum of a reading: its own vector when it carries one, else user
@@ -51,15 +51,6 @@ public struct KeepCalmJSON: CompiledWireProtocol {
         if let own = reading.own { return own }
         let a = reading.userAcceleration ?? .zero, w = reading.rotationRate ?? .zero
         return Vector3(a.x + w.x, a.y + w.y, a.z + w.z)
-    }
-
-    /// SplitMix64's step: a fixed bijection, so ids are reproducible.
-    static func mix(_ state: inout UInt64) -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 
     public static func makeHostModel(rule: GestureRule) -> any HostModel { KeepCalmHostModel(rule: rule) }

@@ -153,7 +153,7 @@ public struct MotionLinkHostModel: HostModel {
         if let error = message.error { return .dropped(reason: error.code.name) }
         guard message.direction == .controllerToHost, let tMs = message.senderTimeMs,
               let ay = message.motion?.userAcceleration?.y else { return .dropped(reason: "wrong_direction") }
-        switch tracker.accept(tMs: tMs, ay: ay, from: controller, receivedNs: receivedNs) {
+        switch tracker.accept(senderTimeMs: tMs, value: ay, from: controller, receivedNs: receivedNs) {
         case .stale: return .stale
         case .accepted: return .accepted
         case .trigger: return .decided(HostDecision(name: "jump", sampleTimeMs: tMs, owesReply: true))

@@ -30,7 +30,7 @@ enum DeclaredSuite {
                                                summary: "The mean interval between one controller's messages (capture time) over any 10 s window is \(format(intervalMs)) ms ± 2 %."),
                                 tolerance: 0.02),
             ],
-            preflight: { tMs, _ in wireProtocol.sample(MotionReading(userAcceleration: .zero, rotationRate: .zero, gravity: .zero, attitude: .zero), timeMs: tMs) ?? [] })
+            preflight: { senderTimeMs, _ in wireProtocol.sample(MotionReading(userAcceleration: .zero, rotationRate: .zero, gravity: .zero, attitude: .zero), timeMs: senderTimeMs) ?? [] })
     }
 
     static func unique(_ ids: [String]) -> [String] {

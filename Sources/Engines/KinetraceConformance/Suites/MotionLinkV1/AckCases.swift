@@ -82,20 +82,20 @@ public struct AckRuleCase: PassiveCase {
 
     func verdict(_ context: PassiveSummary) -> CaseResult {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
-        let m = context.acks
+        let m = context.replyMatching
         let missing = m.triggers.filter { !$0.isAnswered }
-        let repeated = m.triggers.filter { $0.ackCount > 1 }
+        let repeated = m.triggers.filter { $0.replyCount > 1 }
         let rule = context.parameters.rule
-        let measurements = [Measurement("triggers", Double(m.triggers.count)), Measurement("acks", Double(m.validAcks)),
+        let measurements = [Measurement("triggers", Double(m.triggers.count)), Measurement("acks", Double(m.validReplies)),
                             Measurement("missing", Double(missing.count)), Measurement("repeated", Double(repeated.count)),
                             Measurement("unexpected", Double(m.unexpectedCount))]
         guard !missing.isEmpty || !repeated.isEmpty || !m.unexpected.isEmpty else {
             return CaseResult(info, m.triggers.isEmpty ? .inconclusive("no frame in the capture triggers (τ = \(rule.threshold) g)") : .pass,
                               measurements: measurements)
         }
-        var lines = evidence(missing) { "\(context.describe($0.frame)): expected an ack echoing t_ms \($0.tMs), found none" }
-        lines += evidence(repeated) { "\(context.describe($0.frame)): expected one ack, found \($0.ackCount)" }
-        lines += evidence(m.unexpected, total: m.unexpectedCount) { "\(context.describe($0.ack)): expected no ack, found one that \($0.reason)" }
+        var lines = evidence(missing) { "\(context.describe($0.frame)): expected an ack echoing t_ms \($0.senderTimeMs), found none" }
+        lines += evidence(repeated) { "\(context.describe($0.frame)): expected one ack, found \($0.replyCount)" }
+        lines += evidence(m.unexpected, total: m.unexpectedCount) { "\(context.describe($0.reply)): expected no ack, found one that \($0.reason)" }
         var why = "\(missing.count) trigger(s) unacked, \(repeated.count) acked more than once, \(m.unexpectedCount) unexpected ack(s)"
         if context.capturePoint != .host && !missing.isEmpty {
             why += " (captured at \(context.capturePoint): frames lost after the capture point also show as unacked)"
@@ -115,13 +115,13 @@ public struct AckDestinationCase: PassiveCase {
 
     func verdict(_ context: PassiveSummary) -> CaseResult {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
-        let m = context.acks
+        let m = context.replyMatching
         let answered = m.triggers.filter(\.isAnswered).count
         let measurements = [Measurement("acks_to_their_trigger", Double(answered)), Measurement("misdirected", Double(m.misdirectedCount))]
         guard m.misdirected.isEmpty else {
             return CaseResult(info, .fail("\(m.misdirectedCount) ack(s) went to another controller than their trigger's"),
                               measurements: measurements,
-                              evidence: evidence(m.misdirected, total: m.misdirectedCount) { "\(context.describe($0.ack)): expected it to go to \($0.owner)" })
+                              evidence: evidence(m.misdirected, total: m.misdirectedCount) { "\(context.describe($0.reply)): expected it to go to \($0.owner)" })
         }
         return CaseResult(info, answered == 0 ? .inconclusive("no ack answers a trigger") : .pass, measurements: measurements)
     }
@@ -131,7 +131,7 @@ public struct AckDestinationCase: PassiveCase {
 public struct AckDeadlineCase: PassiveCase {
     public let info: CaseInfo
 
-    /// ML-ACK-RULE-3 (MUST, `ackDeadlineMs`).
+    /// ML-ACK-RULE-3 (MUST, `replyDeadlineMs`).
     public static let must = AckDeadlineCase(info: CaseInfo(
         id: "PC-ACK-DEADLINE", requirements: ["ML-ACK-RULE-3"], level: .must,
         summary: "Acks leave within 50 ms (--ack-deadline-ms) of their frame's arrival."))
@@ -145,9 +145,9 @@ public struct AckDeadlineCase: PassiveCase {
     func verdict(_ context: PassiveSummary) -> CaseResult {
         var result = judge(context)
         let point = context.capturePoint
-        if !context.acks.delaysMs.isEmpty, point == .host || point == .network || point == .synthetic {
-            let limit = info.level == .must ? context.parameters.ackDeadlineMs : context.parameters.ackShouldMs
-            result.samples = [SampleSeries(name: "ack delay", unit: "ms", values: context.acks.delaysMs, limit: limit)]
+        if !context.replyMatching.delaysMs.isEmpty, point == .host || point == .network || point == .synthetic {
+            let limit = info.level == .must ? context.parameters.replyDeadlineMs : context.parameters.replyShouldMs
+            result.samples = [SampleSeries(name: "ack delay", unit: "ms", values: context.replyMatching.delaysMs, limit: limit)]
         }
         return result
     }
@@ -158,8 +158,8 @@ public struct AckDeadlineCase: PassiveCase {
         guard point == .host || point == .network || point == .synthetic else {
             return CaseResult(info, .inconclusive("captured at \(point): ack delays need a capture at the host or on its link"))
         }
-        let limit = info.level == .must ? context.parameters.ackDeadlineMs : context.parameters.ackShouldMs
-        let delays = context.acks.delaysMs.sorted()
+        let limit = info.level == .must ? context.parameters.replyDeadlineMs : context.parameters.replyShouldMs
+        let delays = context.replyMatching.delaysMs.sorted()
         let p50 = percentile(delays, 50), p99 = percentile(delays, 99)
         var measurements = [Measurement("samples", Double(delays.count))]
         if !delays.isEmpty {

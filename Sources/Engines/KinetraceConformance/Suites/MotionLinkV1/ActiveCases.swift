@@ -38,7 +38,7 @@ func judge(_ info: CaseInfo, _ outcome: (unexpected: [LiveProbe.Echo], positiveA
            negatives: String, positive: String) -> CaseResult {
     var evidence: [String] = outcome.unexpected.map { "expected no ack, found one echoing t_ms \($0.echo) (\(negatives))" }
     if !outcome.positiveAcked { evidence.append("expected an ack to \(positive), found none") }
-    let measurements = [Measurement("unexpected_acks", Double(outcome.unexpected.count)),
+    let measurements = [Measurement("unexpected_replies", Double(outcome.unexpected.count)),
                         Measurement("expected_ack_received", outcome.positiveAcked ? 1 : 0)]
     if evidence.isEmpty { return CaseResult(info, .pass, measurements: measurements) }
     let why = !outcome.unexpected.isEmpty ? "acked \(negatives)" : "did not ack \(positive)"
@@ -290,7 +290,7 @@ public struct AckTimingCase: ActiveCase {
         for ack in p.echoes {
             if let delay = ack.delayNs, seen.insert([UInt64(ack.controller), ack.echo]).inserted { delays.append(Double(delay) / 1e6) } else { extra += 1 }
         }
-        let limit = info.level == .must ? parameters.ackDeadlineMs : parameters.ackShouldMs
+        let limit = info.level == .must ? parameters.replyDeadlineMs : parameters.replyShouldMs
         let series = SampleSeries(name: "ack delay", unit: "ms", values: delays, limit: limit)
         delays.sort()
         let measurements = [Measurement("triggers", Double(expected)), Measurement("acks", Double(p.echoes.count)),
