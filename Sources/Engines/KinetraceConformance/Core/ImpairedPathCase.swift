@@ -28,7 +28,7 @@ public struct ImpairedPathCase: ActiveCase {
         let rate = hz == hz.rounded() ? String(Int(hz)) : String(hz)
         info = CaseInfo(
             id: "AC-IMPAIRED-\(network.uppercased())", requirements: requirements, level: .must,
-            summary: "Under the \(network) network's impairments (\(controllers) controllers, \(framesEach) frames each at \(rate) Hz), the host replies exactly the triggers the rule gives for what arrives.",
+            summary: "Under the \(network) network's impairments (\(controllers) controllers, \(framesEach) frames each at \(rate) Hz), the host answers exactly the triggers the rule gives for what arrives.",
             timeoutMs: 3_000)
         self.network = network
         self.wireProtocol = wireProtocol
