@@ -18,6 +18,10 @@ Faults (each must be failed by the case meant to catch it: NewProtocolFaultyHost
                         any partial record buffered before it
   read-cap              keeps at most 256 bytes of each read (a fixed buffer), dropping the rest
   partial-gives-up      drops a partial record that 4 more reads have not completed
+  silent                a correct host that reports no observation at all
+  wrong-controller      a correct host that reports each attitude under the controller id before its own
+--values exact|shortest how an observation writes each float32: its exact value (the default) or the
+                        shortest decimal that identifies it (AS-OBS-2 allows both)
   refuses-over-cap      (TCP) holds at most --max-connections (32) open and closes every connection past
                         them at once, however idle the held ones are: a connection flood locks phones out
 Python 3 standard library only.
@@ -31,7 +35,7 @@ import sys
 import threading
 import time
 
-from stdio_records import controller_records, observe
+from stdio_records import controller_records, observe, observe_text
 
 PI_F32 = struct.unpack("<f", struct.pack("<f", math.pi))[0]
 HALF_PI_F32 = struct.unpack("<f", struct.pack("<f", math.pi / 2))[0]
@@ -84,12 +88,30 @@ class Stream:
         return self.fault == "stops-reading" and self.records >= 30
 
 
-def serve_stdio(fault):
+def shortest_float32(value):
+    """The shortest decimal text whose nearest float32 is value's (value is a float32's exact value)."""
+    if not math.isfinite(value):
+        return None
+    for digits in range(1, 10):
+        text = "%.*g" % (digits, value)
+        if struct.unpack("<f", struct.pack("<f", float(text)))[0] == value:
+            return text
+    return repr(value)
+
+
+def serve_stdio(fault, values_form):
     streams = {}
     for controller, payload in controller_records():
         stream = streams.setdefault(controller, Stream(fault))
         for values in stream.read(payload):
-            observe(controller, "attitude", values)
+            if fault == "silent":
+                continue
+            reported = max(controller - 1, 0) if fault == "wrong-controller" else controller
+            texts = [shortest_float32(v) for v in values] if values_form == "shortest" else [None]
+            if values_form == "shortest" and None not in texts:
+                observe_text(reported, "attitude", "[" + ",".join(texts) + "]")
+            else:
+                observe(reported, "attitude", values)
         if any(s.stalled for s in streams.values()):
             time.sleep(3600)  # stops reading its input altogether
 
@@ -148,8 +170,9 @@ def main():
     parser.add_argument("--fault", default="none")
     parser.add_argument("--tcp", action="store_true")
     parser.add_argument("--max-connections", type=int, default=32)
+    parser.add_argument("--values", choices=["exact", "shortest"], default="exact")
     args = parser.parse_args()
-    serve_tcp(args.fault, args.max_connections) if args.tcp else serve_stdio(args.fault)
+    serve_tcp(args.fault, args.max_connections) if args.tcp else serve_stdio(args.fault, args.values)
 
 
 if __name__ == "__main__":

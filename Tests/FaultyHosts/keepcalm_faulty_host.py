@@ -17,6 +17,14 @@ Faults (each must be failed by the case meant to catch it, see KeepCalmFaultyHos
   no-range-check     takes any number, and numbers written as strings, even NaN, inf and past 100
   crash-on-bad-json  exits on a datagram that is not JSON
   small-buffer       reads datagrams into 1024 bytes, so a longer one arrives cut
+  latch-90           a jump latches for 0.9 R
+  latch-110          a jump latches for 1.1 R
+  nesting-crash      exits on a datagram (of at most 4,096 bytes) nested deeper than 512 arrays or
+                     objects: a recursive parser's stack
+  silent             a correct host that reports no observation at all
+  wrong-controller   a correct host that reports each jump under the controller id before its own
+--values none|y|xyz  what a jump observation carries (KC-OBS-2 allows each): no values, [y] (the
+                     default) or [x, y, z]
 Python 3 standard library only.
 """
 
@@ -57,12 +65,26 @@ def number(value, fault):
     return value
 
 
+def depth(data):
+    """How deep the datagram's brackets nest (strings not told apart: a crude parser's view)."""
+    deepest = level = 0
+    for byte in data:
+        if byte in b"[{":
+            level += 1
+            deepest = max(deepest, level)
+        elif byte in b"]}":
+            level -= 1
+    return deepest
+
+
 def decode(data, fault):
-    """The message's y, or None when the datagram is not a valid KeepCalm message."""
+    """The message's (x, y, z), or None when the datagram is not a valid KeepCalm message."""
     if fault == "small-buffer":
         data = data[:1024]
     if not 1 <= len(data) <= 4096:
         return None
+    if fault == "nesting-crash" and depth(data) > 512:
+        raise SystemExit("crash: nested too deep")
     try:
         message = json.loads(data.decode("utf-8"), parse_constant=reject_constant, object_pairs_hook=unique_members)
     except Exception:
@@ -82,21 +104,22 @@ def decode(data, fault):
                 return None
         elif "id" not in payload or "type" not in payload or "type" not in message:
             return None
-        x, y, z = (number(payload[k], fault) for k in ("x", "y", "z"))
-        return y
+        return tuple(number(payload[k], fault) for k in ("x", "y", "z"))
     except (KeyError, ValueError, TypeError, OverflowError):
         return None
 
 
 class Host:
     def __init__(self, fault, threshold, refractory_ms):
-        self.fault, self.threshold, self.refractory = fault, threshold, refractory_ms / 1000
+        scale = {"latch-90": 0.9, "latch-110": 1.1}.get(fault, 1.0)
+        self.fault, self.threshold, self.refractory = fault, threshold, scale * refractory_ms / 1000
         self.jump_ends = {}   # controller -> host clock when its jump ends
         self.count_left = {}  # controller -> messages its jump still lasts (count-latch)
 
     def accept(self, controller, data):
-        """True when this message makes the controller jump; y with it."""
-        y = decode(data, self.fault)
+        """The message's (x, y, z) when it makes the controller jump, else None."""
+        xyz = decode(data, self.fault)
+        y = xyz[1] if xyz is not None else None
         now = time.monotonic()
         key = "all" if self.fault == "shared-latch" else controller
         if self.fault == "count-latch":
@@ -111,18 +134,20 @@ class Host:
             return None
         if self.fault == "count-latch":
             self.count_left[key] = 4
-            return y
+            return xyz
         if self.fault != "no-latch" and now < self.jump_ends.get(key, -math.inf):
             return None
         self.jump_ends[key] = now + self.refractory
-        return y
+        return xyz
 
 
-def serve_stdio(host):
+def serve_stdio(host, values):
     for controller, payload in controller_records():
-        y = host.accept(controller, payload)
-        if y is not None:
-            observe(controller, "jump", [y])
+        xyz = host.accept(controller, payload)
+        if xyz is None or host.fault == "silent":
+            continue
+        reported = {"none": [], "y": [xyz[1]], "xyz": list(xyz)}[values]
+        observe(max(controller - 1, 0) if host.fault == "wrong-controller" else controller, "jump", reported)
 
 
 def serve_udp(host):
@@ -140,10 +165,11 @@ def main():
     parser.add_argument("--udp", action="store_true")
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--refractory-ms", type=int, default=400)
+    parser.add_argument("--values", choices=["none", "y", "xyz"], default="y")
     args = parser.parse_args()
     sys.setrecursionlimit(2000)
     host = Host(args.fault, args.threshold, args.refractory_ms)
-    serve_udp(host) if args.udp else serve_stdio(host)
+    serve_udp(host) if args.udp else serve_stdio(host, args.values)
 
 
 if __name__ == "__main__":

@@ -36,3 +36,9 @@ def observe(controller, decision, values, fd=1):
     """Writes one observation record: {"decision": …, "values": […]}."""
     body = json.dumps({"decision": decision, "values": values}).encode()
     os.write(fd, struct.pack(">IBBH", len(body) + 4, 3, 0, controller) + body)
+
+
+def observe_text(controller, decision, values_json, fd=1):
+    """Writes one observation record whose values are the JSON text given (numbers as the host formats them)."""
+    body = ('{"decision": %s, "values": %s}' % (json.dumps(decision), values_json)).encode()
+    os.write(fd, struct.pack(">IBBH", len(body) + 4, 3, 0, controller) + body)

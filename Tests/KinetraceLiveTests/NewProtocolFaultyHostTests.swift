@@ -15,6 +15,7 @@ struct NewProtocolFaultyHostTests {
         ("at-threshold", "AC-KC-THRESHOLD"), ("no-latch", "AC-KC-LATCH"), ("count-latch", "AC-KC-LATCH"),
         ("shared-latch", "AC-KC-CONTROLLERS"), ("strict-members", "AC-KC-UNKNOWN-MEMBERS"), ("crash-on-bad-json", "AC-KC-INVALID-JSON"),
         ("no-type-check", "AC-KC-SCHEMA"), ("no-range-check", "AC-KC-VALUES"), ("small-buffer", "AC-KC-SIZE"),
+        ("nesting-crash", "AC-KC-INVALID-JSON"), ("latch-90", "AC-KC-LATCH"), ("latch-110", "AC-KC-LATCH"),
     ]
     static let attitudeFaults: [(fault: String, caughtBy: String)] = [
         ("big-endian", "AC-AS-BIT-EXACT"), ("one-record-per-read", "AC-AS-SPLIT"), ("one-record-per-read", "AC-AS-COALESCED"),
@@ -53,12 +54,48 @@ struct NewProtocolFaultyHostTests {
         #expect(verdicts[parts[1]] == "FAIL", "\(parts[0]): \(verdicts)")
     }
 
-    /// The control: the scripts without a fault pass every case their faults fail.
-    @Test(arguments: [("keepcalm-json", "keepcalm_faulty_host.py", 8), ("attitude-stream", "attitude_faulty_host.py", 8)])
-    func theCorrectScriptsPassEveryCase(_ wireProtocol: String, _ script: String, _ count: Int) throws {
-        let (status, verdicts) = try conform(wireProtocol, exec: "python3 '\(Self.script(script))' --fault none", [])
-        #expect(status == 0, "\(verdicts)")
-        #expect(verdicts.count == count && Self.passedAllButConnectionCases(verdicts), "\(verdicts)")
+    /// The control: the scripts without a fault pass every case their faults fail, in every form
+    /// of observation the specs allow (KC-OBS-2: no values, [y] or [x, y, z]; AS-OBS-2: each float32
+    /// as its exact value or as its shortest decimal).
+    @Test(arguments: [("keepcalm-json", "keepcalm_faulty_host.py", "y"), ("keepcalm-json", "keepcalm_faulty_host.py", "none"),
+                      ("keepcalm-json", "keepcalm_faulty_host.py", "xyz"), ("attitude-stream", "attitude_faulty_host.py", "exact"),
+                      ("attitude-stream", "attitude_faulty_host.py", "shortest")])
+    func theCorrectScriptsPassEveryCase(_ wireProtocol: String, _ script: String, _ values: String) throws {
+        let (status, verdicts) = try conform(wireProtocol, exec: "python3 '\(Self.script(script))' --fault none --values \(values)", [])
+        #expect(status == 0, "\(values): \(verdicts)")
+        #expect(verdicts.count == 8 && Self.passedAllButConnectionCases(verdicts), "\(values): \(verdicts)")
+    }
+
+    /// A host that reports nothing is never shown conformant: every KeepCalm case is INCONCLUSIVE
+    /// (NOTHING JUDGED); the attitude transport cases still judge, but no applied attitude does
+    /// (DECISIONS NOT JUDGED). Both exit 1.
+    @Test(arguments: [("keepcalm-json", "keepcalm_faulty_host.py", "NOTHING JUDGED"), ("attitude-stream", "attitude_faulty_host.py", "DECISIONS NOT JUDGED")])
+    func aHostThatObservesNothingIsNotShownConformant(_ wireProtocol: String, _ script: String, _ status: String) throws {
+        let result = try kinetrace(["conform", "--protocol", wireProtocol, "--exec", "python3 '\(Self.script(script))' --fault silent",
+                                    "--format", "json"], timeout: 120)
+        #expect(result.status == 1, "\(result.stdout)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        #expect(report["failed"] as? Bool == true && report["decisions_judged"] as? Bool == false)
+        #expect((report["status"] as? String)?.hasPrefix(status) == true, "\(report["status"] ?? "")")
+        let verdicts = try Self.verdicts(result)
+        #expect(!verdicts.values.contains("FAIL"), "reporting nothing is not a fault a case can see: \(verdicts)")
+        let text = try kinetrace(["conform", "--protocol", wireProtocol, "--exec", "python3 '\(Self.script(script))' --fault silent"], timeout: 120)
+        #expect(text.status == 1 && text.stdout.contains(status), "\(text.stdout)")
+    }
+
+    /// A host that reports its decisions under another controller's id is told so: FAIL, naming the ids.
+    @Test(arguments: [("keepcalm-json", "keepcalm_faulty_host.py", "AC-KC-THRESHOLD"), ("attitude-stream", "attitude_faulty_host.py", "AC-AS-BIT-EXACT")])
+    func decisionsUnderAnotherControllerFailNamingTheID(_ wireProtocol: String, _ script: String, _ caseID: String) throws {
+        let result = try kinetrace(["conform", "--protocol", wireProtocol, "--exec", "python3 '\(Self.script(script))' --fault wrong-controller",
+                                    "--format", "json", "--cases", caseID], timeout: 120)
+        #expect(result.status == 1)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        let judged = try #require((report["cases"] as? [[String: Any]])?.first { $0["id"] as? String == caseID })
+        #expect(judged["verdict"] as? String == "FAIL", "\(judged)")
+        let said = ([judged["detail"] as? String ?? ""] + (judged["evidence"] as? [String] ?? [])).joined(separator: "\n")
+        #expect(said.contains("none of this case's") || said.contains("none under this case's controller ids"), "\(said)")
+        #expect(said.contains("under controller id"), "\(said)")
+        #expect(!said.contains("reported no observation"), "\(said)")
     }
 
     /// Every case PASS, except that over the stdio adapter, which has no connections, AC-AS-CONN-FLOOD is INCONCLUSIVE.
@@ -114,10 +151,13 @@ struct NewProtocolFaultyHostTests {
         let referencePort = try port(in: try reference.waitForLine(startingWith: "listening on"))
         let result = try kinetrace(["conform", "--protocol", "attitude-stream", "--host", "127.0.0.1:\(referencePort)", "--format", "json"], timeout: 120)
         let verdicts = try Self.verdicts(result)
-        #expect(result.status == 0, "\(verdicts)")
+        // The connection cases judge, but none of the applied attitudes shows: not shown conformant.
+        #expect(result.status == 1, "\(verdicts)")
         #expect(verdicts["AC-AS-NONFINITE-OPEN"] == "PASS" && verdicts["AC-AS-KEEPS-READING"] == "PASS", "\(verdicts)")
         #expect(verdicts.filter { $0.value == "INCONCLUSIVE" }.count == 5, "\(verdicts)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(report["decisions_judged"] as? Bool == false && report["failed"] as? Bool == true, "\(report["status"] ?? "")")
+        #expect((report["status"] as? String)?.hasPrefix("DECISIONS NOT JUDGED") == true, "\(report["status"] ?? "")")
         let details = (report["cases"] as? [[String: Any]] ?? []).filter { $0["verdict"] as? String == "INCONCLUSIVE" }.compactMap { $0["detail"] as? String }
         #expect(details.allSatisfy { $0.contains("no observation channel") && $0.contains("no FIN or RST") }, "\(details)")
 

@@ -67,7 +67,9 @@ struct Conform: ParsableCommand {
             a report, whose one testcase is the error, and exits with its own status.
 
             Exit status: 0 when no MUST case fails (and, with --strict, no SHOULD case is \
-            missed); 1 when one does, or when no case could decide (NOTHING JUDGED); 64 for bad usage; 65 for a capture that is not valid \
+            missed); 1 when one does, when no case could decide (NOTHING JUDGED), or when no case \
+            that judges the host's decisions could (DECISIONS NOT JUDGED: a host that reports no \
+            observation, or one on a socket whose decisions never show on the wire); 64 for bad usage; 65 for a capture that is not valid \
             data; 66 for a capture that is missing or unreadable; 69 when no host is there \
             (nothing listens, or the exec host cannot start or ends before answering); 73 when \
             the report cannot be written.

@@ -50,6 +50,8 @@ enum ConformanceRendering {
             }),
             "summary": .object(report.counts.mapValues { .integer(Int64($0)) }),
             "failed": .bool(report.failed(strict: strict)),
+            "status": .string(report.status(strict: strict)),
+            "decisions_judged": .bool(!report.decisionsUnjudged),
             "elapsed_ms": .number(Double(report.elapsedNs) / 1e6),
         ]).jsonText + "\n"
     }

@@ -29,7 +29,7 @@ public struct ImpairedPathCase: ActiveCase {
         info = CaseInfo(
             id: "AC-IMPAIRED-\(network.uppercased())", requirements: requirements, level: .must,
             summary: "Under the \(network) network's impairments (\(controllers) controllers, \(framesEach) frames each at \(rate) Hz), the host answers exactly the triggers the rule gives for what arrives.",
-            timeoutMs: 3_000)
+            timeoutMs: 3_000, judgesDecisions: true)
         self.network = network
         self.wireProtocol = wireProtocol
         self.impairments = impairments

@@ -63,8 +63,20 @@ public final class LiveProbe {
     private var local: [Int: Int] = [:]
     /// When each sample left, per controller and sender stamp, for reply delays.
     private var sentAt: [Int: [UInt64: Int64]] = [:]
+    /// The newest messages each controller sent, with when they left: an observation that names
+    /// no values is the decision on the newest message its controller sent before it arrived.
+    private var recentSends: [Int: [(monoNs: Int64, bytes: [UInt8])]] = [:]
+    /// Messages kept per controller for that (a load case sends thousands; the cases that need it, a few).
+    public static let recentSendsKept = 256
     public private(set) var replies: [Reply] = []
     public private(set) var observations: [Observed] = []
+    /// Decisions reported under a controller id that is none of this case's (a host that mixes up
+    /// ids, or one slow enough to report an earlier case's): the first `strayObservationsKept`, and how many.
+    public private(set) var strayObservations: [(controllerID: Int, observation: Observation)] = []
+    public private(set) var strayObservationCount = 0
+    public static let strayObservationsKept = 5
+    /// The stdio controller ids of this case's controllers, for evidence.
+    public var controllerIDs: [Int] { mine }
     /// Set when the host's port answered with ICMP port unreachable: nothing listens there.
     public private(set) var refused = false
     /// Set when an exec host exited or broke the framing.
@@ -92,6 +104,11 @@ public final class LiveProbe {
     /// Where the host is: over `exec` it may report decisions on the observation channel; over a socket it cannot.
     public var target: LinkTarget { link.target }
 
+    /// The newest message `controller` sent before `monoNs`, if this probe still holds it.
+    public func newestSent(by controller: Int, before monoNs: Int64) -> [UInt8]? {
+        recentSends[controller]?.last { $0.monoNs < monoNs }?.bytes
+    }
+
     /// Opens `count` new controllers; returns their indices.
     public func controllers(_ count: Int) throws(SocketError) -> Range<Int> {
         let first = mine.count
@@ -109,6 +126,10 @@ public final class LiveProbe {
         guard flooded == nil else { return }
         samplesSent += 1
         bytesSent += bytes.count
+        var recent = recentSends[controller, default: []]
+        if recent.count == Self.recentSendsKept { recent.removeFirst(recent.count / 2) }
+        recent.append((SystemClock.monotonicNs(), bytes))
+        recentSends[controller] = recent
         let facts = wireProtocol.facts(bytes)
         if facts.isValid, facts.direction == .controllerToHost, let senderTimeMs = facts.senderTimeMs {
             sentAt[controller, default: [:]][senderTimeMs] = SystemClock.monotonicNs()
@@ -187,7 +208,12 @@ public final class LiveProbe {
                     let kept = payload.count > Self.replyBytesKept ? Array(payload.prefix(Self.replyBytesKept)) : payload
                     replies.append(Reply(controller: c, payload: kept, monoNs: monoNs, length: payload.count))
                 case .observation(let controller, let observation, let monoNs):
-                    guard local[controller] != nil, flooded == nil else { return }
+                    guard flooded == nil else { return }
+                    guard local[controller] != nil else {
+                        strayObservationCount += 1
+                        if strayObservations.count < Self.strayObservationsKept { strayObservations.append((controller, observation)) }
+                        return
+                    }
                     observationsReceived += 1
                     if observationsReceived > Self.observationLimit(bytesSent: bytesSent) {
                         flooded = "the host reported \(observationsReceived) decisions on \(bytesSent) bytes sent, "

@@ -15,6 +15,25 @@ extension LiveProbe {
         if case .exec = target { return true } else { return false }
     }
 
+    /// The verdict when the host reported no observation about this case's controllers: FAIL when it
+    /// reported decisions under other controller ids (SA-OBS-2: an observation names the controller
+    /// whose message caused it), INCONCLUSIVE when it reported nothing; nil when there is something to judge.
+    public func unjudgedObservations(_ what: String) -> Verdict? {
+        guard observations.isEmpty else { return nil }
+        if let stray = strayObservationsFailure { return stray }
+        return observationsMissing(what).map { .inconclusive($0) }
+    }
+
+    /// FAIL, naming what the host reported, when it reported decisions only under ids that are none of this case's.
+    public var strayObservationsFailure: Verdict? {
+        guard observations.isEmpty, strayObservationCount > 0 else { return nil }
+        let ids = controllerIDs.map(String.init).joined(separator: ", ")
+        let shown = strayObservations.map { "\"\($0.observation.decision)\" under controller id \($0.controllerID)" }.joined(separator: "; ")
+        return .fail("the host reported \(strayObservationCount) decision(s), none under this case's controller ids (\(ids)): \(shown)"
+                     + (strayObservationCount > strayObservations.count ? "; …" : "")
+                     + ". An observation names the controller whose message caused it (SA-OBS-2)")
+    }
+
     /// Why `what` cannot be judged when the host reported no observation during this case; nil when it reported some.
     public func observationsMissing(_ what: String) -> String? {
         guard observations.isEmpty else { return nil }

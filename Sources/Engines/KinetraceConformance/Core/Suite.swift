@@ -106,6 +106,13 @@ public enum ConformanceSuite {
                 do throws(SocketError) {
                     result = try c.run(probe, parameters)
                     newest = max(newest, probe.newestSenderTimeMs)
+                    if probe.strayObservationCount > 0, result.verdict != .pass, !result.evidence.contains(where: { $0.hasPrefix("the host also reported") }) {
+                        // Say what the host did report, so a mixed-up controller id is not read as silence.
+                        let shown = probe.strayObservations.map { "\"\($0.observation.decision)\" under controller id \($0.controllerID)" }
+                        result.evidence.append("the host also reported \(probe.strayObservationCount) decision(s) under controller ids that are none of "
+                                               + "this case's (\(probe.controllerIDs.map(String.init).joined(separator: ", "))): "
+                                               + shown.joined(separator: "; ") + (probe.strayObservationCount > shown.count ? "; …" : ""))
+                    }
                     let stopped = probe.refused ? "the host stopped listening (ICMP port unreachable)" : probe.hostFailure
                     if let flood = probe.flooded {
                         // A host owes at most one reply per sample; past the limit nothing more is kept or run.
@@ -207,24 +214,44 @@ public struct SuiteReport: Sendable {
     }
 
     /// The run fails when a MUST case fails, or, under `strict`, any SHOULD is missed too;
-    /// and a run that judged nothing never passes.
-    public func failed(strict: Bool) -> Bool { judgedNothing || results.contains { $0.fails(strict: strict) } }
+    /// and a run that judged nothing, or none of the host's decisions, never passes.
+    public func failed(strict: Bool) -> Bool {
+        judgedNothing || decisionsUnjudged || results.contains { $0.fails(strict: strict) }
+    }
+
+    /// An active run had cases that judge the host's decisions, and none of them decided: the
+    /// host's behaviour was not shown (it reported no observation, or none could be seen), however
+    /// its transport did. Inconclusive is not a pass.
+    public var decisionsUnjudged: Bool {
+        let judging = results.filter { $0.info.judgesDecisions && $0.info.level != .observation }
+        return mode == "active" && !judging.isEmpty && !judging.contains { Self.decided($0.verdict) }
+    }
+
+    /// The cases that judge decisions and did not decide, for the status line.
+    public var undecidedDecisionCases: Int {
+        results.filter { $0.info.judgesDecisions && $0.info.level != .observation && !Self.decided($0.verdict) }.count
+    }
+
+    static func decided(_ verdict: Verdict) -> Bool {
+        switch verdict {
+        case .pass, .fail, .nonStrict: return true
+        default: return false
+        }
+    }
 
     /// No MUST or SHOULD case reached a judgement (PASS, FAIL or NON-STRICT): every one was
     /// INCONCLUSIVE, INFORMATIONAL or an ERROR, so the run shows nothing about conformance.
     public var judgedNothing: Bool {
-        !results.contains {
-            guard $0.info.level != .observation else { return false }
-            switch $0.verdict {
-            case .pass, .fail, .nonStrict: return true
-            default: return false
-            }
-        }
+        !results.contains { $0.info.level != .observation && Self.decided($0.verdict) }
     }
 
     /// The run's one-word outcome for people.
     public func status(strict: Bool) -> String {
         if judgedNothing { return "NOTHING JUDGED (no case could decide: not shown conformant)" }
-        return failed(strict: strict) ? "NOT CONFORMANT" : "conformant in what was checked"
+        if results.contains(where: { $0.fails(strict: strict) }) { return "NOT CONFORMANT" }
+        if decisionsUnjudged {
+            return "DECISIONS NOT JUDGED (none of the \(undecidedDecisionCases) cases that judge the host's decisions could decide: not shown conformant)"
+        }
+        return "conformant in what was checked"
     }
 }

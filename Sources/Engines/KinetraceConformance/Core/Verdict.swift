@@ -49,13 +49,19 @@ public struct CaseInfo: Hashable, Sendable {
     public var summary: String
     /// How long the case may take (passive cases read a capture: no waiting).
     public var timeoutMs: Int
+    /// Whether the case judges the host's decisions (triggers, jumps, applied attitudes, and their
+    /// replies or observations), as opposed to its transport (connections, reading). A run whose
+    /// cases of this kind all ended undecided has not shown the host's behaviour at all.
+    public var judgesDecisions: Bool
 
-    public init(id: String, requirements: [String], level: RequirementLevel, summary: String, timeoutMs: Int = 10_000) {
+    public init(id: String, requirements: [String], level: RequirementLevel, summary: String, timeoutMs: Int = 10_000,
+                judgesDecisions: Bool = false) {
         self.id = id
         self.requirements = requirements
         self.level = level
         self.summary = summary
         self.timeoutMs = timeoutMs
+        self.judgesDecisions = judgesDecisions
     }
 }
 

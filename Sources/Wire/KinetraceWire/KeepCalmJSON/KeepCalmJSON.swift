@@ -12,7 +12,7 @@ public struct KeepCalmJSON: CompiledWireProtocol {
     public static let summary = "MultipeerKit JSON MotionData at 10 Hz, one message per UDP datagram, no reply"
     public static let specification = "specs/keepcalm-json.md"
     /// The digest of specs/protocols/NAME.json, this protocol declared (DeclarationSeedTests keeps them equal).
-    public static let declarationDigest: String? = "sha256:2add14839598d45dd7485f81efaed2288b99b6d2b5852308cdbbf527f8448802"
+    public static let declarationDigest: String? = "sha256:6a4770673bee52e1a3759e2997448328bd98d60a0d5d69b61e7fb100cfbac77c"
     public static let transport = TransportKind.datagram
     /// KC-TRANSPORT-2.
     public static let defaultPort: UInt16 = 47120

@@ -45,11 +45,13 @@ struct AttitudeRecords {
 
 extension AttitudeRecord {
     /// The record as a host reports it applied: values [roll, pitch, yaw], read back as float32 bit patterns.
+    /// Values are compared at float32 precision (AS-OBS-2): a number stands for the float32
+    /// nearest to it, so the shortest decimal that identifies a float32 and its exact value both do.
     init?(observed values: [Double]) {
         guard values.count == 3 else { return nil }
         let floats = values.map { Float32($0) }
-        // A value that is not exactly a float32 is not one the host read from the stream.
-        guard zip(values, floats).allSatisfy({ Double($1) == $0 || ($0.isNaN && $1.isNaN) }) else { return nil }
+        // A finite number past float32's range rounds to infinity: not a value the host read.
+        guard zip(values, floats).allSatisfy({ $1.isFinite || !$0.isFinite }) else { return nil }
         self.init(roll: floats[0], pitch: floats[1], yaw: floats[2])
     }
 
@@ -113,6 +115,7 @@ struct AppliedAttitudes {
             return CaseResult(info, .fail("the host \(how) on \(what)"), measurements: measurements,
                               evidence: ["expected the connection to stay open (AS-HOST-2), found that the host \(how)"])
         }
+        if let stray = p.strayObservationsFailure { return CaseResult(info, stray, measurements: measurements) }
         if var missing = p.observationsMissing("which attitudes the host applied from \(what)") {
             if case .tcp = p.target { missing += "; the connection stayed open (no FIN or RST), which is all TCP shows" }
             return CaseResult(info, .inconclusive(missing), measurements: measurements)
@@ -145,7 +148,7 @@ public struct AttitudeSplitCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-AS-SPLIT", requirements: ["AS-FRAME-1", "AS-HOST-1"], level: .must,
         summary: "12 records written with a write boundary at every offset 1–11 inside a record (each write spanning two records) are applied bit for bit, in order.",
-        timeoutMs: 2_000)
+        timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
@@ -165,7 +168,7 @@ public struct AttitudeCoalescedCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-AS-COALESCED", requirements: ["AS-FRAME-1", "AS-HOST-1"], level: .must,
         summary: "60 records in one write (720 bytes), then 60 more in writes of 5, are all applied bit for bit, in order.",
-        timeoutMs: 2_000)
+        timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
@@ -181,7 +184,7 @@ public struct AttitudeCoalescedCase: ActiveCase {
 public struct AttitudeBytewiseCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-AS-BYTEWISE", requirements: ["AS-FRAME-1", "AS-HOST-1"], level: .must,
-        summary: "5 records written one byte per write (60 writes) are applied bit for bit, in order.", timeoutMs: 3_000)
+        summary: "5 records written one byte per write (60 writes) are applied bit for bit, in order.", timeoutMs: 3_000, judgesDecisions: true)
     public init() {}
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
@@ -198,7 +201,7 @@ public struct AttitudeBitExactCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-AS-BIT-EXACT", requirements: ["AS-HOST-1", "AS-VALUE-2"], level: .must,
         summary: "Records at the edges (±π, ±π/2 as float32, ±0, subnormals, values one ulp apart) written one per write are applied bit for bit: little-endian float32.",
-        timeoutMs: 2_000)
+        timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
 
     static let records: [AttitudeRecord] = [
@@ -221,7 +224,7 @@ public struct AttitudeInvalidCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-AS-INVALID-KEPT", requirements: ["AS-HOST-2", "AS-VALUE-1", "AS-VALUE-2"], level: .must,
         summary: "NaN (quiet and signalling), ±inf and out-of-range records between valid ones are not applied, the connection stays open, and the valid records after them are applied.",
-        timeoutMs: 2_000)
+        timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
 
     /// Invalid records: non-finite in each field, and just past each range.
@@ -325,6 +328,7 @@ public struct AttitudeKeepsReadingCase: ActiveCase {
                               measurements: measurements, evidence: evidence)
         }
         guard observedAny || !queued.isEmpty else {
+            if let stray = p.strayObservationsFailure { return CaseResult(info, stray, measurements: measurements) }
             return CaseResult(info, .inconclusive(p.observationsMissing("whether the host keeps reading")!
                                                   + "; and this link cannot read its send queue"), measurements: measurements)
         }
@@ -371,8 +375,8 @@ public struct AttitudeNonFiniteOpenCase: ActiveCase {
                               evidence: ["expected the connection to stay open (AS-HOST-2), found that the host \(connectionEnd(code))"])
         }
         if p.canObserve {
-            if let missing = p.observationsMissing("whether the host reads on past NaN and infinite records") {
-                return CaseResult(info, .inconclusive(missing), measurements: measurements)
+            if let verdict = p.unjudgedObservations("whether the host reads on past NaN and infinite records") {
+                return CaseResult(info, verdict, measurements: measurements)
             }
             let applied = p.observed("attitude", on: c).compactMap { AttitudeRecord(observed: $0.observation.values) }
             guard applied.contains(where: { $0.bits == after.bits }) else {

@@ -6,8 +6,10 @@ import KinetraceWire
 // observation channel (SA-OBS-*), so every case here judges observations and
 // is INCONCLUSIVE, never PASS, when a host reports none.
 
-/// The jumps a host reported about one controller, each matched to the spike
-/// whose y it reports (`values` [y]); a jump without values counts by when it came.
+/// The jumps a host reported about one controller, each matched to the spike whose y
+/// it reports. KC-OBS-2 lets a jump carry no values, [y], or [x, y, z] of the message's
+/// vector: one without values is the jump of the newest message its controller sent
+/// before it arrived.
 struct JumpLog {
     var matched: [Double: Int] = [:]
     /// Jumps whose y is none of the spikes the case expects to jump.
@@ -17,7 +19,7 @@ struct JumpLog {
     init(_ p: LiveProbe, controller: Int, expected: Set<Double>) {
         for jump in p.observed("jump", on: controller) {
             total += 1
-            if let y = jump.observation.values.first, expected.contains(y) {
+            if let y = Self.reportedY(jump, p), expected.contains(y) {
                 matched[y, default: 0] += 1
             } else {
                 unexpected.append(jump)
@@ -25,8 +27,29 @@ struct JumpLog {
         }
     }
 
+    /// The y a jump stands for: the one its values report, or, without values, the y of
+    /// the message that caused it; nil for values of another form.
+    static func reportedY(_ jump: LiveProbe.Observed, _ p: LiveProbe) -> Double? {
+        let values = jump.observation.values
+        switch values.count {
+        case 1: return values[0]
+        case 3: return values[1]
+        case 0:
+            guard let bytes = p.newestSent(by: jump.controller, before: jump.monoNs) else { return nil }
+            let facts = p.wireProtocol.facts(bytes)
+            return facts.isValid ? facts.motion?.own?.y : nil
+        default: return nil
+        }
+    }
+
     static func describe(_ jump: LiveProbe.Observed) -> String {
-        jump.observation.values.first.map { "a jump with y = \($0)" } ?? "a jump reporting no y"
+        let values = jump.observation.values
+        switch values.count {
+        case 0: return "a jump reporting no values"
+        case 1: return "a jump with y = \(values[0])"
+        case 3: return "a jump with (x, y, z) = (\(values[0]), \(values[1]), \(values[2]))"
+        default: return "a jump with values \(values) (KC-OBS-2 allows none, [y] or [x, y, z])"
+        }
     }
 }
 
@@ -35,7 +58,7 @@ struct JumpLog {
 func awaitJump(_ p: LiveProbe, controller: Int, y: Double, timeoutMs: Int) {
     if p.canObserve {
         p.collect(forMs: timeoutMs) { _ in
-            p.hostFailure != nil || p.observed("jump", on: controller).contains { $0.observation.values.first == y }
+            p.hostFailure != nil || p.observed("jump", on: controller).contains { JumpLog.reportedY($0, p) == y }
         }
         p.collect(forMs: 50)  // stragglers: a second jump, say
     } else {
@@ -113,8 +136,8 @@ struct HostileBurst {
                 + "but a hung host looks the same); run it with --exec behind the stdio adapter, reporting jumps as observation records, to judge it"),
                 measurements: measurements)
         }
-        if let missing = p.observationsMissing("whether the host dropped the \(hostile.count) \(what) and stayed live") {
-            return CaseResult(info, .inconclusive(missing), measurements: measurements)
+        if let verdict = p.unjudgedObservations("whether the host dropped the \(hostile.count) \(what) and stayed live") {
+            return CaseResult(info, verdict, measurements: measurements)
         }
         var evidence = evidence(log.unexpected) { "expected no jump on a hostile message, found \(JumpLog.describe($0))" }
         if spikeJumps == 0 {
@@ -137,13 +160,20 @@ public struct KeepCalmInvalidJSONCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-KC-INVALID-JSON", requirements: ["KC-MSG-1", "KC-HOST-3"], level: .must,
         summary: "Datagrams that are not one JSON object (truncated, trailing bytes, two objects, bad UTF-8, deep nesting, comments) are dropped and the host stays live.",
-        timeoutMs: 2_000)
+        timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
+
+    /// Brackets each way in the deeply nested datagram: 30 bytes of envelope, 4,064 of brackets, 1 to close.
+    public static let nestingDepth = 2_032
+    /// The deeply nested datagram is this long: within KC-SIZE-1's 4,096 bytes.
+    public static var nestedLength: Int { #"{"type":"MotionData","nested":"#.utf8.count + 2 * nestingDepth + 1 }
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         try HostileBurst(info: info, what: "datagrams that are not one JSON object", seed: 0x4B43_4A53, make: { m in
             let whole = m.text(KeepCalmMessages.canonical, y: m.spike(1))
-            let deep = String(repeating: "[", count: 5_000) + String(repeating: "]", count: 5_000)
+            // As deep as fits the 4,096-byte limit (KC-SIZE-1) inside an envelope: a datagram past the
+            // limit is dropped for its length and would never test the parser's nesting.
+            let deep = String(repeating: "[", count: Self.nestingDepth) + String(repeating: "]", count: Self.nestingDepth)
             var texts: [[UInt8]] = [
                 Array("not JSON at all".utf8),
                 Array(whole.prefix(whole.count / 2)),
@@ -174,7 +204,7 @@ public struct KeepCalmSchemaCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-KC-SCHEMA", requirements: ["KC-MSG-1", "KC-MSG-2", "KC-MSG-4", "KC-HOST-3"], level: .must,
         summary: "Messages with a wrong envelope or payload type, a missing or mistyped member, or an id not an uppercase UUID are dropped (no jump, though y is above τ) and the host stays live.",
-        timeoutMs: 2_000)
+        timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
@@ -224,7 +254,7 @@ public struct KeepCalmValuesCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-KC-VALUES", requirements: ["KC-VALUE-1", "KC-VALUE-2", "KC-HOST-3"], level: .must,
         summary: "Non-finite values (strings \"NaN\", \"Infinity\", \"-inf\", bare NaN tokens, 1e309) and numbers past ±100 (1e300, 100.000001, a 400-digit integer) are dropped and the host stays live.",
-        timeoutMs: 2_000)
+        timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
@@ -251,7 +281,7 @@ public struct KeepCalmSizeCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-KC-SIZE", requirements: ["KC-SIZE-1", "KC-HOST-3"], level: .must,
         summary: "Empty datagrams and messages over 4,096 bytes (4,097, 9,000 and 65,000 bytes of valid JSON) are dropped; a valid spike of exactly 4,096 bytes then jumps.",
-        timeoutMs: 2_000)
+        timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
 
     /// `bytes` grown to `size` with whitespace after the opening brace (still one JSON object).
@@ -282,7 +312,7 @@ public struct KeepCalmUnknownMembersCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-KC-UNKNOWN-MEMBERS", requirements: ["KC-MSG-3", "KC-HOST-1"], level: .must,
         summary: "Spikes with unknown members (in the envelope and the payload, nested, with escaped names), members in another order, or pretty-printed, each from a fresh controller, all jump.",
-        timeoutMs: 2_000)
+        timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
 
     static let variants = [
@@ -305,7 +335,7 @@ public struct KeepCalmUnknownMembersCase: ActiveCase {
         }
         if p.canObserve {
             p.collect(forMs: info.timeoutMs) { _ in
-                p.hostFailure != nil || owed.allSatisfy { o in p.observed("jump", on: o.controller).contains { $0.observation.values.first == o.y } }
+                p.hostFailure != nil || owed.allSatisfy { o in p.observed("jump", on: o.controller).contains { JumpLog.reportedY($0, p) == o.y } }
             }
             p.collect(forMs: 50)
         } else {
@@ -313,8 +343,8 @@ public struct KeepCalmUnknownMembersCase: ActiveCase {
         }
         try sendWitness(p, &m, timeoutMs: info.timeoutMs)
         let measurements = [Measurement("messages", Double(owed.count)), Measurement("jumps_observed", Double(p.observations.count))]
-        if let missing = p.observationsMissing("whether the host accepts messages with unknown members") {
-            return CaseResult(info, .inconclusive(missing), measurements: measurements)
+        if let verdict = p.unjudgedObservations("whether the host accepts messages with unknown members") {
+            return CaseResult(info, verdict, measurements: measurements)
         }
         var evidence: [String] = []
         var missed = 0
@@ -340,7 +370,7 @@ public struct KeepCalmUnknownMembersCase: ActiveCase {
 public struct KeepCalmThresholdCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-KC-THRESHOLD", requirements: ["KC-HOST-1", "KC-MSG-2"], level: .must,
-        summary: "y below and exactly at τ (as doubles) does not jump; the next double above τ does.", timeoutMs: 2_000)
+        summary: "y below and exactly at τ (as doubles) does not jump; the next double above τ does.", timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
@@ -348,14 +378,18 @@ public struct KeepCalmThresholdCase: ActiveCase {
         let tau = parameters.rule.threshold
         let c = try p.controllers(1).lowerBound
         let quiet = [m.below, tau - 0.25, tau.nextDown, tau]
-        for y in quiet { p.send(m.message(y: y), from: c) }
+        // Paced, so a jump reporting no values is the jump of the message just before it (KC-OBS-2).
+        for y in quiet {
+            p.send(m.message(y: y), from: c)
+            p.collect(forMs: 30)
+        }
         p.send(m.message(y: tau.nextUp), from: c)
         awaitJump(p, controller: c, y: tau.nextUp, timeoutMs: info.timeoutMs)
         try sendWitness(p, &m, timeoutMs: info.timeoutMs)
         let log = JumpLog(p, controller: c, expected: [tau.nextUp])
         let measurements = [Measurement("jumps_observed", Double(log.total))]
-        if let missing = p.observationsMissing("where the host's threshold is") {
-            return CaseResult(info, .inconclusive(missing), measurements: measurements)
+        if let verdict = p.unjudgedObservations("where the host's threshold is") {
+            return CaseResult(info, verdict, measurements: measurements)
         }
         var evidence = evidence(log.unexpected) { "expected no jump for y ≤ τ = \(tau), found \(JumpLog.describe($0))" }
         if log.matched[tau.nextUp] == nil { evidence.append("expected a jump for y = \(tau.nextUp), the next double above τ, found none") }
@@ -368,46 +402,95 @@ public struct KeepCalmThresholdCase: ActiveCase {
 }
 
 /// The latch: a jump lasts R on the host's clock from the message that started it,
-/// whatever else arrives and however fast messages come.
+/// whatever else arrives and however fast messages come. Probed on both sides of R,
+/// twice: a latch more than R/20 shorter or longer than R fails.
 public struct KeepCalmLatchCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-KC-LATCH", requirements: ["KC-HOST-1", "KC-HOST-2"], level: .must,
-        summary: "A spike jumps; six quiet messages 20 ms later and a spike at R/2 do not (the jump lasts R on the host clock, not a count of messages); a spike at 2R, after silence, jumps again.",
-        timeoutMs: 2_000)
+        summary: "A spike jumps; six quiet messages 20 ms later and a spike at R − R/20 do not; a spike at R + R/20 jumps; from it, a spike at R/2 does not and one at R + R/20 jumps: the jump lasts R on the host clock, not a count of messages.",
+        timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
+
+    /// How far from R the edge probes are, as a fraction of R: a latch off by more fails.
+    public static let edgeDivisor: Int64 = 20
+    /// Attempts before the case gives up on this machine's timing (a probe sent too late to mean anything).
+    static let attempts = 3
+
+    struct Probe {
+        var name: String
+        var y: Double
+        /// Whether a conforming host jumps on it.
+        var jumps: Bool
+    }
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         var m = KeepCalmMessages(rule: parameters.rule, seed: 0x4B43_4C41)
-        let r = Int64(parameters.rule.refractoryMs)
-        let c = try p.controllers(1).lowerBound
-        let first = m.spike(0), inside = m.spike(1), after = m.spike(2)
-        let start = SystemClock.monotonicNs()
-        p.send(m.message(y: first), from: c)
-        p.collect(untilMonotonicNs: start + 20_000_000)
-        // Faster than 10 Hz: a latch that counts messages runs out here.
-        for _ in 0..<6 { p.send(m.message(y: m.below), from: c) }
-        p.collect(untilMonotonicNs: start + r * 1_000_000 / 2)
-        p.send(m.message(y: inside), from: c)
-        // Then silence until 2R: a latch that counts messages never runs out.
-        p.collect(untilMonotonicNs: start + 2 * r * 1_000_000)
-        p.send(m.message(y: after), from: c)
-        awaitJump(p, controller: c, y: after, timeoutMs: info.timeoutMs)
+        let r = Int64(parameters.rule.refractoryMs) * 1_000_000, delta = r / Self.edgeDivisor
+        var late: [String] = []
+        for attempt in 0..<Self.attempts {
+            let c = try p.controllers(1).lowerBound
+            let spikes = (0..<5).map { m.spike(attempt * 5 + $0) }
+            let probes = [Probe(name: "the first spike", y: spikes[0], jumps: true),
+                          Probe(name: "the spike at R − R/20 (still jumping)", y: spikes[1], jumps: false),
+                          Probe(name: "the spike at R + R/20 (the jump over)", y: spikes[2], jumps: true),
+                          Probe(name: "the spike R/2 into the second jump", y: spikes[3], jumps: false),
+                          Probe(name: "the spike R + R/20 after the second jump began", y: spikes[4], jumps: true)]
+            // Each probe's send window: when it is due and, for those that must not jump, the latest
+            // moment that still means "inside the jump" on any host clock within R/40 of ours.
+            let aStart = SystemClock.monotonicNs()
+            p.send(m.message(y: spikes[0]), from: c)
+            p.collect(untilMonotonicNs: aStart + 20_000_000)
+            for _ in 0..<6 { p.send(m.message(y: m.below), from: c) }  // a latch that counts messages runs out here
+            p.collect(untilMonotonicNs: aStart + r - delta)
+            p.send(m.message(y: spikes[1]), from: c)
+            let bSent = SystemClock.monotonicNs()
+            p.collect(untilMonotonicNs: aStart + r + delta)
+            let cStart = SystemClock.monotonicNs()
+            p.send(m.message(y: spikes[2]), from: c)
+            p.collect(untilMonotonicNs: cStart + r / 2)
+            p.send(m.message(y: spikes[3]), from: c)
+            let dSent = SystemClock.monotonicNs()
+            p.collect(untilMonotonicNs: cStart + r + delta)
+            p.send(m.message(y: spikes[4]), from: c)
+            awaitJump(p, controller: c, y: spikes[4], timeoutMs: info.timeoutMs)
+            if p.hostFailure != nil || p.refused { return judge(p, parameters, controller: c, probes: probes, late: late, m: &m) }
+            // A "must not jump" probe that left later than R − R/40 after its jump began judges nothing.
+            let bLate = bSent - aStart > r - delta / 2, dLate = dSent - cStart > r / 2 + r / 4
+            if !bLate && !dLate { return try judged(p, parameters, controller: c, probes: probes, late: late, m: &m) }
+            late.append("attempt \(attempt + 1): a probe left \((bLate ? bSent - aStart - (r - delta) : dSent - cStart - r / 2) / 1_000_000) ms late")
+        }
+        return CaseResult(info, .inconclusive("this machine could not send the latch probes on time in \(Self.attempts) attempts (\(late.joined(separator: "; ")))"),
+                          measurements: [Measurement("refractory", Double(parameters.rule.refractoryMs), "ms")])
+    }
+
+    private func judged(_ p: LiveProbe, _ parameters: SuiteParameters, controller c: Int, probes: [Probe], late: [String],
+                        m: inout KeepCalmMessages) throws(SocketError) -> CaseResult {
         try sendWitness(p, &m, timeoutMs: info.timeoutMs)
-        let log = JumpLog(p, controller: c, expected: [first, inside, after])
-        let measurements = [Measurement("refractory", Double(r), "ms"), Measurement("jumps_observed", Double(log.total))]
-        if let missing = p.observationsMissing("the jump latch") {
-            return CaseResult(info, .inconclusive(missing), measurements: measurements)
+        return judge(p, parameters, controller: c, probes: probes, late: late, m: &m)
+    }
+
+    private func judge(_ p: LiveProbe, _ parameters: SuiteParameters, controller c: Int, probes: [Probe], late: [String],
+                       m: inout KeepCalmMessages) -> CaseResult {
+        let r = parameters.rule.refractoryMs
+        let log = JumpLog(p, controller: c, expected: Set(probes.map(\.y)))
+        let measurements = [Measurement("refractory", Double(r), "ms"), Measurement("edge", Double(r) / Double(Self.edgeDivisor), "ms"),
+                            Measurement("jumps_observed", Double(log.total)), Measurement("late_attempts", Double(late.count))]
+        if let verdict = p.unjudgedObservations("the jump latch") {
+            return CaseResult(info, verdict, measurements: measurements)
         }
         var evidence: [String] = []
-        if log.matched[first] != 1 { evidence.append("expected one jump for the first spike (y = \(first)), found \(log.matched[first] ?? 0)") }
-        if let n = log.matched[inside] { evidence.append("expected no jump for the spike \(r / 2) ms later (still jumping), found \(n)") }
-        if log.matched[after] != 1 {
-            evidence.append("expected one jump for the spike \(2 * r) ms after the first (the jump over), found \(log.matched[after] ?? 0)")
+        for probe in probes {
+            let found = log.matched[probe.y] ?? 0
+            if probe.jumps, found != 1 { evidence.append("expected one jump for \(probe.name) (y = \(probe.y)), found \(found)") }
+            if !probe.jumps, found != 0 { evidence.append("expected no jump for \(probe.name) (y = \(probe.y)), found \(found)") }
         }
         evidence += JumpLogEvidence.unexpected(log)
         guard evidence.isEmpty else {
-            let why = log.matched[inside] != nil
-                ? "jumped again \(r / 2) ms into a jump: the latch does not last R = \(r) ms on the host clock"
+            let short = probes.contains { !$0.jumps && log.matched[$0.y] != nil }
+            let long = probes.contains { $0.jumps && log.matched[$0.y] == nil }
+            let why = short && long ? "the jump latch is not R = \(r) ms on the host clock"
+                : short ? "jumped again inside a jump: the latch is shorter than R = \(r) ms on the host clock (or counts messages)"
+                : long ? "no jump just after R: the latch is longer than R = \(r) ms on the host clock"
                 : "the jump latch is not R = \(r) ms on the host clock"
             return CaseResult(info, .fail(why), measurements: measurements, evidence: evidence)
         }
@@ -420,7 +503,7 @@ public struct KeepCalmControllersCase: ActiveCase {
     public let info = CaseInfo(
         id: "AC-KC-CONTROLLERS", requirements: ["KC-HOST-1", "KC-HOST-2"], level: .must,
         summary: "A spike from a second controller 50 ms into the first one's jump jumps too: each controller has its own latch.",
-        timeoutMs: 2_000)
+        timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
@@ -435,8 +518,8 @@ public struct KeepCalmControllersCase: ActiveCase {
         try sendWitness(p, &m, timeoutMs: info.timeoutMs)
         let logA = JumpLog(p, controller: a, expected: [ya]), logB = JumpLog(p, controller: b, expected: [yb])
         let measurements = [Measurement("jumps_observed", Double(logA.total + logB.total))]
-        if let missing = p.observationsMissing("whether controllers keep separate latches") {
-            return CaseResult(info, .inconclusive(missing), measurements: measurements)
+        if let verdict = p.unjudgedObservations("whether controllers keep separate latches") {
+            return CaseResult(info, verdict, measurements: measurements)
         }
         var evidence: [String] = []
         if logA.matched[ya] != 1 { evidence.append("expected one jump on controller A, found \(logA.matched[ya] ?? 0)") }

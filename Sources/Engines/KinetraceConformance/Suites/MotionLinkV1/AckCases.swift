@@ -134,7 +134,7 @@ public struct AckDeadlineCase: PassiveCase {
     /// ML-ACK-RULE-3 (MUST, `replyDeadlineMs`).
     public static let must = AckDeadlineCase(info: CaseInfo(
         id: "PC-ACK-DEADLINE", requirements: ["ML-ACK-RULE-3"], level: .must,
-        summary: "Acks leave within 50 ms (--ack-deadline-ms) of their frame's arrival."))
+        summary: "Acks leave within 50 ms (--reply-deadline-ms) of their frame's arrival."))
     /// ML-ACK-RULE-4 (SHOULD, 10 ms).
     public static let should = AckDeadlineCase(info: CaseInfo(
         id: "PC-ACK-PROMPT", requirements: ["ML-ACK-RULE-4"], level: .should,

@@ -6,7 +6,7 @@ import KinetraceWire
 public struct StaleResyncCase: ActiveCase {
     public let info = CaseInfo(id: "AC-STALE-RESYNC", requirements: ["ML-STATE-4"], level: .should,
                                summary: "After a forged frame stamped far ahead, the controller's real frames are ignored only until the resync time (--stale-resync-ms) has passed.",
-                               timeoutMs: 4_000)
+                               timeoutMs: 4_000, judgesDecisions: true)
     public init() {}
     /// The forged frame's stamp lies this far ahead of the real ones: over 11 days.
     static let forgedLeadMs: UInt64 = 1_000_000_000
@@ -70,7 +70,7 @@ public struct StaleResyncCase: ActiveCase {
 public struct StateBoundCase: ActiveCase {
     public let info = CaseInfo(id: "AC-STATE-BOUND", requirements: ["ML-STATE-2"], level: .should,
                                summary: "After one frame each from an eighth more new controllers than the cap (--max-controllers), the least recently heard controller has been forgotten.",
-                               timeoutMs: 15_000)
+                               timeoutMs: 15_000, judgesDecisions: true)
     public init() {}
     /// The most sources the case makes: 16 × the default cap.
     static let largestFlood = 1_048_576
