@@ -21,6 +21,7 @@ Faults (each must be failed by the case meant to catch it, see KeepCalmFaultyHos
   latch-110          a jump latches for 1.1 R
   nesting-crash      exits on a datagram (of at most 4,096 bytes) nested deeper than 512 arrays or
                      objects: a recursive parser's stack
+  bad-framing        writes a line of text to stdout instead of its first observation record
   silent             a correct host that reports no observation at all
   wrong-controller   a correct host that reports each jump under the controller id before its own
 --values none|y|xyz  what a jump observation carries (KC-OBS-2 allows each): no values, [y] (the
@@ -31,6 +32,7 @@ Python 3 standard library only.
 import argparse
 import json
 import math
+import os
 import re
 import socket
 import sys
@@ -145,6 +147,9 @@ def serve_stdio(host, values):
     for controller, payload in controller_records():
         xyz = host.accept(controller, payload)
         if xyz is None or host.fault == "silent":
+            continue
+        if host.fault == "bad-framing":
+            os.write(1, b"jump!\n")
             continue
         reported = {"none": [], "y": [xyz[1]], "xyz": list(xyz)}[values]
         observe(max(controller - 1, 0) if host.fault == "wrong-controller" else controller, "jump", reported)

@@ -12,6 +12,7 @@ import Testing
         ("host", Host.self), ("simulate", Simulate.self), ("capture", Capture.self), ("convert", Convert.self), ("merge", Merge.self),
         ("replay", Replay.self), ("conform", Conform.self), ("latency", Latency.self),
         ("gestures", Gestures.self), ("gestures-eval", GesturesEval.self), ("gestures-list", GesturesList.self),
+        ("protocol", ProtocolCommand.self), ("protocol-show", ProtocolShow.self), ("protocol-vectors", ProtocolVectors.self),
     ]
 
     @Test(arguments: commands.map(\.0))

@@ -71,7 +71,9 @@ struct Conform: ParsableCommand {
             that judges the host's decisions could (DECISIONS NOT JUDGED: a host that reports no \
             observation, or one on a socket whose decisions never show on the wire); 64 for bad usage; 65 for a capture that is not valid \
             data; 66 for a capture that is missing or unreadable; 69 when no host is there \
-            (nothing listens, or the exec host cannot start or ends before answering); 73 when \
+            (nothing listens, or the exec host cannot start, ends before answering, or dies during \
+            the run: SA-ERROR-2); 76 when an exec host breaks the stdio adapter's framing \
+            (SA-ERROR-1); the report is still written, naming the case the host ended in; 73 when \
             the report cannot be written.
             """)
 
@@ -283,6 +285,7 @@ struct Conform: ParsableCommand {
         case .json: text = ConformanceRendering.json(result, strict: strict)
         case .junit:
             try junit.write(JUnitRendering.conform(result, strict: strict, startedEpochNs: junit.startedEpochNs))
+            try exitForHostEnd(result)
             if result.failed(strict: strict) { throw ExitCode.failure }
             return
         case .html:
@@ -293,6 +296,22 @@ struct Conform: ParsableCommand {
             text = ConformanceHTML.render(result, strict: strict, latency: latency?.analysis.measures.isEmpty == false ? latency : nil)
         }
         try writeOutput(text, to: report.out)
+        try exitForHostEnd(result)
         if result.failed(strict: strict) { throw ExitCode.failure }
+    }
+
+    /// A host behind the stdio adapter that died (SA-ERROR-2) or broke the framing (SA-ERROR-1) during
+    /// the run: the report is written, with the case it ended in, and the exit status says which.
+    private func exitForHostEnd(_ result: SuiteReport) throws {
+        switch result.hostEnd {
+        case .died(let why)?:
+            printError("the host died during the run: \(why)")
+            throw ExitStatus.unavailable
+        case .brokeFraming(let why)?:
+            printError("the host broke the stdio adapter's framing: \(why)")
+            throw ExitStatus.protocolFailure
+        case nil:
+            return
+        }
     }
 }

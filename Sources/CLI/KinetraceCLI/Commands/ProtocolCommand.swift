@@ -86,10 +86,24 @@ struct ProtocolShow: ParsableCommand {
     @Option(name: .customLong("protocol-path"), help: ArgumentHelp("A directory to search for NAME.json; repeatable.", valueName: "dir"))
     var searchPath: [String] = []
 
+    enum PageFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, markdown
+    }
+
+    @Option(help: ArgumentHelp("text for people, or markdown: a normative page (layout tables, ranges, roles, host behaviour, requirement table) to publish beside the declaration.", valueName: "format"))
+    var format: PageFormat = .text
+
     func run() throws {
         let p = try resolveOrExit(name)
         guard let d = p.declaration else {
+            if format == .markdown {
+                throw ValidationError("\(p.id) is compiled into kinetrace, and its page is its spec (\(p.specification)); give its declaration file (specs/protocols/\(p.id).json) to generate one.")
+            }
             print("\(p.id): compiled into kinetrace (\(p.summary)); its declaration is specs/protocols/\(p.id).json and its spec \(p.specification).")
+            return
+        }
+        if format == .markdown {
+            print(DeclarationPage.markdown(d, source: name.hasSuffix(".json") ? String(name.split(separator: "/").last ?? Substring(name)) : "\(d.name).json"), terminator: "")
             return
         }
         print("\(d.name) \(d.version): \(d.summary)")

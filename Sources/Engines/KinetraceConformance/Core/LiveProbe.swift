@@ -81,6 +81,8 @@ public final class LiveProbe {
     public private(set) var refused = false
     /// Set when an exec host exited or broke the framing.
     public private(set) var hostFailure: String?
+    /// How an exec host ended, when it did during this case: the stdio adapter gives each its exit status.
+    public private(set) var hostEnd: HostEnd?
     /// Controllers whose TCP connection the host ended: EPIPE when it closed it (FIN), ECONNRESET when it reset it.
     public private(set) var closedByHost: [Int: Int32] = [:]
     /// The newest sample stamp this case sent.
@@ -225,10 +227,15 @@ public final class LiveProbe {
                     if case .tcp = link.target, code == EPIPE || code == ECONNRESET {
                         if let c = local[controller] { closedByHost[c] = closedByHost[c] ?? code }
                     } else if code == ECONNREFUSED { refused = true }
-                case .hostEnded(let why), .protocolError(let why):
+                case .hostEnded(let why):
                     hostFailure = hostFailure ?? why
+                    hostEnd = hostEnd ?? .died(why)
+                case .protocolError(let why):
+                    hostFailure = hostFailure ?? why
+                    hostEnd = hostEnd ?? .brokeFraming(why)
                 case .hostFinished:
                     hostFailure = hostFailure ?? "the host process closed its output"
+                    hostEnd = hostEnd ?? .died("the host process closed its output")
                 }
             }
         }

@@ -93,6 +93,7 @@ public enum ConformanceSuite {
         let started = SystemClock.monotonicNs()
         var results: [CaseResult] = []
         var newest = UInt64(SystemClock.realtimeNs() / 1_000_000)
+        var hostEnd: HostEnd?
         var hostGone = preflight(suite, link, target: target, parameters: parameters, newest: &newest)
         let absent = hostGone != nil
         for c in cases {
@@ -122,6 +123,7 @@ public enum ConformanceSuite {
                                                + "to \(probe.samplesSent) messages; the run stopped here")
                         hostGone = "the host flooded the harness during \(c.info.id)"
                     } else if let stopped {
+                        hostEnd = hostEnd ?? probe.hostEnd
                         if case .fail = result.verdict {} else { result.verdict = .fail("\(stopped) during this case's traffic") }
                         result.evidence.append("expected the host to keep serving, found: \(stopped)")
                         hostGone = "\(stopped) during \(c.info.id)"
@@ -136,6 +138,7 @@ public enum ConformanceSuite {
         }
         var report = SuiteReport(target: target, mode: "active", specVersion: suite.specVersion, parameters: parameters, results: results,
                                  elapsedNs: SystemClock.monotonicNs() - started)
+        report.hostEnd = hostEnd
         report.describe(suite.wireProtocol)
         return report
     }
@@ -188,6 +191,13 @@ public enum ConformanceSuite {
     }
 }
 
+/// How a host behind the stdio adapter ended a run early: SA-ERROR-2 (it died: exit 69)
+/// or SA-ERROR-1 (it broke the record framing: exit 76).
+public enum HostEnd: Hashable, Sendable {
+    case died(String)
+    case brokeFraming(String)
+}
+
 /// A suite run's results and their summary.
 public struct SuiteReport: Sendable {
     public var target: String
@@ -201,6 +211,8 @@ public struct SuiteReport: Sendable {
     public var hostRule = ""
     /// Whether the protocol's host answers on the wire (so a reply deadline means something).
     public var hostReplies = true
+    /// How an exec host ended the run early, if it did (the cases say during which one).
+    public var hostEnd: HostEnd?
 
     /// Fills in what the protocol says of its host.
     public mutating func describe(_ wireProtocol: any WireProtocol) {
