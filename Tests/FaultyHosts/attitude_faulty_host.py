@@ -18,6 +18,8 @@ Faults (each must be failed by the case meant to catch it: NewProtocolFaultyHost
                         any partial record buffered before it
   read-cap              keeps at most 256 bytes of each read (a fixed buffer), dropping the rest
   partial-gives-up      drops a partial record that 4 more reads have not completed
+  late-observations     a correct host that reports each applied attitude 400 ms after applying it
+  shared-buffer         reassembles every controller's bytes in one buffer, as if one stream
   silent                a correct host that reports no observation at all
   wrong-controller      a correct host that reports each attitude under the controller id before its own
 --values exact|shortest how an observation writes each float32: its exact value (the default) or the
@@ -102,7 +104,7 @@ def shortest_float32(value):
 def serve_stdio(fault, values_form):
     streams = {}
     for controller, payload in controller_records():
-        stream = streams.setdefault(controller, Stream(fault))
+        stream = streams.setdefault(0 if fault == "shared-buffer" else controller, Stream(fault))
         for values in stream.read(payload):
             if fault == "silent":
                 continue
@@ -110,6 +112,8 @@ def serve_stdio(fault, values_form):
             texts = [shortest_float32(v) for v in values] if values_form == "shortest" else [None]
             if values_form == "shortest" and None not in texts:
                 observe_text(reported, "attitude", "[" + ",".join(texts) + "]")
+            elif fault == "late-observations":
+                threading.Timer(0.4, observe, (reported, "attitude", values)).start()
             else:
                 observe(reported, "attitude", values)
         if any(s.stalled for s in streams.values()):

@@ -17,11 +17,15 @@ Faults (each must be failed by the case meant to catch it, see KeepCalmFaultyHos
   no-range-check     takes any number, and numbers written as strings, even NaN, inf and past 100
   crash-on-bad-json  exits on a datagram that is not JSON
   small-buffer       reads datagrams into 1024 bytes, so a longer one arrives cut
+  duplicate-last-wins  takes a member given twice (the last value) instead of refusing the message
+  floats-only        refuses numbers written as integers ("y":2)
+  unique-ids         refuses a message whose id an earlier message used
   latch-90           a jump latches for 0.9 R
   latch-110          a jump latches for 1.1 R
   nesting-crash      exits on a datagram (of at most 4,096 bytes) nested deeper than 512 arrays or
                      objects: a recursive parser's stack
   bad-framing        writes a line of text to stdout instead of its first observation record
+  late-observations  a correct host that reports each jump 400 ms after it makes it
   silent             a correct host that reports no observation at all
   wrong-controller   a correct host that reports each jump under the controller id before its own
 --values none|y|xyz  what a jump observation carries (KC-OBS-2 allows each): no values, [y] (the
@@ -36,12 +40,14 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 
 from stdio_records import controller_records, observe
 
 UUID = re.compile(r"^[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$")
 ENVELOPE = {"type", "payload"}
+SEEN_IDS = set()
 PAYLOAD = {"id", "type", "x", "y", "z"}
 
 
@@ -59,6 +65,8 @@ def unique_members(pairs):
 def number(value, fault):
     if fault == "no-range-check":
         return float(value)  # strings too: "NaN", "inf"
+    if fault == "floats-only" and isinstance(value, int):
+        raise ValueError("an integer")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError("not a number")
     value = float(value)
@@ -88,7 +96,8 @@ def decode(data, fault):
     if fault == "nesting-crash" and depth(data) > 512:
         raise SystemExit("crash: nested too deep")
     try:
-        message = json.loads(data.decode("utf-8"), parse_constant=reject_constant, object_pairs_hook=unique_members)
+        hook = dict if fault == "duplicate-last-wins" else unique_members
+        message = json.loads(data.decode("utf-8"), parse_constant=reject_constant, object_pairs_hook=hook)
     except Exception:
         if fault == "crash-on-bad-json":
             raise SystemExit("crash: not JSON")
@@ -106,7 +115,12 @@ def decode(data, fault):
                 return None
         elif "id" not in payload or "type" not in payload or "type" not in message:
             return None
-        return tuple(number(payload[k], fault) for k in ("x", "y", "z"))
+        xyz = tuple(number(payload[k], fault) for k in ("x", "y", "z"))
+        if fault == "unique-ids":
+            if payload["id"] in SEEN_IDS:
+                return None
+            SEEN_IDS.add(payload["id"])
+        return xyz
     except (KeyError, ValueError, TypeError, OverflowError):
         return None
 
@@ -152,7 +166,11 @@ def serve_stdio(host, values):
             os.write(1, b"jump!\n")
             continue
         reported = {"none": [], "y": [xyz[1]], "xyz": list(xyz)}[values]
-        observe(max(controller - 1, 0) if host.fault == "wrong-controller" else controller, "jump", reported)
+        target = max(controller - 1, 0) if host.fault == "wrong-controller" else controller
+        if host.fault == "late-observations":
+            threading.Timer(0.4, observe, (target, "jump", reported)).start()
+        else:
+            observe(target, "jump", reported)
 
 
 def serve_udp(host):

@@ -12,7 +12,7 @@ public struct KeepCalmJSON: CompiledWireProtocol {
     public static let summary = "MultipeerKit JSON MotionData at 10 Hz, one message per UDP datagram, no reply"
     public static let specification = "specs/keepcalm-json.md"
     /// The digest of specs/protocols/NAME.json, this protocol declared (DeclarationSeedTests keeps them equal).
-    public static let declarationDigest: String? = "sha256:6a4770673bee52e1a3759e2997448328bd98d60a0d5d69b61e7fb100cfbac77c"
+    public static let declarationDigest: String? = "sha256:9fe49ec3b99c38c7cad6f1f902b349b542c724af8a454997e71e7e58cf799876"
     public static let transport = TransportKind.datagram
     /// KC-TRANSPORT-2.
     public static let defaultPort: UInt16 = 47120

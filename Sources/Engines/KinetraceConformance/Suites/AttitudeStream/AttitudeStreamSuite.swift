@@ -8,8 +8,16 @@ extension AttitudeStream: ConformanceSuiteProviding {
         wireProtocol: AttitudeStream(),
         specVersion: "attitude-stream 1.0",
         activeCases: [
-            AttitudeBitExactCase(), AttitudeSplitCase(), AttitudeCoalescedCase(), AttitudeBytewiseCase(), AttitudeInvalidCase(),
+            AttitudeBitExactCase(), AttitudeSplitCase(), AttitudeCoalescedCase(), AttitudeBytewiseCase(), AttitudeInterleavedCase(),
+            AttitudeInvalidCase(),
             AttitudeNonFiniteOpenCase(), AttitudeKeepsReadingCase(),
+            ObservationTimingCase(info: CaseInfo(
+                id: "AC-AS-OBS-TIMELY", requirements: ["AS-OBS-3"], level: .must,
+                summary: "One record each from 20 fresh controllers, 25 ms apart: each applied attitude is reported within the reply deadline (--reply-deadline-ms, 50 ms) of its record; at most 2 later.",
+                timeoutMs: 3_000, judgesDecisions: true), decision: "attitude") { k, _ in
+                var records = AttitudeRecords(seed: 0x4153_4F42 &+ UInt64(k))
+                return records.next().encoded()
+            },
             // Last: its idle connections stay open until the run ends.
             AttitudeConnectionFloodCase(),
         ],

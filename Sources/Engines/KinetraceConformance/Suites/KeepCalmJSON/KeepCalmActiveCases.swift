@@ -202,8 +202,8 @@ public struct KeepCalmInvalidJSONCase: ActiveCase {
 /// JSON of the wrong shape: a wrong envelope or payload `type`, members missing or mistyped, ids not in UUID form.
 public struct KeepCalmSchemaCase: ActiveCase {
     public let info = CaseInfo(
-        id: "AC-KC-SCHEMA", requirements: ["KC-MSG-1", "KC-MSG-2", "KC-MSG-4", "KC-HOST-3"], level: .must,
-        summary: "Messages with a wrong envelope or payload type, a missing or mistyped member, or an id not an uppercase UUID are dropped (no jump, though y is above τ) and the host stays live.",
+        id: "AC-KC-SCHEMA", requirements: ["KC-MSG-1", "KC-MSG-2", "KC-MSG-3", "KC-MSG-4", "KC-HOST-3"], level: .must,
+        summary: "Messages with a wrong envelope or payload type, a missing or mistyped member, a member given twice, or an id not an uppercase UUID are dropped (no jump, though y is above τ) and the host stays live.",
         timeoutMs: 2_000, judgesDecisions: true)
     public init() {}
 
@@ -244,6 +244,15 @@ public struct KeepCalmSchemaCase: ActiveCase {
             texts.append(m.text(#"{"type":"MotionData","payload":{"id":"\#(id.lowercased())","type":"Combined","x":0,"y":$Y,"z":0}}"#, y: m.spike(next)))
             texts.append(m.text(#"{"type":"MotionData","payload":{"id":"\#(id.filter { $0 != "-" })","type":"Combined","x":0,"y":$Y,"z":0}}"#,
                                 y: m.spike(next + 1)))
+            // A member given twice at one level is malformed (KC-MSG-3), whichever value a reader would take.
+            let twice = [
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":$Y,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":0,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"\u0079":0,"y":$Y,"z":0}}"#,
+                #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":$Y,"z":0},"payload":{"id":"$ID","type":"Combined","x":0,"y":$Y,"z":0}}"#,
+            ]
+            texts += twice.enumerated().map { m.text($1, y: m.spike(next + 2 + $0)) }
             return texts
         }).run(p, parameters)
     }
@@ -304,6 +313,63 @@ public struct KeepCalmSizeCase: ActiveCase {
         burst.positive = { m, y in Self.padded(m.message(y: y), to: KeepCalmMotion.maximumSize) }
         burst.positiveWhat = "a valid spike of exactly \(KeepCalmMotion.maximumSize) bytes"
         return try burst.run(p, parameters)
+    }
+}
+
+/// Valid messages a sender may write that a careless reader refuses: numbers written as integers
+/// (JSON has one number type, KC-MSG-2) and an id already used by another message (KC-MSG-5: a
+/// host does not reject a repeated id). Each spike comes from a fresh controller and must jump.
+public struct KeepCalmValidFormsCase: ActiveCase {
+    public let info = CaseInfo(
+        id: "AC-KC-VALID-FORMS", requirements: ["KC-MSG-2", "KC-MSG-5", "KC-HOST-1"], level: .must,
+        summary: "A spike whose numbers are all integers (\"y\":2), and spikes that repeat an earlier message's id, each from a fresh controller, all jump.",
+        timeoutMs: 2_000, judgesDecisions: true)
+    public init() {}
+
+    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        var m = KeepCalmMessages(rule: parameters.rule, seed: 0x4B43_5646)
+        let controllers = try p.controllers(4)
+        var owed: [(controller: Int, y: Double, what: String)] = []
+        // The smallest integer above τ past the spike levels' range, within KC-VALUE-2's ±100.
+        let integer = (max(parameters.rule.threshold, m.spike(8)) + 1).rounded(.down)
+        if integer <= 100 {
+            let c = controllers.lowerBound
+            owed.append((c, integer, "a spike written with integers only (y = \(Int(integer)))"))
+            p.send(m.text(#"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":0,"y":\#(Int(integer)),"z":-1}}"#), from: c)
+        }
+        // One id, three messages: the canonical spike, then two others that reuse it from other controllers.
+        let shared = m.id().description
+        for k in 0..<3 {
+            let c = controllers.lowerBound + 1 + k
+            let y = m.spike(k)
+            owed.append((c, y, k == 0 ? "the first message with id \(shared)" : "a later message reusing id \(shared)"))
+            p.send(Array(#"{"type":"MotionData","payload":{"id":"\#(shared)","type":"Combined","x":0.03125,"y":\#(y.description),"z":-0.015625}}"#.utf8), from: c)
+            p.collect(forMs: 30)
+        }
+        if p.canObserve {
+            p.collect(forMs: info.timeoutMs) { _ in
+                p.hostFailure != nil || owed.allSatisfy { o in p.observed("jump", on: o.controller).contains { JumpLog.reportedY($0, p) == o.y } }
+            }
+            p.collect(forMs: 50)
+        } else {
+            p.collect(forMs: 300) { _ in p.refused }
+        }
+        try sendWitness(p, &m, timeoutMs: info.timeoutMs)
+        let measurements = [Measurement("messages", Double(owed.count)), Measurement("jumps_observed", Double(p.observations.count))]
+        if let verdict = p.unjudgedObservations("whether the host accepts integers and repeated ids") {
+            return CaseResult(info, verdict, measurements: measurements)
+        }
+        var evidence: [String] = []
+        for o in owed {
+            let log = JumpLog(p, controller: o.controller, expected: [o.y])
+            let found = log.matched[o.y] ?? 0
+            if found != 1 { evidence.append("expected one jump for \(o.what), found \(found)") }
+            evidence += JumpLogEvidence.unexpected(log)
+        }
+        guard evidence.isEmpty else {
+            return CaseResult(info, .fail("the host refuses valid messages: integers or a repeated id"), measurements: measurements, evidence: evidence)
+        }
+        return CaseResult(info, .pass, measurements: measurements)
     }
 }
 

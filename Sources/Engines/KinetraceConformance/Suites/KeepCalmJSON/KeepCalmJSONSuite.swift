@@ -8,8 +8,15 @@ extension KeepCalmJSON: ConformanceSuiteProviding {
         wireProtocol: KeepCalmJSON(),
         specVersion: "keepcalm-json 1.0",
         activeCases: [
-            KeepCalmThresholdCase(), KeepCalmLatchCase(), KeepCalmControllersCase(), KeepCalmUnknownMembersCase(),
+            KeepCalmThresholdCase(), KeepCalmLatchCase(), KeepCalmControllersCase(), KeepCalmUnknownMembersCase(), KeepCalmValidFormsCase(),
             KeepCalmInvalidJSONCase(), KeepCalmSchemaCase(), KeepCalmValuesCase(), KeepCalmSizeCase(),
+            ObservationTimingCase(info: CaseInfo(
+                id: "AC-KC-OBS-TIMELY", requirements: ["KC-OBS-3"], level: .must,
+                summary: "Spikes from 20 fresh controllers, 25 ms apart: each jump is reported within the reply deadline (--reply-deadline-ms, 50 ms) of its message; at most 2 later.",
+                timeoutMs: 3_000, judgesDecisions: true), decision: "jump") { k, parameters in
+                var messages = KeepCalmMessages(rule: parameters.rule, seed: 0x4B43_4F42 &+ UInt64(k))
+                return messages.message(y: messages.spike(k))
+            },
         ],
         passiveCases: [
             KeepCalmMessageCase(), KeepCalmValueCase(), KeepCalmUniqueIDCase(),
