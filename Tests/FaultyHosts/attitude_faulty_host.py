@@ -19,6 +19,7 @@ Faults (each must be failed by the case meant to catch it: NewProtocolFaultyHost
   read-cap              keeps at most 256 bytes of each read (a fixed buffer), dropping the rest
   partial-gives-up      drops a partial record that 4 more reads have not completed
   late-observations     a correct host that reports each applied attitude 400 ms after applying it
+  slow-apply            applies each record correctly but takes 20 ms over it: slower than 60 Hz
   shared-buffer         reassembles every controller's bytes in one buffer, as if one stream
   silent                a correct host that reports no observation at all
   wrong-controller      a correct host that reports each attitude under the controller id before its own
@@ -106,6 +107,8 @@ def serve_stdio(fault, values_form):
     for controller, payload in controller_records():
         stream = streams.setdefault(0 if fault == "shared-buffer" else controller, Stream(fault))
         for values in stream.read(payload):
+            if fault == "slow-apply":
+                time.sleep(0.02)
             if fault == "silent":
                 continue
             reported = max(controller - 1, 0) if fault == "wrong-controller" else controller

@@ -45,6 +45,31 @@ struct NewProtocolFaultyHostTests {
         #expect(verdicts["AC-KC-LATCH"] == "ERROR", "not run after the host broke: \(verdicts)")
     }
 
+    /// A host that applies every record right but slower than 60 Hz is failed by the case about its pace,
+    /// AC-AS-KEEPS-READING, and passed by the framing cases, which wait while it makes progress.
+    @Test func aSlowHostIsFailedByKeepsReadingNotByTheFramingCases() throws {
+        let result = try kinetrace(["conform", "--protocol", "attitude-stream", "--exec",
+                                    "python3 '\(Self.script("attitude_faulty_host.py"))' --fault slow-apply", "--format", "json",
+                                    "--cases", "AC-AS-KEEPS-READING", "--cases", "AC-AS-COALESCED", "--cases", "AC-AS-SPLIT"], timeout: 180)
+        let verdicts = try Self.verdicts(result)
+        #expect(result.status == 1)
+        #expect(verdicts == ["AC-AS-KEEPS-READING": "FAIL", "AC-AS-COALESCED": "PASS", "AC-AS-SPLIT": "PASS"], "\(verdicts)")
+    }
+
+    /// Over the stdio adapter a host that stops reading is failed by what it stops reporting, and the
+    /// evidence counts records, not the shared socketpair's kernel memory as "bytes unread".
+    @Test func aStalledStdioHostIsJudgedByRecordsNotKernelMemory() throws {
+        let result = try kinetrace(["conform", "--protocol", "attitude-stream", "--exec",
+                                    "python3 '\(Self.script("attitude_faulty_host.py"))' --fault stops-reading",
+                                    "--format", "json", "--cases", "AC-AS-KEEPS-READING"], timeout: 120)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        let judged = try #require((report["cases"] as? [[String: Any]])?.first)
+        #expect(judged["verdict"] as? String == "FAIL", "\(judged)")
+        let evidence = (judged["evidence"] as? [String] ?? []).joined(separator: "\n")
+        #expect(evidence.contains("records applied") && !evidence.contains("bytes unread"), "\(evidence)")
+        #expect((judged["measurements"] as? [String: Any])?["send_queue_max"] == nil, "\(judged)")
+    }
+
     static func script(_ name: String) -> String { Fixture.packageRoot.appendingPathComponent("Tests/FaultyHosts/\(name)").path }
 
     static func verdicts(_ result: RunResult) throws -> [String: String] {
@@ -88,10 +113,10 @@ struct NewProtocolFaultyHostTests {
         #expect(verdicts.count == 10 && Self.passedAllButConnectionCases(verdicts), "\(values): \(verdicts)")
     }
 
-    /// A host that reports nothing is never shown conformant: every KeepCalm case is INCONCLUSIVE
-    /// (NOTHING JUDGED); the attitude transport cases still judge, but no applied attitude does
-    /// (DECISIONS NOT JUDGED). Both exit 1.
-    @Test(arguments: [("keepcalm-json", "keepcalm_faulty_host.py", "NOTHING JUDGED"), ("attitude-stream", "attitude_faulty_host.py", "DECISIONS NOT JUDGED")])
+    /// A host that reports nothing behind the stdio adapter is never shown conformant: every case is
+    /// INCONCLUSIVE (NOTHING JUDGED, exit 1). Over TCP, where the attitude transport cases still judge,
+    /// the run says DECISIONS NOT JUDGED (`overTCPTheConnectionAndTheSendQueueJudge`).
+    @Test(arguments: [("keepcalm-json", "keepcalm_faulty_host.py", "NOTHING JUDGED"), ("attitude-stream", "attitude_faulty_host.py", "NOTHING JUDGED")])
     func aHostThatObservesNothingIsNotShownConformant(_ wireProtocol: String, _ script: String, _ status: String) throws {
         let result = try kinetrace(["conform", "--protocol", wireProtocol, "--exec", "python3 '\(Self.script(script))' --fault silent",
                                     "--format", "json"], timeout: 120)
@@ -101,8 +126,6 @@ struct NewProtocolFaultyHostTests {
         #expect((report["status"] as? String)?.hasPrefix(status) == true, "\(report["status"] ?? "")")
         let verdicts = try Self.verdicts(result)
         #expect(!verdicts.values.contains("FAIL"), "reporting nothing is not a fault a case can see: \(verdicts)")
-        let text = try kinetrace(["conform", "--protocol", wireProtocol, "--exec", "python3 '\(Self.script(script))' --fault silent"], timeout: 120)
-        #expect(text.status == 1 && text.stdout.contains(status), "\(text.stdout)")
     }
 
     /// A host that reports its decisions under another controller's id is told so: FAIL, naming the ids.

@@ -285,18 +285,11 @@ public final class StdioControllerLink: ControllerLink, @unchecked Sendable {  /
 
     public var isDrained: Bool { lock.withLock { outputEnded } }
 
-    /// Bytes of the adapter's stream the host has not read yet (Linux SIOCOUTQ on the
-    /// socketpair): every controller's records travel on that one stream, so it is theirs together.
-    public func unsentBytes(of controller: Int) -> Int? {
-        #if os(Linux)
-        var queued: Int32 = 0
-        // SIOCOUTQ is TIOCOUTQ (0x5411) on Linux; Glibc does not export the name.
-        let status = withUnsafeMutablePointer(to: &queued) { ioctl(host.child.fd, UInt(0x5411), $0) }
-        return status == 0 ? Int(queued) : nil
-        #else
-        return nil
-        #endif
-    }
+    /// Unknown over the stdio adapter: every controller's records share one socketpair, and on a
+    /// Unix socket SIOCOUTQ counts the kernel's buffer memory, not payload bytes (11,520 "unread"
+    /// for twenty 20-byte records), so it says nothing about one controller's unread records.
+    /// Whether the host keeps reading shows in the decisions it reports instead.
+    public func unsentBytes(of controller: Int) -> Int? { nil }
 
     public func finish(graceMs: Int) -> String? {
         endInput()
