@@ -203,6 +203,11 @@ struct NewProtocolFaultyHostTests {
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(report["decisions_judged"] as? Bool == false && report["failed"] as? Bool == true, "\(report["status"] ?? "")")
         #expect((report["status"] as? String)?.hasPrefix("DECISIONS NOT JUDGED") == true, "\(report["status"] ?? "")")
+        // A dashboard reading the JUnit report sees the run fail too, not a suite of passes and skips.
+        let junit = try kinetrace(["conform", "--protocol", "attitude-stream", "--host", "127.0.0.1:\(referencePort)", "--format", "junit",
+                                   "--cases", "AC-AS-KEEPS-READING", "--cases", "AC-AS-BIT-EXACT"], timeout: 120)
+        #expect(junit.status == 1)
+        #expect(junit.stdout.contains("type=\"DECISIONS-NOT-JUDGED\""), "\(junit.stdout)")
         let undecided = (report["cases"] as? [[String: Any]] ?? []).filter { $0["verdict"] as? String == "INCONCLUSIVE" }
         let details = undecided.compactMap { $0["detail"] as? String }
         #expect(details.allSatisfy { $0.contains("no observation channel") }, "\(details)")

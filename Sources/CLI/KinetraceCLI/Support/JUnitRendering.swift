@@ -48,10 +48,16 @@ enum JUnitRendering {
         }
         // All skipped reads as green to a dashboard, yet the run exits 1: say so as a failure
         // (unless errors already show that the run did not judge).
-        if report.judgedNothing && !report.results.contains(where: { if case .error = $0.verdict { return true } else { return false } }) {
+        let errored = report.results.contains { if case .error = $0.verdict { return true } else { return false } }
+        if report.judgedNothing && !errored {
             let problem = JUnitProblem(type: "NOTHING-JUDGED", message: report.status(strict: strict),
                                        detail: "every MUST and SHOULD case was INCONCLUSIVE: see their reasons")
             cases.append(JUnitCase(name: "judged something", className: "conform", result: .failed(problem)))
+        } else if report.decisionsUnjudged && !errored && !report.results.contains(where: { $0.fails(strict: strict) }) {
+            // Transport cases passed, but none of the host's decisions was judged: the run exits 1, so the report fails too.
+            let problem = JUnitProblem(type: "DECISIONS-NOT-JUDGED", message: report.status(strict: strict),
+                                       detail: "every case that judges the host's decisions was INCONCLUSIVE: see their reasons")
+            cases.append(JUnitCase(name: "judged the host's decisions", className: "conform", result: .failed(problem)))
         }
         let suite = JUnitSuite(name: report.target, durationNs: report.elapsedNs, timestamp: timestamp(startedEpochNs),
                                properties: properties, cases: cases, systemOut: report.status(strict: strict))

@@ -128,10 +128,9 @@ public final class LiveProbe {
         guard flooded == nil else { return }
         samplesSent += 1
         bytesSent += bytes.count
-        var recent = recentSends[controller, default: []]
-        if recent.count == Self.recentSendsKept { recent.removeFirst(recent.count / 2) }
-        recent.append((SystemClock.monotonicNs(), bytes))
-        recentSends[controller] = recent
+        // In place: a copy out of the dictionary would copy the whole window on every send.
+        if recentSends[controller]?.count == Self.recentSendsKept { recentSends[controller]!.removeFirst(Self.recentSendsKept / 2) }
+        recentSends[controller, default: []].append((SystemClock.monotonicNs(), bytes))
         let facts = wireProtocol.facts(bytes)
         if facts.isValid, facts.direction == .controllerToHost, let senderTimeMs = facts.senderTimeMs {
             sentAt[controller, default: [:]][senderTimeMs] = SystemClock.monotonicNs()

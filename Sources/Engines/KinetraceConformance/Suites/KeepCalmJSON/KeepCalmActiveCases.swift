@@ -56,9 +56,14 @@ struct JumpLog {
 /// Waits for the jump the spike `y` owes on `controller` (or the host's end); over a
 /// socket, long enough for a dead host's port to refuse the next datagram.
 func awaitJump(_ p: LiveProbe, controller: Int, y: Double, timeoutMs: Int) {
+    awaitJumps(p, [(controller, y)], timeoutMs: timeoutMs)
+}
+
+/// Waits for every jump owed, each spike `y` on its `controller`, as `awaitJump` does for one.
+func awaitJumps(_ p: LiveProbe, _ owed: [(controller: Int, y: Double)], timeoutMs: Int) {
     if p.canObserve {
         p.collect(forMs: timeoutMs) { _ in
-            p.hostFailure != nil || p.observed("jump", on: controller).contains { JumpLog.reportedY($0, p) == y }
+            p.hostFailure != nil || owed.allSatisfy { o in p.observed("jump", on: o.controller).contains { JumpLog.reportedY($0, p) == o.y } }
         }
         p.collect(forMs: 50)  // stragglers: a second jump, say
     } else {
@@ -346,14 +351,7 @@ public struct KeepCalmValidFormsCase: ActiveCase {
             p.send(Array(#"{"type":"MotionData","payload":{"id":"\#(shared)","type":"Combined","x":0.03125,"y":\#(y.description),"z":-0.015625}}"#.utf8), from: c)
             p.collect(forMs: 30)
         }
-        if p.canObserve {
-            p.collect(forMs: info.timeoutMs) { _ in
-                p.hostFailure != nil || owed.allSatisfy { o in p.observed("jump", on: o.controller).contains { JumpLog.reportedY($0, p) == o.y } }
-            }
-            p.collect(forMs: 50)
-        } else {
-            p.collect(forMs: 300) { _ in p.refused }
-        }
+        awaitJumps(p, owed.map { ($0.controller, $0.y) }, timeoutMs: info.timeoutMs)
         try sendWitness(p, &m, timeoutMs: info.timeoutMs)
         let measurements = [Measurement("messages", Double(owed.count)), Measurement("jumps_observed", Double(p.observations.count))]
         if let verdict = p.unjudgedObservations("whether the host accepts integers and repeated ids") {
@@ -399,14 +397,7 @@ public struct KeepCalmUnknownMembersCase: ActiveCase {
             owed.append((c, m.spike(k)))
             p.send(m.text(template, y: m.spike(k)), from: c)
         }
-        if p.canObserve {
-            p.collect(forMs: info.timeoutMs) { _ in
-                p.hostFailure != nil || owed.allSatisfy { o in p.observed("jump", on: o.controller).contains { JumpLog.reportedY($0, p) == o.y } }
-            }
-            p.collect(forMs: 50)
-        } else {
-            p.collect(forMs: 300) { _ in p.refused }
-        }
+        awaitJumps(p, owed.map { ($0.controller, $0.y) }, timeoutMs: info.timeoutMs)
         try sendWitness(p, &m, timeoutMs: info.timeoutMs)
         let measurements = [Measurement("messages", Double(owed.count)), Measurement("jumps_observed", Double(p.observations.count))]
         if let verdict = p.unjudgedObservations("whether the host accepts messages with unknown members") {
