@@ -147,6 +147,27 @@ import Testing
         #expect(((fromPcap["messages"] as? [String: Any])?["c2h"] as? [String: Any])?["total"] as? Int == direction["total"] as? Int)
     }
 
+    /// The active case a declared host behaviour implies runs against the reference host behind the stdio
+    /// adapter (the declaration handed over in a file of its own) and passes; a host that decides nothing
+    /// leaves it INCONCLUSIVE, and the run is not shown conformant.
+    @Test(arguments: examples) func theDerivedActiveCaseJudgesTheReferenceHost(_ name: String) throws {
+        let declaration = Self.declaration(name)
+        let result = try kinetrace(["conform", "--protocol", declaration, "--format", "json"], timeout: 120)
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try Self.json(result.stdout)
+        let cases = report["cases"] as? [[String: Any]] ?? []
+        #expect(cases.map { $0["id"] as? String } == ["AC-DECL-OBS-TIMELY"], "\(result.stdout)")
+        #expect(cases.first?["verdict"] as? String == "PASS", "\(result.stdout)")
+        #expect((report["target"] as? String)?.contains("stdio adapter") == true, "\(report["target"] ?? "")")
+
+        let silent = "'\(try Fixture.binary.path)' host --stdio --observe --protocol '\(declaration)' --threshold 100"
+        let undecided = try kinetrace(["conform", "--protocol", declaration, "--exec", silent, "--format", "json"], timeout: 120)
+        #expect(undecided.status == 1, "\(undecided.stdout)")
+        let undecidedReport = try Self.json(undecided.stdout)
+        #expect((undecidedReport["cases"] as? [[String: Any]])?.first?["verdict"] as? String == "INCONCLUSIVE", "\(undecided.stdout)")
+        #expect(undecidedReport["decisions_judged"] as? Bool == false)
+    }
+
     @Test func aBadDeclarationIsOneLineWithItsPlaceAndExit65() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }

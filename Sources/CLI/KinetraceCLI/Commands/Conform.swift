@@ -200,6 +200,9 @@ struct Conform: ParsableCommand {
 
     private func runActive(_ cases: [any ActiveCase], of suite: ProtocolSuite, _ parameters: SuiteParameters) throws -> SuiteReport {
         var reference: (any RunningReferenceHost)?
+        // A declared protocol reaches the stdio reference host as its canonical declaration in a file of its own.
+        var temporary: URL?
+        defer { if let temporary { try? FileManager.default.removeItem(at: temporary) } }
         let link: any ControllerLink
         let target: String
         if let exec {
@@ -220,7 +223,21 @@ struct Conform: ParsableCommand {
             target = "host \(network)"
         } else if suite.judgesObservations {
             // Decisions that show nowhere on the wire: the reference host behind the stdio adapter, reporting them.
-            let command = referenceStdioCommand(suite.wireProtocol, parameters.rule)
+            var protocolArgument = suite.wireProtocol.id.name
+            if let declaration = suite.wireProtocol.declaration {
+                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kinetrace-conform-\(UUID().uuidString)")
+                let file = directory.appendingPathComponent("\(declaration.name).json")
+                do {
+                    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                    temporary = directory
+                    try Data(declaration.canonicalText.utf8).write(to: file)
+                } catch {
+                    printError("cannot write the declaration for the reference host: \(error.localizedDescription)")
+                    throw ExitStatus.cannotCreate
+                }
+                protocolArgument = file.path
+            }
+            let command = referenceStdioCommand(protocolArgument, parameters.rule)
             do { link = try StdioControllerLink(command: command) } catch {
                 printError("cannot start the reference host: \(error.description)")
                 throw ExitStatus.unavailable
@@ -254,11 +271,11 @@ struct Conform: ParsableCommand {
         return result
     }
 
-    /// This very program as the stdio reference host of `wireProtocol`, told the rule under test.
-    private func referenceStdioCommand(_ wireProtocol: any WireProtocol, _ rule: GestureRule) -> String {
+    /// This very program as the stdio reference host of the protocol (a name or a declaration file), told the rule under test.
+    private func referenceStdioCommand(_ protocolArgument: String, _ rule: GestureRule) -> String {
+        func quoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-        let quoted = "'" + executable.replacingOccurrences(of: "'", with: "'\\''") + "'"
-        return "\(quoted) host --stdio --observe --protocol \(wireProtocol.id) --threshold=\(rule.threshold) --refractory-ms \(rule.refractoryMs)"
+        return "\(quoted(executable)) host --stdio --observe --protocol \(quoted(protocolArgument)) --threshold=\(rule.threshold) --refractory-ms \(rule.refractoryMs)"
     }
 
     /// The passive cases in one pass over the capture as it is read.

@@ -1,10 +1,12 @@
+import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
 
 /// The suite of a protocol declared in a file, derived from its declaration: the passive
-/// cases that follow from its layout, its ranges and its rate (issue 25; the cases that
-/// follow from its host behaviour come with the derived active suite). Each cites the
-/// requirement IDs the declaration attaches to what it checks.
+/// cases that follow from its layout, its ranges and its rate, and, for a declared host
+/// behaviour, the active case that times its decisions (the rest of the derived active
+/// suite is issue 26's to come). Each cites the requirement IDs the declaration attaches
+/// to what it checks.
 enum DeclaredSuite {
     static func make(_ wireProtocol: any WireProtocol, _ declaration: ProtocolDeclaration) -> ProtocolSuite {
         let samples = declaration.kinds.filter { $0.direction == .controllerToHost }
@@ -15,7 +17,7 @@ enum DeclaredSuite {
         return ProtocolSuite(
             wireProtocol: wireProtocol,
             specVersion: "\(name) \(declaration.version) (declared, \(declaration.digest.prefix(19)))",
-            activeCases: [],
+            activeCases: activeCases(wireProtocol, declaration),
             passiveCases: [
                 DeclaredLayoutCase(wireProtocol: wireProtocol, info: CaseInfo(
                     id: "PC-DECL-LAYOUT", requirements: layoutRequirements.isEmpty ? ["\(name): messages"] : layoutRequirements, level: .must,
@@ -30,7 +32,49 @@ enum DeclaredSuite {
                                                summary: "The mean interval between one controller's messages (capture time) over any 10 s window is \(format(intervalMs)) ms ± 2 %."),
                                 tolerance: 0.02),
             ],
+            // Its decisions are judged on the observation channel: with no target, the reference host runs behind the stdio adapter.
+            judgesObservations: declaration.host != nil,
             preflight: { senderTimeMs, _ in wireProtocol.sample(MotionReading(userAcceleration: .zero, rotationRate: .zero, gravity: .zero, attitude: .zero), timeMs: senderTimeMs) ?? [] })
+    }
+
+    /// The active cases a declared host behaviour implies: each decision reported in time.
+    static func activeCases(_ wireProtocol: any WireProtocol, _ declaration: ProtocolDeclaration) -> [any ActiveCase] {
+        guard let host = declaration.host else { return [] }
+        let requirement = host.requirement.map { [$0] } ?? ["\(declaration.name): host"]
+        return [ObservationTimingCase(info: CaseInfo(
+            id: "AC-DECL-OBS-TIMELY", requirements: requirement, level: .must,
+            summary: "Messages the host must decide on (\(host.decision)), one from each of 20 fresh controllers 25 ms apart: each decision is reported within the reply deadline (--reply-deadline-ms, 50 ms) of its message; at most 2 later.",
+            timeoutMs: 3_000, judgesDecisions: true), decision: host.decision) { _, parameters in
+            decidingSample(wireProtocol, declaration, rule: parameters.rule) ?? []
+        }]
+    }
+
+    /// A sample the declared host must decide on from a fresh controller: any valid sample for
+    /// an apply host; for a threshold, its quantity above the rule's threshold (inside the
+    /// field's declared range), every other value 0, stamped now.
+    static func decidingSample(_ wireProtocol: any WireProtocol, _ declaration: ProtocolDeclaration, rule: GestureRule) -> [UInt8]? {
+        var reading = MotionReading(userAcceleration: .zero, rotationRate: .zero, gravity: .zero, attitude: .zero)
+        if case .threshold(let quantity, _, _, _, _, _)? = declaration.host?.behaviour, case .motion(let slot, let axis) = quantity {
+            let upper = declaration.kinds.lazy.flatMap(\.fields).first { $0.role == quantity }?.range?.upperBound ?? .infinity
+            let level = min(rule.threshold + 0.25, (rule.threshold + upper) / 2)
+            func with(_ v: Vector3?) -> Vector3 {
+                var v = v ?? .zero
+                switch axis {
+                case 0: v.x = level
+                case 1: v.y = level
+                default: v.z = level
+                }
+                return v
+            }
+            switch slot {
+            case .userAcceleration: reading.userAcceleration = with(reading.userAcceleration)
+            case .rotationRate: reading.rotationRate = with(reading.rotationRate)
+            case .gravity: reading.gravity = with(reading.gravity)
+            case .attitude: reading.attitude = with(reading.attitude)
+            case .own: reading.own = with(reading.own)
+            }
+        }
+        return wireProtocol.sample(reading, timeMs: UInt64(SystemClock.realtimeNs() / 1_000_000))
     }
 
     static func unique(_ ids: [String]) -> [String] {
