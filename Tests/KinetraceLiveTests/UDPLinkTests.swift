@@ -55,26 +55,32 @@ import Testing
     @Test func aReplyReadLateIsTimedWhenItArrived() throws {
         let host = try PlainHost()
         let link = openLinkForTest(port: host.port)
+        defer { _ = link.finish(graceMs: 0) }
         _ = try link.openControllers(3)
         #if os(Linux)
         #expect(link.stampsArrivals, "Linux stamps each reply's arrival (SO_TIMESTAMPNS)")
         #endif
-        let sentMono = SystemClock.monotonicNs()
-        #expect(link.send([1, 2, 3], from: 1, deadlineMonotonicNs: sentMono + 1_000_000_000) == nil)
-        #expect(host.answer(with: [9, 8]) == [1, 2, 3])
-        usleep(80_000)  // the reply waits, unread, for 80 ms
-        var events: [LinkEvent] = []
-        for _ in 0..<50 where events.isEmpty { link.receive(timeoutMs: 20) { events.append($0) } }
-        let readMono = SystemClock.monotonicNs()
-        guard case .datagram(let controller, let payload, let arrival)? = events.first else {
-            Issue.record("no reply: \(events)"); return
-        }
-        #expect(controller == 1 && payload == [9, 8])
-        #expect(arrival >= sentMono && arrival <= readMono)
-        if link.stampsArrivals {
+        // On a loaded machine the kernel may deliver a loopback datagram late (its softirq deferred to
+        // ksoftirqd): then the reply really arrived late, and the attempt says nothing. Up to 5 attempts.
+        for attempt in 1...5 {
+            let sentMono = SystemClock.monotonicNs()
+            #expect(link.send([1, 2, 3], from: 1, deadlineMonotonicNs: sentMono + 1_000_000_000) == nil)
+            #expect(host.answer(with: [9, 8]) == [1, 2, 3])
+            let answeredMono = SystemClock.monotonicNs()
+            usleep(80_000)  // the reply waits, unread, for 80 ms
+            var events: [LinkEvent] = []
+            for _ in 0..<50 where events.isEmpty { link.receive(timeoutMs: 20) { events.append($0) } }
+            let readMono = SystemClock.monotonicNs()
+            guard case .datagram(let controller, let payload, let arrival)? = events.first else {
+                Issue.record("no reply: \(events)"); return
+            }
+            #expect(controller == 1 && payload == [9, 8])
+            #expect(arrival >= sentMono && arrival <= readMono)
+            guard link.stampsArrivals else { return }
+            if arrival - answeredMono > 20_000_000 && attempt < 5 { continue }  // delivered late by the kernel: try again
             #expect(readMono - arrival >= 60_000_000, "stamped on arrival, not on reading: read \(Double(readMono - arrival) / 1e6) ms later")
+            return
         }
-        _ = link.finish(graceMs: 0)
     }
 
     /// Of 2,000 watched sockets, a wait reports the one that has input, by its tag.
