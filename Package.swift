@@ -192,7 +192,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceLiveTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire",
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceHost", "KinetraceConformance", "KinetraceController", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire",
                            "KinetraceTransport", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(

@@ -32,6 +32,8 @@ public struct StdioHost {
     public var observeAll = false
     /// Controllers held at once ; the adapter's ids allow 65,536 anyway.
     public var maximumControllers = HostCore<UInt16>.defaultMaximumControllers
+    /// Deliberate faults, to show that a suite catches them (`HostFault`); none by default.
+    public var faults: Set<HostFault> = []
 
     public init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }
 
@@ -42,7 +44,8 @@ public struct StdioHost {
         var core = HostCore<UInt16>(wireProtocol: wireProtocol, rule: rule, maximumControllers: maximumControllers, idleTimeoutNs: nil)
         var decoder = StdioRecordDecoder()
         var buffer = [UInt8](repeating: 0, count: 65_536)
-        var streams = ControllerStreams(wireProtocol: wireProtocol)
+        var streams = ControllerStreams(wireProtocol: wireProtocol, faults: faults)
+        let decisionName = wireProtocol.declaration?.host?.decision ?? "decision"
         while true {
             let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
             if n < 0 {
@@ -66,8 +69,13 @@ public struct StdioHost {
                     throw StdioHostError("the input is not stdio records: byte \(at + 4): expected record kind 0x01 (controller to host), found \(record.kind)")
                 }
                 for message in streams.messages(of: record) {
-                    guard let decision = core.handle(message, from: record.controller, receivedNs: SystemClock.realtimeNs())
-                    else { continue }
+                    let controller = faults.contains(.sharedState) ? 0 : record.controller
+                    var decided = core.handle(message, from: controller, receivedNs: SystemClock.realtimeNs())
+                    if decided == nil, let reason = faults.acceptedReason, wireProtocol.facts(message).error?.code.name == reason {
+                        decided = HostDecision(name: decisionName)
+                    }
+                    guard let decision = decided else { continue }
+                    if let lateMs = faults.lateMs { usleep(UInt32(lateMs) * 1_000) }
                     var out: [UInt8] = []
                     let reply = wireProtocol.reply(to: decision)
                     if let reply {
@@ -108,31 +116,58 @@ public struct StdioHost {
 /// completes, framed per controller id as a TCP host frames per connection.
 struct ControllerStreams {
     let wireProtocol: any WireProtocol
+    let faults: Set<HostFault>
     private var framers: [UInt16: any MessageFramer] = [:]
     private var broken: Set<UInt16> = []
+    private var closedMidRecord = 0
 
-    init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }
+    init(wireProtocol: any WireProtocol, faults: Set<HostFault> = []) {
+        self.wireProtocol = wireProtocol
+        self.faults = faults
+    }
 
     mutating func messages(of record: StdioRecord) -> [[UInt8]] {
         guard wireProtocol.transport == .byteStream else { return [record.payload] }
-        guard !broken.contains(record.controller) else { return [] }
-        var framer = framers.removeValue(forKey: record.controller) ?? wireProtocol.makeFramer()
-        defer { framers[record.controller] = framer }
+        let key = faults.contains(.sharedBuffer) ? 0 : record.controller
+        guard !broken.contains(key) else { return [] }
+        guard !record.payload.isEmpty else { return end(key) }
+        var framer = framers.removeValue(forKey: key) ?? wireProtocol.makeFramer()
+        defer { framers[key] = framer }
         framer.append(record.payload)
         var out: [[UInt8]] = []
         do throws(WireError) {
             while let message = try framer.next() { out.append(message.bytes) }
         } catch {
             // A stream that cannot be framed is ignored from here on, as a TCP host closes it.
-            broken.insert(record.controller)
+            broken.insert(key)
         }
-        return out
+        return faults.contains(.oneRecordPerRead) ? Array(out.prefix(1)) : out
+    }
+
+    /// An empty record ends a controller's stream (SA-PAYLOAD-6): a record cut there is no message.
+    private mutating func end(_ key: UInt16) -> [[UInt8]] {
+        guard var framer = framers.removeValue(forKey: key) else { return [] }
+        var leftover = framer
+        guard leftover.finish() != nil else { return [] }
+        closedMidRecord += 1
+        guard faults.contains(.padCutRecord) else { return [] }
+        // The fault: the cut record ended by the end of the stream (a line reader's last line), or completed with zeros.
+        if let delimiter = wireProtocol.declaration.flatMap({ d -> [UInt8]? in if case .delimiter(let b, _) = d.framing { return b } else { return nil } }) {
+            framer.append(delimiter)
+            return (try? framer.next()).map { [$0.bytes] } ?? []
+        }
+        for _ in 0..<65_536 {
+            framer.append([0])
+            if let message = try? framer.next() { return [message.bytes] }
+        }
+        return []
     }
 
     /// The input ended: streams left inside a message count as connections closed mid-record.
     mutating func finish(into statistics: inout HostStatistics) {
         guard wireProtocol.transport == .byteStream else { return }
         statistics.connections = framers.count + broken.subtracting(framers.keys).count
+        statistics.closedMidRecord += closedMidRecord
         for key in Array(framers.keys) where framers[key]!.finish() != nil { statistics.closedMidRecord += 1 }
         statistics.framingErrors = broken.count
     }

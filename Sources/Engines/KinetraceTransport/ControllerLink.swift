@@ -85,11 +85,15 @@ public protocol ControllerLink: AnyObject, Sendable {
     /// `receivedMonoNs`): then a late read costs no accuracy, and the receiving
     /// thread may batch its wake-ups.
     var stampsArrivals: Bool { get }
+    /// Ends one controller's byte stream as closing its connection's write side would: TCP
+    /// `shutdown(SHUT_WR)`, an exec host's empty record (SA-PAYLOAD-6). False where the link has no streams.
+    func endStream(of controller: Int) -> Bool
 }
 
 extension ControllerLink {
     public func unsentBytes(of controller: Int) -> Int? { nil }
     public var stampsArrivals: Bool { false }
+    public func endStream(of controller: Int) -> Bool { false }
 
     /// Opens `count` controllers.
     public func openControllers(_ count: Int) throws(SocketError) -> Range<Int> {
@@ -251,6 +255,10 @@ public final class StdioControllerLink: ControllerLink, @unchecked Sendable {  /
 
     public func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32? {
         host.send(controller: controller, bytes, deadlineMonotonicNs: deadlineMonotonicNs)
+    }
+
+    public func endStream(of controller: Int) -> Bool {
+        host.send(controller: controller, [], deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000) == nil
     }
 
     public func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {

@@ -59,6 +59,12 @@ public final class TCPControllerLink: ControllerLink, @unchecked Sendable {  // 
         return socket.write(bytes, deadlineMonotonicNs: deadlineMonotonicNs)
     }
 
+    public func endStream(of controller: Int) -> Bool {
+        guard let socket = lock.withLock({ controller < sockets.count ? sockets[controller] : nil }) else { return false }
+        socket.shutdownOutput()
+        return true
+    }
+
     public func unsentBytes(of controller: Int) -> Int? {
         lock.withLock { controller < sockets.count ? sockets[controller] : nil }?.unsentBytes
     }

@@ -81,6 +81,11 @@ struct Host: ParsableCommand {
     @Flag(help: "With --stdio, also report decisions that have a reply on the observation channel.")
     var observe = false
 
+    @Option(name: .customLong("fault"), help: ArgumentHelp(
+        "With --stdio, be a wrong host on purpose, to show that a conformance suite fails it: \(HostFault.names.joined(separator: ", ")). Repeatable.",
+        valueName: "fault"))
+    var faultNames: [String] = []
+
     func validate() throws {
         guard (1...16_777_216).contains(maximumControllers) else { throw ValidationError("--max-controllers must be from 1 to 16777216.") }
         // Under a millisecond rounds to no timeout at all in ns, which the controller table refuses.
@@ -93,6 +98,10 @@ struct Host: ParsableCommand {
         }
         if let port { guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535.") } }
         if observe && !stdio { throw ValidationError("--observe applies only with --stdio.") }
+        if !faultNames.isEmpty && !stdio { throw ValidationError("--fault applies only with --stdio.") }
+        for name in faultNames where HostFault(name) == nil {
+            throw ValidationError("--fault \(name): expected one of \(HostFault.names.joined(separator: ", ")) (late up to 10000 ms).")
+        }
         if immediateMode && (stdio || wire.wireProtocol.transport != .datagram) {
             throw ValidationError("--immediate-mode applies to a UDP host: not with --stdio or a byte-stream protocol.")
         }
@@ -157,6 +166,7 @@ struct Host: ParsableCommand {
         var host = StdioHost(wireProtocol: wire.wireProtocol)
         host.rule = ruleOptions.rule(for: wire.wireProtocol)
         host.observeAll = observe
+        host.faults = Set(faultNames.compactMap(HostFault.init))
         host.maximumControllers = maximumControllers
         let stats: HostStatistics
         do throws(StdioHostError) {

@@ -75,6 +75,8 @@ public final class LiveProbe {
     public private(set) var strayObservations: [(controllerID: Int, observation: Observation)] = []
     public private(set) var strayObservationCount = 0
     public static let strayObservationsKept = 5
+    /// The host reported a decision on the suite's preflight message: its observation channel works.
+    public internal(set) var hostReportsDecisions = false
     /// The stdio controller ids of this case's controllers, for evidence.
     public var controllerIDs: [Int] { mine }
     /// Set when the host's port answered with ICMP port unreachable: nothing listens there.
@@ -175,6 +177,9 @@ public final class LiveProbe {
             return .unavailable("a stream host's controllers are its connections")
         }
     }
+
+    /// Ends a controller's byte stream (its connection's write side); false where the link has none.
+    public func endStream(of controller: Int) -> Bool { link.endStream(of: mine[controller]) }
 
     /// Bytes a controller wrote that the host has not read yet (the send queue, SIOCOUTQ), when the link can tell.
     public func unsentBytes(of controller: Int) -> Int? { link.unsentBytes(of: mine[controller]) }

@@ -21,6 +21,11 @@ extension LiveProbe {
     public func unjudgedObservations(_ what: String) -> Verdict? {
         guard observations.isEmpty else { return nil }
         if let stray = strayObservationsFailure { return stray }
+        if hostReportsDecisions, canObserve {
+            // Cases that judge observations all send messages that must be decided: silence here is the host's.
+            return .fail("the host reported no decision during this case, though it reported one on the suite's preflight message, "
+                         + "so its observation channel works: it made none of the decisions this case's messages required (\(what))")
+        }
         return observationsMissing(what).map { .inconclusive($0) }
     }
 

@@ -94,7 +94,8 @@ public enum ConformanceSuite {
         var results: [CaseResult] = []
         var newest = UInt64(SystemClock.realtimeNs() / 1_000_000)
         var hostEnd: HostEnd?
-        var hostGone = preflight(suite, link, target: target, parameters: parameters, newest: &newest)
+        var reportedOnPreflight = false
+        var hostGone = preflight(suite, link, target: target, parameters: parameters, newest: &newest, observed: &reportedOnPreflight)
         let absent = hostGone != nil
         for c in cases {
             let caseStarted = SystemClock.monotonicNs()
@@ -104,6 +105,7 @@ public enum ConformanceSuite {
             } else {
                 let probe = LiveProbe(link: link, wireProtocol: suite.wireProtocol,
                                       t0: max(UInt64(SystemClock.realtimeNs() / 1_000_000), newest + 1))
+                probe.hostReportsDecisions = reportedOnPreflight
                 do throws(SocketError) {
                     result = try c.run(probe, parameters)
                     newest = max(newest, probe.newestSenderTimeMs)
@@ -147,15 +149,18 @@ public enum ConformanceSuite {
     /// why the host is not there (refused, or an exec host that ended), or nil.
     /// Silence is not absence: a host that never answers is for the cases to fail.
     static func preflight(_ suite: ProtocolSuite, _ link: any ControllerLink, target: String, parameters: SuiteParameters,
-                          newest: inout UInt64) -> String? {
+                          newest: inout UInt64, observed: inout Bool) -> String? {
         let probe = LiveProbe(link: link, wireProtocol: suite.wireProtocol, t0: newest + 1)
         do throws(SocketError) {
             let c = try probe.controllers(1).lowerBound
             probe.send(suite.preflight(probe.t0, parameters), from: c)
-            probe.collect(forMs: 500) { _ in !probe.replies.isEmpty || probe.refused || probe.hostFailure != nil }
+            probe.collect(forMs: 500) { _ in !probe.replies.isEmpty || !probe.observations.isEmpty || probe.refused || probe.hostFailure != nil }
         } catch {
             return error.description
         }
+        // A host that reported a decision on the preflight message has shown its observation channel works:
+        // from then on, a case it reports nothing in has failed, not gone unjudged.
+        observed = !probe.observations.isEmpty
         newest = max(newest, probe.newestSenderTimeMs)
         if probe.refused { return "the host refused: ICMP port unreachable (nothing listens on \(target))" }
         return probe.hostFailure

@@ -100,8 +100,11 @@ public struct DeclaredProtocol: WireProtocol {
         }
     }
 
+    /// The first controller→host kind: the one `sample` writes.
+    public var sampleKind: Int? { plan.firstSample }
+
     /// A body made into a record: its length prefix or delimiter added.
-    func framed(_ body: [UInt8]) -> [UInt8] {
+    public func framed(_ body: [UInt8]) -> [UInt8] {
         switch declared.framing {
         case .datagram, .fixedLength: return body
         case .delimiter(let delimiter, _): return body + delimiter
@@ -185,7 +188,8 @@ public struct DeclaredProtocol: WireProtocol {
         return framed(encodeBody(plan.kinds[message.kind], message.values))
     }
 
-    func encodeBody(_ kind: DeclaredKind, _ values: [DeclaredValue?]) -> [UInt8] {
+    /// A kind's body with these values, before framing: constants and checks as declared.
+    public func encodeBody(_ kind: DeclaredKind, _ values: [DeclaredValue?]) -> [UInt8] {
         switch kind.encoding {
         case .binary: return BinaryInterpreter.encode(kind, values)
         case .osc: return OSCInterpreter.encode(kind, values)

@@ -77,15 +77,15 @@ public enum ScalarType: String, Hashable, Sendable {
         }
     }
 
-    var isFloat: Bool { self == .f32 || self == .f64 || self == .number }
-    var isInteger: Bool {
+    public var isFloat: Bool { self == .f32 || self == .f64 || self == .number }
+    public var isInteger: Bool {
         switch self {
         case .u8, .u16, .u32, .u64, .i8, .i16, .i32, .i64, .integer: return true
         default: return false
         }
     }
-    var isSigned: Bool { self == .i8 || self == .i16 || self == .i32 || self == .i64 || self == .integer }
-    var isNumeric: Bool { isFloat || isInteger }
+    public var isSigned: Bool { self == .i8 || self == .i16 || self == .i32 || self == .i64 || self == .integer }
+    public var isNumeric: Bool { isFloat || isInteger }
 }
 
 /// A value of a declared field.

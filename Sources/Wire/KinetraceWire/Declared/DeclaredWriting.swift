@@ -106,6 +106,8 @@ struct DeclaredHostModel: HostModel {
     private let rule: GestureRule
     private var tracker: GestureTracker<Int>
     private var latchEndsNs: [Int64] = []
+    /// The last trigger's sender stamp per controller, for a sender window that judges every sample (no `stale`).
+    private var lastTriggerMs: [UInt64?] = []
     private var seen: [Bool] = []
     private(set) var controllerCount = 0
 
@@ -118,6 +120,7 @@ struct DeclaredHostModel: HostModel {
     mutating func forget(_ controller: Int) {
         tracker.forget(controller)
         if controller < latchEndsNs.count { latchEndsNs[controller] = Int64.min }
+        if controller < lastTriggerMs.count { lastTriggerMs[controller] = nil }
         if controller < seen.count, seen[controller] {
             seen[controller] = false
             controllerCount -= 1
@@ -128,6 +131,7 @@ struct DeclaredHostModel: HostModel {
         if controller >= seen.count {
             seen.append(contentsOf: repeatElement(false, count: controller - seen.count + 1))
             latchEndsNs.append(contentsOf: repeatElement(Int64.min, count: controller - latchEndsNs.count + 1))
+            lastTriggerMs.append(contentsOf: repeatElement(nil, count: controller - lastTriggerMs.count + 1))
         }
         if !seen[controller] {
             seen[controller] = true
@@ -147,10 +151,18 @@ struct DeclaredHostModel: HostModel {
         case .apply:
             note(controller)
             return .decided(HostDecision(name: host.decision, values: values(message)))
-        case .threshold(let quantity, _, _, let senderClock, _, _):
+        case .threshold(let quantity, _, _, let senderClock, let ignoreStale, _):
             guard let value = message.motion?.value(of: quantity) else { return .dropped(reason: "wrong_direction") }
             if senderClock {
                 guard let senderTimeMs = message.senderTimeMs else { return .dropped(reason: "wrong_direction") }
+                if !ignoreStale {
+                    // PD-HOST-7 without "stale": every sample judged; one older than the last trigger is inside no allowed window.
+                    note(controller)
+                    guard value > rule.threshold else { return .accepted }
+                    if let last = lastTriggerMs[controller], senderTimeMs < last || senderTimeMs - last < rule.refractoryMs { return .accepted }
+                    lastTriggerMs[controller] = senderTimeMs
+                    return .decided(HostDecision(name: host.decision, sampleTimeMs: senderTimeMs, owesReply: host.replyKind != nil, values: values(message)))
+                }
                 switch tracker.accept(senderTimeMs: senderTimeMs, value: value, from: controller, receivedNs: receivedNs) {
                 case .stale: return .stale
                 case .accepted: return .accepted

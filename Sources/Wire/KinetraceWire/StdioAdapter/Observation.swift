@@ -30,7 +30,9 @@ public struct Observation: Hashable, Sendable {
         out.raw("{\"decision\":")
         out.string(decision)
         if let sampleTimeMs { out.raw(",\"t_ms\":"); out.integer(sampleTimeMs) }
-        if !values.isEmpty {
+        // SA-OBS-2 allows finite numbers only; values are optional, so a decision on a non-finite value (a
+        // declaration without "finite") is reported without them rather than as an observation that breaks the framing.
+        if !values.isEmpty, values.allSatisfy(\.isFinite) {
             out.raw(",\"values\":[")
             for (i, value) in values.enumerated() {
                 if i > 0 { out.raw(",") }

@@ -7,7 +7,7 @@ import KinetraceWire
 /// behaviour, the active case that times its decisions (the rest of the derived active
 /// suite is issue 26's to come). Each cites the requirement IDs the declaration attaches
 /// to what it checks.
-enum DeclaredSuite {
+public enum DeclaredSuite {
     static func make(_ wireProtocol: any WireProtocol, _ declaration: ProtocolDeclaration) -> ProtocolSuite {
         let samples = declaration.kinds.filter { $0.direction == .controllerToHost }
         let layoutRequirements = unique(samples.compactMap(\.requirement))
@@ -34,25 +34,139 @@ enum DeclaredSuite {
             ],
             // Its decisions are judged on the observation channel: with no target, the reference host runs behind the stdio adapter.
             judgesObservations: declaration.host != nil,
-            preflight: { senderTimeMs, _ in wireProtocol.sample(MotionReading(userAcceleration: .zero, rotationRate: .zero, gravity: .zero, attitude: .zero), timeMs: senderTimeMs) ?? [] })
+            // A sample every declared behaviour decides on, whatever axis it watches: a host that reports it shows its observation channel works.
+            preflight: { senderTimeMs, parameters in preflightSample(wireProtocol, declaration, rule: parameters, senderTimeMs: senderTimeMs) })
     }
 
-    /// The active cases a declared host behaviour implies: each decision reported in time.
+    /// The active cases a declared host behaviour implies (see `derivedCases`).
     static func activeCases(_ wireProtocol: any WireProtocol, _ declaration: ProtocolDeclaration) -> [any ActiveCase] {
-        guard let host = declaration.host else { return [] }
-        let requirement = host.requirement.map { [$0] } ?? ["\(declaration.name): host"]
-        return [ObservationTimingCase(info: CaseInfo(
-            id: "AC-DECL-OBS-TIMELY", requirements: requirement, level: .must,
-            summary: "Messages the host must decide on (\(host.decision)), one from each of 20 fresh controllers 25 ms apart: each decision is reported within the reply deadline (--reply-deadline-ms, 50 ms) of its message; at most 2 later.",
-            timeoutMs: 3_000, judgesDecisions: true), decision: host.decision) { _, parameters in
-            decidingSample(wireProtocol, declaration, rule: parameters.rule) ?? []
-        }]
+        guard let declared = wireProtocol as? DeclaredProtocol else { return [] }
+        return derivedCases(declared, prefix: "AC-DECL-")
+    }
+
+    /// The active cases a declaration implies, IDs `prefix` + their name: the threshold's edges and
+    /// window, isolation, stale samples, each category of invalid input, byte-stream reads and a
+    /// record cut at the end of its stream, load, and decisions reported in time; for an apply host,
+    /// its values. Each names the faults it exists to catch.
+    public static func derivedCases(_ declared: DeclaredProtocol, prefix: String) -> [any DerivedActiveCase] {
+        let declaration = declared.declared
+        guard let host = declaration.host, let messages = DerivedMessages(declared) else { return [] }
+        let context = DerivedContext(messages: messages, host: host)
+        let behaviour = host.requirement.map { [$0] } ?? ["\(declaration.name): host"]
+        let samples = declaration.kinds.filter { $0.direction == .controllerToHost }
+        let layout = unique(samples.compactMap(\.requirement)).nilIfEmpty ?? ["\(declaration.name): messages"]
+        let values = unique(samples.flatMap { $0.fields.filter { $0.finite || $0.range != nil }.compactMap(\.requirement) }).nilIfEmpty
+            ?? ["\(declaration.name): ranges"]
+        func info(_ name: String, _ requirements: [String], _ summary: String, timeoutMs: Int = 10_000) -> CaseInfo {
+            CaseInfo(id: prefix + name, requirements: unique(requirements), level: .must, summary: summary, timeoutMs: timeoutMs, judgesDecisions: true)
+        }
+        var cases: [any DerivedActiveCase] = []
+        let decision = host.decision
+        switch host.behaviour {
+        case .threshold(let quantity, _, _, let senderClock, let ignoreStale, _):
+            cases.append(DerivedEdgeThresholdCase(info: info("EDGE-THRESHOLD", behaviour,
+                "The threshold's edges in \(quantity)'s declared type, each from a fresh controller: one ulp below τ and at τ no \(decision); one ulp above τ and well above, one each, with the declared values (\(host.decisionValues.map(\.description).joined(separator: ", "))) when values are reported."),
+                context: context))
+            cases.append(DerivedEdgeWindowCase(info: info("EDGE-WINDOW", behaviour,
+                senderClock ? "The window on the sender's clock, probed with stamps: a second trigger at R − 1 ms, at R/4, R/2 and 3R/4 makes no \(decision); one at R does; a suppressed trigger does not restart the window."
+                            : "The window on the host's arrival clock: a second trigger at R − R/20 and at R/4, R/2 and 3R/4 makes no \(decision); one at R + R/20 does; a suppressed trigger does not restart the window (repeated up to 3 times when the machine sent late)."),
+                context: context, senderClock: senderClock))
+            if senderClock && ignoreStale {
+                cases.append(DerivedStaleCase(info: info("STALE", behaviour,
+                    "After a sample stamped s + 100 ms, triggers stamped s + 50 (out of order) and s + 100 (a duplicate) are ignored entirely: no \(decision), and one a window after s + 50 decides once."),
+                    context: context))
+            }
+        case .apply:
+            cases.append(DerivedApplyValuesCase(info: info("APPLY-VALUES", behaviour,
+                "Samples with seeded values within the declared ranges, each from a fresh controller: each is reported once (\(decision)) with its values at the declared precision (\(host.decisionValues.map(\.description).joined(separator: ", ")))."),
+                context: context))
+        }
+        cases.append(DerivedIsolationCase(info: info("ISOLATION", behaviour,
+            "Four controllers triggering in turn inside one another's windows decide once each"
+            + (messages.isStream ? "; a record cut by another controller's whole record is reassembled on its own stream." : ".")),
+            context: context))
+        let tau = declared.defaultRule.threshold
+        let invalid = messages.invalidMessages(tau: tau)
+        let categories: [(DerivedMessages.Invalid.Category, String, [String])] = [
+            (.range, "INVALID-RANGE", values), (.finite, "INVALID-FINITE", values), (.check, "INVALID-CHECK", layout),
+            (.length, "INVALID-LENGTH", layout), (.type, "INVALID-TYPE", layout), (.members, "INVALID-MEMBERS", layout),
+        ]
+        for (category, name, requirements) in categories {
+            let probes = invalid.filter { $0.category == category }
+            guard !probes.isEmpty else { continue }
+            cases.append(DerivedInvalidInputCase(info: info(name, requirements + behaviour,
+                "Each of \(probes.count) invalid message(s) from its own controller, otherwise deciding: no \(decision); then a valid one from the same controller: exactly one, after it. "
+                + probes.map(\.label).joined(separator: "; ") + "."),
+                context: context, category: category, probes: probes, faults: faults(for: category, probes, declared)))
+        }
+        if messages.isStream {
+            cases.append(DerivedStreamReadsCase(info: info("STREAM-READS", layout + behaviour,
+                "Records across reads: several in one write, one split over two writes, one a byte at a time; each decided as a message."),
+                context: context))
+            cases.append(DerivedCutAtEndCase(info: info("CUT-AT-END", layout + behaviour,
+                "A deciding record missing its last byte, then the end of the stream: no \(decision); a whole record before the end: one."),
+                context: context))
+        }
+        if case .threshold = host.behaviour {
+            cases.append(DerivedLoadCase(info: info("LOAD", behaviour,
+                "20 controllers at once at the declared rate for 1.5 s, each with one deciding sample at a seeded moment: each decides exactly once."),
+                context: context, controllersCount: 20, seconds: 1.5))
+        }
+        if host.replyKind == nil {
+            cases.append(ObservationTimingCase(info: info("OBS-TIMELY", behaviour,
+                "Messages the host must decide on (\(decision)), one from each of 20 fresh controllers 25 ms apart: each decision is reported within the reply deadline (--reply-deadline-ms, 50 ms) of its message; at most 2 later.",
+                timeoutMs: 3_000), decision: decision) { _, parameters in
+                decidingSample(declared, declaration, rule: parameters.rule) ?? []
+            })
+        }
+        return cases
+    }
+
+    /// The faults an invalid-input case is built to catch: the declaration without that check where
+    /// the language can say so, else a host that decides on messages invalid for the probes' reasons.
+    static func faults(for category: DerivedMessages.Invalid.Category, _ probes: [DerivedMessages.Invalid],
+                       _ declared: DeclaredProtocol) -> [GeneratedFault] {
+        // A probe that breaks its stream never reaches the host as a message: no reason of its to skip.
+        let reasons = unique(probes.filter { !$0.breaksStream }.compactMap { declared.facts($0.bytes(1_000, 1)).error?.code.name })
+        var faults = reasons.map { GeneratedFault.host("accept-invalid=\($0)") }
+        switch category {
+        case .range: faults.insert(.declaration(.rangesRemoved), at: 0)
+        case .finite: faults.insert(.declaration(.valuesUnchecked), at: 0)
+        case .check: faults.insert(.declaration(.checksRemoved), at: 0)
+        case .members where probes.contains { $0.label.hasSuffix("given twice") }: faults.insert(.declaration(.repeatedMembersLast), at: 0)
+        case .length:
+            if case .json? = declared.sampleKind.map({ declared.declared.kinds[$0].encoding }) { faults.insert(.declaration(.maximumLengthRaised(64)), at: 0) }
+        default: break
+        }
+        return faults
     }
 
     /// A sample the declared host must decide on from a fresh controller: any valid sample for
     /// an apply host; for a threshold, its quantity above the rule's threshold (inside the
     /// field's declared range), every other value 0, stamped now.
-    static func decidingSample(_ wireProtocol: any WireProtocol, _ declaration: ProtocolDeclaration, rule: GestureRule) -> [UInt8]? {
+    /// Every motion value of the sample kind at a level above the rule's threshold (within each field's range).
+    static func preflightSample(_ wireProtocol: any WireProtocol, _ declaration: ProtocolDeclaration, rule parameters: SuiteParameters,
+                                senderTimeMs: UInt64) -> [UInt8] {
+        let level = parameters.rule.threshold + 0.25
+        var vectors: [VectorSlot: Vector3] = [:]
+        for field in declaration.kinds.first(where: { $0.direction == .controllerToHost })?.fields ?? [] {
+            guard case .motion(let slot, let axis)? = field.role else { continue }
+            let v = field.range.map { Swift.min(level, ($0.upperBound + Swift.max($0.lowerBound, level)) / 2) } ?? level
+            var vector = vectors[slot] ?? .zero
+            switch axis {
+            case 0: vector.x = v
+            case 1: vector.y = v
+            default: vector.z = v
+            }
+            vectors[slot] = vector
+        }
+        var reading = MotionReading(userAcceleration: vectors[.userAcceleration] ?? .zero, rotationRate: vectors[.rotationRate] ?? .zero,
+                                    gravity: vectors[.gravity] ?? .zero, attitude: vectors[.attitude] ?? .zero)
+        reading.own = vectors[.own]
+        return wireProtocol.sample(reading, timeMs: senderTimeMs) ?? []
+    }
+
+    public static func decidingSample(_ wireProtocol: any WireProtocol, _ declaration: ProtocolDeclaration, rule: GestureRule) -> [UInt8]? {
         var reading = MotionReading(userAcceleration: .zero, rotationRate: .zero, gravity: .zero, attitude: .zero)
         if case .threshold(let quantity, _, _, _, _, _)? = declaration.host?.behaviour, case .motion(let slot, let axis) = quantity {
             let upper = declaration.kinds.lazy.flatMap(\.fields).first { $0.role == quantity }?.range?.upperBound ?? .infinity
@@ -154,4 +268,12 @@ struct DeclaredValueCase: PassiveCase {
                               evidence: evidence(bad.items, total: bad.total) { "\(summary.describe($0.0)): \($0.1)" })
         }
     }
+}
+
+extension Array {
+    var nilIfEmpty: [Element]? { isEmpty ? nil : self }
+}
+
+extension ObservationTimingCase: DerivedActiveCase {
+    public var faults: [GeneratedFault] { [.host("late")] }
 }

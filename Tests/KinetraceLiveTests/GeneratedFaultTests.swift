@@ -1,0 +1,69 @@
+import Foundation
+import KinetraceConformance
+import KinetraceTestSupport
+import KinetraceWire
+import Testing
+
+/// Every case a suite derives from a declaration can fail: for each, and each fault it names, a
+/// host with that fault (the reference host run on a mutated declaration, or with `--fault`) is
+/// judged by the unmodified declaration's suite, and that case FAILs. A derived case no fault can
+/// fail would check nothing.
+@Suite(.serialized) struct GeneratedFaultTests {
+    /// The declarations whose derived suites are proven here.
+    static let declarations = ["examples/protocols/osc-motion.json", "examples/protocols/ndjson-motion.json"]
+
+    struct Trial: CustomTestStringConvertible, Sendable {
+        var declaration: String
+        var caseID: String
+        var fault: GeneratedFault
+        var testDescription: String { "\(URL(fileURLWithPath: declaration).lastPathComponent) \(caseID) ← \(fault)" }
+    }
+
+    static func derived(_ path: String) throws -> [any DerivedActiveCase] {
+        let url = Fixture.packageRoot.appendingPathComponent(path)
+        let declared = try DeclaredProtocol.read(Array(try Data(contentsOf: url)), path: url.path)
+        return DeclaredSuite.derivedCases(declared, prefix: "AC-DECL-")
+    }
+
+    static let trials: [Trial] = declarations.flatMap { path in
+        ((try? derived(path)) ?? []).flatMap { c in c.faults.map { Trial(declaration: path, caseID: c.info.id, fault: $0) } }
+    }
+
+    @Test func everyDerivedCaseNamesAFault() throws {
+        for path in Self.declarations {
+            let cases = try Self.derived(path)
+            #expect(cases.count >= 10, "\(path): \(cases.map(\.info.id))")
+            for c in cases { #expect(!c.faults.isEmpty, "\(path) \(c.info.id) names no fault that fails it") }
+        }
+    }
+
+    /// The reference host built with the fault, as a command the stdio adapter runs.
+    static func faultyHost(_ trial: Trial, in dir: URL) throws -> String {
+        let original = Fixture.packageRoot.appendingPathComponent(trial.declaration)
+        var declaration = original.path
+        var extra: [String] = []
+        switch trial.fault {
+        case .declaration(let mutation):
+            let text = try #require(mutation.apply(to: Array(try Data(contentsOf: original))),
+                                    "\(trial.caseID) names \(mutation), which changes nothing in \(trial.declaration)")
+            let file = dir.appendingPathComponent("mutated.json")
+            try Data(text.utf8).write(to: file)
+            declaration = file.path
+        case .host(let name):
+            extra = ["--fault", name]
+        }
+        return ([try Fixture.binary.path, "host", "--stdio", "--observe", "--protocol", declaration] + extra).map { "'\($0)'" }.joined(separator: " ")
+    }
+
+    @Test(arguments: trials) func theFaultFailsItsCase(_ trial: Trial) throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let host = try Self.faultyHost(trial, in: dir)
+        let declaration = Fixture.packageRoot.appendingPathComponent(trial.declaration).path
+        let run = try kinetrace(["conform", "--protocol", declaration, "--exec", host, "--cases", trial.caseID, "--format", "json"])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stderr)")
+        let result = try #require((report["cases"] as? [[String: Any]])?.first { $0["id"] as? String == trial.caseID }, "\(report)")
+        #expect(result["verdict"] as? String == "FAIL", "\(trial.testDescription): \(result)")
+        #expect(run.status == 1, "\(run.stderr)")
+    }
+}
