@@ -114,7 +114,8 @@ struct AttitudeCaseFailureTests {
     ]
 
     /// Every attitude case but AC-AS-KEEPS-READING (2 s of records; no framing fault touches it).
-    static let cases = ["AC-AS-BIT-EXACT", "AC-AS-SPLIT", "AC-AS-COALESCED", "AC-AS-BYTEWISE", "AC-AS-INVALID-KEPT", "AC-AS-NONFINITE-OPEN"]
+    static let cases = ["AC-AS-BIT-EXACT", "AC-AS-SPLIT", "AC-AS-COALESCED", "AC-AS-BYTEWISE", "AC-AS-INVALID-RANGE", "AC-AS-INVALID-FINITE",
+                         "AC-AS-NONFINITE-OPEN"]
 
     @Test(arguments: faults.map(\.fault))
     func eachFramingFaultIsFailedByItsCaseAndNoOther(_ fault: String) throws {

@@ -21,7 +21,7 @@ struct NewProtocolFaultyHostTests {
     ]
     static let attitudeFaults: [(fault: String, caughtBy: String)] = [
         ("big-endian", "AC-AS-BIT-EXACT"), ("one-record-per-read", "AC-AS-SPLIT"), ("one-record-per-read", "AC-AS-COALESCED"),
-        ("one-record-per-read", "AC-AS-BYTEWISE"), ("dies-on-nan", "AC-AS-INVALID-KEPT"), ("dies-on-nan", "AC-AS-NONFINITE-OPEN"), ("no-range-check", "AC-AS-INVALID-KEPT"),
+        ("one-record-per-read", "AC-AS-BYTEWISE"), ("dies-on-nan", "AC-AS-INVALID-FINITE"), ("dies-on-nan", "AC-AS-NONFINITE-OPEN"), ("no-range-check", "AC-AS-INVALID-RANGE"),
         ("stops-reading", "AC-AS-KEEPS-READING"), ("late-observations", "AC-AS-OBS-TIMELY"), ("shared-buffer", "AC-AS-INTERLEAVED"),
     ]
 
@@ -33,7 +33,7 @@ struct NewProtocolFaultyHostTests {
 
 
     /// A host that writes anything but records on its output broke the framing: the report is written,
-    /// with the case it broke in, and the run exits 76 (SA-ERROR-1).
+    /// and the run exits 76 (SA-ERROR-1). This one breaks it on its first jump: the suite's preflight spike.
     @Test func aHostThatBreaksTheFramingExits76WithItsReport() throws {
         let result = try kinetrace(["conform", "--protocol", "keepcalm-json", "--exec",
                                     "python3 '\(Self.script("keepcalm_faulty_host.py"))' --fault bad-framing",
@@ -41,8 +41,7 @@ struct NewProtocolFaultyHostTests {
         #expect(result.status == 76, "\(result.stderr)")
         #expect(result.stderr.contains("broke the stdio adapter's framing"), "\(result.stderr)")
         let verdicts = try Self.verdicts(result)
-        #expect(verdicts["AC-KC-THRESHOLD"] == "FAIL", "\(verdicts)")
-        #expect(verdicts["AC-KC-LATCH"] == "ERROR", "not run after the host broke: \(verdicts)")
+        #expect(verdicts["AC-KC-THRESHOLD"] == "ERROR" && verdicts["AC-KC-LATCH"] == "ERROR", "not run after the host broke: \(verdicts)")
     }
 
     /// A host that applies every record right but slower than 60 Hz is failed by the case about its pace,
@@ -110,7 +109,7 @@ struct NewProtocolFaultyHostTests {
     func theCorrectScriptsPassEveryCase(_ wireProtocol: String, _ script: String, _ values: String) throws {
         let (status, verdicts) = try conform(wireProtocol, exec: "python3 '\(Self.script(script))' --fault none --values \(values)", [])
         #expect(status == 0, "\(values): \(verdicts)")
-        #expect(verdicts.count == 10 && Self.passedAllButConnectionCases(verdicts), "\(values): \(verdicts)")
+        #expect(verdicts.count == (wireProtocol == "keepcalm-json" ? 15 : 14) && Self.passedAllButConnectionCases(verdicts), "\(values): \(verdicts)")
     }
 
     /// A host that reports nothing behind the stdio adapter is never shown conformant: every case is
@@ -138,7 +137,9 @@ struct NewProtocolFaultyHostTests {
         let judged = try #require((report["cases"] as? [[String: Any]])?.first { $0["id"] as? String == caseID })
         #expect(judged["verdict"] as? String == "FAIL", "\(judged)")
         let said = ([judged["detail"] as? String ?? ""] + (judged["evidence"] as? [String] ?? [])).joined(separator: "\n")
-        #expect(said.contains("none of this case's") || said.contains("none under this case's controller ids"), "\(said)")
+        // Shifted to a neighbour's id: either none of this case's ids, or the wrong ones among them, named.
+        #expect(said.contains("none of this case's") || said.contains("none under this case's controller ids")
+                || said.contains("reported under controller id ("), "\(said)")
         #expect(said.contains("under controller id"), "\(said)")
         #expect(!said.contains("reported no observation"), "\(said)")
     }
@@ -149,7 +150,7 @@ struct NewProtocolFaultyHostTests {
     }
 
     /// The reference host passes every case of both protocols, with no target given and through --exec.
-    @Test(arguments: [("keepcalm-json", 10), ("attitude-stream", 10)])
+    @Test(arguments: [("keepcalm-json", 15), ("attitude-stream", 14)])
     func theReferenceHostPassesEveryCase(_ wireProtocol: String, _ count: Int) throws {
         let binary = try Fixture.binary.path
         for target in [[], ["--exec", "'\(binary)' host --stdio --observe --protocol \(wireProtocol)"]] {
@@ -169,7 +170,7 @@ struct NewProtocolFaultyHostTests {
         let result = try kinetrace(["conform", "--protocol", "keepcalm-json", "--host", "127.0.0.1:\(hostPort)", "--format", "json"], timeout: 120)
         let verdicts = try Self.verdicts(result)
         #expect(result.status == 1, "a run that judged nothing must not pass: \(verdicts)")
-        #expect(verdicts.count == 10 && verdicts.values.allSatisfy { $0 == "INCONCLUSIVE" }, "\(verdicts)")
+        #expect(verdicts.count == 15 && verdicts.values.allSatisfy { $0 == "INCONCLUSIVE" }, "\(verdicts)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let details = (report["cases"] as? [[String: Any]] ?? []).compactMap { $0["detail"] as? String }
         #expect(details.allSatisfy { $0.contains("no observation channel") }, "\(details)")
@@ -199,7 +200,7 @@ struct NewProtocolFaultyHostTests {
         // The connection cases judge, but none of the applied attitudes shows: not shown conformant.
         #expect(result.status == 1, "\(verdicts)")
         #expect(verdicts["AC-AS-NONFINITE-OPEN"] == "PASS" && verdicts["AC-AS-KEEPS-READING"] == "PASS", "\(verdicts)")
-        #expect(verdicts.filter { $0.value == "INCONCLUSIVE" }.count == 7, "\(verdicts)")
+        #expect(verdicts.filter { $0.value == "INCONCLUSIVE" }.count == 11, "\(verdicts)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         #expect(report["decisions_judged"] as? Bool == false && report["failed"] as? Bool == true, "\(report["status"] ?? "")")
         #expect((report["status"] as? String)?.hasPrefix("DECISIONS NOT JUDGED") == true, "\(report["status"] ?? "")")
@@ -213,7 +214,7 @@ struct NewProtocolFaultyHostTests {
         #expect(details.allSatisfy { $0.contains("no observation channel") }, "\(details)")
         // The cases that send records say what TCP did show: the connection stayed open.
         let applied = undecided.filter { $0["id"] as? String != "AC-AS-OBS-TIMELY" }.compactMap { $0["detail"] as? String }
-        #expect(applied.count == 6 && applied.allSatisfy { $0.contains("no FIN or RST") }, "\(applied)")
+        #expect(applied.count == 10 && applied.allSatisfy { $0.contains("no FIN or RST") }, "\(applied)")
 
         for (fault, caughtBy) in [("dies-on-nan", "AC-AS-NONFINITE-OPEN"), ("stops-reading", "AC-AS-KEEPS-READING"), ("none", "")] {
             let host = try Background(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.script("attitude_faulty_host.py"), "--fault", fault, "--tcp"])

@@ -45,7 +45,8 @@ public struct StdioHost {
         var decoder = StdioRecordDecoder()
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var streams = ControllerStreams(wireProtocol: wireProtocol, faults: faults)
-        let decisionName = wireProtocol.declaration?.host?.decision ?? "decision"
+        let declaration = wireProtocol.declaration ?? (type(of: wireProtocol) as? any CompiledWireProtocol.Type)?.builtInDeclaration?.declared
+        let decisionName = declaration?.host?.decision ?? "decision"
         while true {
             let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
             if n < 0 {

@@ -162,7 +162,8 @@ struct Conform: ParsableCommand {
             let active = ConformanceSuite.select(suite.activeCases, include: include, exclude: exclude)
             guard !active.isEmpty else { throw ValidationError("No active case matches the --cases and --exclude given.") }
             result = try runActive(active, of: suite, parameters)
-            if result.results.allSatisfy({ if case .error = $0.verdict { return true } else { return false } }) {
+            let brokeFraming: Bool = { if case .brokeFraming? = result.hostEnd { return true } else { return false } }()
+            if !brokeFraming, result.results.allSatisfy({ if case .error = $0.verdict { return true } else { return false } }) {
                 // A harness error, yet each case's error says more than one line would.
                 if report.format == .junit { try junit.write(JUnitRendering.conform(result, strict: strict, startedEpochNs: junit.startedEpochNs)) }
                 printError("every case failed to run against \(result.target): \(result.results.first?.verdict.reason ?? "")")

@@ -11,7 +11,35 @@ struct ProtocolCommand: ParsableCommand {
             A protocol is declared in one JSON file (specs/protocol-declaration-v1.md); every command takes \
             --protocol FILE, or --protocol NAME found as NAME.json on --protocol-path and KINETRACE_PROTOCOL_PATH.
             """,
-        subcommands: [ProtocolList.self, ProtocolCheck.self, ProtocolShow.self, ProtocolVectors.self])
+        subcommands: [ProtocolList.self, ProtocolCheck.self, ProtocolShow.self, ProtocolVectors.self, ProtocolDissector.self])
+}
+
+/// `kinetrace protocol dissector NAME|FILE`.
+struct ProtocolDissector: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dissector",
+        abstract: "Write a Wireshark Lua dissector generated from a protocol's declaration.",
+        discussion: """
+            The dissector registers the declared port, reassembles TCP framings across segments, names every \
+            field so that it can be filtered (NAME.FIELD, hyphens in NAME written as underscores) and shows a \
+            failed check, a constant that differs and a value outside its range or not finite as expert info. \
+            Load it with tshark -X lua_script:FILE, or copy it into Wireshark's Lua plugins folder.
+            """)
+
+    @Argument(help: ArgumentHelp("A protocol name or declaration file.", valueName: "name|file"))
+    var name: String
+
+    @Option(name: .customLong("protocol-path"), help: ArgumentHelp("A directory to search for NAME.json; repeatable.", valueName: "dir"))
+    var searchPath: [String] = []
+
+    func run() throws {
+        let p = try resolveOrExit(name)
+        // A compiled protocol's dissector is made from the declaration it carries.
+        guard let d = p.declaration ?? (type(of: p) as? any CompiledWireProtocol.Type)?.builtInDeclaration?.declared else {
+            throw ValidationError("\(p.id) carries no declaration to make a dissector from.")
+        }
+        try writeOutput(LuaDissector.source(d), to: nil)
+    }
 }
 
 /// `kinetrace protocol list`.

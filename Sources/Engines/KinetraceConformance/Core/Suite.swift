@@ -95,7 +95,8 @@ public enum ConformanceSuite {
         var newest = UInt64(SystemClock.realtimeNs() / 1_000_000)
         var hostEnd: HostEnd?
         var reportedOnPreflight = false
-        var hostGone = preflight(suite, link, target: target, parameters: parameters, newest: &newest, observed: &reportedOnPreflight)
+        var hostGone = preflight(suite, link, target: target, parameters: parameters, newest: &newest, observed: &reportedOnPreflight,
+                                 hostEnd: &hostEnd)
         let absent = hostGone != nil
         for c in cases {
             let caseStarted = SystemClock.monotonicNs()
@@ -149,7 +150,7 @@ public enum ConformanceSuite {
     /// why the host is not there (refused, or an exec host that ended), or nil.
     /// Silence is not absence: a host that never answers is for the cases to fail.
     static func preflight(_ suite: ProtocolSuite, _ link: any ControllerLink, target: String, parameters: SuiteParameters,
-                          newest: inout UInt64, observed: inout Bool) -> String? {
+                          newest: inout UInt64, observed: inout Bool, hostEnd: inout HostEnd?) -> String? {
         let probe = LiveProbe(link: link, wireProtocol: suite.wireProtocol, t0: newest + 1)
         do throws(SocketError) {
             let c = try probe.controllers(1).lowerBound
@@ -161,6 +162,8 @@ public enum ConformanceSuite {
         // A host that reported a decision on the preflight message has shown its observation channel works:
         // from then on, a case it reports nothing in has failed, not gone unjudged.
         observed = !probe.observations.isEmpty
+        // A host that broke the framing on the preflight ends the run as SA-ERROR-1 says, report and all.
+        if case .brokeFraming? = probe.hostEnd { hostEnd = probe.hostEnd }
         newest = max(newest, probe.newestSenderTimeMs)
         if probe.refused { return "the host refused: ICMP port unreachable (nothing listens on \(target))" }
         return probe.hostFailure

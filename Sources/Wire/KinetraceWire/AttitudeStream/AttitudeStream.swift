@@ -66,7 +66,7 @@ public struct AttitudeStream: CompiledWireProtocol {
     public static let summary = "12-byte roll/pitch/yaw float32 records back to back on TCP at 60 Hz, no reply"
     public static let specification = "specs/attitude-stream.md"
     /// The digest of specs/protocols/NAME.json, this protocol declared (DeclarationSeedTests keeps them equal).
-    public static let declarationDigest: String? = "sha256:23950f9a0d64e20e7efd0e64a64c7896b7e0e3d113514e098431c71458e70599"
+    public static let declarationDigest: String? = "sha256:f424ed05794c062aed9faa6168656761c5361146df662a5392805d3d3ebe0503"
     public static let transport = TransportKind.byteStream
     /// AS-TRANSPORT-2.
     public static let defaultPort: UInt16 = 47130

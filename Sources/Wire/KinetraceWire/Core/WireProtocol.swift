@@ -155,6 +155,9 @@ public protocol CompiledWireProtocol: WireProtocol {
     /// The digest of this protocol's declaration in specs/protocols (a test keeps them equal): a
     /// declared protocol with this digest is this protocol, and gets its conformance suite.
     static var declarationDigest: String? { get }
+    /// That declaration's text, built in (scripts/embed-declarations writes it): what the
+    /// conformance suite derives its cases from.
+    static var declarationText: String? { get }
 }
 
 extension CompiledWireProtocol {
@@ -167,6 +170,14 @@ extension CompiledWireProtocol {
     public static var samplesCarrySenderClock: Bool { false }
     public static var defaultRule: GestureRule { .default }
     public static var declarationDigest: String? { nil }
+    public static var declarationText: String? { nil }
+
+    /// The built-in declaration, read; nil for a protocol that has none (or, never in a released
+    /// build, one that does not read: DeclarationTextTests).
+    public static var builtInDeclaration: DeclaredProtocol? {
+        guard let text = declarationText else { return nil }
+        return try? DeclaredProtocol.read(Array(text.utf8), path: "specs/protocols/\(id).json")
+    }
     public static func hostRule(_ rule: GestureRule) -> String { "τ = \(rule.threshold), window \(rule.refractoryMs) ms" }
     public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { nil }
     public static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { nil }

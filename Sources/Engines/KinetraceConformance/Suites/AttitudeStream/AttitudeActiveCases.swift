@@ -194,64 +194,6 @@ public struct AttitudeCoalescedCase: ActiveCase {
     }
 }
 
-/// Two controllers' streams, each cut inside records and their writes interleaved: a host that
-/// reassembles records per connection applies each controller's own records; one that shares a
-/// buffer across controllers makes records of both halves (AS-HOST-4).
-public struct AttitudeInterleavedCase: ActiveCase {
-    public let info = CaseInfo(
-        id: "AC-AS-INTERLEAVED", requirements: ["AS-HOST-4", "AS-HOST-1"], level: .must,
-        summary: "Two controllers' streams of 8 records, cut at 5 and 7 bytes into records and written alternately, are each applied bit for bit, in order, on their own controller.",
-        timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
-
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
-        var rng = AttitudeRecords(seed: 0x4153_494C)
-        let a = rng.next(8), b = rng.next(8)
-        let pair = try p.controllers(2)
-        let ca = pair.lowerBound, cb = ca + 1
-        // Cut points that never fall on a record boundary for long: A's writes are 5, 7, 5, 7, … bytes; B's 7, 5, 7, 5, ….
-        func chunks(_ stream: [UInt8], first: Int) -> [[UInt8]] {
-            var out: [[UInt8]] = [], at = 0, size = first
-            while at < stream.count {
-                out.append(Array(stream[at..<min(at + size, stream.count)]))
-                at += size
-                size = size == 5 ? 7 : 5
-            }
-            return out
-        }
-        let writesA = chunks(AttitudeRecords.stream(a), first: 5), writesB = chunks(AttitudeRecords.stream(b), first: 7)
-        for i in 0..<max(writesA.count, writesB.count) {
-            if i < writesA.count { p.send(writesA[i], from: ca) }
-            p.collect(forMs: 2)
-            if i < writesB.count { p.send(writesB[i], from: cb) }
-            p.collect(forMs: 2)
-        }
-        if p.canObserve {
-            p.collect(forMs: info.timeoutMs) { _ in
-                p.hostFailure != nil || (p.observed("attitude", on: ca).count >= a.count && p.observed("attitude", on: cb).count >= b.count)
-            }
-            p.collect(forMs: 50)
-        } else {
-            p.collect(forMs: 300) { _ in p.refused || p.hostFailure != nil || p.closedByHost[ca] != nil || p.closedByHost[cb] != nil }
-        }
-        try sendAttitudeWitness(p, timeoutMs: info.timeoutMs)
-        let judge = AppliedAttitudes(info: info, seed: 0x4153_494C, what: "records interleaved with another controller's")
-        var first = judge.judge(p, controller: ca, writes: writesA.count, expected: a)
-        let second = judge.judge(p, controller: cb, writes: writesB.count, expected: b)
-        first.measurements += second.measurements.filter { $0.name != "seed" }.map { Measurement("b_" + $0.name, $0.value, $0.unit) }
-        first.evidence = first.evidence.map { "controller A: " + $0 } + second.evidence.map { "controller B: " + $0 }
-        switch (first.verdict, second.verdict) {
-        case (.pass, .pass): return first
-        case (.pass, let other): first.verdict = other
-        default: break
-        }
-        if case .fail = first.verdict {
-            first.verdict = .fail("the controllers' records were not each applied on their own: records are not reassembled per controller")
-        }
-        return first
-    }
-}
-
 /// A byte at a time.
 public struct AttitudeBytewiseCase: ActiveCase {
     public let info = CaseInfo(
@@ -288,43 +230,6 @@ public struct AttitudeBitExactCase: ActiveCase {
 
     public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         try AppliedAttitudes(info: info, seed: nil, what: "edge-value records").run(p, writes: Self.records.map { $0.encoded() }, expected: Self.records)
-    }
-}
-
-/// NaN, infinities and out-of-range records are not applied, and the connection lives on.
-public struct AttitudeInvalidCase: ActiveCase {
-    public let info = CaseInfo(
-        id: "AC-AS-INVALID-KEPT", requirements: ["AS-HOST-2", "AS-VALUE-1", "AS-VALUE-2"], level: .must,
-        summary: "NaN (quiet and signalling), ±inf and out-of-range records between valid ones are not applied, the connection stays open, and the valid records after them are applied.",
-        timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
-
-    /// Invalid records: non-finite in each field, and just past each range.
-    static let invalid: [AttitudeRecord] = [
-        AttitudeRecord(roll: .nan, pitch: 0, yaw: 0),
-        AttitudeRecord(roll: 0, pitch: .infinity, yaw: 0),
-        AttitudeRecord(roll: 0, pitch: 0, yaw: -.infinity),
-        AttitudeRecord(roll: Float32(bitPattern: 0x7FA0_0001), pitch: 0.5, yaw: 0.5),  // a signalling NaN
-        AttitudeRecord(roll: AttitudeRecord.piFloat32.nextUp, pitch: 0, yaw: 0),
-        AttitudeRecord(roll: 0, pitch: AttitudeRecord.halfPiFloat32.nextUp, yaw: 0),
-        AttitudeRecord(roll: 0, pitch: 0, yaw: -4),
-        AttitudeRecord(roll: 1e30, pitch: -1e30, yaw: 1e30),
-    ]
-
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
-        var rng = AttitudeRecords(seed: 0x4153_494E)
-        var writes: [[UInt8]] = []
-        var valid: [AttitudeRecord] = []
-        for bad in Self.invalid {
-            let good = rng.next()
-            valid.append(good)
-            writes += [good.encoded(), bad.encoded()]
-        }
-        let last = rng.next()
-        valid.append(last)
-        writes.append(last.encoded())
-        return try AppliedAttitudes(info: info, seed: 0x4153_494E, what: "valid records between NaN, infinite and out-of-range ones")
-            .run(p, writes: writes, expected: valid)
     }
 }
 

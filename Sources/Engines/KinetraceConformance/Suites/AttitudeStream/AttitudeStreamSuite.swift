@@ -7,20 +7,19 @@ extension AttitudeStream: ConformanceSuiteProviding {
     public static let conformanceSuite = ProtocolSuite(
         wireProtocol: AttitudeStream(),
         specVersion: "attitude-stream 1.0",
-        activeCases: [
-            AttitudeBitExactCase(), AttitudeSplitCase(), AttitudeCoalescedCase(), AttitudeBytewiseCase(), AttitudeInterleavedCase(),
-            AttitudeInvalidCase(),
-            AttitudeNonFiniteOpenCase(), AttitudeKeepsReadingCase(),
-            ObservationTimingCase(info: CaseInfo(
-                id: "AC-AS-OBS-TIMELY", requirements: ["AS-OBS-3"], level: .must,
-                summary: "One record each from 20 fresh controllers, 25 ms apart: each applied attitude is reported within the reply deadline (--reply-deadline-ms, 50 ms) of its record; at most 2 later.",
-                timeoutMs: 3_000, judgesDecisions: true), decision: "attitude") { k, _ in
-                var records = AttitudeRecords(seed: 0x4153_4F42 &+ UInt64(k))
-                return records.next().encoded()
-            },
-            // Last: its idle connections stay open until the run ends.
-            AttitudeConnectionFloodCase(),
-        ],
+        // Derived from the built-in declaration (AC-AS-INTERLEAVED keeps its ID), with hand-written cases where the
+        // stream's edges go beyond it: float32 edge values, a write boundary at every offset, long coalesced runs,
+        // the TCP connection's state, reading under load, and a flood of connections (last: its connections stay open).
+        activeCases: DeclaredSuite.composed(
+            AttitudeStream.builtInDeclaration.map { declaration in DeclaredSuite.derivedCases(
+                declaration, prefix: "AC-AS-", renamed: ["ISOLATION": "INTERLEAVED"],
+                cited: ["APPLY-VALUES": ["AS-VALUE-2", "AS-OBS-2"], "ISOLATION": ["AS-HOST-4"], "INVALID-RANGE": ["AS-HOST-2"],
+                        "INVALID-FINITE": ["AS-HOST-2", "AS-VALUE-1"], "STREAM-READS": ["AS-FRAME-1"], "CUT-AT-END": ["AS-FRAME-1"],
+                        "OBS-TIMELY": ["AS-OBS-3"]]) } ?? [],
+            leading: [],
+            handWritten: [AttitudeBitExactCase(), AttitudeSplitCase(), AttitudeCoalescedCase(), AttitudeBytewiseCase(),
+                          AttitudeNonFiniteOpenCase(), AttitudeKeepsReadingCase()])
+            + [AttitudeConnectionFloodCase()],
         passiveCases: [
             AttitudeValueCase(), AttitudeStreamLengthCase(), AttitudeStreamGapCase(),
             CaptureRateCase(info: CaseInfo(id: "PC-AS-RATE-BAND", requirements: ["AS-RATE-1"], level: .must,

@@ -48,17 +48,21 @@ public enum DeclaredSuite {
     /// window, isolation, stale samples, each category of invalid input, byte-stream reads and a
     /// record cut at the end of its stream, load, and decisions reported in time; for an apply host,
     /// its values. Each names the faults it exists to catch.
-    public static func derivedCases(_ declared: DeclaredProtocol, prefix: String) -> [any DerivedActiveCase] {
+    /// `renamed` gives some cases another name (a built-in suite keeps the IDs its reports always had).
+    /// `cited` adds requirement IDs a case also checks, by name (a built-in spec says more than its declaration can).
+    public static func derivedCases(_ declared: DeclaredProtocol, prefix: String, renamed: [String: String] = [:],
+                                    cited: [String: [String]] = [:]) -> [any DerivedActiveCase] {
         let declaration = declared.declared
         guard let host = declaration.host, let messages = DerivedMessages(declared) else { return [] }
         let context = DerivedContext(messages: messages, host: host)
         let behaviour = host.requirement.map { [$0] } ?? ["\(declaration.name): host"]
         let samples = declaration.kinds.filter { $0.direction == .controllerToHost }
-        let layout = unique(samples.compactMap(\.requirement)).nilIfEmpty ?? ["\(declaration.name): messages"]
+        let layout = unique(samples.compactMap(\.requirement) + samples.flatMap { $0.fields.filter { !$0.finite && $0.range == nil }.compactMap(\.requirement) })
+            .nilIfEmpty ?? ["\(declaration.name): messages"]
         let values = unique(samples.flatMap { $0.fields.filter { $0.finite || $0.range != nil }.compactMap(\.requirement) }).nilIfEmpty
             ?? ["\(declaration.name): ranges"]
         func info(_ name: String, _ requirements: [String], _ summary: String, timeoutMs: Int = 10_000) -> CaseInfo {
-            CaseInfo(id: prefix + name, requirements: unique(requirements), level: .must, summary: summary, timeoutMs: timeoutMs, judgesDecisions: true)
+            CaseInfo(id: prefix + (renamed[name] ?? name), requirements: unique(requirements + (cited[name] ?? [])), level: .must, summary: summary, timeoutMs: timeoutMs, judgesDecisions: true)
         }
         var cases: [any DerivedActiveCase] = []
         let decision = host.decision
@@ -81,10 +85,13 @@ public enum DeclaredSuite {
                 "Samples with seeded values within the declared ranges, each from a fresh controller: each is reported once (\(decision)) with its values at the declared precision (\(host.decisionValues.map(\.description).joined(separator: ", ")))."),
                 context: context))
         }
+        // An apply host over datagrams keeps nothing per controller: nothing to isolate.
+        if messages.threshold != nil || messages.isStream {
         cases.append(DerivedIsolationCase(info: info("ISOLATION", behaviour,
             "Four controllers triggering in turn inside one another's windows decide once each"
             + (messages.isStream ? "; a record cut by another controller's whole record is reassembled on its own stream." : ".")),
             context: context))
+        }
         let tau = declared.defaultRule.threshold
         let invalid = messages.invalidMessages(tau: tau)
         let categories: [(DerivedMessages.Invalid.Category, String, [String])] = [
@@ -276,4 +283,13 @@ extension Array {
 
 extension ObservationTimingCase: DerivedActiveCase {
     public var faults: [GeneratedFault] { [.host("late")] }
+}
+
+extension DeclaredSuite {
+    /// A built-in suite: the cases derived from the protocol's own declaration, the ones named in
+    /// `leading` first, then the hand-written cases, then the other derived ones.
+    static func composed(_ derived: [any DerivedActiveCase], leading: [String], handWritten: [any ActiveCase]) -> [any ActiveCase] {
+        let first = leading.compactMap { id in derived.first { $0.info.id == id } }
+        return first + handWritten + derived.filter { !leading.contains($0.info.id) }
+    }
 }

@@ -106,11 +106,13 @@ struct DecisionExpectations {
         var decisions: Int
         /// Decisions seen before this monotonic time are another message's (an invalid one's).
         var notBeforeNs: Int64?
+        /// The host may close this controller's connection (its stream cannot be framed, or ended).
+        var mayClose = false
     }
     var items: [Item] = []
 
-    mutating func expect(_ label: String, _ controller: Int, decisions: Int, notBeforeNs: Int64? = nil) {
-        items.append(Item(label: label, controller: controller, decisions: decisions, notBeforeNs: notBeforeNs))
+    mutating func expect(_ label: String, _ controller: Int, decisions: Int, notBeforeNs: Int64? = nil, mayClose: Bool = false) {
+        items.append(Item(label: label, controller: controller, decisions: decisions, notBeforeNs: notBeforeNs, mayClose: mayClose))
     }
 
     func judge(_ info: CaseInfo, _ context: DerivedContext, _ p: LiveProbe, measurements: [Measurement] = [],
@@ -132,8 +134,17 @@ struct DecisionExpectations {
                          Measurement("probes_wrong", Double(failures.count))]
         if !context.repliesShowDecisions {
             if !p.canObserve {
-                return CaseResult(info, .inconclusive(p.observationsMissing("the host's \(context.host.decision)s") ?? "no observation channel"),
-                                  measurements: measurements)
+                var missing = p.observationsMissing("the host's \(context.host.decision)s") ?? "no observation channel"
+                if case .tcp = p.target {
+                    // All TCP shows: whether the host kept each connection open that it must.
+                    let closed = items.filter { !$0.mayClose && p.closedByHost[$0.controller] != nil }
+                    if !closed.isEmpty {
+                        return CaseResult(info, .fail("the host closed \(closed.count) connection(s) it must keep open"), measurements: measurements,
+                                          evidence: evidence(closed) { "\($0.label): expected the connection to stay open, found it closed by the host" })
+                    }
+                    missing += "; the connection stayed open (no FIN or RST), which is all TCP shows"
+                }
+                return CaseResult(info, .inconclusive(missing), measurements: measurements)
             }
             if let verdict = p.unjudgedObservations("the host's \(context.host.decision)s") {
                 return CaseResult(info, verdict, measurements: measurements)
@@ -141,8 +152,18 @@ struct DecisionExpectations {
         }
         failures += extraFailures
         guard failures.isEmpty else {
+            var shown = evidence(failures) { $0 }
+            if !context.repliesShowDecisions {
+                // Where the decisions went, by stdio controller id: a host that mixes up ids shows here.
+                let ids = p.controllerIDs
+                var byID: [Int: Int] = [:]
+                for o in p.observations where o.observation.decision == context.host.decision { byID[ids[o.controller], default: 0] += 1 }
+                let expected = items.map { "\(ids[$0.controller]): \($0.decisions)" }.joined(separator: ", ")
+                let found = byID.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+                shown.append("\(context.host.decision)s expected by controller id (\(expected)); reported under controller id (\(found.isEmpty ? "none" : found))")
+            }
             return CaseResult(info, .fail("\(failures.count) of \(items.count + extraFailures.count) probes went wrong; the first: \(failures[0])"),
-                              measurements: measurements, evidence: evidence(failures) { $0 })
+                              measurements: measurements, evidence: shown)
         }
         return CaseResult(info, .pass, measurements: measurements)
     }
@@ -232,13 +253,17 @@ struct DerivedEdgeWindowCase: DerivedActiveCase {
         let r = Int64(parameters.rule.refractoryMs)
         guard r >= 40 else { return CaseResult(info, .inconclusive("a window of \(r) ms is too short to probe on both sides")) }
         let delta = senderClock ? 1 : max(r / 20, 5)
-        // Each controller's triggers, as offsets from its first, and the decisions they owe.
-        let plans: [(String, [Int64], Int)] = [
-            ("second trigger at R − δ (\(r - delta) ms)", [0, r - delta], 1),
-            ("second trigger at \(senderClock ? "R" : "R + δ") (\(senderClock ? r : r + delta) ms)", [0, senderClock ? r : r + delta], 2),
-            ("triggers at R/4, R/2, 3R/4", [0, r / 4, r / 2, 3 * r / 4], 1),
-            ("triggers at R − δ, then \(senderClock ? "R" : "R + δ") (a suppressed trigger does not restart the window)",
-             [0, r - delta, senderClock ? r : r + delta], 2),
+        // Each controller's triggers and quiet messages, as offsets from its first trigger, and the decisions they owe.
+        let at = senderClock ? r : r + delta
+        let quiet = stride(from: r / 8, to: r, by: Int(r / 8)).map { $0 + 1 }
+        let plans: [Plan] = [
+            Plan(label: "second trigger at R − δ (\(r - delta) ms)", triggers: [0, r - delta], decisions: 1),
+            Plan(label: "second trigger at \(senderClock ? "R" : "R + δ") (\(at) ms), a third R/2 after it, a fourth \(senderClock ? "R" : "R + δ") after it (the window restarts at each decision)",
+                 triggers: [0, at, at + r / 2, 2 * at], decisions: 3),
+            Plan(label: "triggers at R/4, R/2, 3R/4 among quiet messages every R/8 (the window is a time, not a count of messages)",
+                 triggers: [0, r / 4, r / 2, 3 * r / 4], quiet: quiet, decisions: 1),
+            Plan(label: "triggers at R − δ, then \(senderClock ? "R" : "R + δ") (a suppressed trigger does not restart the window)",
+                 triggers: [0, r - delta, at], decisions: 2),
         ]
         var last: CaseResult?
         for attempt in 1...(senderClock ? 1 : 3) {
@@ -250,31 +275,40 @@ struct DerivedEdgeWindowCase: DerivedActiveCase {
         return last!
     }
 
-    private func once(_ p: LiveProbe, _ parameters: SuiteParameters, _ plans: [(String, [Int64], Int)], delta: Int64) throws(SocketError) -> (CaseResult, Bool) {
+    struct Plan {
+        var label: String
+        var triggers: [Int64]
+        var quiet: [Int64] = []
+        var decisions: Int
+    }
+
+    private func once(_ p: LiveProbe, _ parameters: SuiteParameters, _ plans: [Plan], delta: Int64) throws(SocketError) -> (CaseResult, Bool) {
         let m = context.messages
         let tau = parameters.rule.threshold
         let controllers = try p.controllers(plans.count)
         var expectations = DecisionExpectations()
-        // Every send, in time order: (offset ms, plan, index within plan).
-        var sends: [(Int64, Int, Int)] = []
-        for (k, plan) in plans.enumerated() { for (j, offset) in plan.1.enumerated() { sends.append((offset, k, j)) } }
-        sends.sort { ($0.0, $0.1) < ($1.0, $1.1) }
+        // Every send, in time order: (offset ms, plan, trigger or not).
+        var sends: [(offset: Int64, plan: Int, trigger: Bool)] = []
+        for (k, plan) in plans.enumerated() {
+            sends += plan.triggers.map { ($0, k, true) } + plan.quiet.map { ($0, k, false) }
+        }
+        sends.sort { ($0.offset, $0.plan) < ($1.offset, $1.plan) }
         let base = p.nowStamp()
         let startNs = SystemClock.monotonicNs()
         var firstSentNs: [Int: Int64] = [:]
         var onTime = true
-        for (n, (offset, k, j)) in sends.enumerated() {
-            if !senderClock { p.wait(untilNs: startNs + offset * 1_000_000) }
-            let c = controllers.lowerBound + k
-            let stamp = senderClock ? base + UInt64(offset) : p.nowStamp()
+        for (n, send) in sends.enumerated() {
+            if !senderClock { p.wait(untilNs: startNs + send.offset * 1_000_000) }
+            let c = controllers.lowerBound + send.plan
+            let stamp = senderClock ? base + UInt64(send.offset) : p.nowStamp()
             let now = SystemClock.monotonicNs()
-            if j == 0 { firstSentNs[k] = now } else if !senderClock, let first = firstSentNs[k] {
+            if send.offset == 0 { firstSentNs[send.plan] = now } else if !senderClock, send.trigger, let first = firstSentNs[send.plan] {
                 // Late by more than δ/2 from the plan: this run cannot tell R − δ from R + δ.
-                if abs((now - first) / 1_000_000 - offset) > delta / 2 { onTime = false }
+                if abs((now - first) / 1_000_000 - send.offset) > delta / 2 { onTime = false }
             }
-            p.send(m.sample(senderTimeMs: stamp, quantity: m.deciding(tau), salt: context.salt(p, n)), from: c)
+            p.send(m.sample(senderTimeMs: stamp, quantity: send.trigger ? m.deciding(tau) : m.quiet(tau), salt: context.salt(p, n)), from: c)
         }
-        for (k, plan) in plans.enumerated() { expectations.expect(plan.0, controllers.lowerBound + k, decisions: plan.2) }
+        for (k, plan) in plans.enumerated() { expectations.expect(plan.label, controllers.lowerBound + k, decisions: plan.decisions) }
         p.collect(forMs: context.settleMs(parameters)) { _ in p.hostFailure != nil }
         let measurements = [Measurement("window", Double(parameters.rule.refractoryMs), "ms"), Measurement("delta", Double(delta), "ms")]
         return (expectations.judge(info, context, p, measurements: measurements), onTime)
@@ -287,15 +321,16 @@ struct DerivedEdgeWindowCase: DerivedActiveCase {
 struct DerivedIsolationCase: DerivedActiveCase {
     let info: CaseInfo
     let context: DerivedContext
+    /// Per-controller state is a threshold host's; a per-controller buffer is a stream host's.
     var faults: [GeneratedFault] {
-        context.messages.isStream ? [.host("shared-state"), .host("shared-buffer")] : [.host("shared-state")]
+        (context.messages.threshold != nil ? [.host("shared-state")] : []) + (context.messages.isStream ? [.host("shared-buffer")] : [])
     }
 
     func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let m = context.messages
         let tau = parameters.rule.threshold
         let isApply = m.threshold == nil
-        let count = m.isStream ? 6 : 4
+        let count = m.isStream ? 10 : 4
         let controllers = try p.controllers(count)
         var expectations = DecisionExpectations()
         var n = 0
@@ -316,17 +351,19 @@ struct DerivedIsolationCase: DerivedActiveCase {
             expectations.expect("controller \(k + 1) of 4 triggering in turn, twice inside its window", controllers.lowerBound + k, decisions: isApply ? 2 : 1)
         }
         if m.isStream {
-            // Interleaved partial records: half of A's, B's whole record, the rest of A's.
-            let a = controllers.lowerBound + 4, b = controllers.lowerBound + 5
-            let recordA = sample(a), recordB = sample(b)
-            let half = max(1, recordA.count / 2)
-            p.send(Array(recordA[..<half]), from: a)
-            p.collect(forMs: 2)
-            p.send(recordB, from: b)
-            p.collect(forMs: 2)
-            p.send(Array(recordA[half...]), from: a)
-            expectations.expect("a record cut by another controller's whole record", a, decisions: 1)
-            expectations.expect("the whole record sent between the halves of another's", b, decisions: 1)
+            // Interleaved partial records: A's record cut 1 byte in, halfway and 1 byte before its end, B's whole record between the parts.
+            for (pair, fraction) in [0.0, 0.5, 1.0].enumerated() {
+                let a = controllers.lowerBound + 4 + 2 * pair, b = a + 1
+                let recordA = sample(a), recordB = sample(b)
+                let cut = max(1, min(recordA.count - 1, fraction == 0 ? 1 : fraction == 1 ? recordA.count - 1 : recordA.count / 2))
+                p.send(Array(recordA[..<cut]), from: a)
+                p.collect(forMs: 2)
+                p.send(recordB, from: b)
+                p.collect(forMs: 2)
+                p.send(Array(recordA[cut...]), from: a)
+                expectations.expect("a record cut \(cut) bytes in by another controller's whole record", a, decisions: 1)
+                expectations.expect("a whole record sent between the parts of another's cut \(cut) bytes in", b, decisions: 1)
+            }
         }
         p.collect(forMs: context.settleMs(parameters)) { _ in p.hostFailure != nil }
         return expectations.judge(info, context, p)
@@ -397,7 +434,7 @@ struct DerivedInvalidInputCase: DerivedActiveCase {
         var expectations = DecisionExpectations()
         for (k, probe) in probes.enumerated() {
             if let f = follower[k] {
-                expectations.expect(probe.label + " (a stream that cannot be framed further)", controllers.lowerBound + k, decisions: 0)
+                expectations.expect(probe.label + " (a stream that cannot be framed further)", controllers.lowerBound + k, decisions: 0, mayClose: true)
                 expectations.expect("a fresh controller's valid message after it", f, decisions: 1)
             } else {
                 expectations.expect(probe.label, controllers.lowerBound + k, decisions: 1, notBeforeNs: validSentNs[k])
@@ -467,8 +504,8 @@ struct DerivedCutAtEndCase: DerivedActiveCase {
             return CaseResult(info, .inconclusive("this link cannot end one controller's stream"))
         }
         var expectations = DecisionExpectations()
-        expectations.expect("a deciding record missing its last byte, then the end of the stream", cut, decisions: 0)
-        expectations.expect("a whole deciding record, then the end of the stream (the control)", whole, decisions: 1)
+        expectations.expect("a deciding record missing its last byte, then the end of the stream", cut, decisions: 0, mayClose: true)
+        expectations.expect("a whole deciding record, then the end of the stream (the control)", whole, decisions: 1, mayClose: true)
         p.collect(forMs: context.settleMs(parameters)) { _ in p.hostFailure != nil }
         return expectations.judge(info, context, p)
     }
