@@ -171,6 +171,19 @@ import Testing
         let live = try kinetrace(["conform", "--protocol", "keepcalm-json", "--format", "json", "--out", active, "--cases", "AC-KC-*"], timeout: 120)
         #expect(FileManager.default.fileExists(atPath: active), "\(live.stderr)")
         reports.append(active)
+        // The suites derived from a declaration, whole, against the reference host; their JUnit too.
+        for (name, declaration) in [("attitude-stream", "attitude-stream"), ("osc-motion", "examples/protocols/osc-motion.json"),
+                                    ("ndjson-motion", "examples/protocols/ndjson-motion.json")] {
+            let path = declaration.hasSuffix(".json") ? Fixture.packageRoot.appendingPathComponent(declaration).path : declaration
+            let out = dir.appendingPathComponent("\(name)-active.json").path, junit = dir.appendingPathComponent("\(name).xml").path
+            let json = try kinetrace(["conform", "--protocol", path, "--format", "json", "--out", out], timeout: 120)
+            #expect(json.status == 0 && FileManager.default.fileExists(atPath: out), "\(name): \(json.stderr)")
+            reports.append(out)
+            let xml = try kinetrace(["conform", "--protocol", path, "--format", "junit", "--out", junit], timeout: 120)
+            #expect(xml.status == 0, "\(name): \(xml.stderr)")
+            let parsed = try JUnitCheck.check(junit)
+            #expect(parsed.failures == 0 && parsed.tests >= 8, "\(name): \(parsed)")
+        }
         let check = """
             import json, sys, jsonschema
             schema = json.load(open(sys.argv[1]))
@@ -184,7 +197,7 @@ import Testing
             let result = try run(URL(fileURLWithPath: "/usr/bin/env"),
                                  ["python3", "-c", check, Fixture.packageRoot.appendingPathComponent("specs/conform-report-\(version).schema.json").path] + reports)
             #expect(result.status == 0, "\(version): \(result.stdout)\(result.stderr)")
-            #expect(result.stdout == "passive KC\npassive AS\npassive ML\nactive KC\n", "\(version): \(result.stdout)")
+            #expect(result.stdout == "passive KC\npassive AS\npassive ML\nactive KC\nactive AS\nactive OSC\nactive ND,PD\n", "\(version): \(result.stdout)")
         }
     }
 }

@@ -23,6 +23,8 @@ struct GeneratedDissectorTests {
         Subject(declaration: "specs/protocols/attitude-stream.json", capture: "captures/attitude-session.pcap"),
         Subject(declaration: "examples/protocols/osc-motion.json", capture: nil),
         Subject(declaration: "examples/protocols/ndjson-motion.json", capture: nil),
+        // A length prefix, CRC-16, padding, bytes, mixed byte orders and several kinds.
+        Subject(declaration: "Fuzz/declarations/length-prefix-tcp.json", capture: nil),
     ]
 
     /// One message as Kinetrace decodes it: kind, fields as tshark prints them, verdict.
@@ -228,5 +230,31 @@ struct GeneratedDissectorVerdictTests {
             #expect(row[1] == (reason ?? ""), "\(path) \(label): tshark reason \(row[1]), Kinetrace \(reason ?? "none")")
             if reason != nil { #expect(!row[2].isEmpty, "\(path) \(label): no expert info") }
         }
+    }
+
+    /// A declaration is someone else's file: its strings (version, summary, a constant) carry quotes,
+    /// backslashes, Lua comment and string brackets and calls, and stay data in the script.
+    @Test func hostileStringsStayData() throws {
+        var tshark = try TShark()
+        let constant = #"a"b\c]]--[[x")os.exit(5)"#
+        let declaration: [String: Any] = [
+            "kinetrace_protocol": 1, "name": "hostile-strings", "version": #"1.0"); os.exit(3) --]] \"#,
+            "summary": #"]] --[[ "quoted" \ os.exit(4)"#, "transport": ["kind": "udp", "default_port": 9300], "rate_hz": 10,
+            "messages": [["kind": "motion", "direction": "controller_to_host", "encoding": "json", "max_length": 512,
+                          "unknown_members": "allowed", "repeated_members": "malformed",
+                          "members": [["path": "tag", "type": "string", "constant": constant],
+                                      ["path": "v.y", "type": "number", "finite": true, "range": [-2, 2], "role": "user_acceleration.y"]]]],
+        ]
+        let file = tshark.directory.appendingPathComponent("hostile.json")
+        try JSONSerialization.data(withJSONObject: declaration).write(to: file)
+        let generated = try kinetrace("protocol", "dissector", file.path)
+        #expect(generated.status == 0, "\(generated.stderr)")
+        let lua = tshark.directory.appendingPathComponent("hostile.lua")
+        try Data(generated.stdout.utf8).write(to: lua)
+        let message = try JSONSerialization.data(withJSONObject: ["tag": constant, "v": ["y": 0.5]])
+        let pcap = try tshark.capture([Datagram(fromController: true, sourcePort: 40_000, destinationPort: 9300, payload: Array(message))])
+        let output = try tshark.run("tshark", ["-r", pcap, "-X", "lua_script:\(lua.path)", "-T", "fields",
+                                               "-e", "hostile_strings.tag", "-e", "hostile_strings.y", "-e", "hostile_strings.valid"])
+        #expect(output.split(separator: "\n").first.map(String.init) == "\(constant)\t0.5\t1", "\(output)")
     }
 }

@@ -8,10 +8,28 @@ import Testing
 /// host with that fault (the reference host run on a mutated declaration, or with `--fault`) is
 /// judged by the unmodified declaration's suite, and that case FAILs. A derived case no fault can
 /// fail would check nothing.
-@Suite(.serialized) struct GeneratedFaultTests {
+/// The trials run in parallel: each asserts a FAIL, which a loaded machine cannot turn into a PASS.
+@Suite struct GeneratedFaultTests {
     /// The declarations whose derived suites are proven here.
     static let declarations = ["examples/protocols/osc-motion.json", "examples/protocols/ndjson-motion.json",
-                               "specs/protocols/keepcalm-json.json", "specs/protocols/attitude-stream.json"]
+                               "specs/protocols/keepcalm-json.json", "specs/protocols/attitude-stream.json",
+                               // Length-prefixed binary over TCP with a CRC-16, an apply host: the framing and check the others lack.
+                               "Fuzz/declarations/length-prefix-tcp.json",
+                               // MotionLink v1's declaration under another name: a declared protocol whose decisions are replies.
+                               replyingCopy]
+
+    /// specs/protocols/motionlink-v1.json renamed, so it is a declared protocol, not the compiled one (written once per run).
+    static let replyingCopy: String = {
+        let source = Fixture.packageRoot.appendingPathComponent("specs/protocols/motionlink-v1.json")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kinetrace-generated-faults-\(getpid())")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let file = dir.appendingPathComponent("motionlink-declared.json")
+        let text = (try? String(contentsOf: source, encoding: .utf8))?.replacingOccurrences(of: "\"name\": \"motionlink-v1\"", with: "\"name\": \"motionlink-declared\"") ?? ""
+        try? Data(text.utf8).write(to: file)
+        return file.path
+    }()
+
+    static func url(_ path: String) -> URL { path.hasPrefix("/") ? URL(fileURLWithPath: path) : Fixture.packageRoot.appendingPathComponent(path) }
 
     struct Trial: CustomTestStringConvertible, Sendable {
         var declaration: String
@@ -21,7 +39,7 @@ import Testing
     }
 
     static func derived(_ path: String) throws -> [any DerivedActiveCase] {
-        let url = Fixture.packageRoot.appendingPathComponent(path)
+        let url = Self.url(path)
         let declared = try DeclaredProtocol.read(Array(try Data(contentsOf: url)), path: url.path)
         // The suite conform runs: a built-in protocol's declaration gets its built-in suite, derived cases and all.
         let suite = try #require(ConformanceSuite.suite(for: declared))
@@ -42,7 +60,7 @@ import Testing
 
     /// The reference host built with the fault, as a command the stdio adapter runs.
     static func faultyHost(_ trial: Trial, in dir: URL) throws -> String {
-        let original = Fixture.packageRoot.appendingPathComponent(trial.declaration)
+        let original = Self.url(trial.declaration)
         var declaration = original.path
         var extra: [String] = []
         switch trial.fault {
@@ -62,7 +80,7 @@ import Testing
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let host = try Self.faultyHost(trial, in: dir)
-        let declaration = Fixture.packageRoot.appendingPathComponent(trial.declaration).path
+        let declaration = Self.url(trial.declaration).path
         let run = try kinetrace(["conform", "--protocol", declaration, "--exec", host, "--cases", trial.caseID, "--format", "json"])
         let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stderr)")
         let result = try #require((report["cases"] as? [[String: Any]])?.first { $0["id"] as? String == trial.caseID }, "\(report)")

@@ -73,7 +73,8 @@ public struct StdioHost {
                     let controller = faults.contains(.sharedState) ? 0 : record.controller
                     var decided = core.handle(message, from: controller, receivedNs: SystemClock.realtimeNs())
                     if decided == nil, let reason = faults.acceptedReason, wireProtocol.facts(message).error?.code.name == reason {
-                        decided = HostDecision(name: decisionName)
+                        // Owed a reply too where the protocol has one (echoing nothing: the message had no valid stamp).
+                        decided = HostDecision(name: decisionName, owesReply: declaration?.host?.replyKind != nil)
                     }
                     guard let decision = decided else { continue }
                     if let lateMs = faults.lateMs { usleep(UInt32(lateMs) * 1_000) }

@@ -161,6 +161,8 @@ public struct ScheduledSend: Hashable, Sendable {
     public var senderTimeMs: UInt64?
     /// Whether the protocol's host model says this message, arriving in this order, is owed a reply.
     public var predictedTrigger: Bool
+    /// Whether the host model decides on it at all (a decision with no reply shows on the observation channel).
+    public var predictedDecision = false
 }
 
 /// An impairment decision that changed something, for the record.
@@ -433,6 +435,7 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
             if facts.isValid && facts.direction == .controllerToHost { send.senderTimeMs = facts.senderTimeMs }
             let verdict = hostModel.accept(facts, from: send.controller, receivedNs: send.deadlineNs)
             send.predictedTrigger = verdict.decision?.owesReply == true
+            send.predictedDecision = verdict.decision != nil
             outbox.append(.send(send))
         }
     }

@@ -290,7 +290,8 @@ local function dissect_binary(tvb, tree, kind, ver)
         if field.type ~= "padding" then
             local range = tvb(field.offset, field.size)
             local v = read_binary(range, field)
-            local item = tree:add(F[field.key], range, v)
+            -- A bytes field shows its range's bytes; every other field its decoded value.
+            local item = field.type == "bytes" and tree:add(F[field.key], range) or tree:add(F[field.key], range, v)
             if field.check then
                 item:append_text(check_ok and " [check matches]" or " [check does not match]")
                 if not check_ok then item:add_proto_expert_info(E.check, field.name .. ": " .. field.check.alg .. " of bytes " .. field.check.from .. ".." .. field.check.to - 1 .. " does not match") end

@@ -17,17 +17,25 @@ public struct ImpairedPathCase: ActiveCase {
     let controllers: Int
     let framesEach: Int
     public let seed: UInt64
+    /// A sample at trigger level `ay` or not, from a declaration's own messages (nil: `TriggerLevel.sample`).
+    let makeSample: (@Sendable (_ triggers: Bool, _ senderTimeMs: UInt64) -> [UInt8])?
+    /// Where decisions show when the host has no reply: observations of this name, matched by their
+    /// sample time (`t_ms`), else counted per controller.
+    let observedDecision: String?
 
     /// - Parameters:
     ///   - network: the replay network's name; the case is `AC-IMPAIRED-<NAME>`.
     ///   - impairments: the network's impairments (replies are not impaired: the check is the host's decisions).
     ///   - requirements: the requirement IDs of the protocol's spec the case checks.
     public init(network: String, impairments: Impairments, wireProtocol: any WireProtocol, requirements: [String],
-                controllers: Int = 8, framesEach: Int = 30, seed: UInt64 = 1) {
+                controllers: Int = 8, framesEach: Int = 30, seed: UInt64 = 1, idPrefix: String = "AC-",
+                observedDecision: String? = nil, makeSample: (@Sendable (Bool, UInt64) -> [UInt8])? = nil) {
+        self.makeSample = makeSample
+        self.observedDecision = observedDecision
         let hz = wireProtocol.nominalRateHz
         let rate = hz == hz.rounded() ? String(Int(hz)) : String(hz)
         info = CaseInfo(
-            id: "AC-IMPAIRED-\(network.uppercased())", requirements: requirements, level: .must,
+            id: "\(idPrefix)IMPAIRED-\(network.uppercased())", requirements: requirements, level: .must,
             summary: "Under the \(network) network's impairments (\(controllers) controllers, \(framesEach) frames each at \(rate) Hz), the host answers exactly the triggers the rule gives for what arrives.",
             timeoutMs: 3_000, judgesDecisions: true)
         self.network = network
@@ -47,8 +55,10 @@ public struct ImpairedPathCase: ActiveCase {
         var messages: [ReplayInput.Message] = []
         for k in 0..<framesEach {
             for c in 0..<controllers {
-                let ay = rng.unit() < 0.4 ? TriggerLevel.above(rule) : TriggerLevel.below(rule)
-                let payload = TriggerLevel.sample(wireProtocol, ay: ay, senderTimeMs: t0 + UInt64(k) * periodMs)
+                let triggers = rng.unit() < 0.4
+                let senderTimeMs = t0 + UInt64(k) * periodMs
+                let payload = makeSample?(triggers, senderTimeMs)
+                    ?? TriggerLevel.sample(wireProtocol, ay: triggers ? TriggerLevel.above(rule) : TriggerLevel.below(rule), senderTimeMs: senderTimeMs)
                 messages.append(ReplayInput.Message(offsetNs: Int64(k * Int(periodMs)) * 1_000_000, controller: c, payload: payload,
                                                     index: messages.count))
             }
@@ -95,24 +105,50 @@ public struct ImpairedPathCase: ActiveCase {
                     if let newest = newestSent[send.controller], senderTimeMs < newest { outOfOrder += 1 }
                     newestSent[send.controller] = max(senderTimeMs, newestSent[send.controller] ?? 0)
                 }
-                if send.predictedTrigger, let senderTimeMs = send.senderTimeMs { predicted.insert(Pair(controller: first + send.controller, senderTimeMs: senderTimeMs)) }
+                if observedDecision == nil ? send.predictedTrigger : send.predictedDecision, let senderTimeMs = send.senderTimeMs { predicted.insert(Pair(controller: first + send.controller, senderTimeMs: senderTimeMs)) }
             }
         }
         let settle = lastDeadline + Int64(info.timeoutMs) * 1_000_000
-        p.collect(untilMonotonicNs: settle) { _ in predicted.isSubset(of: p.echoes.map { Pair(controller: $0.controller, senderTimeMs: $0.echo) }) }
+        // Decisions as (controller, sender time): replies' echoes, or observations' sample times.
+        func decisions() -> [Pair] {
+            guard let name = observedDecision else { return p.echoes.map { Pair(controller: $0.controller, senderTimeMs: $0.echo) } }
+            return p.observations.filter { $0.observation.decision == name }.map {
+                Pair(controller: $0.controller, senderTimeMs: $0.observation.sampleTimeMs ?? 0)
+            }
+        }
+        p.collect(untilMonotonicNs: settle) { _ in predicted.isSubset(of: decisions()) }
         p.collect(forMs: 50)  // stragglers and extra replies
         var answered: [Pair: Int] = [:]
-        for reply in p.echoes { answered[Pair(controller: reply.controller, senderTimeMs: reply.echo), default: 0] += 1 }
+        for decision in decisions() { answered[decision, default: 0] += 1 }
+        if let name = observedDecision {
+            if let verdict = p.unjudgedObservations("the host's \(name)s under impairment") {
+                return CaseResult(info, verdict, measurements: [Measurement("seed", Double(seed)), Measurement("sent", Double(sent))])
+            }
+            // Observations without a sample time (t_ms is optional) are matched by count per controller.
+            if p.observations.contains(where: { $0.observation.decision == name && $0.observation.sampleTimeMs == nil }) {
+                var owed: [Int: Int] = [:], got: [Int: Int] = [:]
+                for pair in predicted { owed[pair.controller, default: 0] += 1 }
+                for o in p.observations where o.observation.decision == name { got[o.controller, default: 0] += 1 }
+                let wrong = Set(owed.keys).union(got.keys).sorted().filter { owed[$0, default: 0] != got[$0, default: 0] }
+                let measurements = [Measurement("seed", Double(seed)), Measurement("sent", Double(sent)), Measurement("lost", Double(lost)),
+                                    Measurement("decisions_predicted", Double(predicted.count)), Measurement("decisions_seen", Double(got.values.reduce(0, +)))]
+                guard !wrong.isEmpty else { return CaseResult(info, .pass, measurements: measurements) }
+                return CaseResult(info, .fail("\(wrong.count) of \(controllers) controllers got another number of \(name)s than the rule gives for what arrived"),
+                                  measurements: measurements,
+                                  evidence: wrong.prefix(5).map { "controller \($0 - first + 1): expected \(owed[$0, default: 0]), found \(got[$0, default: 0])" })
+            }
+        }
         let missing = predicted.subtracting(answered.keys).sorted()
         let unexpected = Set(answered.keys).subtracting(predicted).sorted()
         let repeated = answered.filter { $0.value > 1 }.keys.sorted()
+        let what = observedDecision == nil ? "replies" : "decisions"
         let measurements = [
             Measurement("seed", Double(seed)), Measurement("sent", Double(sent)), Measurement("lost", Double(lost)),
             Measurement("duplicated", Double(duplicated)), Measurement("reordered", Double(reordered)),
             Measurement("arrived_out_of_order", Double(outOfOrder)),
-            Measurement("damaged", Double(damaged)), Measurement("replies_predicted", Double(predicted.count)),
-            Measurement("replies_matched", Double(predicted.count - missing.count)), Measurement("replies_missing", Double(missing.count)),
-            Measurement("replies_unexpected", Double(unexpected.count)), Measurement("replies_repeated", Double(repeated.count)),
+            Measurement("damaged", Double(damaged)), Measurement("\(what)_predicted", Double(predicted.count)),
+            Measurement("\(what)_matched", Double(predicted.count - missing.count)), Measurement("\(what)_missing", Double(missing.count)),
+            Measurement("\(what)_unexpected", Double(unexpected.count)), Measurement("\(what)_repeated", Double(repeated.count)),
         ]
         guard predicted.count > 0 else {
             return CaseResult(info, .inconclusive("the impaired schedule predicts no trigger"), measurements: measurements)
@@ -124,6 +160,9 @@ public struct ImpairedPathCase: ActiveCase {
         let why = "\(missing.count) trigger(s) unanswered, \(unexpected.count) unexpected reply(ies), \(repeated.count) answered more than once, of \(predicted.count) owed"
         return CaseResult(info, .fail(why), measurements: measurements, evidence: evidence)
     }
+
+    /// The network's impairments, for a case made like this one.
+    public var impairmentsForDerivation: Impairments { impairments }
 
     struct Pair: Hashable, Comparable {
         var controller: Int

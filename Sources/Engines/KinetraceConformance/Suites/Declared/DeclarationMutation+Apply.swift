@@ -99,8 +99,9 @@ extension DeclarationMutation {
                 top["transport"] = .object(transport)
             }
         case .motionRolesSwapped:
-            guard motionRoles.count >= 2 else { return nil }
-            let (a, b) = (motionRoles[0], motionRoles[1])
+            // A role the host reports, swapped with another: the values it reports come from the wrong field.
+            let reported = host["decision_values"].flatMap { v -> String? in if case .array(let a) = v { return a.first?.stringValue } else { return nil } }
+            guard let a = reported ?? motionRoles.first, let b = motionRoles.first(where: { $0 != a }) else { return nil }
             eachField { f in
                 switch f["role"]?.stringValue {
                 case a?: f["role"] = .string(b); return true
@@ -108,6 +109,13 @@ extension DeclarationMutation {
                 default: return false
                 }
             }
+        case .replyFieldChanged:
+            guard var reply = host["reply"]?.objectValue, var fields = reply["fields"]?.objectValue,
+                  let name = fields.keys.sorted().first, let v = fields[name]?.doubleValue else { return nil }
+            fields[name] = .number(v == 0 ? 1 : v / 2)
+            reply["fields"] = .object(fields)
+            host["reply"] = .object(reply)
+            changed = true
         case .decisionValuesMoved:
             guard case .array(var values)? = host["decision_values"], let first = values.first?.stringValue,
                   let other = motionRoles.first(where: { r in !values.contains { $0.stringValue == r } }) else { return nil }

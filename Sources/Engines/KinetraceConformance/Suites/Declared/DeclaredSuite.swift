@@ -1,5 +1,6 @@
 import KinetraceSupport
 import KinetraceTrace
+import KinetraceTransport
 import KinetraceWire
 
 /// The suite of a protocol declared in a file, derived from its declaration: the passive
@@ -20,15 +21,15 @@ public enum DeclaredSuite {
             activeCases: activeCases(wireProtocol, declaration),
             passiveCases: [
                 DeclaredLayoutCase(wireProtocol: wireProtocol, info: CaseInfo(
-                    id: "PC-DECL-LAYOUT", requirements: layoutRequirements.isEmpty ? ["\(name): messages"] : layoutRequirements, level: .must,
+                    id: "PC-DECL-LAYOUT", requirements: layoutRequirements.isEmpty ? ["PD-KIND-5"] : layoutRequirements, level: .must,
                     summary: "Every controller→host message is one of the declared kinds (\(samples.map(\.name).joined(separator: ", "))): its length, encoding, constants and checks as declared.")),
                 DeclaredValueCase(wireProtocol: wireProtocol, info: CaseInfo(
-                    id: "PC-DECL-VALUES", requirements: valueRequirements.isEmpty ? ["\(name): ranges"] : valueRequirements, level: .must,
+                    id: "PC-DECL-VALUES", requirements: valueRequirements.isEmpty ? ["PD-RANGE-1", "PD-RANGE-3"] : valueRequirements, level: .must,
                     summary: "Every declared value of a controller→host message is finite where declared so, and within its declared range.")),
-                CaptureRateCase(info: CaseInfo(id: "PC-DECL-RATE-BAND", requirements: ["\(name): rate_hz"], level: .must,
+                CaptureRateCase(info: CaseInfo(id: "PC-DECL-RATE-BAND", requirements: ["PD-SIM-1"], level: .must,
                                                summary: "The mean interval between one controller's messages (capture time) over any 10 s window is \(format(intervalMs)) ms ± 10 % (rate_hz \(format(declaration.rateHz)))."),
                                 tolerance: 0.1),
-                CaptureRateCase(info: CaseInfo(id: "PC-DECL-RATE-NOMINAL", requirements: ["\(name): rate_hz"], level: .should,
+                CaptureRateCase(info: CaseInfo(id: "PC-DECL-RATE-NOMINAL", requirements: ["PD-SIM-1"], level: .should,
                                                summary: "The mean interval between one controller's messages (capture time) over any 10 s window is \(format(intervalMs)) ms ± 2 %."),
                                 tolerance: 0.02),
             ],
@@ -55,15 +56,29 @@ public enum DeclaredSuite {
         let declaration = declared.declared
         guard let host = declaration.host, let messages = DerivedMessages(declared) else { return [] }
         let context = DerivedContext(messages: messages, host: host)
-        let behaviour = host.requirement.map { [$0] } ?? ["\(declaration.name): host"]
+        // Where the declaration states no requirement of its own, a case cites the declaration language's rule it checks.
+        let behaviour = host.requirement.map { [$0] } ?? []
         let samples = declaration.kinds.filter { $0.direction == .controllerToHost }
         let layout = unique(samples.compactMap(\.requirement) + samples.flatMap { $0.fields.filter { !$0.finite && $0.range == nil }.compactMap(\.requirement) })
-            .nilIfEmpty ?? ["\(declaration.name): messages"]
+            .nilIfEmpty ?? ["PD-KIND-5"]
         let values = unique(samples.flatMap { $0.fields.filter { $0.finite || $0.range != nil }.compactMap(\.requirement) }).nilIfEmpty
-            ?? ["\(declaration.name): ranges"]
+            ?? ["PD-RANGE-1", "PD-RANGE-3"]
+        // The declaration language's rule behind each case, cited when the declaration names none for its host.
+        let rules: [String: [String]] = [
+            "EDGE-THRESHOLD": ["PD-HOST-4", "PD-HOST-10"], "STALE": ["PD-HOST-7"], "APPLY-VALUES": ["PD-HOST-9", "PD-HOST-10"],
+            "ISOLATION": ["PD-HOST-2"], "STREAM-READS": ["PD-FRAME-5"], "CUT-AT-END": ["PD-FRAME-5"], "LOAD": ["PD-HOST-2"],
+            "OBS-TIMELY": ["SA-OBS-3"], "INVALID-RANGE": ["PD-HOST-3"], "INVALID-FINITE": ["PD-HOST-3"], "INVALID-CHECK": ["PD-CHECK-3", "PD-HOST-3"],
+            "INVALID-LENGTH": ["PD-HOST-3"], "INVALID-TYPE": ["PD-HOST-3"], "INVALID-MEMBERS": ["PD-HOST-3"],
+            "REPLY": ["PD-REPLY-2", "PD-REPLY-3", "PD-REPLY-4"],
+        ]
         func info(_ name: String, _ requirements: [String], _ summary: String, timeoutMs: Int = 10_000) -> CaseInfo {
-            CaseInfo(id: prefix + (renamed[name] ?? name), requirements: unique(requirements + (cited[name] ?? [])), level: .must, summary: summary, timeoutMs: timeoutMs, judgesDecisions: true)
+            var requirements = requirements
+            if host.requirement == nil {
+                requirements += name == "EDGE-WINDOW" ? (isSenderWindow ? ["PD-HOST-5"] : ["PD-HOST-6"]) : rules[name] ?? []
+            }
+            return CaseInfo(id: prefix + (renamed[name] ?? name), requirements: unique(requirements + (cited[name] ?? [])), level: .must, summary: summary, timeoutMs: timeoutMs, judgesDecisions: true)
         }
+        let isSenderWindow: Bool = { if case .threshold(_, _, _, true, _, _) = host.behaviour { return true } else { return false } }()
         var cases: [any DerivedActiveCase] = []
         let decision = host.decision
         switch host.behaviour {
@@ -118,6 +133,26 @@ public enum DeclaredSuite {
             cases.append(DerivedLoadCase(info: info("LOAD", behaviour,
                 "20 controllers at once at the declared rate for 1.5 s, each with one deciding sample at a seeded moment: each decides exactly once."),
                 context: context, controllersCount: 20, seconds: 1.5))
+        }
+        // On the sender's clock what the host owes depends only on what arrives, in order: the replay's impaired
+        // schedule predicts it exactly, for each bundled network (arrival-clock latches depend on timing, so no).
+        if isSenderWindow, !messages.isStream {
+            let tauDefault = declared.defaultRule.threshold
+            let requirements = behaviour + (host.requirement == nil ? ["PD-HOST-5", "PD-HOST-7"] : [])
+            for network in ImpairedPathCase.bundled(declared, requirements: requirements) {
+                let name = "IMPAIRED-\(network.network.uppercased())"
+                cases.append(DerivedImpairedPathCase(inner: ImpairedPathCase(
+                    network: network.network, impairments: network.impairmentsForDerivation, wireProtocol: declared,
+                    requirements: unique(requirements + (cited[name] ?? [])), idPrefix: prefix, observedDecision: host.replyKind == nil ? host.decision : nil,
+                    makeSample: { triggers, senderTimeMs in
+                        messages.sample(senderTimeMs: senderTimeMs, quantity: triggers ? messages.deciding(tauDefault) : messages.quiet(tauDefault), salt: senderTimeMs)
+                    })))
+            }
+        }
+        if host.replyKind != nil {
+            cases.append(DerivedReplyCase(info: info("REPLY", (host.replyRequirement.map { [$0] } ?? []) + behaviour,
+                "Deciding messages from 10 fresh controllers, 25 ms apart: each gets exactly one \(declaration.kinds[host.replyKind!].name) that echoes its sender time, carries the declared field values and leaves within \(host.replyDeadlineMs.map { "\(format($0)) ms (deadline_ms)" } ?? "the reply deadline (--reply-deadline-ms)"); at most 2 later."),
+                context: context))
         }
         if host.replyKind == nil {
             cases.append(ObservationTimingCase(info: info("OBS-TIMELY", behaviour,
@@ -292,4 +327,14 @@ extension DeclaredSuite {
         let first = leading.compactMap { id in derived.first { $0.info.id == id } }
         return first + handWritten + derived.filter { !leading.contains($0.info.id) }
     }
+}
+
+/// An impaired-path case over a declared protocol's own messages, with the faults it catches.
+struct DerivedImpairedPathCase: DerivedActiveCase {
+    let inner: ImpairedPathCase
+    var info: CaseInfo { inner.info }
+    /// The crowded event's jitter delivers a fifth of the samples out of order (seed 1), enough that a host judging
+    /// stale ones decides differently; the other networks' schedules do not show that fault, so they do not claim it.
+    var faults: [GeneratedFault] { [.host("shared-state")] + (inner.network == "crowded-event" ? [.declaration(.staleJudged)] : []) }
+    func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult { try inner.run(p, parameters) }
 }

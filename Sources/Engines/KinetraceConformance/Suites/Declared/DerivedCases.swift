@@ -42,10 +42,12 @@ public enum DeclarationMutation: Hashable, Sendable, CustomStringConvertible {
     case maximumLengthRaised(Int)
     /// The sample kind's byte order flipped.
     case byteOrderSwapped
-    /// The roles of the first two motion fields swapped.
+    /// The first reported role swapped with another motion field's.
     case motionRolesSwapped
     /// `host.decision_values` names the first motion role that is not among them.
     case decisionValuesMoved
+    /// The reply's first declared field value changed (halved, or 1 for 0).
+    case replyFieldChanged
 
     public var description: String {
         switch self {
@@ -61,6 +63,7 @@ public enum DeclarationMutation: Hashable, Sendable, CustomStringConvertible {
         case .byteOrderSwapped: return "byte order swapped"
         case .motionRolesSwapped: return "two motion roles swapped"
         case .decisionValuesMoved: return "decision values of another role"
+        case .replyFieldChanged: return "a reply field of another value"
         }
     }
 }
@@ -184,8 +187,10 @@ extension LiveProbe {
 struct DerivedEdgeThresholdCase: DerivedActiveCase {
     let info: CaseInfo
     let context: DerivedContext
+    /// Values are judged where the host reports them: observations with declared `decision_values`.
     var faults: [GeneratedFault] {
-        [.declaration(.thresholdUlp(1)), .declaration(.thresholdUlp(-1)), .declaration(.quantityAxisSwapped), .declaration(.decisionValuesMoved)]
+        [.declaration(.thresholdUlp(1)), .declaration(.thresholdUlp(-1)), .declaration(.quantityAxisSwapped)]
+            + (context.repliesShowDecisions || context.host.decisionValues.isEmpty ? [] : [.declaration(.decisionValuesMoved)])
     }
 
     func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
@@ -496,7 +501,15 @@ struct DerivedCutAtEndCase: DerivedActiveCase {
         let value = m.threshold == nil ? nil : m.deciding(tau)
         let controllers = try p.controllers(2)
         let cut = controllers.lowerBound, whole = cut + 1
-        let record = m.sample(senderTimeMs: p.nowStamp(), quantity: value, motion: m.threshold == nil ? m.applyValues(seed: 7) : [:], salt: context.salt(p, 0))
+        // A record whose last byte is 0 where one can be found (a check makes it vary with the values): a host that pads
+        // the cut with zeros then reads the very record, and decides, instead of a record its check would drop.
+        let stamp = p.nowStamp()
+        var record = m.sample(senderTimeMs: stamp, quantity: value, motion: m.threshold == nil ? m.applyValues(seed: 7) : [:], salt: context.salt(p, 0))
+        let delimited: Bool = { if case .delimiter = m.declared.declared.framing { return true } else { return false } }()
+        for k in 1..<4_096 where record.last != 0 && !delimited {
+            record = m.sample(senderTimeMs: stamp + UInt64(k % 64), quantity: value, motion: m.threshold == nil ? m.applyValues(seed: UInt64(7 + k)) : [:],
+                              salt: context.salt(p, k))
+        }
         p.send(Array(record.dropLast()), from: cut)
         p.send(m.sample(senderTimeMs: p.nowStamp(), quantity: value, motion: m.threshold == nil ? m.applyValues(seed: 8) : [:], salt: context.salt(p, 1)), from: whole)
         p.collect(forMs: 10)
@@ -518,7 +531,12 @@ struct DerivedCutAtEndCase: DerivedActiveCase {
 struct DerivedApplyValuesCase: DerivedActiveCase {
     let info: CaseInfo
     let context: DerivedContext
-    var faults: [GeneratedFault] { [.declaration(.motionRolesSwapped), .declaration(.byteOrderSwapped)] }
+    /// Byte order swapped shows in the values only where no check makes the host drop every message first.
+    var faults: [GeneratedFault] {
+        let binary: Bool = { if case .binary = context.messages.kind.encoding { return true } else { return false } }()
+        let checked = context.messages.kind.fields.contains { $0.check != nil }
+        return [.declaration(.motionRolesSwapped)] + (binary && !checked ? [.declaration(.byteOrderSwapped)] : [])
+    }
 
     func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let m = context.messages
@@ -594,5 +612,77 @@ extension DerivedMessages {
             out[i] = representable(range.lowerBound + span * (0.05 + 0.9 * random.unit()), in: f)
         }
         return out
+    }
+}
+
+// MARK: Replies
+
+/// Each deciding message, from its own controller, gets exactly one reply of the declared reply kind
+/// (PD-REPLY-2): it echoes the message's sender time, carries the declared field values (PD-REPLY-4,
+/// compared at float32 precision) and leaves within the deadline (PD-REPLY-3: the declaration's
+/// `deadline_ms`, else the run's `--reply-deadline-ms`); at most 2 late, for a loaded machine.
+struct DerivedReplyCase: DerivedActiveCase {
+    let info: CaseInfo
+    let context: DerivedContext
+    var faults: [GeneratedFault] { [.declaration(.replyFieldChanged), .host("late")] }
+
+    func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+        let m = context.messages
+        let tau = parameters.rule.threshold
+        guard let replyKind = context.host.replyKind else { return CaseResult(info, .error("the declaration has no reply")) }
+        let deadlineMs = context.host.replyDeadlineMs ?? parameters.replyDeadlineMs
+        let controllers = try p.controllers(10)
+        var stamps: [UInt64] = []
+        for (k, c) in controllers.enumerated() {
+            let stamp = p.nowStamp()
+            stamps.append(stamp)
+            p.send(m.sample(senderTimeMs: stamp, quantity: m.deciding(tau), salt: context.salt(p, k)), from: c)
+            p.collect(forMs: 25) { _ in p.hostFailure != nil }
+        }
+        p.collect(forMs: max(200, Int(deadlineMs * 4))) { replies in
+            p.hostFailure != nil || controllers.allSatisfy { c in replies.contains { $0.controller == c } }
+        }
+        let kind = m.declared.declared.kinds[replyKind]
+        var failures: [String] = [], late: [String] = [], delays: [Double] = []
+        for (k, c) in controllers.enumerated() {
+            let mine = p.replies.filter { $0.controller == c }
+            guard mine.count == 1, let reply = mine.first else {
+                failures.append("message \(k + 1): expected one \(kind.name) reply, found \(mine.count)")
+                continue
+            }
+            guard !reply.isTruncated, let decoded = try? reply.payload.withUnsafeBytes({ bytes throws(WireError) in try m.declared.decode(bytes) }) else {
+                failures.append("message \(k + 1): expected a valid \(kind.name), found \(reply.length) bytes that are not one (\(Hex.encode(reply.payload.prefix(32))))")
+                continue
+            }
+            guard decoded.kind == replyKind else {
+                failures.append("message \(k + 1): expected a \(kind.name) reply, found a \(m.declared.declared.kinds[decoded.kind].name)")
+                continue
+            }
+            let facts = m.declared.facts(of: decoded)
+            if facts.echoTimeMs != stamps[k] {
+                failures.append("message \(k + 1): expected the reply to echo \(stamps[k]), it echoes \(facts.echoTimeMs.map(String.init) ?? "nothing")")
+            }
+            for (i, field) in kind.fields.enumerated() {
+                guard let want = context.host.replyFields[field.name] else { continue }
+                let got = decoded.values[i]?.double
+                if got.map({ !DerivedEdgeThresholdCase.same($0, want) }) ?? true {
+                    failures.append("message \(k + 1): expected \(field.name) = \(want), found \(got.map { String($0) } ?? "none")")
+                }
+            }
+            if let delay = p.echoes.first(where: { $0.controller == c })?.delayNs.map({ Double($0) / 1e6 }) {
+                delays.append(delay)
+                if delay > deadlineMs { late.append("message \(k + 1): reply after \((delay * 10).rounded() / 10) ms, past \(deadlineMs) ms") }
+            }
+        }
+        if late.count > 2 { failures += late }
+        let sorted = delays.sorted()
+        var measurements = [Measurement("messages", Double(controllers.count)), Measurement("replies", Double(p.replies.count)),
+                            Measurement("late", Double(late.count)), Measurement("deadline", deadlineMs, "ms")]
+        if let worst = sorted.last { measurements += [Measurement("delay_p50", sorted[sorted.count / 2], "ms"), Measurement("delay_max", worst, "ms")] }
+        guard failures.isEmpty else {
+            return CaseResult(info, .fail("\(failures.count) of \(controllers.count) replies went wrong; the first: \(failures[0])"),
+                              measurements: measurements, evidence: evidence(failures) { $0 })
+        }
+        return CaseResult(info, .pass, measurements: measurements)
     }
 }
