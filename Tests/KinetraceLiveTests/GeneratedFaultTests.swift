@@ -31,11 +31,12 @@ import Testing
 
     static func url(_ path: String) -> URL { path.hasPrefix("/") ? URL(fileURLWithPath: path) : Fixture.packageRoot.appendingPathComponent(path) }
 
+    /// One faulty host and the cases of one declaration's suite that name its fault: one conform run judges them all.
     struct Trial: CustomTestStringConvertible, Sendable {
         var declaration: String
-        var caseID: String
+        var caseIDs: [String]
         var fault: GeneratedFault
-        var testDescription: String { "\(URL(fileURLWithPath: declaration).lastPathComponent) \(caseID) ← \(fault)" }
+        var testDescription: String { "\(URL(fileURLWithPath: declaration).lastPathComponent) ← \(fault): \(caseIDs.joined(separator: ", "))" }
     }
 
     static func derived(_ path: String) throws -> [any DerivedActiveCase] {
@@ -47,7 +48,13 @@ import Testing
     }
 
     static let trials: [Trial] = declarations.flatMap { path in
-        ((try? derived(path)) ?? []).flatMap { c in c.faults.map { Trial(declaration: path, caseID: c.info.id, fault: $0) } }
+        var byFault: [(GeneratedFault, [String])] = []
+        for c in (try? derived(path)) ?? [] {
+            for fault in c.faults {
+                if let k = byFault.firstIndex(where: { $0.0 == fault }) { byFault[k].1.append(c.info.id) } else { byFault.append((fault, [c.info.id])) }
+            }
+        }
+        return byFault.map { Trial(declaration: path, caseIDs: $0.1, fault: $0.0) }
     }
 
     @Test func everyDerivedCaseNamesAFault() throws {
@@ -66,7 +73,7 @@ import Testing
         switch trial.fault {
         case .declaration(let mutation):
             let text = try #require(mutation.apply(to: Array(try Data(contentsOf: original))),
-                                    "\(trial.caseID) names \(mutation), which changes nothing in \(trial.declaration)")
+                                    "\(trial.caseIDs) name \(mutation), which changes nothing in \(trial.declaration)")
             let file = dir.appendingPathComponent("mutated.json")
             try Data(text.utf8).write(to: file)
             declaration = file.path
@@ -76,15 +83,27 @@ import Testing
         return ([try Fixture.binary.path, "host", "--stdio", "--observe", "--protocol", declaration] + extra).map { "'\($0)'" }.joined(separator: " ")
     }
 
-    @Test(arguments: trials) func theFaultFailsItsCase(_ trial: Trial) throws {
+    /// Every case that names the fault FAILs against a host that has it.
+    @Test(arguments: trials) func theFaultFailsEachCaseThatNamesIt(_ trial: Trial) throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }
         let host = try Self.faultyHost(trial, in: dir)
         let declaration = Self.url(trial.declaration).path
-        let run = try kinetrace(["conform", "--protocol", declaration, "--exec", host, "--cases", trial.caseID, "--format", "json"])
+        let run = try kinetrace(["conform", "--protocol", declaration, "--exec", host, "--format", "json"] + trial.caseIDs.flatMap { ["--cases", $0] },
+                                timeout: 120)
         let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stderr)")
-        let result = try #require((report["cases"] as? [[String: Any]])?.first { $0["id"] as? String == trial.caseID }, "\(report)")
-        #expect(result["verdict"] as? String == "FAIL", "\(trial.testDescription): \(result)")
+        let cases = report["cases"] as? [[String: Any]] ?? []
+        for id in trial.caseIDs {
+            let result = try #require(cases.first { $0["id"] as? String == id }, "\(id) missing from \(report)")
+            #expect(result["verdict"] as? String == "FAIL", "\(trial.testDescription): \(id) \(result)")
+        }
         #expect(run.status == 1, "\(run.stderr)")
+    }
+
+    /// The trials cover every (case, fault) pair the derived cases name.
+    @Test func theTrialsCoverEveryNamedFault() throws {
+        let pairs = Self.trials.reduce(0) { $0 + $1.caseIDs.count }
+        let named = try Self.declarations.reduce(0) { total, path in try total + Self.derived(path).reduce(0) { $0 + $1.faults.count } }
+        #expect(pairs == named && pairs >= 90, "\(pairs) pairs in trials, \(named) named")
     }
 }

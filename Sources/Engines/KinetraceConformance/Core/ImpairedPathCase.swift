@@ -20,7 +20,7 @@ public struct ImpairedPathCase: ActiveCase {
     /// A sample at trigger level `ay` or not, from a declaration's own messages (nil: `TriggerLevel.sample`).
     let makeSample: (@Sendable (_ triggers: Bool, _ senderTimeMs: UInt64) -> [UInt8])?
     /// Where decisions show when the host has no reply: observations of this name, matched by their
-    /// sample time (`t_ms`), else counted per controller.
+    /// sample time, else counted per controller.
     let observedDecision: String?
 
     /// - Parameters:
@@ -124,7 +124,7 @@ public struct ImpairedPathCase: ActiveCase {
             if let verdict = p.unjudgedObservations("the host's \(name)s under impairment") {
                 return CaseResult(info, verdict, measurements: [Measurement("seed", Double(seed)), Measurement("sent", Double(sent))])
             }
-            // Observations without a sample time (t_ms is optional) are matched by count per controller.
+            // Observations without a sample time (the sample time is optional) are matched by count per controller.
             if p.observations.contains(where: { $0.observation.decision == name && $0.observation.sampleTimeMs == nil }) {
                 var owed: [Int: Int] = [:], got: [Int: Int] = [:]
                 for pair in predicted { owed[pair.controller, default: 0] += 1 }

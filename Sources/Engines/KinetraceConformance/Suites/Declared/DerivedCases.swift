@@ -118,6 +118,12 @@ struct DecisionExpectations {
         items.append(Item(label: label, controller: controller, decisions: decisions, notBeforeNs: notBeforeNs, mayClose: mayClose))
     }
 
+    /// Waits the settling time for decisions that must not come, then judges.
+    func settleAndJudge(_ info: CaseInfo, _ context: DerivedContext, _ p: LiveProbe, _ parameters: SuiteParameters) -> CaseResult {
+        p.collect(forMs: context.settleMs(parameters)) { _ in p.hostFailure != nil }
+        return judge(info, context, p)
+    }
+
     func judge(_ info: CaseInfo, _ context: DerivedContext, _ p: LiveProbe, measurements: [Measurement] = [],
                extraFailures: [String] = []) -> CaseResult {
         var measurements = measurements
@@ -370,8 +376,7 @@ struct DerivedIsolationCase: DerivedActiveCase {
                 expectations.expect("a whole record sent between the parts of another's cut \(cut) bytes in", b, decisions: 1)
             }
         }
-        p.collect(forMs: context.settleMs(parameters)) { _ in p.hostFailure != nil }
-        return expectations.judge(info, context, p)
+        return expectations.settleAndJudge(info, context, p, parameters)
     }
 }
 
@@ -399,8 +404,7 @@ struct DerivedStaleCase: DerivedActiveCase {
         var expectations = DecisionExpectations()
         expectations.expect("a trigger older than the newest sample, one as old, then one a window after the older: only the last decides", c, decisions: 1)
         expectations.expect("a fresh controller's trigger (the control)", control, decisions: 1)
-        p.collect(forMs: context.settleMs(parameters)) { _ in p.hostFailure != nil }
-        return expectations.judge(info, context, p)
+        return expectations.settleAndJudge(info, context, p, parameters)
     }
 }
 
@@ -445,8 +449,7 @@ struct DerivedInvalidInputCase: DerivedActiveCase {
                 expectations.expect(probe.label, controllers.lowerBound + k, decisions: 1, notBeforeNs: validSentNs[k])
             }
         }
-        p.collect(forMs: context.settleMs(parameters)) { _ in p.hostFailure != nil }
-        return expectations.judge(info, context, p)
+        return expectations.settleAndJudge(info, context, p, parameters)
     }
 }
 
@@ -483,8 +486,7 @@ struct DerivedStreamReadsCase: DerivedActiveCase {
         expectations.expect(isApply ? "three records in one write" : "two quiet records and a deciding one in one write", c0, decisions: isApply ? 3 : 1)
         expectations.expect("a record split over two writes 10 ms apart", c1, decisions: 1)
         expectations.expect("a record written a byte at a time", c2, decisions: 1)
-        p.collect(forMs: context.settleMs(parameters)) { _ in p.hostFailure != nil }
-        return expectations.judge(info, context, p)
+        return expectations.settleAndJudge(info, context, p, parameters)
     }
 }
 
@@ -519,8 +521,7 @@ struct DerivedCutAtEndCase: DerivedActiveCase {
         var expectations = DecisionExpectations()
         expectations.expect("a deciding record missing its last byte, then the end of the stream", cut, decisions: 0, mayClose: true)
         expectations.expect("a whole deciding record, then the end of the stream (the control)", whole, decisions: 1, mayClose: true)
-        p.collect(forMs: context.settleMs(parameters)) { _ in p.hostFailure != nil }
-        return expectations.judge(info, context, p)
+        return expectations.settleAndJudge(info, context, p, parameters)
     }
 }
 

@@ -337,22 +337,14 @@ struct DerivedMessages: Sendable {
                     return me.declared.framed(body)
                 }, breaksStream: framed))
             }
-        case (.osc, _):
+        case (.osc, _), (.text, _):
+            let isOSC: Bool = { if case .osc = me.kind.encoding { return true } else { return false } }()
             if let q = quantityField {
-                out.append(Invalid(category: .type, label: "\(kind.fields[q].name)'s type tag changed") { t, salt in
+                out.append(Invalid(category: .type, label: "\(kind.fields[q].name)" + (isOSC ? "'s type tag changed" : " written as x")) { t, salt in
                     me.declared.framed(me.body(base(t, salt), variant: .wrongType(q)))
                 })
             }
-            out.append(Invalid(category: .members, label: "an address the declaration does not name") { t, salt in
-                me.declared.framed(me.body(base(t, salt), variant: .unknownMember))
-            })
-        case (.text, _):
-            if let q = quantityField {
-                out.append(Invalid(category: .type, label: "\(kind.fields[q].name) written as x") { t, salt in
-                    me.declared.framed(me.body(base(t, salt), variant: .wrongType(q)))
-                })
-            }
-            out.append(Invalid(category: .members, label: "one field more than declared") { t, salt in
+            out.append(Invalid(category: .members, label: isOSC ? "an address the declaration does not name" : "one field more than declared") { t, salt in
                 me.declared.framed(me.body(base(t, salt), variant: .unknownMember))
             })
         default: break
