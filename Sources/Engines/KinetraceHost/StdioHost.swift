@@ -122,6 +122,8 @@ struct ControllerStreams {
     private var framers: [UInt16: any MessageFramer] = [:]
     private var broken: Set<UInt16> = []
     private var closedMidRecord = 0
+    /// Streams ended by an empty record (SA-PAYLOAD-6): connections that closed.
+    private var ended = 0
 
     init(wireProtocol: any WireProtocol, faults: Set<HostFault> = []) {
         self.wireProtocol = wireProtocol
@@ -149,6 +151,7 @@ struct ControllerStreams {
     /// An empty record ends a controller's stream (SA-PAYLOAD-6): a record cut there is no message.
     private mutating func end(_ key: UInt16) -> [[UInt8]] {
         guard var framer = framers.removeValue(forKey: key) else { return [] }
+        ended += 1
         var leftover = framer
         guard leftover.finish() != nil else { return [] }
         closedMidRecord += 1
@@ -168,7 +171,7 @@ struct ControllerStreams {
     /// The input ended: streams left inside a message count as connections closed mid-record.
     mutating func finish(into statistics: inout HostStatistics) {
         guard wireProtocol.transport == .byteStream else { return }
-        statistics.connections = framers.count + broken.subtracting(framers.keys).count
+        statistics.connections = framers.count + broken.subtracting(framers.keys).count + ended
         statistics.closedMidRecord += closedMidRecord
         for key in Array(framers.keys) where framers[key]!.finish() != nil { statistics.closedMidRecord += 1 }
         statistics.framingErrors = broken.count

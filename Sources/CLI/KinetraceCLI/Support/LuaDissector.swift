@@ -107,18 +107,13 @@ enum LuaDissector {
             var parts = ["name = \(lua(field.name))", "type = \(lua(field.type.rawValue))", "offset = \(field.offset)", "size = \(field.size)",
                          "big = \(field.bigEndian)", "required = \(field.required)", "finite = \(field.finite)"]
             if !field.path.isEmpty { parts.append("path = { " + field.path.map(lua).joined(separator: ", ") + " }") }
-            if let range = field.range { parts.append("lo = \(number(range.lowerBound)), hi = \(number(range.upperBound))") }
-            if let constant = field.constant { parts.append("constant = \(value(constant)), constant_text = \(lua(render(constant)))") }
+            if let range = field.range { parts.append("lo = \(DeclarationPage.number(range.lowerBound)), hi = \(DeclarationPage.number(range.upperBound))") }
+            if let constant = field.constant { parts.append("constant = \(value(constant)), constant_text = \(lua(constant.description))") }
             if let check = field.check { parts.append("check = { alg = \(lua(check.algorithm.rawValue)), from = \(check.from), to = \(check.to) }") }
             if let format = field.format { parts.append("format = \(lua(format))") }
             out += "        { " + parts.joined(separator: ", ") + " },\n"
         }
         return out + "      } },\n"
-    }
-
-    static func number(_ v: Double) -> String {
-        if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) }
-        return v.description
     }
 
     static func value(_ v: DeclaredValue) -> String {
@@ -129,18 +124,6 @@ enum LuaDissector {
         case .float64(let d): return d.description
         case .string(let s): return lua(s)
         case .bytes(let b): return lua(b)
-        case .bool(let b): return b ? "true" : "false"
-        }
-    }
-
-    static func render(_ v: DeclaredValue) -> String {
-        switch v {
-        case .unsigned(let u): return String(u)
-        case .signed(let s): return String(s)
-        case .float32(let f): return f.description
-        case .float64(let d): return d.description
-        case .string(let s): return "\"\(s)\""
-        case .bytes(let b): return b.map { String($0, radix: 16) }.joined()
         case .bool(let b): return b ? "true" : "false"
         }
     }

@@ -100,6 +100,11 @@ public struct DeclaredProtocol: WireProtocol {
         }
     }
 
+    /// `ms` on the sender's clock as `field`'s value, in the declared unit and type (what a sample carries).
+    public func senderTime(ms: UInt64, as field: DeclaredField) -> DeclaredValue {
+        DeclaredWriting.clockValue(ms: ms, unit: plan.unit ?? .ms, type: field.type)
+    }
+
     /// The first controller→host kind: the one `sample` writes.
     public var sampleKind: Int? { plan.firstSample }
 

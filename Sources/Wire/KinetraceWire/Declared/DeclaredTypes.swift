@@ -112,6 +112,11 @@ public enum DeclaredValue: Hashable, Sendable {
 }
 
 /// One checksum algorithm over a byte range (PD-CHECK-*).
+extension DeclaredValue: CustomStringConvertible {
+    /// The value as errors and pages write it: numbers in shortest form, strings quoted, bytes in hex.
+    public var description: String { BinaryInterpreter.render(self) }
+}
+
 public enum CheckAlgorithm: String, Hashable, Sendable {
     case crc32
     case crc16CCITT = "crc16_ccitt"

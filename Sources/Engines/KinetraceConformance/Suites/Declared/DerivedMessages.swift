@@ -1,3 +1,4 @@
+import KinetraceJSON
 import KinetraceSupport
 import KinetraceWire
 
@@ -74,7 +75,7 @@ struct DerivedMessages: Sendable {
         var values = [DeclaredValue?](repeating: nil, count: kind.fields.count)
         for (i, field) in kind.fields.enumerated() where field.constant == nil && field.check == nil && field.type != .padding {
             switch field.role {
-            case .senderTime?: values[i] = clockValue(senderTimeMs, field)
+            case .senderTime?: values[i] = declared.senderTime(ms: senderTimeMs, as: field)
             case .messageID?, .controllerID?: values[i] = identifier(field, salt: salt)
             case .motion?, nil:
                 let v = i == quantityField ? quantity ?? 0 : motion[i] ?? 0
@@ -95,17 +96,6 @@ struct DerivedMessages: Sendable {
         case .boolean: return .bool(v != 0)
         default: return .float64(v)
         }
-    }
-
-    func clockValue(_ ms: UInt64, _ field: DeclaredField) -> DeclaredValue {
-        let unit = declared.declared.senderClockUnit ?? .ms
-        let scale: UInt64 = unit == .s ? 0 : unit == .ms ? 1 : unit == .us ? 1_000 : 1_000_000
-        if field.type.isFloat {
-            return .float64(unit == .s ? Double(ms) / 1000 : Double(ms) * Double(scale))
-        }
-        let (v, overflow) = ms.multipliedReportingOverflow(by: max(scale, 1))
-        let integral = unit == .s ? ms / 1000 : overflow ? UInt64.max : v
-        return field.type.isSigned ? .signed(Int64(clamping: integral)) : .unsigned(integral)
     }
 
     /// A message or controller id no earlier message used: a UUID in the declared case, else a counter.
@@ -239,18 +229,7 @@ struct DerivedMessages: Sendable {
         }
     }
 
-    static func quoted(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where u.value < 0x20: out += "\\u" + String(repeating: "0", count: 4 - String(u.value, radix: 16).count) + String(u.value, radix: 16)
-            default: out.unicodeScalars.append(u)
-            }
-        }
-        return out + "\""
-    }
+    static func quoted(_ s: String) -> String { JSONValue.string(s).jsonText }
 
     // MARK: Invalid input
 
