@@ -18,10 +18,11 @@ import Testing
                                // MotionLink v1's declaration under another name: a declared protocol whose decisions are replies.
                                replyingCopy]
 
-    /// specs/protocols/motionlink-v1.json renamed, so it is a declared protocol, not the compiled one (written once per run).
+    /// specs/protocols/motionlink-v1.json renamed, so it is a declared protocol, not the compiled one: written once per
+    /// run inside the build folder (ignored by git, rewritten each run), so no test leaves it behind in /tmp.
     static let replyingCopy: String = {
         let source = Fixture.packageRoot.appendingPathComponent("specs/protocols/motionlink-v1.json")
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("kinetrace-generated-faults-\(getpid())")
+        let dir = Fixture.packageRoot.appendingPathComponent(".build/kinetrace-test-fixtures")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let file = dir.appendingPathComponent("motionlink-declared.json")
         let text = (try? String(contentsOf: source, encoding: .utf8))?.replacingOccurrences(of: "\"name\": \"motionlink-v1\"", with: "\"name\": \"motionlink-declared\"") ?? ""
