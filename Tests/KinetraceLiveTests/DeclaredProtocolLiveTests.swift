@@ -174,6 +174,23 @@ import Testing
         #expect(undecidedReport["decisions_judged"] as? Bool == false)
     }
 
+    /// A declaration is someone else's file: a latch of an hour (the most the language allows) must not hold a run for
+    /// two hours. The case that would have to wait it out says so (INCONCLUSIVE) at once.
+    @Test func anHourLongArrivalWindowDoesNotHoldTheRun() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let file = dir.appendingPathComponent("long.json")
+        let text = try String(contentsOfFile: Self.declaration("ndjson-motion"), encoding: .utf8)
+            .replacingOccurrences(of: "\"window\": { \"ms\": 400,", with: "\"window\": { \"ms\": 3600000,")
+        #expect(text.contains("3600000"))
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        let result = try kinetrace(["conform", "--protocol", file.path, "--cases", "AC-DECL-EDGE-WINDOW", "--format", "json"], timeout: 60)
+        let cases = try Self.json(result.stdout)["cases"] as? [[String: Any]] ?? []
+        #expect(cases.first?["verdict"] as? String == "INCONCLUSIVE", "\(result.stdout)")
+        #expect((cases.first?["detail"] as? String)?.contains("longer than the 10,000 ms") == true, "\(result.stdout)")
+        #expect(result.status == 1, "nothing judged is not a pass")
+    }
+
     @Test func aBadDeclarationIsOneLineWithItsPlaceAndExit65() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }

@@ -47,6 +47,8 @@ public struct StdioHost {
         var streams = ControllerStreams(wireProtocol: wireProtocol, faults: faults)
         let declaration = wireProtocol.declaration ?? (type(of: wireProtocol) as? any CompiledWireProtocol.Type)?.builtInDeclaration?.declared
         let decisionName = declaration?.host?.decision ?? "decision"
+        // The faults, looked up once rather than per message.
+        let sharedState = faults.contains(.sharedState), acceptedReason = faults.acceptedReason, lateMs = faults.lateMs
         while true {
             let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
             if n < 0 {
@@ -70,14 +72,14 @@ public struct StdioHost {
                     throw StdioHostError("the input is not stdio records: byte \(at + 4): expected record kind 0x01 (controller to host), found \(record.kind)")
                 }
                 for message in streams.messages(of: record) {
-                    let controller = faults.contains(.sharedState) ? 0 : record.controller
+                    let controller = sharedState ? 0 : record.controller
                     var decided = core.handle(message, from: controller, receivedNs: SystemClock.realtimeNs())
-                    if decided == nil, let reason = faults.acceptedReason, wireProtocol.facts(message).error?.code.name == reason {
+                    if decided == nil, let reason = acceptedReason, wireProtocol.facts(message).error?.code.name == reason {
                         // Owed a reply too where the protocol has one (echoing nothing: the message had no valid stamp).
                         decided = HostDecision(name: decisionName, owesReply: declaration?.host?.replyKind != nil)
                     }
                     guard let decision = decided else { continue }
-                    if let lateMs = faults.lateMs { usleep(UInt32(lateMs) * 1_000) }
+                    if let lateMs { usleep(UInt32(lateMs) * 1_000) }
                     var out: [UInt8] = []
                     let reply = wireProtocol.reply(to: decision)
                     if let reply {
@@ -119,6 +121,7 @@ public struct StdioHost {
 struct ControllerStreams {
     let wireProtocol: any WireProtocol
     let faults: Set<HostFault>
+    private let sharedBuffer: Bool, oneRecordPerRead: Bool
     private var framers: [UInt16: any MessageFramer] = [:]
     private var broken: Set<UInt16> = []
     private var closedMidRecord = 0
@@ -128,11 +131,13 @@ struct ControllerStreams {
     init(wireProtocol: any WireProtocol, faults: Set<HostFault> = []) {
         self.wireProtocol = wireProtocol
         self.faults = faults
+        sharedBuffer = faults.contains(.sharedBuffer)
+        oneRecordPerRead = faults.contains(.oneRecordPerRead)
     }
 
     mutating func messages(of record: StdioRecord) -> [[UInt8]] {
         guard wireProtocol.transport == .byteStream else { return [record.payload] }
-        let key = faults.contains(.sharedBuffer) ? 0 : record.controller
+        let key = sharedBuffer ? 0 : record.controller
         guard !broken.contains(key) else { return [] }
         guard !record.payload.isEmpty else { return end(key) }
         var framer = framers.removeValue(forKey: key) ?? wireProtocol.makeFramer()
@@ -145,7 +150,7 @@ struct ControllerStreams {
             // A stream that cannot be framed is ignored from here on, as a TCP host closes it.
             broken.insert(key)
         }
-        return faults.contains(.oneRecordPerRead) ? Array(out.prefix(1)) : out
+        return oneRecordPerRead ? Array(out.prefix(1)) : out
     }
 
     /// An empty record ends a controller's stream (SA-PAYLOAD-6): a record cut there is no message.

@@ -94,7 +94,8 @@ struct DerivedContext: Sendable {
     }
 
     /// How long after its last message a case waits for decisions it must not see.
-    func settleMs(_ parameters: SuiteParameters) -> Int { max(150, Int(parameters.replyDeadlineMs * 3)) }
+    /// Capped, so a deadline flag of an hour cannot make every case wait three.
+    func settleMs(_ parameters: SuiteParameters) -> Int { min(max(150, Int(parameters.replyDeadlineMs * 3)), 2_000) }
 
     /// A fresh salt per message, so ids never repeat within or across cases.
     func salt(_ p: LiveProbe, _ k: Int) -> UInt64 { p.t0 &* 1_000 &+ UInt64(k) }
@@ -263,6 +264,10 @@ struct DerivedEdgeWindowCase: DerivedActiveCase {
     func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let r = Int64(parameters.rule.refractoryMs)
         guard r >= 40 else { return CaseResult(info, .inconclusive("a window of \(r) ms is too short to probe on both sides")) }
+        // On the arrival clock the probe waits about 2R: a declared window of up to an hour must not hold the run that long.
+        guard senderClock || r <= 10_000 else {
+            return CaseResult(info, .inconclusive("an arrival-clock window of \(r) ms is longer than the 10,000 ms this case waits in real time"))
+        }
         let delta = senderClock ? 1 : max(r / 20, 5)
         // Each controller's triggers and quiet messages, as offsets from its first trigger, and the decisions they owe.
         let at = senderClock ? r : r + delta
@@ -640,7 +645,8 @@ struct DerivedReplyCase: DerivedActiveCase {
             p.send(m.sample(senderTimeMs: stamp, quantity: m.deciding(tau), salt: context.salt(p, k)), from: c)
             p.collect(forMs: 25) { _ in p.hostFailure != nil }
         }
-        p.collect(forMs: max(200, Int(deadlineMs * 4))) { replies in
+        // A declared deadline may be an hour: wait at most the case's own timeout for replies that do not come.
+        p.collect(forMs: min(max(200, Int(deadlineMs * 4)), info.timeoutMs)) { replies in
             p.hostFailure != nil || controllers.allSatisfy { c in replies.contains { $0.controller == c } }
         }
         let kind = m.declared.declared.kinds[replyKind]
