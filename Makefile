@@ -3,7 +3,7 @@
 SWIFT ?= swift
 DEMO_TRACE ?= captures/synthetic-session.jsonl
 
-.PHONY: all deps build demo test example-test install-check install fuzz-short fuzz bench bench-live clean
+.PHONY: all deps build demo test example-test docs install-check install fuzz-short fuzz bench bench-live clean
 
 all: build
 
@@ -17,6 +17,8 @@ demo: build
 	$$($(SWIFT) build --show-bin-path)/kinetrace inspect $(DEMO_TRACE)
 
 # scripts/check-layers fails on an import or dependency that breaks the layering.
+# scripts/check-readme holds README's figures to the code and the tree; scripts/readme-walkthroughs
+# runs its three walkthroughs as written (about 45 s).
 test: deps
 	SWIFT=$(SWIFT) scripts/check-layers
 	scripts/check-vocabulary
@@ -24,7 +26,10 @@ test: deps
 	$(SWIFT) test --skip-build
 	scripts/check-protocol-identity
 	KINETRACE=$$($(SWIFT) build --show-bin-path)/kinetrace python3 scripts/check-declaration-schema.py
+	KINETRACE=$$($(SWIFT) build --show-bin-path)/kinetrace scripts/check-readme
+	KINETRACE=$$($(SWIFT) build --show-bin-path)/kinetrace scripts/readme-walkthroughs
 	$(MAKE) example-test
+	$(MAKE) docs
 	$(MAKE) install-check
 	$(MAKE) fuzz-short
 
@@ -33,13 +38,19 @@ test: deps
 example-test:
 	cd examples/swift-host-tests && $(SWIFT) test
 
-# Installs like a CLI tool: the binary, a man page per command (swift-argument-parser's
-# generate-manual) and bash, zsh and fish completions, under $(DESTDIR)$(PREFIX).
+# The DocC catalogues of the libraries a user imports, built as `swift package
+# generate-documentation` does; any warning (a broken symbol link) fails. About 20 s.
+DOC_TARGETS = KinetraceConformance KinetraceHost KinetraceWire
+docs:
+	$(SWIFT) package --disable-sandbox generate-documentation $(addprefix --target ,$(DOC_TARGETS)) --warnings-as-errors
+
+# Installs like a CLI tool: the binary, a man page per command (kinetrace-manual over the
+# binary's own help) and bash, zsh and fish completions, under $(DESTDIR)$(PREFIX).
 PREFIX ?= /usr/local
 CONFIGURATION ?= release
 install: deps
 	$(SWIFT) build -c $(CONFIGURATION) --product kinetrace
-	$(SWIFT) build -c $(CONFIGURATION) --product generate-manual
+	$(SWIFT) build -c $(CONFIGURATION) --product kinetrace-manual
 	scripts/install "$(DESTDIR)$(PREFIX)" "$$($(SWIFT) build -c $(CONFIGURATION) --show-bin-path)"
 
 # `make install` into a temporary prefix, then `man kinetrace` and bash completion from it

@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 import PackageDescription
 
 // Layering, bottom to top; a target depends only on targets of lower layers,
@@ -18,33 +18,33 @@ import PackageDescription
 //                 KinetraceConformance (uses Transport, and Replay's planner for the
 //                 impaired-path cases).
 //   5. CLI      – KinetraceCLI (commands) and the `kinetrace` executable.
-let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+// CI (CI set, as .ci/run does) builds with no warnings: every warning in Kinetrace's own
+// targets is an error there, never in a dependency's.
+let warningsAsErrors: [SwiftSetting] = (Context.environment["CI"] ?? "").isEmpty ? [] : [.treatAllWarnings(as: .error)]
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)] + warningsAsErrors
 
 let package = Package(
     name: "Kinetrace",
     platforms: [.macOS(.v13)],
     products: [
         .executable(name: "kinetrace", targets: ["kinetrace"]),
-        .library(name: "KinetraceSupport", targets: ["KinetraceSupport"]),
-        .library(name: "KinetraceJSON", targets: ["KinetraceJSON"]),
-        .library(name: "KinetraceJUnit", targets: ["KinetraceJUnit"]),
-        .library(name: "KinetraceHash", targets: ["KinetraceHash"]),
+        // The libraries a user imports: their public API is documented (DocC) and kept stable.
         .library(name: "KinetraceWire", targets: ["KinetraceWire"]),
+        .library(name: "KinetraceHost", targets: ["KinetraceHost"]),
+        .library(name: "KinetraceConformance", targets: ["KinetraceConformance"]),
+        // No public API: `package` declarations only, for Kinetrace's own benchmark package,
+        // which builds as part of this package (Benchmarks/Package.swift).
+        .library(name: "KinetraceSupport", targets: ["KinetraceSupport"]),
         .library(name: "KinetraceTrace", targets: ["KinetraceTrace"]),
         .library(name: "KinetracePcap", targets: ["KinetracePcap"]),
-        .library(name: "KinetraceHost", targets: ["KinetraceHost"]),
-        .library(name: "KinetraceController", targets: ["KinetraceController"]),
-        .library(name: "KinetraceCapture", targets: ["KinetraceCapture"]),
         .library(name: "KinetraceReplay", targets: ["KinetraceReplay"]),
-        .library(name: "KinetraceTransport", targets: ["KinetraceTransport"]),
-        .library(name: "KinetraceConformance", targets: ["KinetraceConformance"]),
-        .library(name: "KinetraceAnalysis", targets: ["KinetraceAnalysis"]),
         .library(name: "KinetraceSimulation", targets: ["KinetraceSimulation"]),
-        .library(name: "KinetracePlot", targets: ["KinetracePlot"]),
         .library(name: "KinetraceGestures", targets: ["KinetraceGestures"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // `swift package generate-documentation`: the DocC catalogues of the public libraries (CI builds them).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
@@ -115,6 +115,7 @@ let package = Package(
                 "KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Engines/KinetraceHost", swiftSettings: strict),
@@ -168,6 +169,10 @@ let package = Package(
         .executableTarget(
             name: "kinetrace", dependencies: ["KinetraceCLI"],
             path: "Sources/CLI/kinetrace", swiftSettings: strict),
+        // `make install`'s man pages, from `kinetrace --experimental-dump-help`: Foundation only.
+        .executableTarget(
+            name: "kinetrace-manual",
+            path: "Sources/CLI/kinetrace-manual", swiftSettings: strict),
 
         // Tests, one target per layer, plus the process helpers they share.
         .target(
@@ -218,7 +223,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceCLITests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceJUnit", "KinetraceCLI", "KinetraceReplay", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceJUnit", "KinetraceCLI", "KinetraceConformance", "KinetraceReplay", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             exclude: ["Golden", "Schemas"],
             swiftSettings: strict),
     ]

@@ -7,6 +7,10 @@ import struct Foundation.URL
 // clone was called; look it up instead of assuming "Kinetrace".
 let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
 
+// The benchmarks measure Kinetrace's internals, which are `package` access, not public API:
+// they compile as part of Kinetrace's package (SwiftPM names it after the folder, lowercased).
+let insideKinetrace: [SwiftSetting] = [.unsafeFlags(["-package-name", root.lowercased()])]
+
 // Benchmarks live in their own package so the main build never compiles
 // ordo-one/benchmark. Run: `make bench` (or `swift package benchmark` here).
 let package = Package(
@@ -26,6 +30,8 @@ let package = Package(
                 .product(name: "KinetraceSimulation", package: root),
             ],
             path: "Benchmarks/CodecBenchmarks",
+            packageAccess: false,  // no -package-name of its own: it takes Kinetrace's (insideKinetrace)
+            swiftSettings: insideKinetrace,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
         .executableTarget(
             name: "PcapBenchmarks",
@@ -37,6 +43,8 @@ let package = Package(
                 .product(name: "KinetraceWire", package: root),
             ],
             path: "Benchmarks/PcapBenchmarks",
+            packageAccess: false,  // no -package-name of its own: it takes Kinetrace's (insideKinetrace)
+            swiftSettings: insideKinetrace,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
         .executableTarget(
             name: "ReplayBenchmarks",
@@ -47,6 +55,8 @@ let package = Package(
                 .product(name: "KinetraceWire", package: root),
             ],
             path: "Benchmarks/ReplayBenchmarks",
+            packageAccess: false,  // no -package-name of its own: it takes Kinetrace's (insideKinetrace)
+            swiftSettings: insideKinetrace,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
         .executableTarget(
             name: "GestureBenchmarks",
@@ -57,6 +67,8 @@ let package = Package(
                 .product(name: "KinetraceWire", package: root),
             ],
             path: "Benchmarks/GestureBenchmarks",
+            packageAccess: false,  // no -package-name of its own: it takes Kinetrace's (insideKinetrace)
+            swiftSettings: insideKinetrace,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]),
         // Not a benchmark suite (the plugin takes every executable target under
         // Benchmarks/ for one): the workloads identity/perf-compare.sh counts
@@ -70,6 +82,8 @@ let package = Package(
                 .product(name: "KinetraceTrace", package: root),
                 .product(name: "KinetraceWire", package: root),
             ],
-            path: "identity/IdentityDrivers"),
+            path: "identity/IdentityDrivers",
+            packageAccess: false,  // no -package-name of its own: it takes Kinetrace's (insideKinetrace)
+            swiftSettings: insideKinetrace),
     ]
 )

@@ -7,7 +7,7 @@
 # "many" with nine acks nobody asked for (under the flood limits: the run goes its whole length);
 # "flood" sends valid acks to every controller it has heard, without pause (the run stops, 76 or FAIL). Each run's peak RSS
 # comes from getrusage(RUSAGE_CHILDREN) of a fresh Python parent, so it is the kinetrace process's own.
-# The bound the runs are held to is documented in README's performance section (64 MB).
+# The bound the runs are held to is documented in Benchmarks/RESULTS.md (64 MB).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}

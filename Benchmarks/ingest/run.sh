@@ -20,7 +20,7 @@
 #   trace  wc -l, cat > /dev/null, and jq -c . on the first 100,000 lines
 #          (its rate scaled to the whole file)
 #
-# Prints a Markdown table; the figures in README's performance section come from it.
+# Prints a Markdown table; the figures in Benchmarks/RESULTS.md come from it.
 set -euo pipefail
 
 frames=${1:-2000000}

@@ -4,7 +4,7 @@
 #      measured independently from a libpcap capture (ack time − trigger frame time);
 #   2. capture at 10,000 frames/s for 30 s: kernel drops must be zero.
 # Usage: Benchmarks/live/run.sh [SECONDS_FOR_HOST_RUN] [SECONDS_FOR_CAPTURE_RUN]
-# Prints a Markdown table for README's performance section.
+# Prints a Markdown table for Benchmarks/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 host_seconds=${1:-30}

@@ -22,8 +22,9 @@ import Testing
         defer { Fixture.remove(dir) }
         try "{}".write(to: dir.appendingPathComponent("stadium.json"), atomically: true, encoding: .utf8)
         try "x".write(to: dir.appendingPathComponent("notes.txt"), atomically: true, encoding: .utf8)
-        // The shell runs the completion in the user's directory.
-        let result = try run(URL(fileURLWithPath: "/bin/sh"), ["-c", "cd \"$1\" && exec \"$2\" ---completion replay -- --network", "sh",
+        // The shell runs the completion in the user's directory, with the words typed so far
+        // (the word being completed, the cursor's place in it, then the words).
+        let result = try run(URL(fileURLWithPath: "/bin/sh"), ["-c", "cd \"$1\" && exec \"$2\" ---completion replay -- --network 3 0 kinetrace replay --network ''", "sh",
                                                            dir.path, try Fixture.binary.path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.split(separator: "\n") == ["crowded-event", "harsh", "lab-5ghz", "perfect", "stadium.json"])

@@ -12,6 +12,7 @@ import Testing
         ("host", Host.self), ("simulate", Simulate.self), ("capture", Capture.self), ("convert", Convert.self), ("merge", Merge.self),
         ("replay", Replay.self), ("conform", Conform.self), ("latency", Latency.self),
         ("gestures", Gestures.self), ("gestures-eval", GesturesEval.self), ("gestures-list", GesturesList.self),
+        ("plot", Plot.self), ("plot-timeline", PlotTimeline.self),
         ("protocol", ProtocolCommand.self), ("protocol-show", ProtocolShow.self), ("protocol-vectors", ProtocolVectors.self),
         ("protocol-dissector", ProtocolDissector.self),
     ]

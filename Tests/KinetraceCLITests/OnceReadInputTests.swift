@@ -63,6 +63,20 @@ import Testing
     }
 
     /// The private copy lives in TMPDIR and is gone when the command ends, whether it succeeded or failed.
+    /// Standard input named twice is one input read once: the second `-` finds the first's copy
+    /// (it was registered as "standard input" and looked up as "-", so it re-read an empty stdin).
+    @Test func standardInputNamedTwiceIsTheSameInput() throws {
+        let path = Self.bundled("synthetic-session.jsonl")
+        let result = try run(URL(fileURLWithPath: "/bin/sh"), ["-c", "cat \"$1\" | \"$0\" latency - - --format json",
+                                                           try Fixture.binary.path, path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let traces = try #require(report["traces"] as? [[String: Any]])
+        #expect(traces.count == 2)
+        let measures = traces.map { ($0["measures"] as? [Any])?.count ?? 0 }
+        #expect(measures[0] > 0 && measures[0] == measures[1], "\(measures)")
+    }
+
     @Test func thePrivateCopyIsRemovedOnSuccessAndOnError() throws {
         let tmp = try Fixture.temporaryDirectory()
         defer { Fixture.remove(tmp) }

@@ -53,7 +53,7 @@ import Testing
         try #"{"kinetrace_network": 1, "name": "b", "description": "d", "provenance": "p","#.appending("\n  \"los\": {}}").write(to: bad, atomically: true, encoding: .utf8)
         let result = try kinetrace("replay", Self.session, "--dry-run", "--network", bad.path)
         #expect(result.status == 65)
-        #expect(result.stderr == "kinetrace: error: \(bad.path):2: los: not a member of the network (expected one of: controllers, corrupt, corrupt_bits, delay, description, duplicate, kinetrace_network, loss, name, preserve_order, provenance, rate, reorder, stagger_ms, truncate)\n")
+        #expect(result.stderr == "kinetrace: error: \(bad.path):2: los: not a member of the network (expected one of: basis, controllers, corrupt, corrupt_bits, delay, description, duplicate, kinetrace_network, loss, name, preserve_order, provenance, rate, reorder, stagger_ms, truncate)\n")
 
         let missing = try kinetrace("replay", Self.session, "--dry-run", "--network", "no-such-network")
         #expect(missing.status == 66)

@@ -166,7 +166,7 @@ struct CaptureTests {
         let result = try kinetrace("capture", "-i", "lo", "--port", "9", "-Z", "no-such-user-kt", "--pcap",
                                    dir.appendingPathComponent("u.pcap").path, "--trace", dir.appendingPathComponent("u.jsonl").path)
         #expect(result.status == 64, "\(result.stderr)")
-        #expect(result.stderr.hasPrefix("Error: -Z no-such-user-kt: no such user."), "\(result.stderr)")
+        #expect(result.stderr == "kinetrace: error: -Z no-such-user-kt: no such user. (see 'kinetrace capture --help')\n", "\(result.stderr)")
         #expect(!result.stdout.contains("capturing on"))
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("u.pcap").path), "nothing is opened")
     }

@@ -6,20 +6,20 @@ import Foundation
 /// `ok-…` decodes, `<error code>-…` (for example `crc_mismatch-…`) fails with
 /// that code, and any other name (libFuzzer's hashes, from `--merge`) only has
 /// to keep the target's invariants.
-public struct FuzzInput: CustomStringConvertible, Sendable {
-    public enum Expectation: Equatable, Sendable {
+package struct FuzzInput: CustomStringConvertible, Sendable {
+    package enum Expectation: Equatable, Sendable {
         case value
         case error(String)
         case invariantsOnly
     }
 
-    public var path: String
-    public var bytes: [UInt8]
-    public var expectation: Expectation
-    public var description: String { path }
+    package var path: String
+    package var bytes: [UInt8]
+    package var expectation: Expectation
+    package var description: String { path }
 
     /// Every corpus and regression input of `target`, regressions first.
-    public static func all(_ target: String) throws -> [FuzzInput] {
+    package static func all(_ target: String) throws -> [FuzzInput] {
         var inputs: [FuzzInput] = []
         for folder in ["regressions", "corpus"] {
             let directory = Fixture.packageRoot.appendingPathComponent("Fuzz/\(folder)/\(target)")

@@ -6,16 +6,16 @@ import Glibc
 
 /// A TCP connection over loopback made with plain sockets: a listener bound
 /// to port 0, then a client with TCP_NODELAY connected to it and the accepted side.
-public final class LoopbackTCPPair {
-    public let listener: Int32
-    public private(set) var client: Int32 = -1
-    public private(set) var server: Int32 = -1
-    public let port: UInt16
+package final class LoopbackTCPPair {
+    package let listener: Int32
+    package private(set) var client: Int32 = -1
+    package private(set) var server: Int32 = -1
+    package let port: UInt16
     private var address = sockaddr_in()
 
     private static func failure(_ what: String) -> FixtureError { FixtureError("\(what): \(String(cString: strerror(errno)))") }
 
-    public init() throws {
+    package init() throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw Self.failure("socket") }
         address.sin_family = sa_family_t(AF_INET)
@@ -28,7 +28,7 @@ public final class LoopbackTCPPair {
         self.port = UInt16(bigEndian: address.sin_port)
     }
 
-    public func connect() throws {
+    package func connect() throws {
         client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard client >= 0 else { throw Self.failure("socket") }
         var on: Int32 = 1
@@ -46,7 +46,7 @@ public final class LoopbackTCPPair {
         close(listener)
     }
 
-    public func write(_ bytes: [UInt8]) throws {
+    package func write(_ bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(client, $0.baseAddress! + sent, bytes.count - sent) }
@@ -56,7 +56,7 @@ public final class LoopbackTCPPair {
     }
 
     /// Closes the client's side, reads everything the server receives until then, and closes the server's.
-    public func finish() throws -> [UInt8] {
+    package func finish() throws -> [UInt8] {
         shutdown(client, Int32(SHUT_WR))
         // A bounded wait: a read that never sees end of file fails the test instead of hanging it.
         var limit = timeval(tv_sec: 30, tv_usec: 0)

@@ -3,15 +3,15 @@ import Foundation
 /// Shared by the test targets that drive real processes: paths, temporary
 /// directories, a process runner, a background-process handle, and a plain
 /// UDP socket. (Test targets cannot share source files; this target can.)
-public enum Fixture {
-    public static let packageRoot = URL(fileURLWithPath: #filePath)
+package enum Fixture {
+    package static let packageRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The bundled synthetic trace.
-    public static var bundledTrace: String { packageRoot.appendingPathComponent("captures/synthetic-session.jsonl").path }
+    package static var bundledTrace: String { packageRoot.appendingPathComponent("captures/synthetic-session.jsonl").path }
 
     /// The `kinetrace` built next to the test bundle (`swift build --build-tests` builds both).
-    public static var binary: URL {
+    package static var binary: URL {
         get throws {
             var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             for _ in 0..<4 {
@@ -24,16 +24,16 @@ public enum Fixture {
     }
 
     /// A fresh temporary directory; the caller removes it.
-    public static func temporaryDirectory() throws -> URL {
+    package static func temporaryDirectory() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("kinetrace-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         return url
     }
 
-    public static func remove(_ url: URL) { try? FileManager.default.removeItem(at: url) }
+    package static func remove(_ url: URL) { try? FileManager.default.removeItem(at: url) }
 
     /// A system tool by name, from the usual places.
-    public static func tool(_ name: String) throws -> URL {
+    package static func tool(_ name: String) throws -> URL {
         for dir in ["/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"] {
             let url = URL(fileURLWithPath: dir).appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: url.path) { return url }
@@ -41,38 +41,38 @@ public enum Fixture {
         throw FixtureError("\(name) is not installed (scripts/bootstrap installs it)")
     }
 
-    public static var isRoot: Bool { getuid() == 0 }
+    package static var isRoot: Bool { getuid() == 0 }
 
     /// Whether `python3` is on PATH (the stdio example hosts are Python).
-    public static var hasPython: Bool {
+    package static var hasPython: Bool {
         (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").contains {
             FileManager.default.isExecutableFile(atPath: "\($0)/python3")
         }
     }
 }
 
-public struct FixtureError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct FixtureError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
-public struct RunResult: Sendable {
-    public var status: Int32
+package struct RunResult: Sendable {
+    package var status: Int32
     /// True when the process ended by a signal (a crash), not an exit.
-    public var signalled: Bool
-    public var stdout: String
-    public var stderr: String
+    package var signalled: Bool
+    package var stdout: String
+    package var stderr: String
 }
 
 /// A child process whose output is collected as it runs; killed on deinit
 /// so a failing test never leaves it behind.
-public final class Background: @unchecked Sendable {
-    public let process = Process()
+package final class Background: @unchecked Sendable {
+    package let process = Process()
     private let lock = NSLock()
     private var out = Data(), err = Data()
     private let outPipe = Pipe(), errPipe = Pipe()
 
-    public init(_ executable: URL, _ arguments: [String]) throws {
+    package init(_ executable: URL, _ arguments: [String]) throws {
         process.executableURL = executable
         process.arguments = arguments
         process.standardOutput = outPipe
@@ -89,13 +89,13 @@ public final class Background: @unchecked Sendable {
         try process.run()
     }
 
-    public static func kinetrace(_ arguments: String...) throws -> Background { try Background(try Fixture.binary, arguments) }
+    package static func kinetrace(_ arguments: String...) throws -> Background { try Background(try Fixture.binary, arguments) }
 
-    public var stdout: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
-    public var stderr: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
+    package var stdout: String { lock.withLock { String(decoding: out, as: UTF8.self) } }
+    package var stderr: String { lock.withLock { String(decoding: err, as: UTF8.self) } }
 
     /// Waits until standard output has a line starting with `prefix`; returns that line.
-    public func waitForLine(startingWith prefix: String, timeout: TimeInterval = 30) throws -> String {
+    package func waitForLine(startingWith prefix: String, timeout: TimeInterval = 30) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             if let line = stdout.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) { return String(line) }
@@ -107,7 +107,7 @@ public final class Background: @unchecked Sendable {
 
     /// Sends `signal` and waits for the process to exit.
     @discardableResult
-    public func stop(_ signal: Int32 = SIGINT, timeout: TimeInterval = 30) throws -> RunResult {
+    package func stop(_ signal: Int32 = SIGINT, timeout: TimeInterval = 30) throws -> RunResult {
         if process.isRunning { kill(process.processIdentifier, signal) }
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(5_000) }
@@ -122,7 +122,7 @@ public final class Background: @unchecked Sendable {
                          stdout: stdout, stderr: stderr)
     }
 
-    public func wait(timeout: TimeInterval = 60) throws -> RunResult {
+    package func wait(timeout: TimeInterval = 60) throws -> RunResult {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(5_000) }
         return try stop(SIGKILL, timeout: 5)
@@ -176,27 +176,27 @@ public final class Background: @unchecked Sendable {
 /// Runs a program to completion (killed after `timeout`, so a hang fails
 /// the test instead of the suite).
 @discardableResult
-public func run(_ executable: URL, _ arguments: [String], timeout: TimeInterval = 60) throws -> RunResult {
+package func run(_ executable: URL, _ arguments: [String], timeout: TimeInterval = 60) throws -> RunResult {
     let child = try Background(executable, arguments)
     return try child.wait(timeout: timeout)
 }
 
-public func kinetrace(_ arguments: String...) throws -> RunResult { try run(try Fixture.binary, arguments) }
-public func kinetrace(_ arguments: [String], timeout: TimeInterval = 60) throws -> RunResult {
+package func kinetrace(_ arguments: String...) throws -> RunResult { try run(try Fixture.binary, arguments) }
+package func kinetrace(_ arguments: [String], timeout: TimeInterval = 60) throws -> RunResult {
     try run(try Fixture.binary, arguments, timeout: timeout)
 }
 
 /// A plain UDP socket on loopback, for sending hand-made datagrams to a host.
-public final class TestSocket {
-    public let fd: Int32
-    public init(v6: Bool = false) {
+package final class TestSocket {
+    package let fd: Int32
+    package init(v6: Bool = false) {
         fd = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         var timeout = timeval(tv_sec: 0, tv_usec: 500_000)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
     deinit { close(fd) }
 
-    public func send(_ bytes: [UInt8], toPort port: UInt16) {
+    package func send(_ bytes: [UInt8], toPort port: UInt16) {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -211,7 +211,7 @@ public final class TestSocket {
     }
 
     /// Binds to 127.0.0.1 port 0; returns the port the kernel chose.
-    public func bindLoopback() -> UInt16 {
+    package func bindLoopback() -> UInt16 {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -223,14 +223,14 @@ public final class TestSocket {
 
     /// The next datagram, or nil after the receive timeout (0.5 s: enough to say
     /// nothing came when nothing is owed; wait for an owed reply with `receive(within:)`).
-    public func receive() -> [UInt8]? {
+    package func receive() -> [UInt8]? {
         var buffer = [UInt8](repeating: 0, count: 2048)
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         return n >= 0 ? Array(buffer[0..<n]) : nil
     }
 
     /// The next datagram and the port it came from, waiting up to `seconds` for it.
-    public func receiveWithSender(within seconds: TimeInterval) -> (bytes: [UInt8], port: UInt16)? {
+    package func receiveWithSender(within seconds: TimeInterval) -> (bytes: [UInt8], port: UInt16)? {
         let deadline = Date().addingTimeInterval(seconds)
         var buffer = [UInt8](repeating: 0, count: 2048)
         while Date() < deadline {
@@ -247,7 +247,7 @@ public final class TestSocket {
     }
 
     /// The next datagram, waiting up to `seconds` for it (a loaded machine can be slow to answer).
-    public func receive(within seconds: TimeInterval) -> [UInt8]? {
+    package func receive(within seconds: TimeInterval) -> [UInt8]? {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if let datagram = receive() { return datagram }
@@ -257,7 +257,7 @@ public final class TestSocket {
 }
 
 /// The port in a "listening on ADDRESS:PORT" line.
-public func port(in line: String) throws -> UInt16 {
+package func port(in line: String) throws -> UInt16 {
     guard let text = line.split(separator: ":").last, let port = UInt16(text) else { throw FixtureError("no port in \(line)") }
     return port
 }
@@ -265,7 +265,7 @@ public func port(in line: String) throws -> UInt16 {
 /// Polls `condition` until it holds: the way to wait for an event a test cannot
 /// be told of directly. The limit only turns a hang into a failure naming `what`;
 /// no verdict rests on how long it took.
-public func waitUntil(_ what: @autoclosure () -> String, timeout: TimeInterval = 30, _ condition: () throws -> Bool) throws {
+package func waitUntil(_ what: @autoclosure () -> String, timeout: TimeInterval = 30, _ condition: () throws -> Bool) throws {
     let deadline = Date().addingTimeInterval(timeout)
     while try !condition() {
         guard Date() < deadline else { throw FixtureError("gave up after \(timeout) s waiting for \(what())") }
@@ -275,7 +275,7 @@ public func waitUntil(_ what: @autoclosure () -> String, timeout: TimeInterval =
 
 extension Background {
     /// Lines of standard error containing `text` so far (a host's `-v` logs one line per decision).
-    public func stderrLines(containing text: String) -> Int {
+    package func stderrLines(containing text: String) -> Int {
         stderr.split(separator: "\n").filter { $0.contains(text) }.count
     }
 }

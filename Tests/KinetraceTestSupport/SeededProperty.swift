@@ -10,11 +10,11 @@ import Testing
 /// draw every input from `KINETRACE_SEED` (a fixed default when unset), mixed
 /// with the calling test's name so each property gets its own inputs, and
 /// every issue a failing input records names the seed and the input.
-public enum PropertySeed {
-    public static let defaultSeed: UInt64 = 20_260_101
+package enum PropertySeed {
+    package static let defaultSeed: UInt64 = 20_260_101
 
     /// The run's seed: `KINETRACE_SEED` (decimal or 0x-hex), else `defaultSeed`.
-    public static let base: UInt64 = {
+    package static let base: UInt64 = {
         guard let text = ProcessInfo.processInfo.environment["KINETRACE_SEED"], !text.isEmpty else { return defaultSeed }
         let parsed = text.hasPrefix("0x") ? UInt64(text.dropFirst(2), radix: 16) : UInt64(text)
         guard let parsed else { fatalError("KINETRACE_SEED=\(text) is not an unsigned 64-bit integer") }
@@ -44,7 +44,7 @@ public enum PropertySeed {
 
 /// Runs `body` on `count` inputs drawn by `draw` from the pinned seed; stops at the
 /// first input that records an issue, and adds the seed and the input to each such issue.
-public func seededPropertyCheck<Input>(
+package func seededPropertyCheck<Input>(
     count: Int = 100,
     draw: (inout Xoshiro) -> Input,
     perform body: (Input) async throws -> Void,
@@ -78,14 +78,14 @@ public func seededPropertyCheck<Input>(
     }
 }
 
-public func seededPropertyCheck<A, SA>(
+package func seededPropertyCheck<A, SA>(
     count: Int = 100, input a: Generator<A, SA>, perform body: (A) async throws -> Void,
     isolation: isolated (any Actor)? = #isolation, function: String = #function, sourceLocation: SourceLocation = #_sourceLocation
 ) async {
     await seededPropertyCheck(count: count, draw: { a.run(using: &$0) }, perform: body, function: function, sourceLocation: sourceLocation)
 }
 
-public func seededPropertyCheck<A, SA, B, SB>(
+package func seededPropertyCheck<A, SA, B, SB>(
     count: Int = 100, input a: Generator<A, SA>, _ b: Generator<B, SB>, perform body: (A, B) async throws -> Void,
     isolation: isolated (any Actor)? = #isolation, function: String = #function, sourceLocation: SourceLocation = #_sourceLocation
 ) async {
@@ -93,7 +93,7 @@ public func seededPropertyCheck<A, SA, B, SB>(
                               function: function, sourceLocation: sourceLocation)
 }
 
-public func seededPropertyCheck<A, SA, B, SB, C, SC>(
+package func seededPropertyCheck<A, SA, B, SB, C, SC>(
     count: Int = 100, input a: Generator<A, SA>, _ b: Generator<B, SB>, _ c: Generator<C, SC>, perform body: (A, B, C) async throws -> Void,
     isolation: isolated (any Actor)? = #isolation, function: String = #function, sourceLocation: SourceLocation = #_sourceLocation
 ) async {
@@ -101,7 +101,7 @@ public func seededPropertyCheck<A, SA, B, SB, C, SC>(
                               perform: { try await body($0.0, $0.1, $0.2) }, function: function, sourceLocation: sourceLocation)
 }
 
-public func seededPropertyCheck<A, SA, B, SB, C, SC, D, SD>(
+package func seededPropertyCheck<A, SA, B, SB, C, SC, D, SD>(
     count: Int = 100, input a: Generator<A, SA>, _ b: Generator<B, SB>, _ c: Generator<C, SC>, _ d: Generator<D, SD>,
     perform body: (A, B, C, D) async throws -> Void,
     isolation: isolated (any Actor)? = #isolation, function: String = #function, sourceLocation: SourceLocation = #_sourceLocation

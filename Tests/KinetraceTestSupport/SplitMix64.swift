@@ -2,4 +2,4 @@ import KinetraceSupport
 
 /// The tests' seeded generator: the product's own, now that it lives in the
 /// support layer (the same SplitMix64 sequence the tests' copy produced).
-public typealias SplitMix64 = SeededGenerator
+package typealias SplitMix64 = SeededGenerator

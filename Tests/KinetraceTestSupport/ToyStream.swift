@@ -3,30 +3,30 @@ import KinetraceWire
 /// A toy byte-stream protocol, for tests that prove one plugs in without
 /// touching the engines: 12-byte records back to back (u64 little-endian
 /// stamp, u32 little-endian value), controller→host only.
-public struct ToyStream: CompiledWireProtocol {
-    public init() {}
+package struct ToyStream: CompiledWireProtocol {
+    package init() {}
 
-    public struct Message: Hashable, Sendable {
-        public var tMs: UInt64
-        public var value: UInt32
-        public init(tMs: UInt64, value: UInt32) {
+    package struct Message: Hashable, Sendable {
+        package var tMs: UInt64
+        package var value: UInt32
+        package init(tMs: UInt64, value: UInt32) {
             self.tMs = tMs
             self.value = value
         }
     }
 
-    public static let id = ProtocolID("toy-stream-v1")
-    public static let summary = "12-byte stamped records back to back on TCP (tests only)"
-    public static let specification = "Tests/KinetraceTestSupport/ToyStream.swift"
-    public static let transport = TransportKind.byteStream
-    public static let defaultPort: UInt16 = 47200
-    public static let nominalRateHz = 50.0
-    public static let samplesCarrySenderClock = true
-    public static let size = 12
+    package static let id = ProtocolID("toy-stream-v1")
+    package static let summary = "12-byte stamped records back to back on TCP (tests only)"
+    package static let specification = "Tests/KinetraceTestSupport/ToyStream.swift"
+    package static let transport = TransportKind.byteStream
+    package static let defaultPort: UInt16 = 47200
+    package static let nominalRateHz = 50.0
+    package static let samplesCarrySenderClock = true
+    package static let size = 12
 
-    public static func makeFramer() -> any MessageFramer { StreamFramer(FixedLengthRecords(length: size)) }
+    package static func makeFramer() -> any MessageFramer { StreamFramer(FixedLengthRecords(length: size)) }
 
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message {
         guard bytes.count == size else { throw WireError(.invalidLength, offset: bytes.count, expected: "a 12-byte record") }
         var tMs: UInt64 = 0
         for i in (0..<8).reversed() { tMs = tMs << 8 | UInt64(bytes[i]) }
@@ -35,22 +35,22 @@ public struct ToyStream: CompiledWireProtocol {
         return Message(tMs: tMs, value: value)
     }
 
-    public static func encode(_ message: Message) -> [UInt8] {
+    package static func encode(_ message: Message) -> [UInt8] {
         (0..<8).map { UInt8(truncatingIfNeeded: message.tMs >> (8 * $0)) } + (0..<4).map { UInt8(truncatingIfNeeded: message.value >> (8 * $0)) }
     }
 
-    public static func facts(of message: Message) -> MessageFacts {
+    package static func facts(of message: Message) -> MessageFacts {
         MessageFacts(direction: .controllerToHost, senderTimeMs: message.tMs)
     }
 
-    public static func makeHostModel(rule: GestureRule) -> any HostModel { ToyHostModel() }
+    package static func makeHostModel(rule: GestureRule) -> any HostModel { ToyHostModel() }
 
-    public static let decodedShapes = [
+    package static let decodedShapes = [
         DecodedShape(kind: "record", numbers: ["t_ms", "value"]),
         DecodedShape(kind: "unknown", fields: []),
     ]
 
-    public static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
+    package static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
         guard let message = try? decode(bytes) else { return visitor.kind("unknown") }
         visitor.kind("record")
         visitor.field("t_ms", message.tMs)
@@ -59,12 +59,12 @@ public struct ToyStream: CompiledWireProtocol {
 }
 
 /// Accepts everything, decides nothing.
-public struct ToyHostModel: HostModel {
+package struct ToyHostModel: HostModel {
     private var seen: Set<Int> = []
-    public init() {}
-    public var controllerCount: Int { seen.count }
-    public mutating func forget(_ controller: Int) { seen.remove(controller) }
-    public mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
+    package init() {}
+    package var controllerCount: Int { seen.count }
+    package mutating func forget(_ controller: Int) { seen.remove(controller) }
+    package mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
         seen.insert(controller)
         return .accepted
     }

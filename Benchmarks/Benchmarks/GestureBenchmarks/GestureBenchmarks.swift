@@ -28,13 +28,13 @@ let trace: GestureTrace = {
             let tMs = UInt64(1_767_225_600_000 + i * 100 + c * 7)
             let elapsed = i * 100
             if elapsed >= nextJump {
-                labels.append(GestureLabel(gesture: "jump", controller: controller, tMs: Double(tMs), durationMs: 450))
+                labels.append(GestureLabel(gesture: "jump", controller: controller, senderTimeMs: Double(tMs), durationMs: 450))
                 peak = 0.4 + unit() * 1.2
                 nextJump = elapsed + 1500 + Int(unit() * 3000)
             }
             let ay = peak + (unit() - 0.5) * 0.3
             peak *= 0.35
-            list.append(GestureSample(tMs: tMs, timeNs: Int64(tMs) * 1_000_000 + 70_000_000,
+            list.append(GestureSample(senderTimeMs: tMs, timeNs: Int64(tMs) * 1_000_000 + 70_000_000,
                                       userAcceleration: Vector3(0, ay, 0), rotationRate: Vector3(0, 0, 0)))
         }
         samples.append(list)

@@ -214,7 +214,7 @@ case "replay-plain", "replay-harsh":
             result.add(send.deadlineNs)
             result.add(send.controller)
             result.add(send.payload)
-            result.add(send.tMs ?? .max)
+            result.add(send.senderTimeMs ?? .max)
             result.add(UInt8(send.predictedTrigger ? 1 : 0))
         }
     }

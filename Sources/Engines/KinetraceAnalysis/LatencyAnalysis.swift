@@ -3,7 +3,7 @@ import KinetraceWire
 
 /// A latency `kinetrace latency` measures. Which ones a trace can give
 /// depends on where it was recorded (its header's `capture_point`).
-public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
+package enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
     /// Every valid sample: capture time − its sender time. One-way only when the two clocks agree.
     case oneWayRaw = "one_way_raw"
     /// The paper's clock-free method: raw minus the median, plus `baseMs`.
@@ -25,7 +25,7 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
     /// nominal period standing in for the sender's spacing (no sender clock to read it from).
     case interarrivalJitter = "interarrival_jitter"
 
-    public var title: String {
+    package var title: String {
         switch self {
         case .oneWayRaw: return "One-way latency, raw (c2h samples: t_receive − sender time)"
         case .oneWayRelative: return "One-way latency, relative (raw − median)"
@@ -41,7 +41,7 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
     }
 
     /// A few words, for plot titles.
-    public var shortTitle: String {
+    package var shortTitle: String {
         switch self {
         case .oneWayRaw: return "one-way latency (raw)"
         case .oneWayRelative: return "one-way latency (relative)"
@@ -57,7 +57,7 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
     }
 
     /// What a sample is: a frame (c2h measures) or a reply.
-    public var sampleNoun: String {
+    package var sampleNoun: String {
         switch self {
         case .oneWayRaw, .oneWayRelative, .joinedOneWay: return "frame"
         case .arrivalInterval, .interarrivalJitter: return "message"
@@ -65,10 +65,29 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
         }
     }
 
-    public var isRelative: Bool { self == .oneWayRelative || self == .replyEchoRelative }
+    package var isRelative: Bool { self == .oneWayRelative || self == .replyEchoRelative }
 
     /// What the numbers mean at a capture point, in one sentence.
-    public func meaning(at point: CapturePoint) -> String {
+    /// What the measure means in a trace with this header: a replay's record with wallclock stamps
+    /// says where the emulated network's delay is.
+    package func meaning(in header: TraceHeader) -> String {
+        guard header.capturePoint == .controller, let replay = header.replay, replay.stampsOnRecorderClock else {
+            return meaning(at: header.capturePoint)
+        }
+        let network = replay.network.map { "the \($0) network's" } ?? "the emulated"
+        switch self {
+        case .oneWayRaw:
+            return "A replay's stamp (each frame's scheduled departure, --timestamps wallclock) to its actual send: \(network) delay, as emulated."
+        case .replyEchoRaw:
+            return "A frame's scheduled departure to its reply's receipt: the round trip including \(network) delay (one way: replies are not delayed)."
+        case .replyRoundTrip:
+            return "A frame's actual send, after \(network) delay, to its reply's receipt: the host and the real path only; reply latency raw includes the emulated delay."
+        default:
+            return meaning(at: header.capturePoint)
+        }
+    }
+
+    package func meaning(at point: CapturePoint) -> String {
         switch (self, point) {
         case (.arrivalInterval, _):
             return "Time between successive valid messages of one controller on the recorder's clock: the sender's rate as delivered, with the network's variation on top; messages that arrive together (one read of a stream) are 0 apart."
@@ -110,28 +129,28 @@ public enum LatencyMeasure: String, CaseIterable, Hashable, Sendable {
 
 /// One latency sample: which controller (index into `LatencyAnalysis.controllers`),
 /// which of that controller's frames or replies it is, when it was seen, and the value.
-public struct LatencySample: Hashable, Sendable {
-    public var controller: Int
-    public var ordinal: Int
-    public var timeNs: Int64
-    public var ms: Double
+package struct LatencySample: Hashable, Sendable {
+    package var controller: Int
+    package var ordinal: Int
+    package var timeNs: Int64
+    package var ms: Double
 }
 
 /// How the relative measures take their median.
-public enum MedianScope: String, CaseIterable, Sendable {
+package enum MedianScope: String, CaseIterable, Sendable {
     /// Each controller's own median: each phone has its own clock offset.
     case controller
     /// One median over all controllers, as the paper did with one device.
     case dataset
 }
 
-public struct LatencyOptions: Hashable, Sendable {
+package struct LatencyOptions: Hashable, Sendable {
     /// Outlier removal keeps samples within this many σ of the mean (the paper's 3); 0 keeps all.
-    public var sigmas: Double = 3
-    public var medianScope: MedianScope = .controller
+    package var sigmas: Double = 3
+    package var medianScope: MedianScope = .controller
     /// Added to relative latencies, to compare with a published table.
-    public var baseMs: Double = 0
-    public init(sigmas: Double = 3, medianScope: MedianScope = .controller, baseMs: Double = 0) {
+    package var baseMs: Double = 0
+    package init(sigmas: Double = 3, medianScope: MedianScope = .controller, baseMs: Double = 0) {
         self.sigmas = sigmas
         self.medianScope = medianScope
         self.baseMs = baseMs
@@ -139,9 +158,9 @@ public struct LatencyOptions: Hashable, Sendable {
 }
 
 /// Gathers latency samples from a trace one record at a time.
-public struct LatencyCollector {
-    public let header: TraceHeader
-    public private(set) var controllers: [Endpoint] = []
+package struct LatencyCollector {
+    package let header: TraceHeader
+    package private(set) var controllers: [Endpoint] = []
     private var controllerIndex: [Endpoint: Int] = [:]
     private var frameCount: [Int] = []
     private var replyCount: [Int] = []
@@ -153,15 +172,15 @@ public struct LatencyCollector {
     private var replyEcho: [LatencySample] = []
     private var roundTrips: [LatencySample] = []
     private var turnarounds: [LatencySample] = []
-    public private(set) var invalidMessages = 0
-    public private(set) var unpairedReplies = 0
+    package private(set) var invalidMessages = 0
+    package private(set) var unpairedReplies = 0
     /// Valid messages whose stamp is too far from the capture time to subtract in nanoseconds.
-    public private(set) var unusableStamps = 0
+    package private(set) var unusableStamps = 0
 
     /// Frames older than this on the capture clock are forgotten: no reply is that late.
     static let pairingWindowNs: Int64 = 60_000_000_000
 
-    public let wireProtocol: any WireProtocol
+    package let wireProtocol: any WireProtocol
     /// Without a sender clock, what can be measured is when messages arrive.
     private let hasSenderClock: Bool
     private let hasReplies: Bool
@@ -171,7 +190,7 @@ public struct LatencyCollector {
     private var arrivalIntervals: [LatencySample] = []
     private var jitters: [LatencySample] = []
 
-    public init(header: TraceHeader, wireProtocol: any WireProtocol) {
+    package init(header: TraceHeader, wireProtocol: any WireProtocol) {
         self.header = header
         self.wireProtocol = wireProtocol
         hasSenderClock = ProtocolTraits.hasSenderClock(wireProtocol)
@@ -179,7 +198,7 @@ public struct LatencyCollector {
         nominalPeriodMs = 1000 / wireProtocol.nominalRateHz
     }
 
-    public mutating func add(_ record: TraceRecord) {
+    package mutating func add(_ record: TraceRecord) {
         guard case .message(let message) = record else { return }
         let facts = message.facts(wireProtocol)
         guard facts.isValid, facts.direction == message.direction else {
@@ -265,7 +284,7 @@ public struct LatencyCollector {
     }
 
     /// The measures and their statistics.
-    public func analysis(options: LatencyOptions = .init()) -> LatencyAnalysis {
+    package func analysis(options: LatencyOptions = .init()) -> LatencyAnalysis {
         var measures: [LatencyAnalysis.MeasureResult] = []
         var unavailable: [LatencyAnalysis.Unavailable] = []
         func add(_ measure: LatencyMeasure, _ samples: [LatencySample], missing: String) {
@@ -284,10 +303,20 @@ public struct LatencyCollector {
                                   sigmas: options.sigmas, medians: medians, baseMs: options.baseMs))
         }
         if !hasSenderClock { return arrivalAnalysis(options: options) }
-        add(.oneWayRaw, oneWay, missing: "no valid frames")
-        addRelative(.oneWayRelative, from: oneWay, missing: "no valid frames")
-        add(.replyEchoRaw, replyEcho, missing: "no valid replies")
-        addRelative(.replyEchoRelative, from: replyEcho, missing: "no valid replies")
+        var notes: [String] = []
+        // A raw figure across clocks that cannot be compared is no latency: withheld, and said why.
+        for (raw, relative, samples, missing) in [(LatencyMeasure.oneWayRaw, LatencyMeasure.oneWayRelative, oneWay, "no valid frames"),
+                                                   (.replyEchoRaw, .replyEchoRelative, replyEcho, "no valid replies")] {
+            if let why = ClockComparison.incomparable(header: header, samples: samples) {
+                unavailable.append(.init(measure: raw, reason: why + "; \(String(relative.rawValue.map { $0 == "_" ? "-" : $0 })) needs no common clock"))
+                if notes.isEmpty {
+                    notes.append("clocks: the sender's stamps and this trace's clock cannot be compared (\(why)): raw figures withheld, relative ones shown")
+                }
+            } else {
+                add(raw, samples, missing: missing)
+            }
+            addRelative(relative, from: samples, missing: missing)
+        }
         if header.capturePoint == .controller || !roundTrips.isEmpty {
             add(.replyRoundTrip, roundTrips, missing: "no reply answered a frame in this trace")
         } else {
@@ -299,7 +328,7 @@ public struct LatencyCollector {
         }
         return LatencyAnalysis(header: header, controllers: controllers, options: options, measures: measures,
                                unavailable: unavailable, invalidMessages: invalidMessages, unpairedReplies: unpairedReplies,
-                               unusableStamps: unusableStamps)
+                               unusableStamps: unusableStamps, notes: notes, clocksIncomparable: !notes.isEmpty)
     }
 
     /// A protocol without a sender clock: arrival intervals and jitter, and plainly what cannot be measured.
@@ -347,7 +376,7 @@ public struct LatencyCollector {
     }
 
     /// numpy's median: the middle value, or the mean of the two middle ones.
-    public static func median(_ values: [Double]) -> Double {
+    package static func median(_ values: [Double]) -> Double {
         guard !values.isEmpty else { return .nan }
         let sorted = values.sorted(), middle = sorted.count / 2
         return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
@@ -355,33 +384,36 @@ public struct LatencyCollector {
 }
 
 /// Every measure a trace gives, aggregated and per controller.
-public struct LatencyAnalysis: Sendable {
-    public var header: TraceHeader
-    public var controllers: [Endpoint]
-    public var options: LatencyOptions
-    public var measures: [MeasureResult]
-    public var unavailable: [Unavailable]
-    public var invalidMessages: Int
-    public var unpairedReplies: Int
-    public var unusableStamps: Int
+package struct LatencyAnalysis: Sendable {
+    package var header: TraceHeader
+    package var controllers: [Endpoint]
+    package var options: LatencyOptions
+    package var measures: [MeasureResult]
+    package var unavailable: [Unavailable]
+    package var invalidMessages: Int
+    package var unpairedReplies: Int
+    package var unusableStamps: Int
     /// How the measures were made, when that needs saying (a join by position, say).
-    public var notes: [String] = []
+    package var notes: [String] = []
+    /// The sender stamps and the recorder's clock cannot be compared (`ClockComparison`): raw
+    /// figures are withheld, and a relative measure's medians are the clocks' offset, not latency.
+    package var clocksIncomparable = false
 
-    public func result(for measure: LatencyMeasure) -> MeasureResult? { measures.first { $0.measure == measure } }
+    package func result(for measure: LatencyMeasure) -> MeasureResult? { measures.first { $0.measure == measure } }
 
-    public struct Unavailable: Hashable, Sendable {
-        public var measure: LatencyMeasure
-        public var reason: String
+    package struct Unavailable: Hashable, Sendable {
+        package var measure: LatencyMeasure
+        package var reason: String
     }
 
     /// One measure: all its samples in trace order, and statistics for all of them and per controller.
-    public struct MeasureResult: Sendable {
-        public var measure: LatencyMeasure
+    package struct MeasureResult: Sendable {
+        package var measure: LatencyMeasure
         /// The samples as measured: for a relative measure, before its median is subtracted. A
         /// relative measure shares them with its raw one rather than hold a shifted copy.
-        public let measuredSamples: [LatencySample]
+        package let measuredSamples: [LatencySample]
         /// Every sample in trace order, as the statistics took them (relative ones shifted).
-        public var samples: [LatencySample] {
+        package var samples: [LatencySample] {
             guard medians != nil else { return measuredSamples }
             return measuredSamples.map { sample in
                 var shifted = sample
@@ -389,14 +421,14 @@ public struct LatencyAnalysis: Sendable {
                 return shifted
             }
         }
-        public var all: SeriesStatistics
+        package var all: SeriesStatistics
         /// Indexed like `LatencyAnalysis.controllers`; nil for a controller without samples.
-        public var perController: [SeriesStatistics?]
+        package var perController: [SeriesStatistics?]
         /// For relative measures, the median subtracted from each controller's samples.
-        public var medians: [Double]?
-        public var baseMs: Double
+        package var medians: [Double]?
+        package var baseMs: Double
         /// For interarrival jitter: each controller's estimate after its last message (RFC 3550's figure).
-        public var finalValues: [Double?]?
+        package var finalValues: [Double?]?
 
         /// `samples` are as measured; with `medians`, each controller's is subtracted and `baseMs` added.
         init(measure: LatencyMeasure, samples: [LatencySample], controllers: Int, sigmas: Double, medians: [Double]?, baseMs: Double) {
@@ -420,17 +452,17 @@ public struct LatencyAnalysis: Sendable {
 }
 
 /// Table I after outlier removal, and raw percentiles before it.
-public struct SeriesStatistics: Sendable {
+package struct SeriesStatistics: Sendable {
     /// nil when nothing is left after outlier removal (never for a non-empty series).
-    public var table: LatencyTable?
+    package var table: LatencyTable?
     /// p50, p90, p99 and p99.9 of every sample, as an HDR histogram gives them (`LatencyPercentiles`).
-    public var percentiles: [(percentile: Double, ms: Double)]
+    package var percentiles: [(percentile: Double, ms: Double)]
     /// The figures only, and how they were taken: a controller's statistics keep no histogram.
-    public var histogram: LatencyPercentiles
+    package var histogram: LatencyPercentiles
     /// The mean and σ outlier removal used, and the bounds it kept.
-    public var removal: (mean: Double, sd: Double, lowerMs: Double, upperMs: Double)?
+    package var removal: (mean: Double, sd: Double, lowerMs: Double, upperMs: Double)?
 
-    public init(_ values: [Double], sigmas: Double) {
+    package init(_ values: [Double], sigmas: Double) {
         table = LatencyTable(samplesMs: values, sigmas: sigmas)
         let finite = values.filter(\.isFinite)
         // A sample minus a median spans up to 2^63 ns: held inside Int64 rather than trap.

@@ -14,8 +14,8 @@ import KinetraceWire
 /// connection in the other. Connections pair by their controller's address,
 /// or, when the addresses differ (a NAT), by order of appearance if both traces
 /// hold the same number; the report says which, and what could not be paired.
-public enum LatencyJoin {
-    public static func join(controller: some TraceRecordSource, host: some TraceRecordSource,
+package enum LatencyJoin {
+    package static func join(controller: some TraceRecordSource, host: some TraceRecordSource,
                             options: LatencyOptions = .init()) throws(TraceError) -> LatencyAnalysis {
         let sent = try Side.read(controller)
         let received = try Side.read(host)

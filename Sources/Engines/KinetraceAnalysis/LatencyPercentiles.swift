@@ -16,19 +16,19 @@ import Histogram
 /// holds only non-negative integers: values are measured as their distance
 /// above `originNs`, which the caller chooses at or below the smallest
 /// sample. Three significant digits therefore apply to that distance.
-public struct LatencyPercentiles: Sendable {
-    public let originNs: Int64
-    public let count: Int
+package struct LatencyPercentiles: Sendable {
+    package let originNs: Int64
+    package let count: Int
     /// Samples below the origin, counted at it (never when the origin is the minimum).
-    public let clampedBelow: Int
+    package let clampedBelow: Int
     /// Each percentile asked for, with its value in ms.
-    public let values: [(percentile: Double, ms: Double)]
+    package let values: [(percentile: Double, ms: Double)]
 
     /// The bucket arithmetic of a three-digit HDR histogram; its counts are never used (so they are tiny).
     private static let buckets = Histogram<UInt8>(highestTrackableValue: 4096, numberOfSignificantValueDigits: .three)
 
     /// The percentiles (0–100) of `samplesNs`, in any order.
-    public init(originNs: Int64, samplesNs: [Int64], percentiles: [Double] = reported) {
+    package init(originNs: Int64, samplesNs: [Int64], percentiles: [Double] = reported) {
         self.originNs = originNs
         count = samplesNs.count
         var below = 0
@@ -49,18 +49,18 @@ public struct LatencyPercentiles: Sendable {
     }
 
     /// The value in ms at `percentile`, if it is one of those computed.
-    public func ms(at percentile: Double) -> Double? {
+    package func ms(at percentile: Double) -> Double? {
         values.first { $0.percentile == percentile }?.ms
     }
 
     /// The largest error `ms(at:)` may have for a value of about `ms`, from
     /// the bucket width there (half a bucket).
-    public func resolutionMs(near ms: Double) -> Double {
+    package func resolutionMs(near ms: Double) -> Double {
         // Below 2^64: samples lie within Int64 of the origin, and a wild `ms` must not trap.
         let distance = min(max(0, ms * 1e6 - Double(originNs)), 0x1p64 - 4096)
         return Double(Self.buckets.sizeOfEquivalentRangeForValue(UInt64(distance.rounded()))) / 2e6
     }
 
     /// The four percentiles `kinetrace latency` reports.
-    public static let reported: [Double] = [50, 90, 99, 99.9]
+    package static let reported: [Double] = [50, 90, 99, 99.9]
 }

@@ -7,17 +7,17 @@
 /// - outlier removal is one pass: keep x with |x − mean| ≤ k·σ of the full series;
 /// - percentiles interpolate linearly between closest ranks, as numpy's default
 ///   (`percentile(…, method="linear")`).
-public struct LatencyTable: Hashable, Sendable {
-    public var countBefore: Int
-    public var countAfter: Int
-    public var meanMs: Double
-    public var p95Ms: Double
-    public var maxMs: Double
-    public var minMs: Double
-    public var sdMs: Double
+package struct LatencyTable: Hashable, Sendable {
+    package var countBefore: Int
+    package var countAfter: Int
+    package var meanMs: Double
+    package var p95Ms: Double
+    package var maxMs: Double
+    package var minMs: Double
+    package var sdMs: Double
 
     /// nil for an empty series; a single sample has σ 0.
-    public init?(samplesMs: [Double], sigmas: Double = 3) {
+    package init?(samplesMs: [Double], sigmas: Double = 3) {
         let kept = LatencyTable.removingOutliers(samplesMs, sigmas: sigmas)
         guard !kept.isEmpty else { return nil }
         let sorted = kept.sorted()
@@ -32,14 +32,14 @@ public struct LatencyTable: Hashable, Sendable {
 
     /// The finite samples within `sigmas` sample standard deviations of the
     /// mean; all finite samples when `sigmas` is 0 or less (no removal) or σ is 0.
-    public static func removingOutliers(_ samples: [Double], sigmas: Double) -> [Double] {
+    package static func removingOutliers(_ samples: [Double], sigmas: Double) -> [Double] {
         let finite = samples.filter(\.isFinite)
         guard finite.count > 1, sigmas > 0 else { return finite }
         let m = mean(finite), limit = sigmas * sampleStandardDeviation(finite)
         return finite.filter { abs($0 - m) <= limit }
     }
 
-    public static func mean(_ xs: [Double]) -> Double {
+    package static func mean(_ xs: [Double]) -> Double {
         // Kahan summation: long captures sum hundreds of thousands of similar values.
         var sum = 0.0, compensation = 0.0
         for x in xs {
@@ -51,7 +51,7 @@ public struct LatencyTable: Hashable, Sendable {
         return sum / Double(xs.count)
     }
 
-    public static func sampleStandardDeviation(_ xs: [Double]) -> Double {
+    package static func sampleStandardDeviation(_ xs: [Double]) -> Double {
         guard xs.count > 1 else { return 0 }
         let m = mean(xs)
         var squares = 0.0
@@ -60,7 +60,7 @@ public struct LatencyTable: Hashable, Sendable {
     }
 
     /// The p-th percentile (0…100, clamped) of ascending `sorted`, linear between closest ranks; nil for none.
-    public static func percentile(sorted: [Double], _ p: Double) -> Double? {
+    package static func percentile(sorted: [Double], _ p: Double) -> Double? {
         guard !sorted.isEmpty, !p.isNaN else { return nil }
         let rank = min(max(p, 0), 100) / 100 * Double(sorted.count - 1)
         let below = Int(rank.rounded(.down)), above = min(below + 1, sorted.count - 1)

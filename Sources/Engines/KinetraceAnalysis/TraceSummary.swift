@@ -5,110 +5,110 @@ import KinetraceWire
 /// What `kinetrace inspect` reports: counts per direction and controller,
 /// frame-interval statistics, validity by reason, and what the gesture rule
 /// makes of the frames compared with the replies actually seen.
-public struct TraceSummary: Sendable {
-    public var source: String
-    public var header: TraceHeader
-    public var rule: GestureRule
+package struct TraceSummary: Sendable {
+    package var source: String
+    package var header: TraceHeader
+    package var rule: GestureRule
     /// The protocol's nominal sample period, ms: what gaps and missing samples are judged against.
-    public var nominalPeriodMs: Double
+    package var nominalPeriodMs: Double
 
-    public var firstTimeNs: Int64?
-    public var lastTimeNs: Int64?
-    public var durationNs: Int64 { (lastTimeNs ?? 0) - (firstTimeNs ?? 0) }
+    package var firstTimeNs: Int64?
+    package var lastTimeNs: Int64?
+    package var durationNs: Int64 { (lastTimeNs ?? 0) - (firstTimeNs ?? 0) }
 
-    public var messages: [Direction: DirectionCounts] = [:]
-    public var labels: [String: Int] = [:]
-    public var events: [String: Int] = [:]
+    package var messages: [Direction: DirectionCounts] = [:]
+    package var labels: [String: Int] = [:]
+    package var events: [String: Int] = [:]
     /// Device-motion samples (trace minor 1).
-    public var motionSamples = 0
-    public var controllers: [Endpoint: ControllerSummary] = [:]
+    package var motionSamples = 0
+    package var controllers: [Endpoint: ControllerSummary] = [:]
 
     /// Intervals between successive valid frames of one controller, on the
     /// sender's clock and on the capture clock (`t_ns`).
-    public var senderIntervals = DurationStatistics()
-    public var captureIntervals = DurationStatistics()
+    package var senderIntervals = DurationStatistics()
+    package var captureIntervals = DurationStatistics()
     /// Capture-clock delay from a triggering frame to its reply.
-    public var replyDelay = DurationStatistics()
+    package var replyDelay = DurationStatistics()
     /// Round-trip times the recorder measured itself (`rtt_ns`).
-    public var roundTrips = DurationStatistics()
+    package var roundTrips = DurationStatistics()
 
-    public var staleFrames = 0
+    package var staleFrames = 0
     /// Decisions the protocol's host model makes (triggers of a threshold).
-    public var triggers = 0
+    package var triggers = 0
     /// Of those, the ones that owe a reply on the wire.
-    public var repliesOwed = 0
-    public var replies = 0
-    public var matchedReplies = 0
+    package var repliesOwed = 0
+    package var replies = 0
+    package var matchedReplies = 0
     /// Replies echoing a sender time the rule did not trigger on, or echoed twice.
-    public var unexpectedReplies = 0
-    public var truncation: TraceTruncation?
-    public var unknownRecords = 0
+    package var unexpectedReplies = 0
+    package var truncation: TraceTruncation?
+    package var unknownRecords = 0
 
     /// Whether the protocol's host owes replies at all (`ProtocolTraits`): without them
     /// there are no replies to match, and the report says so instead of counting them missing.
-    public var hasReplies = true
+    package var hasReplies = true
     /// What the protocol's host does under the summary's rule (`WireProtocol.hostRule`).
-    public var hostRule = ""
+    package var hostRule = ""
     /// Whether the protocol's samples carry the sender's clock; without it, intervals
     /// exist on the capture clock only.
-    public var hasSenderClock = true
+    package var hasSenderClock = true
     /// Datagrams, or records cut from byte streams (which can end inside a record).
-    public var transport = TransportKind.datagram
+    package var transport = TransportKind.datagram
     /// The host model's decisions by name, as the protocol names them (`trigger`, `jump`, `attitude`).
-    public var decisions: [String: Int] = [:]
+    package var decisions: [String: Int] = [:]
     /// Messages whose `id` (as the protocol describes it) was seen before within
     /// `duplicateWindowNs`; nil when the protocol's messages have no id.
-    public var duplicateIDs: Int?
+    package var duplicateIDs: Int?
     /// The smallest and largest attitude (roll, pitch, yaw, rad) of the valid samples, when they carry one.
-    public var attitudeRange: (min: Vector3, max: Vector3)?
+    package var attitudeRange: (min: Vector3, max: Vector3)?
     /// Byte streams that ended inside a record (`FramingRecordSource.unfinished`).
-    public var unfinishedStreams: [FramingRecordSource.Unfinished] = []
+    package var unfinishedStreams: [FramingRecordSource.Unfinished] = []
     /// How long an id is remembered to find duplicates: a duplicate on the network arrives within it.
-    public static let duplicateWindowNs: Int64 = 60_000_000_000
+    package static let duplicateWindowNs: Int64 = 60_000_000_000
 
-    public struct DirectionCounts: Sendable, Equatable {
-        public var total = 0
-        public var valid = 0
-        public var invalidByReason: [String: Int] = [:]
-        public var invalid: Int { total - valid }
-        public init() {}
+    package struct DirectionCounts: Sendable, Equatable {
+        package var total = 0
+        package var valid = 0
+        package var invalidByReason: [String: Int] = [:]
+        package var invalid: Int { total - valid }
+        package init() {}
     }
 
-    public struct ControllerSummary: Sendable {
-        public var frames = 0
-        public var validFrames = 0
-        public var replies = 0
-        public var triggers = 0
-        public var matchedReplies = 0
+    package struct ControllerSummary: Sendable {
+        package var frames = 0
+        package var validFrames = 0
+        package var replies = 0
+        package var triggers = 0
+        package var matchedReplies = 0
         /// Sender-clock gaps over `gapThresholdMs` between accepted samples.
-        public var gaps = 0
+        package var gaps = 0
         /// Frames the gaps imply were lost at the protocol's nominal rate.
-        public var framesMissing = 0
+        package var framesMissing = 0
         /// Per controller, so a few kilobytes at most each (`DurationStatistics.perController`): percentiles exact
         /// for a controller's first 64 intervals, within 1 % past them.
-        public var senderIntervals = DurationStatistics.perController
+        package var senderIntervals = DurationStatistics.perController
         /// Intervals between successive valid samples on the capture clock.
-        public var captureIntervals = DurationStatistics.perController
+        package var captureIntervals = DurationStatistics.perController
         /// Capture times of the first and last valid sample.
-        public var firstValidNs: Int64?
-        public var lastValidNs: Int64?
+        package var firstValidNs: Int64?
+        package var lastValidNs: Int64?
         /// Valid samples per second over the controller's span on the capture clock; nil under two samples.
-        public var samplesPerSecond: Double? {
+        package var samplesPerSecond: Double? {
             guard validFrames > 1, let first = firstValidNs, let last = lastValidNs, last > first else { return nil }
             return Double(validFrames - 1) / (Double(last - first) / 1e9)
         }
         var lastSenderTimeMs: UInt64?
         var lastCaptureNs: Int64?
         var pendingTriggers: [UInt64: Int64] = [:]
-        public init() {}
+        package init() {}
     }
 
     /// A sender-clock gap longer than three nominal periods (300 ms at 10 Hz) is reported as loss.
-    public var gapThresholdMs: UInt64 { UInt64((3 * nominalPeriodMs).rounded()) }
+    package var gapThresholdMs: UInt64 { UInt64((3 * nominalPeriodMs).rounded()) }
 
-    public var missingReplies: Int { repliesOwed - matchedReplies }
+    package var missingReplies: Int { repliesOwed - matchedReplies }
 
-    public init(source: String, header: TraceHeader, nominalRateHz: Double, rule: GestureRule = .default) {
+    package init(source: String, header: TraceHeader, nominalRateHz: Double, rule: GestureRule = .default) {
         self.source = source
         self.header = header
         self.rule = rule
@@ -122,9 +122,9 @@ public struct TraceSummary: Sendable {
 /// Per record it hashes the controller's endpoint once: controllers are
 /// numbered on first sight and their summaries kept in an array by number,
 /// the direction counts in a pair; `summary` assembles the dictionaries.
-public struct TraceSummarizer {
+package struct TraceSummarizer {
     private var partial: TraceSummary
-    public let wireProtocol: any WireProtocol
+    package let wireProtocol: any WireProtocol
     private var model: any HostModel
     private var numbering = ControllerNumbering<Endpoint>()
     /// By controller number; nil for an endpoint seen only where the summary counts no controller (an invalid reply).
@@ -135,7 +135,7 @@ public struct TraceSummarizer {
     private var recentIDs = RecentIDs()
     private let describesIDs: Bool
 
-    public init(source: String, header: TraceHeader, wireProtocol: any WireProtocol, rule: GestureRule = .default) {
+    package init(source: String, header: TraceHeader, wireProtocol: any WireProtocol, rule: GestureRule = .default) {
         partial = TraceSummary(source: source, header: header, nominalRateHz: wireProtocol.nominalRateHz, rule: rule)
         self.wireProtocol = wireProtocol
         model = wireProtocol.makeHostModel(rule: rule)
@@ -148,7 +148,7 @@ public struct TraceSummarizer {
     }
 
     /// The summary of the records added so far.
-    public var summary: TraceSummary {
+    package var summary: TraceSummary {
         var summary = partial
         if toHost.total > 0 { summary.messages[.controllerToHost] = toHost }
         if toController.total > 0 { summary.messages[.hostToController] = toController }
@@ -160,21 +160,21 @@ public struct TraceSummarizer {
     }
 
     /// What the reader reported at the end: truncation, skipped records, streams that ended inside a record.
-    public mutating func finish(_ reader: some TraceRecordSource) {
+    package mutating func finish(_ reader: some TraceRecordSource) {
         partial.truncation = reader.truncation
         partial.unknownRecords = reader.unknownRecordCount
         if let framed = reader as? FramingRecordSource { partial.unfinishedStreams = framed.unfinished }
     }
 
     /// Reads a whole trace.
-    public static func summarize(_ reader: some TraceRecordSource, rule: GestureRule = .default) throws(TraceError) -> TraceSummary {
+    package static func summarize(_ reader: some TraceRecordSource, rule: GestureRule = .default) throws(TraceError) -> TraceSummary {
         var summarizer = TraceSummarizer(source: reader.source, header: reader.header, wireProtocol: reader.wireProtocol, rule: rule)
         while let record = try reader.next() { summarizer.add(record) }
         summarizer.finish(reader)
         return summarizer.summary
     }
 
-    public mutating func add(_ record: TraceRecord) {
+    package mutating func add(_ record: TraceRecord) {
         let t = record.timeNs
         partial.firstTimeNs = min(partial.firstTimeNs ?? t, t)
         partial.lastTimeNs = max(partial.lastTimeNs ?? t, t)

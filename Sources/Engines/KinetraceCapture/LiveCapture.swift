@@ -27,34 +27,34 @@ import Darwin
 /// signal, the duration or the count) the handle is put in non-blocking mode and
 /// drained until the kernel has nothing left, so nothing captured before the
 /// stop is lost.
-public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is behind `lock`; the rest is used on the capturing thread
-    public struct Configuration: Sendable {
-        public var wireProtocol: any WireProtocol
-        public var interface: String
+package final class LiveCapture: @unchecked Sendable {  // `stopRequested` is behind `lock`; the rest is used on the capturing thread
+    package struct Configuration: Sendable {
+        package var wireProtocol: any WireProtocol
+        package var interface: String
         /// The host's port; nil: the protocol's default.
-        public var port: UInt16?
+        package var port: UInt16?
         /// Narrows the default filter, `udp port PORT`, further.
-        public var filter: String?
+        package var filter: String?
         /// The pcap to write, the trace to write, or both; a strftime template when rotating by time.
-        public var pcapPath: String?
-        public var tracePath: String?
+        package var pcapPath: String?
+        package var tracePath: String?
         /// Start new files after this many seconds (tcpdump's -G): names from strftime of the moment each is opened.
-        public var rotateSeconds: Int?
+        package var rotateSeconds: Int?
         /// Start new files once the pcap holds this many bytes (tcpdump's -C, in millions of bytes); later files get 1, 2, … appended.
-        public var rotateBytes: Int64?
-        public var durationS: Double?
+        package var rotateBytes: Int64?
+        package var durationS: Double?
         /// Stop after this many packets.
-        public var count: Int?
+        package var count: Int?
         /// Kernel ring size. The TPACKET_V3 ring packs packets at their captured length:
         /// 32 MiB held 97,500 36-byte datagrams on lo while the capture was paused.
-        public var bufferBytes: Int32 = 32 << 20
+        package var bufferBytes: Int32 = 32 << 20
         /// Bytes kept of each packet, tcpdump's default; the seed protocols' messages need under 200.
-        public var snaplen: Int32 = Self.defaultSnaplen
-        public static let defaultSnaplen: Int32 = 262_144
+        package var snaplen: Int32 = Self.defaultSnaplen
+        package static let defaultSnaplen: Int32 = 262_144
         /// A byte stream's reassembly bounds (what may wait behind holes, and how many directions).
-        public var reassemblyLimits = TCPReassembler.Limits()
+        package var reassemblyLimits = TCPReassembler.Limits()
 
-        public init(wireProtocol: any WireProtocol, interface: String, pcapPath: String?, tracePath: String?) {
+        package init(wireProtocol: any WireProtocol, interface: String, pcapPath: String?, tracePath: String?) {
             self.wireProtocol = wireProtocol
             self.interface = interface
             self.pcapPath = pcapPath
@@ -62,22 +62,22 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
         }
 
         /// The host's port in use.
-        public var hostPort: UInt16 { port ?? wireProtocol.defaultPort }
+        package var hostPort: UInt16 { port ?? wireProtocol.defaultPort }
 
         /// The snapshot length used: a byte stream's is at least 256 KiB, since a cut segment loses stream bytes.
-        public var effectiveSnaplen: Int32 {
+        package var effectiveSnaplen: Int32 {
             wireProtocol.transport == .byteStream ? max(snaplen, Self.defaultSnaplen) : snaplen
         }
 
         /// The BPF program actually compiled.
-        public var effectiveFilter: String {
+        package var effectiveFilter: String {
             let base = "\(wireProtocol.transport == .datagram ? "udp" : "tcp") port \(hostPort)"
             guard let filter, !filter.isEmpty else { return base }
             return "(\(base)) and (\(filter))"
         }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     /// libpcap's read timeout, which is also the kernel's block-retire timer: the longest a packet waits in a partly filled block.
     static let blockTimeoutMs = 100
     private let logger: Logger
@@ -102,7 +102,7 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
     private var namesUsed: Set<String> = []
 
     /// Opens and activates the capture and creates both output files.
-    public init(configuration: Configuration, logger: Logger) throws(CaptureError) {
+    package init(configuration: Configuration, logger: Logger) throws(CaptureError) {
         self.configuration = configuration
         if configuration.wireProtocol.transport == .byteStream { reassembler = TCPReassembler(limits: configuration.reassemblyLimits) }
         self.logger = logger
@@ -163,12 +163,12 @@ public final class LiveCapture: @unchecked Sendable {  // `stopRequested` is beh
     }
 
     /// Asks `run` to stop; safe from any thread.
-    public func stop() {
+    package func stop() {
         lock.withLock { stopRequested = true }
     }
 
     /// Captures until stopped, the duration ends or the count is reached, then drains and reports.
-    public func run() throws(CaptureError) -> CaptureReport {
+    package func run() throws(CaptureError) -> CaptureReport {
         let startNs = SystemClock.monotonicNs()
         let deadline = configuration.durationS.map { startNs + Int64($0 * 1e9) }
         var lastFlush = startNs
@@ -529,7 +529,7 @@ private func closeDescriptor(_ descriptor: Int32) { _ = close(descriptor) }
 /// Checks a -G template before capturing: names the first two periods that would get the
 /// same file name (so the second would overwrite the first), within `horizonSeconds` from
 /// `startSeconds`, or nil when every period's name differs. At most `maxPeriods` are tried.
-public func firstRepeatedRotationName(template: String, periodSeconds: Int, startSeconds: Int64,
+package func firstRepeatedRotationName(template: String, periodSeconds: Int, startSeconds: Int64,
                                       horizonSeconds: Int64, maxPeriods: Int = 200_000) -> (name: String, first: Int64, again: Int64)? {
     guard periodSeconds > 0 else { return nil }
     var seen: [String: Int64] = [:]
@@ -562,31 +562,31 @@ private func captureCallback(_ user: UnsafeMutablePointer<UInt8>?, _ header: Uns
 }
 
 /// What a capture saw.
-public struct CaptureReport: Sendable, Equatable {
+package struct CaptureReport: Sendable, Equatable {
     /// Packets that passed the filter and were handed to the pcap writer (or decoded for the trace alone).
-    public var packets = 0
+    package var packets = 0
     /// Packets that reached the pcap files, summed over rotated files: `packets` unless a write failed.
-    public var pcapPacketsOnDisk = 0
+    package var pcapPacketsOnDisk = 0
     /// Records that reached the trace files, summed over rotated files.
-    public var traceRecordsOnDisk = 0
+    package var traceRecordsOnDisk = 0
     /// Every file written, in order (more than one pcap and trace when rotating).
-    public var files: [String] = []
+    package var files: [String] = []
     /// Messages written to the trace, by direction (`c2h`, `h2c`): datagrams, or a byte stream's chunks.
-    public var messages: [String: Int] = [:]
+    package var messages: [String: Int] = [:]
     /// A byte stream's `StreamEvent`s written to the trace, by name (`stream_start`, `stream_gap`, `stream_end`).
-    public var streamEvents: [String: Int] = [:]
+    package var streamEvents: [String: Int] = [:]
     /// A byte stream's reassembly counts (gaps, duplicates, …), once the capture has ended.
-    public var reassembly: TCPReassembler.Counts?
+    package var reassembly: TCPReassembler.Counts?
     /// Packets not written to the trace, by reason.
-    public var skipped: [String: Int] = [:]
+    package var skipped: [String: Int] = [:]
     /// libpcap's pcap_stats: packets the kernel saw, dropped for lack of buffer, dropped by the interface.
-    public var kernelReceived = 0
-    public var kernelDropped = 0
-    public var interfaceDropped = 0
-    public init() {}
+    package var kernelReceived = 0
+    package var kernelDropped = 0
+    package var interfaceDropped = 0
+    package init() {}
 
     /// "N of M packets reached the pcap files; R records reached the traces".
-    public func onDiskSummary(captured: Int, pcap: Bool, trace: Bool) -> String {
+    package func onDiskSummary(captured: Int, pcap: Bool, trace: Bool) -> String {
         var parts: [String] = []
         if pcap { parts.append("\(pcapPacketsOnDisk) of \(captured) packets reached the pcap files") }
         if trace { parts.append("\(traceRecordsOnDisk) records reached the traces") }
@@ -595,25 +595,25 @@ public struct CaptureReport: Sendable, Equatable {
 }
 
 /// A capture could not start or continue.
-public struct CaptureError: Error, CustomStringConvertible, Sendable {
-    public struct Code: Hashable, Sendable {
-        public let name: String
-        public init(_ name: String) { self.name = name }
-        public static let permissionDenied = Code("permission_denied")
-        public static let noSuchInterface = Code("no_such_interface")
-        public static let badFilter = Code("bad_filter")
-        public static let cannotCreate = Code("cannot_create")
+package struct CaptureError: Error, CustomStringConvertible, Sendable {
+    package struct Code: Hashable, Sendable {
+        package let name: String
+        package init(_ name: String) { self.name = name }
+        package static let permissionDenied = Code("permission_denied")
+        package static let noSuchInterface = Code("no_such_interface")
+        package static let badFilter = Code("bad_filter")
+        package static let cannotCreate = Code("cannot_create")
         /// A rotation would have reused a name this capture already wrote.
-        public static let wouldOverwrite = Code("would_overwrite")
-        public static let io = Code("io")
-        public static let other = Code("other")
+        package static let wouldOverwrite = Code("would_overwrite")
+        package static let io = Code("io")
+        package static let other = Code("other")
     }
 
-    public var code: Code
-    public var description: String
+    package var code: Code
+    package var description: String
     /// What the capture had done when it stopped on this error (a failed write or rotation).
-    public var report: CaptureReport?
-    public init(_ code: Code, _ description: String) {
+    package var report: CaptureReport?
+    package init(_ code: Code, _ description: String) {
         self.code = code
         self.description = description
     }

@@ -7,12 +7,16 @@ import KinetraceWire
 /// API and the meaning of a `SuiteReport` stay.
 ///
 /// ```swift
-/// let report = try Conformance.check(ProtocolRegistry.defaultProtocol, against: .inProcess { datagram, controller in
+/// let report = try Conformance.check(try .named(protocolName), against: .inProcess { datagram, controller in
 ///     myHost.receive(datagram, from: controller)   // the replies to send back
 /// })
 /// #expect(!report.failed(strict: false), "\(report.results.filter { $0.fails(strict: false) })")
 /// ```
 public enum Conformance {
+    /// What a host in this process is given and returns: a datagram and its controller's
+    /// address ("127.0.0.1:50001") in, the replies for that controller out.
+    public typealias DatagramHandler = @Sendable (_ datagram: [UInt8], _ controller: String) -> [[UInt8]]
+
     public enum Target: Sendable {
         /// A host listening at `host:port`: on UDP, or TCP for a byte-stream protocol.
         case network(host: String, port: UInt16)
@@ -21,7 +25,7 @@ public enum Conformance {
         /// A host in this process: each datagram a controller sends, with the controller's
         /// address ("127.0.0.1:50001"), in; the replies for that controller out. Called from
         /// one thread, in arrival order. Datagram protocols only.
-        case inProcess(InProcessDatagramHost.Handler)
+        case inProcess(DatagramHandler)
     }
 
     /// Which cases run, and the rule and limits they judge by (`kinetrace conform`'s options).
@@ -30,16 +34,35 @@ public enum Conformance {
         public var cases: [String] = []
         /// Case IDs or prefixes to leave out, e.g. the timing cases on a noisy CI machine.
         public var exclude: [String] = []
-        public var parameters = SuiteParameters()
+        package var parameters = SuiteParameters()
         public init() {}
+
+        /// The host's controller cap, which the state-exhaustion case floods past.
+        public var maxControllers: Int {
+            get { parameters.maxControllers }
+            set { parameters.maxControllers = max(1, newValue) }
+        }
+        /// A byte-stream host's connection bound, which the flood case opens idle connections past.
+        public var maxConnections: Int {
+            get { parameters.maxConnections }
+            set { parameters.maxConnections = max(1, newValue) }
+        }
+        /// The reply deadline in ms that a MUST case holds a replying host to.
+        public var replyDeadlineMs: Double {
+            get { parameters.replyDeadlineMs }
+            set { if newValue.isFinite, newValue > 0 { parameters.replyDeadlineMs = newValue } }
+        }
     }
 
     /// Why the suite could not run at all (a case that cannot decide is a verdict, not this).
     public struct Failure: Error, CustomStringConvertible, Sendable {
         public struct Code: Hashable, Sendable {
             public let name: String
+            /// The protocol has no conformance suite.
             public static let noSuite = Code(name: "no_suite")
+            /// No active case matches the selection.
             public static let noCases = Code(name: "no_cases")
+            /// The host cannot be reached or started.
             public static let unreachable = Code(name: "unreachable")
         }
         public var code: Code
@@ -47,7 +70,13 @@ public enum Conformance {
     }
 
     /// Runs the active cases of `wireProtocol`'s suite against `target`; `progress` is told each case's result as it ends.
-    public static func check(_ wireProtocol: any WireProtocol, against target: Target, options: Options = Options(),
+    public static func check(_ wireProtocol: WireProtocolHandle, against target: Target, options: Options = Options(),
+                             progress: (CaseResult) -> Void = { _ in }) throws(Failure) -> SuiteReport {
+        try check(wireProtocol.wireProtocol, against: target, options: options, progress: progress)
+    }
+
+    /// Runs the active cases of `wireProtocol`'s suite against `target`; `progress` is told each case's result as it ends.
+    package static func check(_ wireProtocol: any WireProtocol, against target: Target, options: Options = Options(),
                              progress: (CaseResult) -> Void = { _ in }) throws(Failure) -> SuiteReport {
         guard let suite = ConformanceSuite.suite(for: wireProtocol) else {
             throw Failure(code: .noSuite, description: "\(wireProtocol.id) has no conformance suite")

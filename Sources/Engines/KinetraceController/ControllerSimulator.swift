@@ -23,8 +23,8 @@ import NIOConcurrencyHelpers
 /// Sending runs on the calling thread against absolute CLOCK_MONOTONIC
 /// deadlines (clock_nanosleep, TIMER_ABSTIME), so per-frame work never
 /// shifts the schedule; replies are read on a second thread.
-public final class ControllerSimulator: @unchecked Sendable {  // state shared across its two threads is behind `lock`
-    public enum Motion: Sendable {
+package final class ControllerSimulator: @unchecked Sendable {  // state shared across its two threads is behind `lock`
+    package enum Motion: Sendable {
         /// Generated motion with scripted jumps.
         case script(GestureScript)
         /// Recorded IMU samples, resampled to the stream rate.
@@ -34,31 +34,31 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
         case persona(Persona)
     }
 
-    public struct Configuration: Sendable {
-        public var wireProtocol: any WireProtocol
-        public var target: SocketAddressBox
-        public var controllers = 1
+    package struct Configuration: Sendable {
+        package var wireProtocol: any WireProtocol
+        package var target: SocketAddressBox
+        package var controllers = 1
         /// nil: the protocol's nominal rate.
-        public var rateHz: Double?
+        package var rateHz: Double?
         /// Seconds to stream; nil streams until the samples end or `stop()`.
-        public var durationS: Double?
-        public var motion = Motion.script(.jumps)
-        public var seed: UInt64 = 1
-        public var tracePath: String?
+        package var durationS: Double?
+        package var motion = Motion.script(.jumps)
+        package var seed: UInt64 = 1
+        package var tracePath: String?
         /// How long to keep listening for replies after the last frame.
-        public var settleMs: Int64 = 300
+        package var settleMs: Int64 = 300
         /// Spin this long before each deadline instead of sleeping (0: sleep only).
-        public var spinNs: Int64 = 200_000
+        package var spinNs: Int64 = 200_000
         /// Byte streams: the connection's kernel send buffer (SO_SNDBUF); nil lets the kernel size it.
-        public var sendBufferBytes: Int?
+        package var sendBufferBytes: Int?
 
-        public init(wireProtocol: any WireProtocol, target: SocketAddressBox) {
+        package init(wireProtocol: any WireProtocol, target: SocketAddressBox) {
             self.wireProtocol = wireProtocol
             self.target = target
         }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let logger: Logger
     private let lock = NIOLock()
     private var stopRequested = false
@@ -68,16 +68,16 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
     /// Frames awaiting a reply, per controller: sender time → monotonic send time.
     private var awaiting: [[UInt64: Int64]] = []
 
-    public init(configuration: Configuration, logger: Logger) {
+    package init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
     }
 
     /// Asks a running simulation to stop after the current frame (any thread, signal-safe enough for a flag).
-    public func stop() { lock.withLock { stopRequested = true } }
+    package func stop() { lock.withLock { stopRequested = true } }
 
     /// Streams until the duration, the samples or `stop()` ends it.
-    public func run() throws -> SimulationReport {
+    package func run() throws -> SimulationReport {
         let c = configuration
         let rateHz = c.rateHz ?? c.wireProtocol.nominalRateHz
         guard c.wireProtocol.transport == .datagram, c.wireProtocol.sample(MotionReading(), timeMs: 0) != nil else {
@@ -207,29 +207,29 @@ public final class ControllerSimulator: @unchecked Sendable {  // state shared a
 }
 
 /// What a simulation run did.
-public struct SimulationReport: Sendable {
-    public var framesSent = 0
-    public var labels = 0
-    public var datagramsReceived = 0
-    public var repliesReceived = 0
-    public var unexpectedReplies = 0
-    public var invalidReceived = 0
+package struct SimulationReport: Sendable {
+    package var framesSent = 0
+    package var labels = 0
+    package var datagramsReceived = 0
+    package var repliesReceived = 0
+    package var unexpectedReplies = 0
+    package var invalidReceived = 0
     /// Frames still waiting for a reply when the run ended (not triggers: most frames are never answered).
-    public var repliesOutstanding = 0
+    package var repliesOutstanding = 0
     /// Byte streams: ticks whose sample was not written because the stream had no room
     /// (the host read slower than the phone wrote), and samples the socket took only in part.
-    public var blockedWrites = 0
-    public var partialWrites = 0
-    public var bytesSent = 0
+    package var blockedWrites = 0
+    package var partialWrites = 0
+    package var bytesSent = 0
     /// Byte streams: records the run ended inside of (their rest never written).
-    public var tornRecords = 0
+    package var tornRecords = 0
     /// Byte streams: connections the host closed or reset while the phone was still sending.
-    public var connectionsEndedByHost = 0
+    package var connectionsEndedByHost = 0
     /// Socket errors by reason, from sending or from the host's ICMP answers ("Connection refused").
-    public var sendErrors: [String: Int] = [:]
+    package var sendErrors: [String: Int] = [:]
     /// Round-trip time of every matched reply, on the controller's monotonic clock.
-    public var roundTripsNs: [Int64] = []
+    package var roundTripsNs: [Int64] = []
     /// How late each frame left against its absolute deadline (CLOCK_MONOTONIC).
-    public var sendLateness = DurationStatistics()
-    public init() {}
+    package var sendLateness = DurationStatistics()
+    package init() {}
 }

@@ -2,28 +2,28 @@ import KinetraceWire
 
 /// Recorded IMU samples (a CSV script), played back at the stream rate by
 /// linear interpolation between the two samples around each frame time.
-public struct MotionSamples: Sendable, Equatable {
-    public struct Sample: Sendable, Equatable {
-        public var tS: Double
-        public var values: [Double]  // ax ay az wx wy wz
+package struct MotionSamples: Sendable, Equatable {
+    package struct Sample: Sendable, Equatable {
+        package var tS: Double
+        package var values: [Double]  // ax ay az wx wy wz
     }
-    public struct Label: Sendable, Equatable {
-        public var atS: Double
-        public var gesture: String
+    package struct Label: Sendable, Equatable {
+        package var atS: Double
+        package var gesture: String
     }
 
-    public private(set) var samples: [Sample]
-    public private(set) var labels: [Label]
+    package private(set) var samples: [Sample]
+    package private(set) var labels: [Label]
 
-    public var durationS: Double { (samples.last?.tS ?? 0) - (samples.first?.tS ?? 0) }
+    package var durationS: Double { (samples.last?.tS ?? 0) - (samples.first?.tS ?? 0) }
 
     /// The longest script, first sample to last.
-    public static let maximumSpanS = 1e9
+    package static let maximumSpanS = 1e9
 
     /// Parses CSV: `t,ax,ay,az,wx,wy,wz[,gesture]`, t in seconds, strictly
     /// increasing; a header line and `#` comments are allowed. A non-empty
     /// gesture column labels a gesture starting at that sample.
-    public init(csv text: String, source: String) throws(MotionSamplesError) {
+    package init(csv text: String, source: String) throws(MotionSamplesError) {
         samples = []
         labels = []
         for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -54,7 +54,7 @@ public struct MotionSamples: Sendable, Equatable {
     }
 
     /// The reading at `atS` seconds after the first sample, interpolated linearly.
-    public func reading(atS offset: Double) -> MotionReading {
+    package func reading(atS offset: Double) -> MotionReading {
         let t = samples[0].tS + offset
         var upper = samples.firstIndex { $0.tS >= t } ?? samples.count - 1
         upper = max(upper, 1)
@@ -65,11 +65,11 @@ public struct MotionSamples: Sendable, Equatable {
     }
 }
 
-public struct MotionSamplesError: Error, CustomStringConvertible, Sendable {
-    public var source: String
-    public var line: Int?
-    public var message: String
-    public var description: String { line.map { "\(source): line \($0): \(message)" } ?? "\(source): \(message)" }
+package struct MotionSamplesError: Error, CustomStringConvertible, Sendable {
+    package var source: String
+    package var line: Int?
+    package var message: String
+    package var description: String { line.map { "\(source): line \($0): \(message)" } ?? "\(source): \(message)" }
 }
 
 /// Without leading and trailing spaces, tabs and carriage returns (no Foundation here).

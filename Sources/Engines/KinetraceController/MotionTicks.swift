@@ -181,7 +181,7 @@ extension MotionSampleRecord.Attitude {
     /// Roll, pitch and yaw in radians as CoreMotion's `CMAttitude` reports them
     /// (`AttitudeAngles`, shared with the gesture engine): pitch in [−π/2, π/2],
     /// roll and yaw in [−π, π], so their float32 forms stay in the attitude roles' declared ranges.
-    public var coreMotionAngles: Vector3 {
+    package var coreMotionAngles: Vector3 {
         let angles = AttitudeAngles.rollPitchYaw(w: w, x: x, y: y, z: z)
         return Vector3(angles.roll, angles.pitch, angles.yaw)
     }

@@ -25,8 +25,8 @@ import NIOConcurrencyHelpers
 /// The sender is a dedicated thread sleeping to absolute CLOCK_MONOTONIC
 /// deadlines; a second thread reads whatever the host writes back and
 /// notices connections it closes.
-public final class StreamControllerSimulator: @unchecked Sendable {  // state shared across threads is behind `lock`
-    public let configuration: ControllerSimulator.Configuration
+package final class StreamControllerSimulator: @unchecked Sendable {  // state shared across threads is behind `lock`
+    package let configuration: ControllerSimulator.Configuration
     private let logger: Logger
     private let lock = NIOLock()
     private var stopRequested = false
@@ -37,14 +37,14 @@ public final class StreamControllerSimulator: @unchecked Sendable {  // state sh
     /// Set once every stream has been ended on purpose: the host closing then is expected.
     private var outputEnded = false
 
-    public init(configuration: ControllerSimulator.Configuration, logger: Logger) {
+    package init(configuration: ControllerSimulator.Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
     }
 
-    public func stop() { lock.withLock { stopRequested = true } }
+    package func stop() { lock.withLock { stopRequested = true } }
 
-    public func run() throws -> SimulationReport {
+    package func run() throws -> SimulationReport {
         let c = configuration
         let rateHz = c.rateHz ?? c.wireProtocol.nominalRateHz
         guard c.wireProtocol.transport == .byteStream, c.wireProtocol.sample(MotionReading(), timeMs: 0) != nil else {

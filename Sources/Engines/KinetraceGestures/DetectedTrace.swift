@@ -5,29 +5,29 @@ import KinetraceWire
 /// samples, without the samples: `read` runs the detectors as the trace is read, so
 /// evaluating a trace takes memory for its detections and labels, not for its samples
 /// (a million samples held are 180 MB).
-public struct DetectedTrace: Sendable {
-    public var source: String
-    public var header: TraceHeader
-    public var controllers: [Endpoint]
+package struct DetectedTrace: Sendable {
+    package var source: String
+    package var header: TraceHeader
+    package var controllers: [Endpoint]
     /// Which kind of record each controller's samples came from.
-    public var sampleKinds: [SampleSource]
+    package var sampleKinds: [SampleSource]
     /// Samples evaluated per controller (stale ones left out).
-    public var sampleCounts: [Int]
+    package var sampleCounts: [Int]
     /// What every one of a controller's samples carries.
-    public var sampleContents: [SampleContents]
+    package var sampleContents: [SampleContents]
     /// Whether any of a controller's samples lacks gravity.
-    public var lacksGravity: [Bool]
-    public var labels: [GestureLabel]
-    public var kind: DetectorKind
-    public var settingCount: Int
+    package var lacksGravity: [Bool]
+    package var labels: [GestureLabel]
+    package var kind: DetectorKind
+    package var settingCount: Int
     /// Per controller, per setting: its detections in controller-clock order.
-    public var detections: [[[Detection]]]
+    package var detections: [[[Detection]]]
 
-    public var sampleCount: Int { sampleCounts.reduce(0, +) }
-    public var protocolID: ProtocolID { header.protocolID }
+    package var sampleCount: Int { sampleCounts.reduce(0, +) }
+    package var protocolID: ProtocolID { header.protocolID }
 
     /// The detections over samples already in memory.
-    public init(_ trace: GestureTrace, settings: [DetectorSettings]) {
+    package init(_ trace: GestureTrace, settings: [DetectorSettings]) {
         let kind = settings.first?.kind ?? .threshold
         source = trace.source
         header = trace.header
@@ -51,7 +51,7 @@ public struct DetectedTrace: Sendable {
     /// many controllers with few samples each, swept over many settings, would cost more
     /// streamed than held. So at most `streamingBudget` detectors run as the trace is read;
     /// the controllers beyond keep their samples, and are detected when the trace ends.
-    public static func read<R: TraceRecordSource>(_ reader: R, source: SampleSource = .auto, settings: [DetectorSettings],
+    package static func read<R: TraceRecordSource>(_ reader: R, source: SampleSource = .auto, settings: [DetectorSettings],
                                                    streamingBudget: Int = defaultStreamingBudget) throws(TraceError) -> DetectedTrace {
         return try GestureEvaluation.withDetectors(settings.first?.kind ?? .threshold, settings, wireProtocol: reader.wireProtocol,
                                                    ReadingVisitor(reader: reader, source: source, settings: settings,
@@ -60,7 +60,7 @@ public struct DetectedTrace: Sendable {
 
     /// Detectors run as a trace is read, at most: about 80 MB of detector state (a detector and
     /// its list of detections are some 80 bytes), e.g. 10,000 controllers × 100 settings.
-    public static let defaultStreamingBudget = 1_000_000
+    package static let defaultStreamingBudget = 1_000_000
 
     fileprivate static func read<D: GestureDetector>(_ reader: any TraceRecordSource, source: SampleSource, settings: [DetectorSettings],
                                                      detectors: [D], budget: Int) throws(TraceError) -> DetectedTrace {

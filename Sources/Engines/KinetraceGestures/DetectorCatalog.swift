@@ -1,6 +1,6 @@
 /// Why a detector could not be set up or run; one line for the user.
-public struct GestureError: Error, CustomStringConvertible, Hashable, Sendable {
-    public enum Code: String, Hashable, Sendable {
+package struct GestureError: Error, CustomStringConvertible, Hashable, Sendable {
+    package enum Code: String, Hashable, Sendable {
         case unknownDetector = "unknown_detector"
         case unknownParameter = "unknown_parameter"
         case badValue = "bad_value"
@@ -8,30 +8,30 @@ public struct GestureError: Error, CustomStringConvertible, Hashable, Sendable {
         /// The trace's samples lack what the detector reads (its protocol does not carry it).
         case notApplicable = "not_applicable"
     }
-    public var code: Code
-    public var message: String
-    public init(_ code: Code, _ message: String) {
+    package var code: Code
+    package var message: String
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// One tunable of a detector.
-public struct DetectorParameter: Hashable, Sendable {
-    public var name: String
-    public var defaultValue: Double
-    public var unit: String
-    public var summary: String
+package struct DetectorParameter: Hashable, Sendable {
+    package var name: String
+    package var defaultValue: Double
+    package var unit: String
+    package var summary: String
     /// The allowed values for a choice (stored as the index), empty for a number.
-    public var choices: [String] = []
-    public var minimum: Double? = nil
+    package var choices: [String] = []
+    package var minimum: Double? = nil
     /// Times are capped at an hour: beyond that a window means nothing, and it keeps nanoseconds in range.
-    public var maximum: Double? = nil
+    package var maximum: Double? = nil
 }
 
 /// The detectors, their gestures and their parameters.
-public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
+package enum DetectorKind: String, CaseIterable, Hashable, Sendable {
     case threshold
     case thresholdLatch = "threshold-latch"
     case thresholdRefractory = "threshold-refractory"
@@ -42,7 +42,7 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
     /// The trace's own protocol's host model, compiled or declared: what its host decides is what is detected.
     case hostModel = "host-model"
 
-    public var summary: String {
+    package var summary: String {
         switch self {
         case .threshold: return "The source paper's rule: a jump when ay crosses τ upwards."
         case .thresholdLatch: return "A threshold latched on arrival time: y > τ (of the protocol's own vector when samples carry one), then latch_ms of the game's clock ignored."
@@ -55,7 +55,7 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
         }
     }
 
-    public var gestures: [String] {
+    package var gestures: [String] {
         switch self {
         case .threshold, .thresholdLatch, .thresholdRefractory, .badgerJump, .hostModel: return ["jump"]
         case .badgerDuck: return ["duck"]
@@ -63,10 +63,10 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
         }
     }
 
-    public var needsGravity: Bool { self == .badgerTilt }
+    package var needsGravity: Bool { self == .badgerTilt }
 
     /// What the detector reads, as alternatives: a controller's samples must carry all of one of them.
-    public var reads: [SampleContents] {
+    package var reads: [SampleContents] {
         switch self {
         case .threshold, .badgerDuck: return [.userAcceleration]
         case .thresholdLatch: return [.ownVector, .userAcceleration]
@@ -79,13 +79,13 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
     }
 
     /// Why the detector cannot run on samples carrying `contents`, or nil when it can.
-    public func unmet(by contents: SampleContents) -> String? {
+    package func unmet(by contents: SampleContents) -> String? {
         // The host model reads what its protocol carries; it judges any sample.
         guard !reads.isEmpty, !reads.contains(where: { contents.isSuperset(of: $0) }) else { return nil }
         return reads.map { $0.names.joined(separator: " and ") }.joined(separator: " or ")
     }
 
-    public var parameters: [DetectorParameter] {
+    package var parameters: [DetectorParameter] {
         switch self {
         case .threshold:
             return [.init(name: "threshold", defaultValue: 0.5, unit: "g", summary: "τ on ay")]
@@ -118,7 +118,7 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
     }
 
     /// The parameter values, defaults filled in, after checking names and values.
-    public func settings(_ given: [String: String]) throws(GestureError) -> DetectorSettings {
+    package func settings(_ given: [String: String]) throws(GestureError) -> DetectorSettings {
         var values = Dictionary(uniqueKeysWithValues: parameters.map { ($0.name, $0.defaultValue) })
         for (name, text) in given {
             guard let parameter = parameters.first(where: { $0.name == name }) else {
@@ -131,7 +131,7 @@ public enum DetectorKind: String, CaseIterable, Hashable, Sendable {
 }
 
 extension DetectorParameter {
-    public func parse(_ text: String) throws(GestureError) -> Double {
+    package func parse(_ text: String) throws(GestureError) -> Double {
         if !choices.isEmpty {
             guard let index = choices.firstIndex(of: text) else {
                 throw GestureError(.badValue, "\(name) must be one of \(choices.joined(separator: ", ")), not \"\(text)\"")
@@ -151,21 +151,21 @@ extension DetectorParameter {
     }
 
     /// The value as the user would write it.
-    public func text(_ value: Double) -> String {
+    package func text(_ value: Double) -> String {
         if !choices.isEmpty { return choices[min(max(Int(value), 0), choices.count - 1)] }
         return value.rounded() == value && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 }
 
 /// A detector with every parameter set.
-public struct DetectorSettings: Hashable, Sendable {
-    public var kind: DetectorKind
-    public var values: [String: Double]
+package struct DetectorSettings: Hashable, Sendable {
+    package var kind: DetectorKind
+    package var values: [String: Double]
 
-    public subscript(_ name: String) -> Double { values[name]! }
+    package subscript(_ name: String) -> Double { values[name]! }
 
     /// `name=value` pairs in the catalogue's order, for reports.
-    public var description: [(name: String, value: String)] {
+    package var description: [(name: String, value: String)] {
         kind.parameters.map { ($0.name, $0.text(values[$0.name]!)) }
     }
 

@@ -10,18 +10,18 @@ import KinetraceWire
 
 /// A gesture detector: a small state machine fed one controller's samples in
 /// order. It reports a gesture at the sample that completes it.
-public protocol GestureDetector {
+package protocol GestureDetector {
     mutating func accept(_ sample: GestureSample) -> String?
 }
 
 /// The paper's rule: a jump when ay crosses τ upwards (edge-triggered, no memory beyond one sample).
-public struct ThresholdDetector: GestureDetector {
-    public var threshold: Double
+package struct ThresholdDetector: GestureDetector {
+    package var threshold: Double
     private var above = false
 
-    public init(threshold: Double) { self.threshold = threshold }
+    package init(threshold: Double) { self.threshold = threshold }
 
-    public mutating func accept(_ sample: GestureSample) -> String? {
+    package mutating func accept(_ sample: GestureSample) -> String? {
         let now = sample.userAcceleration.y > threshold
         defer { above = now }
         return now && !above ? "jump" : nil
@@ -32,17 +32,17 @@ public struct ThresholdDetector: GestureDetector {
 /// window on the game's own clock (when the sample arrived), whatever the phone's
 /// stamps say. y is the protocol's own vector's when the sample carries one,
 /// otherwise user acceleration's.
-public struct LatchedThresholdDetector: GestureDetector {
-    public var threshold: Double
-    public var latchNs: Int64
+package struct LatchedThresholdDetector: GestureDetector {
+    package var threshold: Double
+    package var latchNs: Int64
     private var latchedUntilNs = Int64.min
 
-    public init(threshold: Double, latchMs: Double) {
+    package init(threshold: Double, latchMs: Double) {
         self.threshold = threshold
         latchNs = Int64((latchMs * 1e6).rounded())
     }
 
-    public mutating func accept(_ sample: GestureSample) -> String? {
+    package mutating func accept(_ sample: GestureSample) -> String? {
         guard sample.timeNs >= latchedUntilNs, (sample.own?.y ?? sample.userAcceleration.y) > threshold else { return nil }
         latchedUntilNs = sample.timeNs + latchNs
         return "jump"
@@ -52,17 +52,17 @@ public struct LatchedThresholdDetector: GestureDetector {
 /// A threshold with a refractory window on the sender's clock: ay > τ, then R ms of
 /// sender time before the next. Stale samples never reach a detector (`GestureTrace`
 /// drops them), as such a rule drops them.
-public struct RefractoryThresholdDetector: GestureDetector {
-    public var threshold: Double
-    public var refractoryMs: UInt64
+package struct RefractoryThresholdDetector: GestureDetector {
+    package var threshold: Double
+    package var refractoryMs: UInt64
     private var lastTriggerMs: UInt64?
 
-    public init(threshold: Double, refractoryMs: UInt64) {
+    package init(threshold: Double, refractoryMs: UInt64) {
         self.threshold = threshold
         self.refractoryMs = refractoryMs
     }
 
-    public mutating func accept(_ sample: GestureSample) -> String? {
+    package mutating func accept(_ sample: GestureSample) -> String? {
         guard sample.userAcceleration.y > threshold,
               lastTriggerMs.map({ sample.senderTimeMs &- $0 >= refractoryMs }) ?? true else { return nil }
         lastTriggerMs = sample.senderTimeMs
@@ -73,12 +73,12 @@ public struct RefractoryThresholdDetector: GestureDetector {
 /// The protocol's own host model as a detector: a sample becomes the facts a host would get
 /// (the sender clock and the vectors the sample really carries), and each decision is a
 /// detection. For a declared protocol this is its declared behaviour, not a copy of it.
-public struct HostModelDetector: GestureDetector {
+package struct HostModelDetector: GestureDetector {
     private var model: any HostModel
 
-    public init(_ wireProtocol: any WireProtocol) { model = wireProtocol.makeHostModel(rule: wireProtocol.defaultRule) }
+    package init(_ wireProtocol: any WireProtocol) { model = wireProtocol.makeHostModel(rule: wireProtocol.defaultRule) }
 
-    public mutating func accept(_ sample: GestureSample) -> String? {
+    package mutating func accept(_ sample: GestureSample) -> String? {
         let c = sample.contents
         let motion = MotionReading(userAcceleration: c.contains(.userAcceleration) ? sample.userAcceleration : nil,
                                    rotationRate: c.contains(.rotationRate) ? sample.rotationRate : nil,
@@ -118,7 +118,7 @@ struct WindowMean {
 }
 
 /// Gravity's direction for a phone held still, in the device frame, when the trace carries no gravity.
-public enum HeldOrientation: String, CaseIterable, Hashable, Sendable {
+package enum HeldOrientation: String, CaseIterable, Hashable, Sendable {
     /// Upright, screen facing the player: gravity along −y.
     case portrait
     /// On its side, as for steering: gravity along −x.
@@ -126,7 +126,7 @@ public enum HeldOrientation: String, CaseIterable, Hashable, Sendable {
     /// Lying face up: gravity along −z.
     case flat
 
-    public var gravity: Vector3 {
+    package var gravity: Vector3 {
         switch self {
         case .portrait: return Vector3(0, -1, 0)
         case .landscape: return Vector3(-1, 0, 0)
@@ -137,17 +137,17 @@ public enum HeldOrientation: String, CaseIterable, Hashable, Sendable {
 
 /// "Badger with Attitude" (WWDC 2017) jump: the mean rotation rate about y over a
 /// short window crosses τ upwards.
-public struct BadgerJumpDetector: GestureDetector {
-    public var threshold: Double
+package struct BadgerJumpDetector: GestureDetector {
+    package var threshold: Double
     private var window: WindowMean
     private var above = false
 
-    public init(threshold: Double, windowMs: UInt64) {
+    package init(threshold: Double, windowMs: UInt64) {
         self.threshold = threshold
         window = WindowMean(windowMs: windowMs)
     }
 
-    public mutating func accept(_ sample: GestureSample) -> String? {
+    package mutating func accept(_ sample: GestureSample) -> String? {
         let now = window.add(sample.rotationRate.y, at: sample.senderTimeMs) > threshold
         defer { above = now }
         return now && !above ? "jump" : nil
@@ -157,19 +157,19 @@ public struct BadgerJumpDetector: GestureDetector {
 /// "Badger with Attitude" duck: the mean user acceleration along gravity (downwards)
 /// over a short window crosses τ upwards. Gravity comes from the sample when it has
 /// one, otherwise from how the phone is held.
-public struct BadgerDuckDetector: GestureDetector {
-    public var threshold: Double
-    public var orientation: HeldOrientation
+package struct BadgerDuckDetector: GestureDetector {
+    package var threshold: Double
+    package var orientation: HeldOrientation
     private var window: WindowMean
     private var above = false
 
-    public init(threshold: Double, windowMs: UInt64, orientation: HeldOrientation) {
+    package init(threshold: Double, windowMs: UInt64, orientation: HeldOrientation) {
         self.threshold = threshold
         self.orientation = orientation
         window = WindowMean(windowMs: windowMs)
     }
 
-    public mutating func accept(_ sample: GestureSample) -> String? {
+    package mutating func accept(_ sample: GestureSample) -> String? {
         let g = sample.gravity ?? orientation.gravity
         let length = g.length
         let along = length > 0 ? sample.userAcceleration.dot(g) / length : 0
@@ -185,22 +185,22 @@ public struct BadgerDuckDetector: GestureDetector {
 /// same side fires again. It arms only once the phone has been that level, so a
 /// phone held some other way (upright in portrait reads −90°) never fires. Needs
 /// gravity in the samples.
-public struct BadgerTiltDetector: GestureDetector {
-    public var thresholdDegrees: Double
-    public var hysteresis: Double
+package struct BadgerTiltDetector: GestureDetector {
+    package var thresholdDegrees: Double
+    package var hysteresis: Double
     /// nil until the phone has been level; then −1, 0 or +1 for the side it is on.
     private var side: Int?
 
-    public init(thresholdDegrees: Double, hysteresis: Double) {
+    package init(thresholdDegrees: Double, hysteresis: Double) {
         self.thresholdDegrees = thresholdDegrees
         self.hysteresis = hysteresis
     }
 
-    public static func angleDegrees(_ g: Vector3) -> Double {
+    package static func angleDegrees(_ g: Vector3) -> Double {
         atan2(g.y, (g.x * g.x + g.z * g.z).squareRoot()) * 180 / .pi
     }
 
-    public mutating func accept(_ sample: GestureSample) -> String? {
+    package mutating func accept(_ sample: GestureSample) -> String? {
         guard let g = sample.gravity else { return nil }
         let angle = Self.angleDegrees(g)
         if abs(angle) < hysteresis * thresholdDegrees {
@@ -227,22 +227,22 @@ public struct BadgerTiltDetector: GestureDetector {
 /// pitch one held in landscape. Like the badger tilt, the angle must come back within
 /// `hysteresis`·τ before the same side fires again, and nothing fires until the phone has
 /// been that level once.
-public struct AttitudeTiltDetector: GestureDetector {
-    public enum Axis: String, CaseIterable, Hashable, Sendable { case roll, pitch }
+package struct AttitudeTiltDetector: GestureDetector {
+    package enum Axis: String, CaseIterable, Hashable, Sendable { case roll, pitch }
 
-    public var thresholdDegrees: Double
-    public var hysteresis: Double
-    public var axis: Axis
+    package var thresholdDegrees: Double
+    package var hysteresis: Double
+    package var axis: Axis
     /// nil until the phone has been level; then −1, 0 or +1 for the side it is on.
     private var side: Int?
 
-    public init(thresholdDegrees: Double, hysteresis: Double, axis: Axis) {
+    package init(thresholdDegrees: Double, hysteresis: Double, axis: Axis) {
         self.thresholdDegrees = thresholdDegrees
         self.hysteresis = hysteresis
         self.axis = axis
     }
 
-    public mutating func accept(_ sample: GestureSample) -> String? {
+    package mutating func accept(_ sample: GestureSample) -> String? {
         guard let attitude = sample.attitude else { return nil }
         let angle = (axis == .roll ? attitude.x : attitude.y) * 180 / .pi
         if abs(angle) < hysteresis * thresholdDegrees {

@@ -2,12 +2,12 @@ import KinetraceTrace
 import KinetraceWire
 
 /// A gesture a detector reported.
-public struct Detection: Hashable, Sendable {
-    public var gesture: String
+package struct Detection: Hashable, Sendable {
+    package var gesture: String
     /// The triggering sample's time on the controller's clock.
-    public var senderTimeMs: UInt64
-    public var timeNs: Int64
-    public init(gesture: String, senderTimeMs: UInt64, timeNs: Int64) {
+    package var senderTimeMs: UInt64
+    package var timeNs: Int64
+    package init(gesture: String, senderTimeMs: UInt64, timeNs: Int64) {
         self.gesture = gesture
         self.senderTimeMs = senderTimeMs
         self.timeNs = timeNs
@@ -15,43 +15,43 @@ public struct Detection: Hashable, Sendable {
 }
 
 /// When a detection counts for a label: from `beforeMs` before its onset to `afterMs` after.
-public struct MatchWindow: Hashable, Sendable {
-    public var beforeMs: Double
-    public var afterMs: Double
-    public init(beforeMs: Double = 100, afterMs: Double = 700) {
+package struct MatchWindow: Hashable, Sendable {
+    package var beforeMs: Double
+    package var afterMs: Double
+    package init(beforeMs: Double = 100, afterMs: Double = 700) {
         self.beforeMs = beforeMs
         self.afterMs = afterMs
     }
 }
 
 /// True and false positives and negatives, and the delays of the true ones.
-public struct GestureScore: Hashable, Sendable {
-    public var truePositives = 0
-    public var falsePositives = 0
-    public var falseNegatives = 0
+package struct GestureScore: Hashable, Sendable {
+    package var truePositives = 0
+    package var falsePositives = 0
+    package var falseNegatives = 0
     /// Detection time − label onset on the controller's clock, ms, for each true positive.
-    public var delaysMs: [Double] = []
+    package var delaysMs: [Double] = []
 
-    public init() {}
+    package init() {}
 
     /// nil when nothing was detected (precision is undefined, not 0 or 1).
-    public var precision: Double? { truePositives + falsePositives == 0 ? nil : Double(truePositives) / Double(truePositives + falsePositives) }
+    package var precision: Double? { truePositives + falsePositives == 0 ? nil : Double(truePositives) / Double(truePositives + falsePositives) }
     /// nil when there was nothing to detect.
-    public var recall: Double? { truePositives + falseNegatives == 0 ? nil : Double(truePositives) / Double(truePositives + falseNegatives) }
+    package var recall: Double? { truePositives + falseNegatives == 0 ? nil : Double(truePositives) / Double(truePositives + falseNegatives) }
     /// 2·TP / (2·TP + FP + FN): 0 when there were labels or detections and no hits; nil when neither.
-    public var f1: Double? {
+    package var f1: Double? {
         let denominator = 2 * truePositives + falsePositives + falseNegatives
         return denominator == 0 ? nil : Double(2 * truePositives) / Double(denominator)
     }
 
-    public static func + (a: GestureScore, b: GestureScore) -> GestureScore {
+    package static func + (a: GestureScore, b: GestureScore) -> GestureScore {
         var sum = a
         sum += b
         return sum
     }
 
     /// In place: summing controllers one at a time with `+` copied the delays so far each time.
-    public static func += (a: inout GestureScore, b: GestureScore) {
+    package static func += (a: inout GestureScore, b: GestureScore) {
         a.truePositives += b.truePositives
         a.falsePositives += b.falsePositives
         a.falseNegatives += b.falseNegatives
@@ -61,7 +61,7 @@ public struct GestureScore: Hashable, Sendable {
     /// Matches detections to labels of the same gesture and controller, one to one: each
     /// label, in onset order, takes the earliest unmatched detection inside its window.
     /// Both lists are walked in time order, so the cost is linear plus what the windows overlap.
-    public static func match(labels: [GestureLabel], detections: [(controller: Endpoint, detection: Detection)],
+    package static func match(labels: [GestureLabel], detections: [(controller: Endpoint, detection: Detection)],
                              window: MatchWindow) -> GestureScore {
         var score = GestureScore()
         var used = Array(repeating: false, count: detections.count)
@@ -96,13 +96,13 @@ public struct GestureScore: Hashable, Sendable {
 }
 
 /// One detector setting's result on one trace.
-public struct TraceScore: Sendable {
-    public var score: GestureScore
+package struct TraceScore: Sendable {
+    package var score: GestureScore
     /// Per gesture the detector reports.
-    public var byGesture: [String: GestureScore]
-    public var detections: Int
+    package var byGesture: [String: GestureScore]
+    package var detections: Int
 
-    public init(score: GestureScore, byGesture: [String: GestureScore], detections: Int) {
+    package init(score: GestureScore, byGesture: [String: GestureScore], detections: Int) {
         self.score = score
         self.byGesture = byGesture
         self.detections = detections
@@ -110,15 +110,15 @@ public struct TraceScore: Sendable {
 }
 
 /// Runs detectors over traces and scores them against the labels.
-public enum GestureEvaluation {
+package enum GestureEvaluation {
     /// Every setting over every sample of the trace in one pass; one score per setting.
-    public static func evaluate(_ trace: GestureTrace, settings: [DetectorSettings], window: MatchWindow) throws(GestureError) -> [TraceScore] {
+    package static func evaluate(_ trace: GestureTrace, settings: [DetectorSettings], window: MatchWindow) throws(GestureError) -> [TraceScore] {
         guard !settings.isEmpty else { return [] }
         return try evaluate(DetectedTrace(trace, settings: settings), window: window)
     }
 
     /// Scores a trace's detections (`DetectedTrace`) against its labels; one score per setting.
-    public static func evaluate(_ trace: DetectedTrace, window: MatchWindow) throws(GestureError) -> [TraceScore] {
+    package static func evaluate(_ trace: DetectedTrace, window: MatchWindow) throws(GestureError) -> [TraceScore] {
         let kind = trace.kind
         guard trace.settingCount > 0 else { return [] }
         if kind.needsGravity, let missing = trace.controllers.indices.first(where: { trace.lacksGravity[$0] }) {
@@ -208,7 +208,7 @@ public enum GestureEvaluation {
     }
 
     /// Detections of each setting over one controller's samples.
-    public static func detect(_ kind: DetectorKind, _ settings: [DetectorSettings], _ samples: [GestureSample],
+    package static func detect(_ kind: DetectorKind, _ settings: [DetectorSettings], _ samples: [GestureSample],
                               wireProtocol: (any WireProtocol)? = nil) -> [[Detection]] {
         withDetectors(kind, settings, wireProtocol: wireProtocol, SampleVisitor(samples: samples))
     }
@@ -276,11 +276,11 @@ protocol DetectorVisitor {
 }
 
 /// `name=lo:hi:step`: the values a sweep tries, lo to hi inclusive.
-public struct SweepRange: Hashable, Sendable {
-    public var parameter: String
-    public var values: [Double]
+package struct SweepRange: Hashable, Sendable {
+    package var parameter: String
+    package var values: [Double]
 
-    public init(parsing text: String) throws(GestureError) {
+    package init(parsing text: String) throws(GestureError) {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         let bounds = parts.count == 2 ? parts[1].split(separator: ":").map { Double($0) } : []
         guard parts.count == 2, bounds.count == 3, let lo = bounds[0], let hi = bounds[1], let step = bounds[2],

@@ -3,24 +3,24 @@ import KinetraceTrace
 import KinetraceWire
 
 /// What a sample carries: protocols carry different parts of the phone's motion.
-public struct SampleContents: OptionSet, Hashable, Sendable {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
+package struct SampleContents: OptionSet, Hashable, Sendable {
+    package let rawValue: UInt8
+    package init(rawValue: UInt8) { self.rawValue = rawValue }
 
-    public static let userAcceleration = SampleContents(rawValue: 1 << 0)
-    public static let rotationRate = SampleContents(rawValue: 1 << 1)
+    package static let userAcceleration = SampleContents(rawValue: 1 << 0)
+    package static let rotationRate = SampleContents(rawValue: 1 << 1)
     /// `senderTimeMs` is the sender's clock; without it, it is the arrival time in ms.
-    public static let senderClock = SampleContents(rawValue: 1 << 2)
-    public static let gravity = SampleContents(rawValue: 1 << 3)
-    public static let attitude = SampleContents(rawValue: 1 << 4)
+    package static let senderClock = SampleContents(rawValue: 1 << 2)
+    package static let gravity = SampleContents(rawValue: 1 << 3)
+    package static let attitude = SampleContents(rawValue: 1 << 4)
     /// The protocol's own vector (a sum of user acceleration and rotation rate, say).
-    public static let ownVector = SampleContents(rawValue: 1 << 5)
+    package static let ownVector = SampleContents(rawValue: 1 << 5)
 
     /// Every part, for sets being intersected.
-    public static let everything = SampleContents(rawValue: 0x3F)
+    package static let everything = SampleContents(rawValue: 0x3F)
 
     /// The parts in words, for errors.
-    public var names: [String] {
+    package var names: [String] {
         let words: [(SampleContents, String)] = [(.userAcceleration, "user acceleration"), (.rotationRate, "rotation rate"),
                                                  (.senderClock, "sender timestamps"), (.gravity, "gravity"), (.attitude, "attitude"),
                                                  (.ownVector, "the protocol's own vector")]
@@ -29,25 +29,25 @@ public struct SampleContents: OptionSet, Hashable, Sendable {
 }
 
 /// What a detector sees: one motion sample of one controller.
-public struct GestureSample: Hashable, Sendable {
+package struct GestureSample: Hashable, Sendable {
     /// The sample's time on the controller's clock (its sender time).
-    public var senderTimeMs: UInt64
+    package var senderTimeMs: UInt64
     /// When it reached the recorder (for a host, the game's own clock).
-    public var timeNs: Int64
+    package var timeNs: Int64
     /// User acceleration in g, gravity removed.
-    public var userAcceleration: Vector3
+    package var userAcceleration: Vector3
     /// Rotation rate in rad/s.
-    public var rotationRate: Vector3
+    package var rotationRate: Vector3
     /// Gravity in g, when the trace carries device-motion samples with it or an attitude it follows from.
-    public var gravity: Vector3?
+    package var gravity: Vector3?
     /// Roll, pitch and yaw in radians (CoreMotion's, `AttitudeAngles`), when carried.
-    public var attitude: Vector3?
+    package var attitude: Vector3?
     /// The protocol's own vector, when its samples carry one.
-    public var own: Vector3?
+    package var own: Vector3?
     /// Which of the above are real (the others are zero or nil).
-    public var contents: SampleContents
+    package var contents: SampleContents
 
-    public init(senderTimeMs: UInt64, timeNs: Int64, userAcceleration: Vector3, rotationRate: Vector3, gravity: Vector3? = nil,
+    package init(senderTimeMs: UInt64, timeNs: Int64, userAcceleration: Vector3, rotationRate: Vector3, gravity: Vector3? = nil,
                 attitude: Vector3? = nil, own: Vector3? = nil, contents: SampleContents? = nil) {
         self.senderTimeMs = senderTimeMs
         self.timeNs = timeNs
@@ -65,7 +65,7 @@ public struct GestureSample: Hashable, Sendable {
 
     /// A valid sample message with motion. A protocol without sender stamps gives the arrival
     /// time as `senderTimeMs`; gravity follows from an attitude when the message has no gravity.
-    public init?(_ facts: MessageFacts, timeNs: Int64) {
+    package init?(_ facts: MessageFacts, timeNs: Int64) {
         guard facts.isValid, facts.direction == .controllerToHost, let motion = facts.motion else { return nil }
         var contents: SampleContents = []
         if facts.senderTimeMs != nil { contents.insert(.senderClock) }
@@ -89,7 +89,7 @@ public struct GestureSample: Hashable, Sendable {
 }
 
 /// Which records a controller's samples come from.
-public enum SampleSource: String, CaseIterable, Hashable, Sendable {
+package enum SampleSource: String, CaseIterable, Hashable, Sendable {
     /// Device-motion samples when the trace has them for the controller, otherwise its frames.
     case auto
     /// The protocol's samples that reached the recorder (what a host sees).
@@ -99,15 +99,15 @@ public enum SampleSource: String, CaseIterable, Hashable, Sendable {
 }
 
 /// A ground-truth gesture.
-public struct GestureLabel: Hashable, Sendable {
-    public var gesture: String
+package struct GestureLabel: Hashable, Sendable {
+    package var gesture: String
     /// nil: the trace does not say which controller (it then matches any).
-    public var controller: Endpoint?
+    package var controller: Endpoint?
     /// Onset on the controller's clock.
-    public var senderTimeMs: Double
-    public var durationMs: Double?
+    package var senderTimeMs: Double
+    package var durationMs: Double?
 
-    public init(gesture: String, controller: Endpoint?, senderTimeMs: Double, durationMs: Double? = nil) {
+    package init(gesture: String, controller: Endpoint?, senderTimeMs: Double, durationMs: Double? = nil) {
         self.gesture = gesture
         self.controller = controller
         self.senderTimeMs = senderTimeMs
@@ -116,28 +116,28 @@ public struct GestureLabel: Hashable, Sendable {
 }
 
 /// One trace, ready to evaluate: each controller's samples in controller-clock order, and the labels.
-public struct GestureTrace: Sendable {
-    public var source: String
-    public var header: TraceHeader
-    public var controllers: [Endpoint]
+package struct GestureTrace: Sendable {
+    package var source: String
+    package var header: TraceHeader
+    package var controllers: [Endpoint]
     /// Indexed like `controllers`.
-    public var samples: [[GestureSample]]
+    package var samples: [[GestureSample]]
     /// Which kind of record each controller's samples came from.
-    public var sampleKinds: [SampleSource]
+    package var sampleKinds: [SampleSource]
     /// What every one of a controller's samples carries, indexed like `controllers`.
-    public var sampleContents: [SampleContents] {
+    package var sampleContents: [SampleContents] {
         samples.map { $0.reduce(SampleContents.everything) { $0.intersection($1.contents) } }
     }
     /// The protocol of the trace's messages.
-    public var protocolID: ProtocolID { header.protocolID }
+    package var protocolID: ProtocolID { header.protocolID }
     /// The protocol as a value: the declaration the header carries, or the compiled protocol it names.
-    public var wireProtocol: (any WireProtocol)? {
+    package var wireProtocol: (any WireProtocol)? {
         header.declaration.map { DeclaredProtocol($0, path: "\(source) (its header)") } ?? ProtocolRegistry.standard[header.protocolID]
     }
-    public var labels: [GestureLabel]
-    public var sampleCount: Int { samples.reduce(0) { $0 + $1.count } }
+    package var labels: [GestureLabel]
+    package var sampleCount: Int { samples.reduce(0) { $0 + $1.count } }
 
-    public init(source: String, header: TraceHeader, controllers: [Endpoint], samples: [[GestureSample]],
+    package init(source: String, header: TraceHeader, controllers: [Endpoint], samples: [[GestureSample]],
                 sampleKinds: [SampleSource], labels: [GestureLabel]) {
         self.source = source
         self.header = header
@@ -150,7 +150,7 @@ public struct GestureTrace: Sendable {
     /// Reads every record once. Invalid frames and h2c traffic are left out;
     /// a frame or sample not newer than the controller's newest is dropped,
     /// as a host drops a stale frame.
-    public static func read(_ reader: some TraceRecordSource, source: SampleSource = .auto) throws(TraceError) -> GestureTrace {
+    package static func read(_ reader: some TraceRecordSource, source: SampleSource = .auto) throws(TraceError) -> GestureTrace {
         var frames: [[GestureSample]] = [], motion: [[GestureSample]] = []
         var labels: [GestureLabel] = []
         let order = try scan(reader, newController: { frames.append([]); motion.append([]) },

@@ -9,10 +9,10 @@
 /// last to go, whatever a flood of idle or slow connections does. Every
 /// operation is O(1): two least-recently-active lists linked through a
 /// dictionary of entries.
-public struct ConnectionLedger {
-    public let capacity: Int
+package struct ConnectionLedger {
+    package let capacity: Int
     /// A connection idle for longer than this is due to be closed (nil: never).
-    public let idleNs: Int64?
+    package let idleNs: Int64?
 
     private struct Entry {
         var lastActiveNs: Int64
@@ -31,7 +31,7 @@ public struct ConnectionLedger {
     private var waiting = List()
     private var delivering = List()
 
-    public init(capacity: Int, idleNs: Int64?) {
+    package init(capacity: Int, idleNs: Int64?) {
         precondition(capacity > 0, "a host serves at least one connection")
         precondition(idleNs.map { $0 > 0 } ?? true, "a connection timeout is positive")
         self.capacity = capacity
@@ -39,13 +39,13 @@ public struct ConnectionLedger {
     }
 
     /// Connections held now.
-    public var count: Int { entries.count }
+    package var count: Int { entries.count }
 
-    public func holds(_ connection: Int) -> Bool { entries[connection] != nil }
+    package func holds(_ connection: Int) -> Bool { entries[connection] != nil }
 
     /// Admits a new connection at `nowNs`; returns the connection it displaces when the
     /// ledger is full (the caller closes it; it is no longer held).
-    public mutating func admit(_ connection: Int, nowNs: Int64) -> Int? {
+    package mutating func admit(_ connection: Int, nowNs: Int64) -> Int? {
         precondition(entries[connection] == nil, "a connection is admitted once")
         var displaced: Int?
         if entries.count >= capacity, let victim = waiting.oldest ?? delivering.oldest {
@@ -58,7 +58,7 @@ public struct ConnectionLedger {
     }
 
     /// The connection delivered a whole record at `nowNs`.
-    public mutating func delivered(_ connection: Int, nowNs: Int64) {
+    package mutating func delivered(_ connection: Int, nowNs: Int64) {
         guard let entry = entries[connection] else { return }
         unlink(connection)
         entries[connection]!.delivered = true
@@ -67,7 +67,7 @@ public struct ConnectionLedger {
     }
 
     /// The connection is gone.
-    public mutating func remove(_ connection: Int) {
+    package mutating func remove(_ connection: Int) {
         guard entries[connection] != nil else { return }
         unlink(connection)
         entries[connection] = nil
@@ -75,7 +75,7 @@ public struct ConnectionLedger {
 
     /// The connections idle for longer than the timeout at `nowNs`, oldest first, removed
     /// from the ledger (the caller closes them).
-    public mutating func expire(nowNs: Int64) -> [Int] {
+    package mutating func expire(nowNs: Int64) -> [Int] {
         guard let idleNs else { return [] }
         var expired: [Int] = []
         for delivered in [false, true] {

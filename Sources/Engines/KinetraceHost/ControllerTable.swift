@@ -6,16 +6,16 @@ import KinetraceWire
 /// heard when a new one arrives at `capacity`. Lookups, insertions and
 /// evictions are O(1): a dictionary plus a least-recently-heard list kept
 /// in arrays indexed by number.
-public struct ControllerTable<Controller: Hashable> {
+package struct ControllerTable<Controller: Hashable> {
     /// Why a controller was forgotten.
-    public enum Eviction: Hashable, Sendable {
+    package enum Eviction: Hashable, Sendable {
         case idle
         case overCapacity
     }
 
-    public let capacity: Int
+    package let capacity: Int
     /// Forget a controller not heard from for longer than this (nil: never).
-    public let idleNs: Int64?
+    package let idleNs: Int64?
 
     private var numbers: [Controller: Int] = [:]
     private var owners: [Controller?] = []
@@ -27,7 +27,7 @@ public struct ControllerTable<Controller: Hashable> {
     private var oldest = -1
     private var freeNumbers: [Int] = []
 
-    public init(capacity: Int, idleNs: Int64?) {
+    package init(capacity: Int, idleNs: Int64?) {
         precondition(capacity > 0, "a host serves at least one controller")
         precondition(idleNs.map { $0 > 0 } ?? true, "an idle timeout is positive")
         self.capacity = capacity
@@ -35,14 +35,14 @@ public struct ControllerTable<Controller: Hashable> {
     }
 
     /// Controllers held now.
-    public var count: Int { numbers.count }
+    package var count: Int { numbers.count }
 
     /// Whether the table holds state for the controller now.
-    public func holds(_ controller: Controller) -> Bool { numbers[controller] != nil }
+    package func holds(_ controller: Controller) -> Bool { numbers[controller] != nil }
 
     /// The controller's number at `nowNs`, and the numbers forgotten to make it so (each
     /// must be forgotten by the host model before the number is used).
-    public mutating func number(of controller: Controller, nowNs: Int64, evicted: (Int, Eviction) -> Void) -> Int {
+    package mutating func number(of controller: Controller, nowNs: Int64, evicted: (Int, Eviction) -> Void) -> Int {
         if let idleNs {
             while oldest >= 0, nowNs > lastHeardNs[oldest], nowNs - lastHeardNs[oldest] > idleNs {
                 evict(oldest, .idle, evicted)

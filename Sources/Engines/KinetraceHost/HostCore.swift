@@ -6,17 +6,17 @@ import Logging
 /// The reference host's decisions, free of I/O: what to make of one message
 /// from one controller, by the protocol's host model, and the counters.
 /// The UDP host and the stdio host share it, so both answer exactly alike.
-public struct HostCore<Controller: Hashable> {
-    public let wireProtocol: any WireProtocol
-    public private(set) var statistics = HostStatistics()
+package struct HostCore<Controller: Hashable> {
+    package let wireProtocol: any WireProtocol
+    package private(set) var statistics = HostStatistics()
     private var model: any HostModel
     private var table: ControllerTable<Controller>
 
     /// Idle timeout and controller cap defaults, from conntrack practice.
-    public static var defaultMaximumControllers: Int { 65_536 }
-    public static var defaultIdleTimeoutNs: Int64 { 120_000_000_000 }
+    package static var defaultMaximumControllers: Int { 65_536 }
+    package static var defaultIdleTimeoutNs: Int64 { 120_000_000_000 }
 
-    public init(wireProtocol: any WireProtocol, rule: GestureRule, maximumControllers: Int = defaultMaximumControllers,
+    package init(wireProtocol: any WireProtocol, rule: GestureRule, maximumControllers: Int = defaultMaximumControllers,
                 idleTimeoutNs: Int64? = defaultIdleTimeoutNs) {
         self.wireProtocol = wireProtocol
         model = wireProtocol.makeHostModel(rule: rule)
@@ -24,7 +24,7 @@ public struct HostCore<Controller: Hashable> {
     }
 
     /// Handles one message as received; returns what the host owes, if anything.
-    public mutating func handle(_ bytes: UnsafeRawBufferPointer, from controller: Controller, receivedNs: Int64) -> HostDecision? {
+    package mutating func handle(_ bytes: UnsafeRawBufferPointer, from controller: Controller, receivedNs: Int64) -> HostDecision? {
         statistics.datagrams += 1
         let facts = wireProtocol.facts(bytes)
         let number = table.number(of: controller, nowNs: receivedNs) { forgotten, why in
@@ -54,7 +54,7 @@ public struct HostCore<Controller: Hashable> {
         }
     }
 
-    public mutating func handle(_ bytes: [UInt8], from controller: Controller, receivedNs: Int64) -> HostDecision? {
+    package mutating func handle(_ bytes: [UInt8], from controller: Controller, receivedNs: Int64) -> HostDecision? {
         bytes.withUnsafeBytes { handle($0, from: controller, receivedNs: receivedNs) }
     }
 }
@@ -63,7 +63,7 @@ extension HostDecision {
     /// The decision as the host's trace records it: an `event` record named
     /// `decision`, with the controller, the decision's name, and its values
     /// and sample stamp when it has them (the same members as an observation).
-    public func eventRecord(timeNs: Int64, controller: Endpoint) -> EventRecord {
+    package func eventRecord(timeNs: Int64, controller: Endpoint) -> EventRecord {
         var data: [String: JSONValue] = ["controller": .string(controller.description), "decision": .string(name.description)]
         if !values.isEmpty { data["values"] = .array(values.map { .number($0) }) }
         if let sampleTimeMs { data["sender_time_ms"] = .integer(Int64(clamping: sampleTimeMs)) }

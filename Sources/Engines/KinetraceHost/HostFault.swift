@@ -1,6 +1,6 @@
 /// A deliberate fault of the reference host (`kinetrace host --fault`): a wrong host on demand,
 /// to show that a conformance suite fails it. Each is a mistake real hosts make.
-public enum HostFault: Hashable, Sendable {
+package enum HostFault: Hashable, Sendable {
     /// One state for every controller: one's trigger suppresses another's.
     case sharedState
     /// One reassembly buffer for every controller's byte stream.
@@ -15,7 +15,7 @@ public enum HostFault: Hashable, Sendable {
     case acceptInvalid(reason: String)
 
     /// Parses `shared-state`, `shared-buffer`, `one-record-per-read`, `pad-cut-record`, `late` / `late=MS`, `accept-invalid=REASON`.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: "=", maxSplits: 1).map(String.init)
         switch (parts.first ?? "", parts.count > 1 ? parts[1] : nil) {
         case ("shared-state", nil): self = .sharedState
@@ -33,7 +33,7 @@ public enum HostFault: Hashable, Sendable {
         }
     }
 
-    public static let names = ["shared-state", "shared-buffer", "one-record-per-read", "pad-cut-record", "late[=MS]", "accept-invalid=REASON"]
+    package static let names = ["shared-state", "shared-buffer", "one-record-per-read", "pad-cut-record", "late[=MS]", "accept-invalid=REASON"]
 }
 
 extension Set where Element == HostFault {

@@ -10,46 +10,46 @@ import NIOPosix
 /// goes through the protocol's host model per controller (source address
 /// and port); every reply it owes goes back to its sender; everything
 /// invalid is dropped silently and the host keeps serving.
-public final class ReferenceHost: Sendable {
-    public struct Configuration: Sendable {
-        public var wireProtocol: any WireProtocol
-        public var bindHost = "127.0.0.1"
+package final class ReferenceHost: Sendable {
+    package struct Configuration: Sendable {
+        package var wireProtocol: any WireProtocol
+        package var bindHost = "127.0.0.1"
         /// nil: the protocol's default port; 0: any free port.
-        public var port: Int?
-        public var rule = GestureRule.default
+        package var port: Int?
+        package var rule = GestureRule.default
         /// Controllers held at once; the least recently heard is forgotten beyond.
-        public var maximumControllers = HostCore<Int>.defaultMaximumControllers
+        package var maximumControllers = HostCore<Int>.defaultMaximumControllers
         /// A controller not heard from for longer is forgotten (nil: never).
-        public var idleTimeoutNs: Int64? = HostCore<Int>.defaultIdleTimeoutNs
+        package var idleTimeoutNs: Int64? = HostCore<Int>.defaultIdleTimeoutNs
         /// Records what the host received and sent, when set.
-        public var tracePath: String?
+        package var tracePath: String?
         /// A byte-stream host's limit on open connections: at the limit a new connection
         /// displaces the least recently active one.
-        public var maximumConnections = 1024
+        package var maximumConnections = 1024
         /// A byte-stream host closes a connection that delivers no whole record for this long (nil: never).
-        public var connectionTimeoutNs: Int64? = ReferenceHost.Configuration.defaultConnectionTimeoutNs
+        package var connectionTimeoutNs: Int64? = ReferenceHost.Configuration.defaultConnectionTimeoutNs
         /// 10 s: 600 frames of a phone streaming at 60 Hz; a slow writer of a byte a second completes a record every 12 s.
-        public static let defaultConnectionTimeoutNs: Int64 = 10_000_000_000
+        package static let defaultConnectionTimeoutNs: Int64 = 10_000_000_000
         /// Under load the datagram host reads in batches this far apart instead of being woken for
         /// every datagram (nil: woken for every one). See `ReadPacing`.
-        public var readBatchIntervalNs: Int64? = ReadPacing.defaultIntervalNs
-        public init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }
+        package var readBatchIntervalNs: Int64? = ReadPacing.defaultIntervalNs
+        package init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }
         /// The port to bind.
-        public var boundPort: Int { port ?? Int(wireProtocol.defaultPort) }
+        package var boundPort: Int { port ?? Int(wireProtocol.defaultPort) }
     }
 
-    public let configuration: Configuration
-    public let logger: Logger
+    package let configuration: Configuration
+    package let logger: Logger
     private let group: MultiThreadedEventLoopGroup
     private let channel: Channel
     private let handler: HostHandler
 
     /// The address actually bound (useful with port 0).
-    public var localAddress: SocketAddress { channel.localAddress! }
+    package var localAddress: SocketAddress { channel.localAddress! }
 
     /// Binds and starts serving. Throws if the address cannot be bound, or if
     /// the protocol is not a datagram protocol.
-    public init(configuration: Configuration, logger: Logger) throws {
+    package init(configuration: Configuration, logger: Logger) throws {
         guard configuration.wireProtocol.transport == .datagram else {
             throw HostError("the reference host serves datagram protocols over UDP; \(configuration.wireProtocol.id) is a \(configuration.wireProtocol.transport) protocol")
         }
@@ -97,12 +97,12 @@ public final class ReferenceHost: Sendable {
     }
 
     /// Counters so far (read on the host's event loop).
-    public func statistics() throws -> HostStatistics {
+    package func statistics() throws -> HostStatistics {
         try channel.eventLoop.submit { self.handler.statistics }.wait()
     }
 
     /// Stops serving, flushes the trace and returns the final counters.
-    public func shutdown() throws -> HostStatistics {
+    package func shutdown() throws -> HostStatistics {
         let stats = try statistics()
         try? channel.close().wait()
         try channel.eventLoop.submit { try self.handler.recorder?.close() }.wait()
@@ -111,41 +111,41 @@ public final class ReferenceHost: Sendable {
     }
 
     /// Waits until the socket is closed.
-    public func waitUntilClosed() throws { try channel.closeFuture.wait() }
+    package func waitUntilClosed() throws { try channel.closeFuture.wait() }
 }
 
 /// Why the host cannot serve.
-public struct HostError: Error, CustomStringConvertible, Sendable {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct HostError: Error, CustomStringConvertible, Sendable {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// What the host did.
-public struct HostStatistics: Sendable, Equatable {
-    public var datagrams = 0
-    public var validFrames = 0
-    public var staleFrames = 0
-    public var invalidByReason: [String: Int] = [:]
-    public var triggers = 0
-    public var repliesSent = 0
+package struct HostStatistics: Sendable, Equatable {
+    package var datagrams = 0
+    package var validFrames = 0
+    package var staleFrames = 0
+    package var invalidByReason: [String: Int] = [:]
+    package var triggers = 0
+    package var repliesSent = 0
     /// Controllers the host holds state for now (at most its maximum).
-    public var controllers = 0
+    package var controllers = 0
     /// Controllers forgotten after the idle timeout and to stay within the maximum.
-    public var forgottenIdle = 0
-    public var forgottenOverCapacity = 0
+    package var forgottenIdle = 0
+    package var forgottenOverCapacity = 0
     /// Byte-stream hosts: connections accepted; closed to admit a new one at the limit
     /// (least recently active first); closed after delivering no record for the timeout; closed
     /// unread because their peer could not be named; closed inside a record; and closed
     /// because their stream could not be framed.
-    public var connections = 0
-    public var connectionsDisplaced = 0
-    public var connectionsTimedOut = 0
-    public var connectionsUnnamed = 0
-    public var closedMidRecord = 0
-    public var framingErrors = 0
+    package var connections = 0
+    package var connectionsDisplaced = 0
+    package var connectionsTimedOut = 0
+    package var connectionsUnnamed = 0
+    package var closedMidRecord = 0
+    package var framingErrors = 0
     /// Datagram hosts: reads put off under load (ReadPacing), rather than woken for.
-    public var deferredReads = 0
-    public init() {}
+    package var deferredReads = 0
+    package init() {}
 }
 
 /// Wraps the trace writer; a failure to record must not stop the host.
@@ -285,7 +285,7 @@ final class HostHandler: ChannelInboundHandler, @unchecked Sendable {  // confin
 
 extension Endpoint {
     /// The trace form of a NIO socket address.
-    public init(_ address: SocketAddress) {
+    package init(_ address: SocketAddress) {
         self.init(host: address.ipAddress ?? "unknown", port: UInt16(clamping: address.port ?? 0))
     }
 }

@@ -23,22 +23,22 @@ private let systemWrite = Darwin.write
 /// the wire (with `observeAll`, for every decision), until end of input. A
 /// byte-stream protocol's records carry writes, not messages (SA-PAYLOAD-5):
 /// each controller's stream is framed on its own, whatever the record boundaries.
-public struct StdioHost {
-    public var wireProtocol: any WireProtocol
-    public var input: Int32 = STDIN_FILENO
-    public var output: Int32 = STDOUT_FILENO
-    public var rule = GestureRule.default
+package struct StdioHost {
+    package var wireProtocol: any WireProtocol
+    package var input: Int32 = STDIN_FILENO
+    package var output: Int32 = STDOUT_FILENO
+    package var rule = GestureRule.default
     /// Report decisions that have a reply on the observation channel too.
-    public var observeAll = false
+    package var observeAll = false
     /// Controllers held at once ; the adapter's ids allow 65,536 anyway.
-    public var maximumControllers = HostCore<UInt16>.defaultMaximumControllers
+    package var maximumControllers = HostCore<UInt16>.defaultMaximumControllers
     /// Deliberate faults, to show that a suite catches them (`HostFault`); none by default.
-    public var faults: Set<HostFault> = []
+    package var faults: Set<HostFault> = []
 
-    public init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }
+    package init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }
 
     /// Serves until end of input. Throws on broken framing or a failed write.
-    public func run() throws(StdioHostError) -> HostStatistics {
+    package func run() throws(StdioHostError) -> HostStatistics {
         // Ids come from the harness (at most 65,536 of them), not from a network anyone can spoof: no idle
         // timeout, but the cap still holds, so a suite can check it over exec too.
         var core = HostCore<UInt16>(wireProtocol: wireProtocol, rule: rule, maximumControllers: maximumControllers, idleTimeoutNs: nil)
@@ -183,7 +183,7 @@ struct ControllerStreams {
     }
 }
 
-public struct StdioHostError: Error, CustomStringConvertible, Sendable {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct StdioHostError: Error, CustomStringConvertible, Sendable {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }

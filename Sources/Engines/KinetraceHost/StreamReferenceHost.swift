@@ -3,6 +3,7 @@ import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 #if canImport(Glibc)
@@ -11,7 +12,7 @@ import Glibc
 
 /// A reference host while it serves: the UDP host of a datagram protocol or
 /// the TCP host of a byte-stream protocol.
-public protocol RunningReferenceHost: Sendable {
+package protocol RunningReferenceHost: Sendable {
     /// The address actually bound (useful with port 0).
     var localAddress: SocketAddress { get }
     /// Counters so far.
@@ -24,7 +25,7 @@ extension ReferenceHost: RunningReferenceHost {}
 
 /// Starts the reference host a protocol's transport calls for: UDP for
 /// datagrams (`ReferenceHost`), TCP for a byte stream (`StreamReferenceHost`).
-public func startReferenceHost(configuration: ReferenceHost.Configuration, logger: Logger) throws -> any RunningReferenceHost {
+package func startReferenceHost(configuration: ReferenceHost.Configuration, logger: Logger) throws -> any RunningReferenceHost {
     switch configuration.wireProtocol.transport {
     case .datagram: return try ReferenceHost(configuration: configuration, logger: logger)
     case .byteStream: return try StreamReferenceHost(configuration: configuration, logger: logger)
@@ -44,18 +45,18 @@ public func startReferenceHost(configuration: ReferenceHost.Configuration, logge
 ///
 /// With a trace, every read is recorded as it came (one `msg` record per
 /// read, TR-MSG-3), and every decision as a `decision` event.
-public final class StreamReferenceHost: RunningReferenceHost {
-    public let configuration: ReferenceHost.Configuration
-    public let logger: Logger
+package final class StreamReferenceHost: RunningReferenceHost {
+    package let configuration: ReferenceHost.Configuration
+    package let logger: Logger
     private let group: MultiThreadedEventLoopGroup
     private let channel: Channel
     private let state: StreamHostState
 
-    public var localAddress: SocketAddress { channel.localAddress! }
+    package var localAddress: SocketAddress { channel.localAddress! }
 
     /// Binds and starts serving. Throws if the address cannot be bound, or if the
     /// protocol is not a byte-stream protocol.
-    public init(configuration: ReferenceHost.Configuration, logger: Logger) throws {
+    package init(configuration: ReferenceHost.Configuration, logger: Logger) throws {
         guard configuration.wireProtocol.transport == .byteStream else {
             throw HostError("the stream reference host serves byte-stream protocols over TCP; \(configuration.wireProtocol.id) is a \(configuration.wireProtocol.transport) protocol")
         }
@@ -111,11 +112,11 @@ public final class StreamReferenceHost: RunningReferenceHost {
         }
     }
 
-    public func statistics() throws -> HostStatistics {
+    package func statistics() throws -> HostStatistics {
         try channel.eventLoop.submit { self.state.statistics }.wait()
     }
 
-    public func shutdown() throws -> HostStatistics {
+    package func shutdown() throws -> HostStatistics {
         try? channel.close().wait()
         // Close every connection, so each one's end (and a partial record) is counted.
         try channel.eventLoop.flatSubmit { self.state.closeAll(on: self.channel.eventLoop) }.wait()
@@ -238,17 +239,17 @@ struct ConnectionEnds {
         #if os(Linux)
         guard let provider = channel as? SocketOptionProvider else { return nil }
         // The option's length must not exceed the address's: ask for exactly the family's sockaddr.
-        var named: Endpoint?
+        let named = NIOLockedValueBox<Endpoint?>(nil)
         let level = NIOBSDSocket.OptionLevel(rawValue: SOL_SOCKET), option = NIOBSDSocket.Option(rawValue: SO_PEERNAME)
         // Both futures are complete on return: this runs on the channel's event loop.
         if ipv6 {
             let future: EventLoopFuture<RawAddress<sockaddr_in6>> = provider.unsafeGetSocketOption(level: level, name: option)
-            future.whenSuccess { named = Endpoint(SocketAddress($0.address)) }
+            future.whenSuccess { address in named.withLockedValue { $0 = Endpoint(SocketAddress(address.address)) } }
         } else {
             let future: EventLoopFuture<RawAddress<sockaddr_in>> = provider.unsafeGetSocketOption(level: level, name: option)
-            future.whenSuccess { named = Endpoint(SocketAddress($0.address)) }
+            future.whenSuccess { address in named.withLockedValue { $0 = Endpoint(SocketAddress(address.address)) } }
         }
-        return named.flatMap { $0.port == 0 ? nil : $0 }
+        return named.withLockedValue { $0 }.flatMap { $0.port == 0 ? nil : $0 }
         #else
         return nil
         #endif

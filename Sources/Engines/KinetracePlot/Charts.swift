@@ -1,10 +1,10 @@
 /// SVG charts for latency analysis: pure functions from data to SVG text.
 /// Same input, byte-identical output; non-finite values are skipped, never printed.
-public enum Charts {
+package enum Charts {
     /// Points (e.g. latency per frame: x = frame index or seconds, y = ms), one colour per series, on padded axes.
     /// The legend names the series when there are 2+ or any reference line, and every reference line;
     /// each reference line's label goes where it covers the fewest points.
-    public static func scatter(
+    package static func scatter(
         title: String, xLabel: String, yLabel: String, series: [PlotSeries],
         references: [ReferenceLine] = [], size: PlotSize = .standard
     ) -> Chart {
@@ -14,7 +14,7 @@ public enum Charts {
     }
 
     /// A histogram of values with `bins` equal-width bins over [min, max] (bins nil: Freedman–Diaconis rule, clamped to 10…80 bins). y axis: count.
-    public static func histogram(
+    package static func histogram(
         title: String, xLabel: String, values: [Double], bins: Int? = nil,
         references: [ReferenceLine] = [], size: PlotSize = .standard
     ) -> Chart {
@@ -27,7 +27,7 @@ public enum Charts {
     /// pattern, on axes padded so no point sits on the frame and covering `domain`; every
     /// series and reference line has a legend entry; point labels are placed where they
     /// cover no ink, and left out where there is no such place.
-    public static func lines(
+    package static func lines(
         title: String, xLabel: String, yLabel: String, series: [LineSeries],
         verticalReferences: [ReferenceLine] = [], domain: AxisDomain = AxisDomain(), size: PlotSize = .standard
     ) -> Chart {
@@ -38,7 +38,7 @@ public enum Charts {
     }
 
     /// Empirical CDF step curve of each series' values.
-    public static func cdf(
+    package static func cdf(
         title: String, xLabel: String, series: [CDFSeries],
         references: [ReferenceLine] = [], size: PlotSize = .standard
     ) -> Chart {
@@ -48,7 +48,7 @@ public enum Charts {
     /// Stacks charts vertically into one standalone SVG document (root <svg> with xmlns, width, height, viewBox,
     /// a white background rect, and a <title> element with `title`). No XML declaration, so the same string works
     /// as a .svg file and inline in HTML.
-    public static func figure(title: String, charts: [Chart]) -> String {
+    package static func figure(title: String, charts: [Chart]) -> String {
         // A figure without charts is still a valid, renderable document of a small blank height.
         let width = max(1, charts.map(\.size.width).max() ?? PlotSize.standard.width)
         let totalHeight = charts.isEmpty ? 40 : max(1, charts.reduce(0) { $0 + max(0, $1.size.height) })

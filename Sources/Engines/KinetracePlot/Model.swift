@@ -1,28 +1,28 @@
 /// One data point of a scatter series.
-public struct PlotPoint: Hashable, Sendable {
-    public var x: Double
-    public var y: Double
-    public init(x: Double, y: Double) {
+package struct PlotPoint: Hashable, Sendable {
+    package var x: Double
+    package var y: Double
+    package init(x: Double, y: Double) {
         self.x = x
         self.y = y
     }
 }
 
 /// One named data series, drawn in its own colour.
-public struct PlotSeries: Sendable {
-    public var name: String
-    public var points: [PlotPoint]
-    public init(name: String, points: [PlotPoint]) {
+package struct PlotSeries: Sendable {
+    package var name: String
+    package var points: [PlotPoint]
+    package init(name: String, points: [PlotPoint]) {
         self.name = name
         self.points = points
     }
 }
 
 /// One named sample for an empirical CDF, drawn in its own colour.
-public struct CDFSeries: Sendable {
-    public var name: String
-    public var values: [Double]
-    public init(name: String, values: [Double]) {
+package struct CDFSeries: Sendable {
+    package var name: String
+    package var values: [Double]
+    package init(name: String, values: [Double]) {
         self.name = name
         self.values = values
     }
@@ -31,13 +31,13 @@ public struct CDFSeries: Sendable {
 /// A labelled reference line: horizontal on scatter plots (a y value), vertical on histograms, CDFs and line charts (an x value).
 /// Every reference line has a legend entry: lines with the same `legend` text share one entry and one style
 /// (the −3σ and +3σ bounds), and each distinct entry gets its own colour and dash pattern.
-public struct ReferenceLine: Hashable, Sendable {
+package struct ReferenceLine: Hashable, Sendable {
     /// Drawn beside the line, with its value.
-    public var label: String
-    public var value: Double
+    package var label: String
+    package var value: Double
     /// The legend entry; nil uses `label`.
-    public var legend: String?
-    public init(label: String, value: Double, legend: String? = nil) {
+    package var legend: String?
+    package init(label: String, value: Double, legend: String? = nil) {
         self.label = label
         self.value = value
         self.legend = legend
@@ -47,18 +47,18 @@ public struct ReferenceLine: Hashable, Sendable {
 }
 
 /// A point of a line series to label, by its index in the series.
-public struct PointLabel: Hashable, Sendable {
-    public var index: Int
-    public var text: String
-    public init(index: Int, text: String) {
+package struct PointLabel: Hashable, Sendable {
+    package var index: Int
+    package var text: String
+    package init(index: Int, text: String) {
         self.index = index
         self.text = text
     }
 }
 
 /// One named series of a line chart, in its own colour and dash pattern.
-public struct LineSeries: Sendable {
-    public enum Marks: Sendable {
+package struct LineSeries: Sendable {
+    package enum Marks: Sendable {
         /// The points joined in the order given.
         case line
         /// Joined, with a dot on each point (each point is a setting worth seeing).
@@ -67,15 +67,15 @@ public struct LineSeries: Sendable {
         case points
     }
 
-    public var name: String
+    package var name: String
     /// Joined in this order (a sweep's points in the order of the swept value).
-    public var points: [PlotPoint]
-    public var marks: Marks
+    package var points: [PlotPoint]
+    package var marks: Marks
     /// Labels to place, most important first; one that would overlap a line, a point
     /// or another label is left out, so a long list gives a readable subset.
-    public var labels: [PointLabel]
+    package var labels: [PointLabel]
 
-    public init(name: String, points: [PlotPoint], marks: Marks = .line, labels: [PointLabel] = []) {
+    package init(name: String, points: [PlotPoint], marks: Marks = .line, labels: [PointLabel] = []) {
         self.name = name
         self.points = points
         self.marks = marks
@@ -84,24 +84,24 @@ public struct LineSeries: Sendable {
 }
 
 /// Extra ranges an axis must cover besides the data (e.g. 0…1 for scores).
-public struct AxisDomain: Sendable {
-    public var x: (lower: Double, upper: Double)?
-    public var y: (lower: Double, upper: Double)?
-    public init(x: (lower: Double, upper: Double)? = nil, y: (lower: Double, upper: Double)? = nil) {
+package struct AxisDomain: Sendable {
+    package var x: (lower: Double, upper: Double)?
+    package var y: (lower: Double, upper: Double)?
+    package init(x: (lower: Double, upper: Double)? = nil, y: (lower: Double, upper: Double)? = nil) {
         self.x = x
         self.y = y
     }
 }
 
 /// Pixel size of one chart panel.
-public struct PlotSize: Hashable, Sendable {
-    public var width: Int
-    public var height: Int
-    public init(width: Int, height: Int) {
+package struct PlotSize: Hashable, Sendable {
+    package var width: Int
+    package var height: Int
+    package init(width: Int, height: Int) {
         self.width = width
         self.height = height
     }
-    public static let standard = PlotSize(width: 720, height: 300)
+    package static let standard = PlotSize(width: 720, height: 300)
 
     /// Panels are clamped to this range: smaller ones leave no room for the plot
     /// between the margins, larger ones would make the dedup bitmap needlessly big.
@@ -116,11 +116,11 @@ public struct PlotSize: Hashable, Sendable {
 }
 
 /// A chart panel: an SVG <g> fragment of a known size, to be stacked into a figure.
-public struct Chart: Sendable {
-    public var size: PlotSize
+package struct Chart: Sendable {
+    package var size: PlotSize
     /// SVG elements drawn in [0, width] × [0, height].
-    public var body: String
-    public init(size: PlotSize, body: String) {
+    package var body: String
+    package init(size: PlotSize, body: String) {
         self.size = size
         self.body = body
     }

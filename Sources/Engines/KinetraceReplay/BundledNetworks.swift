@@ -2,14 +2,15 @@
 // A test checks that it matches the files.
 
 /// The bundled networks' documents, by name.
-public enum BundledNetworks {
-    public static let json: [String: String] = [
+package enum BundledNetworks {
+    package static let json: [String: String] = [
         "crowded-event": #"""
 {
   "kinetrace_network": 1,
   "name": "crowded-event",
   "description": "The paper's public deployment: 21 players at once on crowded, overlapping event Wi-Fi, modelled as a one-way delay with a bulk above the lab's and a long tail, bursty Gilbert-Elliott loss of about 4 %, and rare duplicates and reordering.",
   "provenance": "Paper figures: 21 players (controllers 21) on crowded, overlapping Wi-Fi at a public event. The paper gives no latency or loss figures for the deployment, so every impairment number here is an assumption (judgement), chosen to be plausible for a congested 2.4/5 GHz venue network and stated in specs/networks/README.md. Delay: a quantile table with its floor a little above the lab minimum (56 ms), p10 72 ms (about the lab median), p50 85 ms, p90 130 ms, p99 350 ms and max 1200 ms (contention, retries and power-save buffering); its exact mean is 100.5 ms and sd 61.2 ms. Loss: Gilbert-Elliott p 0.015, r 0.2, 1-h 0.5, 1-k 0.005, so bad spells last 5 messages (0.5 s at 10 Hz) on average and good spells 67 messages (6.7 s); expected loss rate p/(p+r) x (1-h) + r/(p+r) x (1-k) = 3.95 %. Duplicate 0.001 and reorder 0.005: rare, since 802.11 filters its own retransmissions and mostly delivers in order. preserve_order false: delays may reorder messages, as retries on a shared medium can. No corruption or truncation (the Wi-Fi FCS and UDP checksum discard damaged frames, which shows as loss) and no rate limit (21 controllers at 10 Hz offer about 131 kbit/s with the 42 header bytes the rate model counts, 178 kbit/s with 802.11 framing, far below any usable Wi-Fi link; contention is modelled as delay). stagger_ms 100: players start independently within one frame interval.",
+  "basis": "assumed",
   "controllers": 21,
   "stagger_ms": 100,
   "delay": {
@@ -44,6 +45,7 @@ public enum BundledNetworks {
   "name": "harsh",
   "description": "A stress network, not a model of any real network: heavy bursty loss (12.5 %), a Pareto delay tail, duplicates, reordering, bit flips, truncation, and a link that drops from 1 Mbit/s to 64 kbit/s at 20 s and recovers at 40 s, to exercise a host's robustness.",
   "provenance": "No measurements: every number is a deliberate choice to exercise host robustness, well beyond the paper's lab and deployment conditions. Loss: Gilbert-Elliott p 0.06, r 0.3, 1-h 0.7, 1-k 0.01, so bad spells last 3.3 messages (0.33 s at 10 Hz) on average and good spells 16.7 messages (1.7 s); expected loss rate p/(p+r) x (1-h) + r/(p+r) x (1-k) = 12.5 %. Delay: Pareto, scale 30 ms (the minimum), shape 2.5: mean 50 ms, p50 39.6 ms, p99 189 ms, p99.9 475 ms, finite variance; a delay over 10 s has probability 5e-7. preserve_order false, so the delay spread alone reorders messages, besides reorder 0.05. duplicate 0.03. corrupt 0.03 with corrupt_bits 3: an odd number of draws always leaves at least one bit flipped (a position drawn twice flips back), and CRC-32 detects every 1- and 3-bit error in a 36-byte frame, so every corrupted frame fails its check. truncate 0.02: cut to 0 to 35 bytes. Rate: 1 Mbit/s, 64 kbit/s from 20 s, 1 Mbit/s again from 40 s; at 64 kbit/s a frame occupies the link for (36 + 42) x 8 / 64000 = 9.75 ms, so the 4 controllers (about 42 messages/s with duplicates) load it to about 41 % and queues form behind delay bursts; more than 10 controllers at 10 Hz would overload it. 4 controllers, started within 100 ms of each other.",
+  "basis": "assumed",
   "controllers": 4,
   "stagger_ms": 100,
   "delay": {"distribution": "pareto", "scale_ms": 30, "shape": 2.5},
@@ -68,6 +70,7 @@ public enum BundledNetworks {
   "name": "lab-5ghz",
   "description": "The source paper's lab setting: one controller on an uncontended 5 GHz Wi-Fi network, with the one-way latency the paper measured there (mean 70.4 ms, sd 3.7 ms, p95 73.2 ms, 52.2 to 82.2 ms) and no loss.",
   "provenance": "Paper figures: the one-way latency measured on the lab 5 GHz network, mean 70.4 ms, sd 3.7 ms, p95 73.2 ms, min 52.2 ms, max 82.2 ms; no loss comes with the lab figures, so none is applied. The delay table reproduces all five figures exactly: min, p95 and max are table points, and the table's exact mean and sd are 70.4000 and 3.7000 ms after rounding to 0.01 ms. It was fitted by specs/networks/fit-lab-5ghz.py (re-run it to check): a normal with that mean and sd would have p95 76.5 ms, so the figures imply a left-skewed distribution, here a smooth unimodal shape with a narrow bulk (p25 70.56, p50 71.50, p75 72.18 ms) and a long lower tail. Assumptions: the shape between the published points, set by the fit's tail parameters (a lower-tail component of earlier messages with Exp mean 8 ms; 5 % of messages in an upper-tail component with Exp mean 2 ms), so every percentile other than p95 (p50, p99 75.09 ms, ...) is the model's, not the paper's; delays independent from message to message; the whole measured latency applied as extra one-way delay on controller-to-host messages, as if it were all network; order preserved; no duplication, reordering, corruption, truncation or rate limit.",
+  "basis": "cited",
   "delay": {
     "distribution": "quantiles",
     "points": [
@@ -116,7 +119,8 @@ public enum BundledNetworks {
   "kinetrace_network": 1,
   "name": "perfect",
   "description": "No impairment at all: every message is sent once, intact, in order, at its recorded time, as one controller. A baseline to compare the other profiles with.",
-  "provenance": "No measurements: this is the identity network. Every impairment member is absent, so each takes its default (no delay, no loss, no duplication, reordering, corruption or truncation, no rate limit, order preserved). No controllers member: a recording is replayed as the controllers it has."
+  "provenance": "No measurements: this is the identity network. Every impairment member is absent, so each takes its default (no delay, no loss, no duplication, reordering, corruption or truncation, no rate limit, order preserved). No controllers member: a recording is replayed as the controllers it has.",
+  "basis": "none"
 }
 
 """#,

@@ -9,7 +9,7 @@ import Darwin
 #endif
 
 /// Extra one-way delay added to each message, in milliseconds.
-public enum DelayDistribution: Hashable, Sendable {
+package enum DelayDistribution: Hashable, Sendable {
     case none
     case constant(ms: Double)
     /// Uniform on [minMs, maxMs].
@@ -27,14 +27,14 @@ public enum DelayDistribution: Hashable, Sendable {
     case quantiles([QuantilePoint])
 
     /// An empirical distribution from unsorted samples; nil when empty or not finite.
-    public static func empirical(samplesMs: [Double]) -> DelayDistribution? {
+    package static func empirical(samplesMs: [Double]) -> DelayDistribution? {
         guard !samplesMs.isEmpty, samplesMs.allSatisfy(\.isFinite) else { return nil }
         return .empirical(sortedMs: samplesMs.sorted())
     }
 
     /// Draws one delay. Uses exactly one uniform draw per call (two for
     /// `normal`), so schedules stay aligned when parameters change.
-    public func sample(using rng: inout SeededGenerator) -> Double {
+    package func sample(using rng: inout SeededGenerator) -> Double {
         switch self {
         case .none:
             return 0
@@ -72,7 +72,7 @@ public enum DelayDistribution: Hashable, Sendable {
     }
 
     /// The distribution's mean, where it has one (Pareto needs shape > 1).
-    public var meanMs: Double? {
+    package var meanMs: Double? {
         switch self {
         case .none: return 0
         case .constant(let ms): return ms
@@ -88,10 +88,10 @@ public enum DelayDistribution: Hashable, Sendable {
 
     /// The longest delay a network holds a message: an hour. Parameters beyond are refused,
     /// and draws from a heavy tail (Pareto) are cut there, so a delay always fits a clock.
-    public static let maximumMs = 3_600_000.0
+    package static let maximumMs = 3_600_000.0
 
     /// Why the parameters are unusable, if they are.
-    public var problem: String? {
+    package var problem: String? {
         if let problem = valueProblem { return problem }
         let largest: Double
         switch self {
@@ -132,10 +132,10 @@ public enum DelayDistribution: Hashable, Sendable {
 }
 
 /// One point of a quantile table: `ms` is the delay at cumulative probability `p`.
-public struct QuantilePoint: Hashable, Sendable {
-    public var p: Double
-    public var ms: Double
-    public init(p: Double, ms: Double) {
+package struct QuantilePoint: Hashable, Sendable {
+    package var p: Double
+    package var ms: Double
+    package init(p: Double, ms: Double) {
         self.p = p
         self.ms = ms
     }

@@ -1,9 +1,9 @@
 /// The command line's short forms for impairments, netem-like:
 /// `--delay normal:70.4:3.7`, `--loss gemodel:0.02:0.25:0.6:0.001`, `--rate 64kbit@20`.
-public enum ImpairmentSpec {
+package enum ImpairmentSpec {
     /// `MS`, `constant:MS`, `uniform:MIN:MAX`, `normal:MEAN:SD[:MIN:MAX]`, `pareto:SCALE:SHAPE`
     /// (`empirical:TRACE` is resolved by the caller, which reads the trace).
-    public static func delay(_ text: String) -> Result<DelayDistribution, SpecError> {
+    package static func delay(_ text: String) -> Result<DelayDistribution, SpecError> {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         if parts.count == 1, let ms = Double(text) { return validated(.constant(ms: ms), text) }
         let numbers = parts.dropFirst().map { Double($0) }
@@ -25,7 +25,7 @@ public enum ImpairmentSpec {
     }
 
     /// `P`, `P%`, `bernoulli:P`, or `gemodel:p:r:1-h:1-k` (netem's Gilbert–Elliott; percentages allowed).
-    public static func loss(_ text: String) -> Result<LossModel, SpecError> {
+    package static func loss(_ text: String) -> Result<LossModel, SpecError> {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
         let probabilities = (parts.count == 1 ? parts : Array(parts.dropFirst())).map(probability)
         guard !probabilities.contains(where: { $0 == nil }) else {
@@ -43,7 +43,7 @@ public enum ImpairmentSpec {
     }
 
     /// `RATE[@SECONDS]`, RATE a number of bit/s with an optional netem unit: bit, kbit, mbit, gbit.
-    public static func rate(_ text: String) -> Result<RateStep, SpecError> {
+    package static func rate(_ text: String) -> Result<RateStep, SpecError> {
         let halves = text.split(separator: "@", maxSplits: 1).map(String.init)
         var from: Double = 0
         if halves.count == 2 {
@@ -68,7 +68,7 @@ public enum ImpairmentSpec {
     }
 
     /// A probability written as 0.05 or 5%.
-    public static func probability(_ text: String) -> Double? {
+    package static func probability(_ text: String) -> Double? {
         let percent = text.hasSuffix("%")
         guard let value = Double(percent ? String(text.dropLast()) : text), value.isFinite else { return nil }
         let p = percent ? value / 100 : value
@@ -81,7 +81,7 @@ public enum ImpairmentSpec {
     }
 }
 
-public struct SpecError: Error, CustomStringConvertible, Sendable {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct SpecError: Error, CustomStringConvertible, Sendable {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }

@@ -3,31 +3,31 @@ import KinetraceSupport
 import KinetraceTrace
 
 /// A network's misbehaviour, applied to each message of a replay.
-public struct Impairments: Hashable, Sendable {
-    public var delay = DelayDistribution.none
-    public var loss = LossModel.none
+package struct Impairments: Hashable, Sendable {
+    package var delay = DelayDistribution.none
+    package var loss = LossModel.none
     /// Probability that a message is sent twice.
-    public var duplicate: Double = 0
+    package var duplicate: Double = 0
     /// Probability that a message is held back behind the next one.
-    public var reorder: Double = 0
+    package var reorder: Double = 0
     /// Probability that a message has `corruptBits` random bits flipped.
-    public var corrupt: Double = 0
-    public var corruptBits = 1
+    package var corrupt: Double = 0
+    package var corruptBits = 1
     /// Probability that a message is cut to a random shorter length.
-    public var truncate: Double = 0
+    package var truncate: Double = 0
     /// Whether delays may change the order of messages (false: a message never
     /// overtakes the one sent before it, as on a FIFO link).
-    public var allowReordering = true
+    package var allowReordering = true
     /// Link-rate limits over time (netem `rate`); empty for an unlimited link.
-    public var rate: [RateStep] = []
+    package var rate: [RateStep] = []
 
-    public init() {}
+    package init() {}
 
     /// True when nothing is impaired.
-    public var isNone: Bool { self == Impairments() }
+    package var isNone: Bool { self == Impairments() }
 
     /// The first unusable parameter, described.
-    public var problem: String? {
+    package var problem: String? {
         if let p = delay.problem { return p }
         if let p = loss.problem { return p }
         for (name, value) in [("duplicate", duplicate), ("reorder", reorder), ("corrupt", corrupt), ("truncate", truncate)]
@@ -40,24 +40,24 @@ public struct Impairments: Hashable, Sendable {
 }
 
 /// What happens to one message.
-public struct ImpairmentDecision: Hashable, Sendable {
-    public var lost = false
+package struct ImpairmentDecision: Hashable, Sendable {
+    package var lost = false
     /// Extra delay before sending, ns.
-    public var delayNs: Int64 = 0
+    package var delayNs: Int64 = 0
     /// Extra copies sent after the original.
-    public var duplicates = 0
+    package var duplicates = 0
     /// Held back and sent after the next message.
-    public var reordered = false
+    package var reordered = false
     /// Bit positions flipped (bit 0 is the least significant bit of byte 0).
-    public var flippedBits: [Int] = []
+    package var flippedBits: [Int] = []
     /// New length, when truncated.
-    public var truncatedTo: Int?
+    package var truncatedTo: Int?
 
     /// True when the message goes out untouched and on time.
-    public var isClean: Bool { self == ImpairmentDecision() }
+    package var isClean: Bool { self == ImpairmentDecision() }
 
     /// Applies corruption and truncation to a payload.
-    public func apply(to payload: [UInt8]) -> [UInt8] {
+    package func apply(to payload: [UInt8]) -> [UInt8] {
         var bytes = payload
         for bit in flippedBits where bit / 8 < bytes.count { bytes[bit / 8] ^= 1 << UInt8(bit % 8) }
         if let truncatedTo { bytes = Array(bytes.prefix(truncatedTo)) }
@@ -65,7 +65,7 @@ public struct ImpairmentDecision: Hashable, Sendable {
     }
 
     /// The decision as a trace event (TR kind `event`, name `impair`), so a run can be reproduced and audited.
-    public func event(timeNs: Int64, index: Int, controller: Endpoint?) -> EventRecord {
+    package func event(timeNs: Int64, index: Int, controller: Endpoint?) -> EventRecord {
         var data: [String: JSONValue] = ["index": .integer(Int64(index))]
         if let controller { data["controller"] = .string(controller.description) }
         if lost { data["lost"] = .bool(true) }
@@ -81,14 +81,14 @@ public struct ImpairmentDecision: Hashable, Sendable {
 /// Draws every impairment decision from one seeded generator, in message
 /// order, with a fixed number of draws per message whatever the outcome:
 /// the same seed, impairments and input give the same decisions.
-public struct Impairer: Sendable {
-    public let impairments: Impairments
-    public let seed: UInt64
+package struct Impairer: Sendable {
+    package let impairments: Impairments
+    package let seed: UInt64
     private var rng: SeededGenerator
     /// Loss state per link: each controller's bursts are its own.
     private var loss: [Int: LossProcess] = [:]
 
-    public init(_ impairments: Impairments, seed: UInt64) {
+    package init(_ impairments: Impairments, seed: UInt64) {
         self.impairments = impairments
         self.seed = seed
         rng = SeededGenerator(seed: seed)
@@ -96,7 +96,7 @@ public struct Impairer: Sendable {
 
     /// The decision for the next message, whose payload is `length` bytes,
     /// on controller `link`'s path.
-    public mutating func decide(length: Int, link: Int = 0) -> ImpairmentDecision {
+    package mutating func decide(length: Int, link: Int = 0) -> ImpairmentDecision {
         let i = impairments
         var decision = ImpairmentDecision()
         decision.lost = loss[link, default: LossProcess(i.loss)].isLost(using: &rng)

@@ -1,7 +1,7 @@
 import KinetraceSupport
 
 /// Which messages are lost.
-public enum LossModel: Hashable, Sendable {
+package enum LossModel: Hashable, Sendable {
     case none
     /// Each message independently with probability `p`.
     case bernoulli(p: Double)
@@ -11,7 +11,7 @@ public enum LossModel: Hashable, Sendable {
     case gilbertElliott(p: Double, r: Double, lossInBad: Double, lossInGood: Double)
 
     /// The long-run fraction of messages lost.
-    public var expectedLossRate: Double {
+    package var expectedLossRate: Double {
         switch self {
         case .none: return 0
         case .bernoulli(let p): return p
@@ -22,7 +22,7 @@ public enum LossModel: Hashable, Sendable {
         }
     }
 
-    public var problem: String? {
+    package var problem: String? {
         func probability(_ x: Double) -> Bool { x.isFinite && x >= 0 && x <= 1 }
         switch self {
         case .none: return nil
@@ -34,16 +34,16 @@ public enum LossModel: Hashable, Sendable {
 }
 
 /// The loss model's state as messages go by.
-public struct LossProcess: Sendable {
-    public let model: LossModel
+package struct LossProcess: Sendable {
+    package let model: LossModel
     /// Gilbert–Elliott's current state.
-    public private(set) var inBadState = false
+    package private(set) var inBadState = false
 
-    public init(_ model: LossModel) { self.model = model }
+    package init(_ model: LossModel) { self.model = model }
 
     /// Decides one message: true when it is lost. Draws a fixed number of
     /// uniforms per message for each model, so schedules are reproducible.
-    public mutating func isLost(using rng: inout SeededGenerator) -> Bool {
+    package mutating func isLost(using rng: inout SeededGenerator) -> Bool {
         switch model {
         case .none:
             return false

@@ -1,18 +1,18 @@
 /// A link-rate limit from `fromNs` (replay time) on, netem's `rate`: each
 /// message occupies the link for (bytes + overhead) × 8 / bitsPerSecond and
 /// queues behind the one before it.
-public struct RateStep: Hashable, Sendable {
-    public var fromNs: Int64
-    public var bitsPerSecond: Double
+package struct RateStep: Hashable, Sendable {
+    package var fromNs: Int64
+    package var bitsPerSecond: Double
 
     /// Bytes of Ethernet (14), IPv4 (20) and UDP (8) headers counted with each payload.
-    public static let overheadBytes = 42
+    package static let overheadBytes = 42
     /// The latest a step may start, in seconds of replay (about 31 years): keeps its start in Int64 ns.
-    public static let latestStartS = 1e9
+    package static let latestStartS = 1e9
     /// The slowest link: 1 bit/s. Slower would hold one message for longer than any clock counts.
-    public static let slowestBitsPerSecond = 1.0
+    package static let slowestBitsPerSecond = 1.0
 
-    public init(fromNs: Int64, bitsPerSecond: Double) {
+    package init(fromNs: Int64, bitsPerSecond: Double) {
         self.fromNs = fromNs
         self.bitsPerSecond = bitsPerSecond
     }

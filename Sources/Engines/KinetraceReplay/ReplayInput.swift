@@ -8,18 +8,18 @@ import KinetraceWire
 /// (traces, pcaps, pcapngs) of one protocol, each tagged with its source
 /// controller. Host messages, labels and events are left out (the host under
 /// test answers for itself) but counted.
-public struct ReplayInput: Sendable {
-    public struct Message: Hashable, Sendable {
+package struct ReplayInput: Sendable {
+    package struct Message: Hashable, Sendable {
         /// Offset from its input's first controller→host message, ns.
-        public var offsetNs: Int64
+        package var offsetNs: Int64
         /// Index into `controllers`.
-        public var controller: Int
-        public var payload: [UInt8]
+        package var controller: Int
+        package var payload: [UInt8]
         /// Which input file, and the message's position among its messages.
-        public var file: Int
-        public var index: Int
+        package var file: Int
+        package var index: Int
 
-        public init(offsetNs: Int64, controller: Int, payload: [UInt8], file: Int = 0, index: Int) {
+        package init(offsetNs: Int64, controller: Int, payload: [UInt8], file: Int = 0, index: Int) {
             self.offsetNs = offsetNs
             self.controller = controller
             self.payload = payload
@@ -29,22 +29,22 @@ public struct ReplayInput: Sendable {
     }
 
     /// The protocol of every message.
-    public var wireProtocol: any WireProtocol
+    package var wireProtocol: any WireProtocol
     /// Controller→host messages, by offset (stable: ties keep file order).
-    public var messages: [Message]
+    package var messages: [Message]
     /// Source controllers in first-seen order; one socket each on replay.
-    public var controllers: [Endpoint]
-    public var paths: [String]
+    package var controllers: [Endpoint]
+    package var paths: [String]
     /// How each input was read, for people (a capture's inferred host port).
-    public var readingNotes: [String] = []
+    package var readingNotes: [String] = []
     /// Records not replayed: host→controller messages, labels, events.
-    public var skippedRecords = 0
+    package var skippedRecords = 0
     /// Inputs that ended inside a record (read up to it).
-    public var truncations: [String: TraceTruncation] = [:]
+    package var truncations: [String: TraceTruncation] = [:]
     /// For a byte-stream protocol, how `messages` were cut into writes (`segmented`); nil: as recorded.
-    public var segmentation: Segmentation?
+    package var segmentation: Segmentation?
 
-    public init(wireProtocol: any WireProtocol, messages: [Message], controllers: [Endpoint], paths: [String] = []) {
+    package init(wireProtocol: any WireProtocol, messages: [Message], controllers: [Endpoint], paths: [String] = []) {
         self.wireProtocol = wireProtocol
         self.messages = messages
         self.controllers = controllers
@@ -55,7 +55,7 @@ public struct ReplayInput: Sendable {
     /// controller→host message, so sessions recorded at different times
     /// play together; controllers stay distinct per input. Every input must
     /// hold `wireProtocol` (nil: whatever the first one holds).
-    public static func load(paths: [String], wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil) throws(TraceError) -> ReplayInput {
+    package static func load(paths: [String], wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil) throws(TraceError) -> ReplayInput {
         var chosen = wireProtocol
         var input: ReplayInput?
         for (file, path) in paths.enumerated() {
@@ -101,11 +101,11 @@ public struct ReplayInput: Sendable {
     }
 
     /// The offset of the last message, ns.
-    public var spanNs: Int64 { messages.last.map { $0.offsetNs - (messages.first?.offsetNs ?? 0) } ?? 0 }
+    package var spanNs: Int64 { messages.last.map { $0.offsetNs - (messages.first?.offsetNs ?? 0) } ?? 0 }
 
     /// The median gap between one controller's consecutive messages (the
     /// frame period: 100 ms for 10 Hz), or nil with fewer than two per controller.
-    public var medianPeriodNs: Int64? {
+    package var medianPeriodNs: Int64? {
         var last: [Int: Int64] = [:]
         var gaps: [Int64] = []
         for message in messages {
@@ -119,10 +119,10 @@ public struct ReplayInput: Sendable {
 }
 
 /// One-way delays measured in a trace, for an empirical delay distribution.
-public enum MeasuredDelays {
+package enum MeasuredDelays {
     /// Half of each round trip a controller recorded (`rtt_ns` on the replies it
     /// received), in ms: the one-way latency, assuming a symmetric path.
-    public static func oneWayMs(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil) throws(TraceError) -> [Double] {
+    package static func oneWayMs(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil) throws(TraceError) -> [Double] {
         let source = try TraceInput.open(path: path, wireProtocol: wireProtocol, port: port)
         var delays: [Double] = []
         while let record = try source.next() {

@@ -3,20 +3,24 @@ import KinetraceTrace
 
 /// A network: a named set of replay impairments (specs/networks/README.md),
 /// and optionally a default fan-out and stagger.
-public struct ReplayNetwork: Hashable, Sendable {
-    public static let formatVersion: Int64 = 1
+package struct ReplayNetwork: Hashable, Sendable {
+    package static let formatVersion: Int64 = 1
     /// The longest stagger a network or `ReplayOptions` may ask for: an hour. Kept here, not
     /// in `ReplayOptions`, so parsing a network needs none of the planner (the fuzz target builds it alone).
-    public static let maximumStaggerNs: Int64 = 3_600_000_000_000
+    package static let maximumStaggerNs: Int64 = 3_600_000_000_000
 
-    public var name: String
-    public var description: String
-    public var provenance: String
-    public var controllers: Int?
-    public var staggerNs: Int64?
-    public var impairments: Impairments
+    package var name: String
+    package var description: String
+    package var provenance: String
+    /// What the numbers rest on: `measured` (fitted to a capture), `cited` (published figures),
+    /// `assumed` (judgement) or `none` (no impairment); nil when the file does not say.
+    package var basis: String?
+    package static let bases = ["measured", "cited", "assumed", "none"]
+    package var controllers: Int?
+    package var staggerNs: Int64?
+    package var impairments: Impairments
 
-    public init(name: String, description: String = "", provenance: String = "", controllers: Int? = nil,
+    package init(name: String, description: String = "", provenance: String = "", controllers: Int? = nil,
                 staggerNs: Int64? = nil, impairments: Impairments = Impairments()) {
         self.name = name
         self.description = description
@@ -27,14 +31,14 @@ public struct ReplayNetwork: Hashable, Sendable {
     }
 
     /// A bundled network by name (`BundledNetworks`), or nil.
-    public static func bundled(_ name: String) -> ReplayNetwork? {
+    package static func bundled(_ name: String) -> ReplayNetwork? {
         guard let json = BundledNetworks.json[name] else { return nil }
         return try? parse(Array(json.utf8), source: "network \(name)")
     }
 
     /// Parses a network document. Strict: unknown members are errors, so a
     /// typo cannot silently leave an impairment out.
-    public static func parse(_ bytes: [UInt8], source: String) throws(ReplayNetworkError) -> ReplayNetwork {
+    package static func parse(_ bytes: [UInt8], source: String) throws(ReplayNetworkError) -> ReplayNetwork {
         let root: JSONValue
         switch JSONValue.parse(bytes) {
         case .success(let value): root = value
@@ -48,7 +52,7 @@ public struct ReplayNetwork: Hashable, Sendable {
         guard case .object(let top) = root else { throw ReplayNetworkError(source: source, line: 1, message: "a network is a JSON object") }
         // "kinetrace_profile" is the version member's name before networks were called networks (read for one minor version).
         let versionKey = top["kinetrace_network"] == nil && top["kinetrace_profile"] != nil ? "kinetrace_profile" : "kinetrace_network"
-        try expectOnly(top, [versionKey, "name", "description", "provenance", "controllers", "stagger_ms", "delay",
+        try expectOnly(top, [versionKey, "name", "description", "provenance", "basis", "controllers", "stagger_ms", "delay",
                              "preserve_order", "loss", "duplicate", "reorder", "corrupt", "corrupt_bits", "truncate", "rate"],
                        in: "the network", fail)
         guard let version = top[versionKey]?.integerValue else {
@@ -68,6 +72,11 @@ public struct ReplayNetwork: Hashable, Sendable {
             return number
         }
         var network = ReplayNetwork(name: try string("name"), description: try string("description"), provenance: try string("provenance"))
+        if top["basis"] != nil {
+            let basis = try string("basis")
+            guard bases.contains(basis) else { throw fail("basis", "must be one of \(bases.joined(separator: ", "))") }
+            network.basis = basis
+        }
         if let controllers = top["controllers"] {
             guard let n = controllers.integerValue, (1...65_536).contains(n) else { throw fail("controllers", "must be an integer from 1 to 65536") }
             network.controllers = Int(n)
@@ -171,11 +180,11 @@ public struct ReplayNetwork: Hashable, Sendable {
 }
 
 /// A network that could not be used: where, and why.
-public struct ReplayNetworkError: Error, CustomStringConvertible, Sendable {
-    public var source: String
-    public var line: Int
-    public var message: String
-    public var description: String { "\(source):\(line): \(message)" }
+package struct ReplayNetworkError: Error, CustomStringConvertible, Sendable {
+    package var source: String
+    package var line: Int
+    package var message: String
+    package var description: String { "\(source):\(line): \(message)" }
 }
 
 /// Finds the line of a member's first mention, for error messages.

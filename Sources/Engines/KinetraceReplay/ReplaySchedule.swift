@@ -5,8 +5,8 @@ import KinetraceTrace
 import KinetraceWire
 
 /// How to replay: timing, fan-out, timestamps and impairments.
-public struct ReplayOptions: Hashable, Sendable {
-    public enum Timing: String, Hashable, Sendable, CaseIterable {
+package struct ReplayOptions: Hashable, Sendable {
+    package enum Timing: String, Hashable, Sendable, CaseIterable {
         /// Message i at anchor + (t_i − t_0) / speed.
         case original
         /// Back to back, order kept.
@@ -15,7 +15,7 @@ public struct ReplayOptions: Hashable, Sendable {
 
     /// What happens to the sender stamp of valid samples, for protocols that
     /// stamp them (other payloads are sent as recorded).
-    public enum Timestamps: String, Hashable, Sendable, CaseIterable {
+    package enum Timestamps: String, Hashable, Sendable, CaseIterable {
         /// Shifted by each loop pass's span and each fanned-out copy's offset,
         /// so every controller's timestamps keep rising (a protocol's sender clock strictly increases) and a host
         /// does not drop later passes as stale; unchanged otherwise.
@@ -26,47 +26,47 @@ public struct ReplayOptions: Hashable, Sendable {
         case wallclock
     }
 
-    public var timing = Timing.original
-    public var speed: Double = 1
+    package var timing = Timing.original
+    package var speed: Double = 1
     /// Passes over the input, each re-anchored where the last one ended; 0 for
     /// "until stopped" (tcpreplay's --loop 0): as many as fit the longest plan.
-    public var loops = 1
+    package var loops = 1
     /// A fixed rate, messages per second, that replaces the recorded spacing (tcpreplay's
     /// --pps): every controller's messages in recorded order, 1/rate apart. nil: as recorded.
-    public var packetsPerSecond: Double?
+    package var packetsPerSecond: Double?
     /// Stop after this many sends (tcpreplay's --limit). nil: no limit.
-    public var sendLimit: Int?
+    package var sendLimit: Int?
     /// Stop sending at this offset from the anchor (tcpreplay's --duration). nil: no limit.
-    public var durationLimitNs: Int64?
+    package var durationLimitNs: Int64?
     /// Only messages at or after this offset from the input's start.
-    public var startNs: Int64 = 0
+    package var startNs: Int64 = 0
     /// Only messages before this offset, when set.
-    public var endNs: Int64?
+    package var endNs: Int64?
     /// Controllers to replay as; more than the input has fans it out
     /// (virtual controller v replays input controller v mod K). nil: one per input controller.
-    public var controllers: Int?
+    package var controllers: Int?
     /// Fanned-out copies start at a seeded offset in [0, stagger).
-    public var staggerNs: Int64 = 100_000_000
-    public var timestamps = Timestamps.shift
-    public var impairments = Impairments()
+    package var staggerNs: Int64 = 100_000_000
+    package var timestamps = Timestamps.shift
+    package var impairments = Impairments()
     /// A byte-stream protocol's writes (`ReplayInput.segmented`); datagrams ignore it.
-    public var segmentation: Segmentation = .recorded
+    package var segmentation: Segmentation = .recorded
     /// Seeds every random choice: impairments and fan-out offsets.
-    public var seed: UInt64 = 1
+    package var seed: UInt64 = 1
     /// The rule the host model predicts the replies with.
-    public var rule = GestureRule.default
+    package var rule = GestureRule.default
     /// The share of the controllers this process sends (the schedule itself is always the whole plan).
-    public var shard = ReplayShard.whole
+    package var shard = ReplayShard.whole
 
-    public init() {}
+    package init() {}
 
     /// The longest stagger: an hour (a stadium's players do not trickle in over days).
-    public static let maximumStaggerNs = ReplayNetwork.maximumStaggerNs
+    package static let maximumStaggerNs = ReplayNetwork.maximumStaggerNs
     /// The longest replay planned, loops and speed included: 30 days. It keeps every deadline,
     /// shift and stamp the schedule computes far inside Int64.
-    public static let maximumDurationNs: Int64 = 30 * 86_400_000_000_000
+    package static let maximumDurationNs: Int64 = 30 * 86_400_000_000_000
     /// The most sends a plan may hold: 30 days at 50 µs each.
-    public static let maximumSends: Int64 = maximumDurationNs / 50_000
+    package static let maximumSends: Int64 = maximumDurationNs / 50_000
 
     /// How long one pass takes at these options, ns: the frame-time span at --speed, or the
     /// sends at the fixed rate; 0 for fast timing.
@@ -87,7 +87,7 @@ public struct ReplayOptions: Hashable, Sendable {
 
     /// Why these options cannot replay `input`, when they cannot: the plan would run past
     /// `maximumDurationNs` (a hostile or mistaken trace can span a century).
-    public func problem(planning input: ReplayInput) -> String? {
+    package func problem(planning input: ReplayInput) -> String? {
         let selectedSpan = Double(Swift.min(input.spanNs, endNs ?? .max)) - Double(startNs)
         let passNs = Swift.max(0, selectedSpan) + Double(input.medianPeriodNs ?? 100_000_000)
         let total = controllers ?? input.controllers.count
@@ -124,7 +124,7 @@ public struct ReplayOptions: Hashable, Sendable {
     }
 
     /// The first unusable option, described.
-    public var problem: String? {
+    package var problem: String? {
         if !(speed.isFinite && speed > 0) { return "the speed must be a positive number" }
         if loops < 0 { return "the loop count must be at least 0 (0: until stopped)" }
         if let packetsPerSecond, !(packetsPerSecond.isFinite && packetsPerSecond > 0 && packetsPerSecond <= 10_000_000) {
@@ -145,47 +145,50 @@ public struct ReplayOptions: Hashable, Sendable {
 }
 
 /// A message as it will leave: when, on which controller's socket, which bytes.
-public struct ScheduledSend: Hashable, Sendable {
+package struct ScheduledSend: Hashable, Sendable {
     /// From the replay's anchor, ns.
-    public var deadlineNs: Int64
+    package var deadlineNs: Int64
+    /// From the replay's anchor, ns: when the message left its controller on the emulated path,
+    /// before the network's delay (`deadlineNs` is after it).
+    package var departureNs: Int64 = 0
     /// Virtual controller (socket) index.
-    public var controller: Int
-    public var payload: [UInt8]
+    package var controller: Int
+    package var payload: [UInt8]
     /// The message's number in decision order (shared by its duplicate).
-    public var sequence: Int
-    public var pass: Int
+    package var sequence: Int
+    package var pass: Int
     /// Index into the input's messages.
-    public var sourceIndex: Int
-    public var isDuplicate: Bool
+    package var sourceIndex: Int
+    package var isDuplicate: Bool
     /// The sender stamp the host sees, when the payload is a valid stamped sample.
-    public var senderTimeMs: UInt64?
+    package var senderTimeMs: UInt64?
     /// Whether the protocol's host model says this message, arriving in this order, is owed a reply.
-    public var predictedTrigger: Bool
+    package var predictedTrigger: Bool
     /// Whether the host model decides on it at all (a decision with no reply shows on the observation channel).
-    public var predictedDecision = false
+    package var predictedDecision = false
 }
 
 /// An impairment decision that changed something, for the record.
-public struct ImpairmentRecord: Hashable, Sendable {
-    public var sequence: Int
-    public var controller: Int
-    public var pass: Int
-    public var sourceIndex: Int
+package struct ImpairmentRecord: Hashable, Sendable {
+    package var sequence: Int
+    package var controller: Int
+    package var pass: Int
+    package var sourceIndex: Int
     /// When the message was due before impairment, ns from the anchor.
-    public var baseNs: Int64
-    public var decision: ImpairmentDecision
+    package var baseNs: Int64
+    package var decision: ImpairmentDecision
 }
 
 /// The replay plan, produced lazily in deadline order: pure and
 /// deterministic, so the same input, options, seed and anchor give the
 /// same steps, byte for byte.
-public struct ReplaySchedule: Sequence, IteratorProtocol {
-    public enum Step: Hashable, Sendable {
+package struct ReplaySchedule: Sequence, IteratorProtocol {
+    package enum Step: Hashable, Sendable {
         case send(ScheduledSend)
         case impairment(ImpairmentRecord)
 
         /// The virtual controller the step belongs to.
-        public var controller: Int {
+        package var controller: Int {
             switch self {
             case .send(let send): send.controller
             case .impairment(let record): record.controller
@@ -193,7 +196,7 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
         }
 
         /// The same step, on controller `v` (a shard numbers its controllers its own way).
-        public func with(controller v: Int) -> Step {
+        package func with(controller v: Int) -> Step {
             switch self {
             case .send(var send): send.controller = v; return .send(send)
             case .impairment(var record): record.controller = v; return .impairment(record)
@@ -201,18 +204,18 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
         }
     }
 
-    public let options: ReplayOptions
+    package let options: ReplayOptions
     /// Input controller replayed by each virtual controller.
-    public let sourceController: [Int]
+    package let sourceController: [Int]
     /// Each virtual controller's start offset (frame time, before speed), ns.
-    public let offsetsNs: [Int64]
+    package let offsetsNs: [Int64]
     /// One pass in frame time: the selected span plus one frame period, ns.
-    public let passSpanNs: Int64
+    package let passSpanNs: Int64
     /// The selected input messages.
-    public let messages: [ReplayInput.Message]
+    package let messages: [ReplayInput.Message]
 
     /// Passes over the input this schedule makes (`ReplayOptions.loops`, resolved for 0).
-    public let passes: Int
+    package let passes: Int
     /// The interval between sends at a fixed rate (--pps), ns; nil: as recorded.
     private let fixedIntervalNs: Double?
     private var sends = 0
@@ -237,10 +240,10 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
     private var hostModel: any HostModel
     private var lastWallSenderTimeMs: [UInt64]
 
-    public var controllerCount: Int { sourceController.count }
+    package var controllerCount: Int { sourceController.count }
 
     /// - Parameter anchorWallNs: the wall clock at the anchor, for `Timestamps.wallclock`.
-    public init(input: ReplayInput, options: ReplayOptions, anchorWallNs: Int64 = 0) {
+    package init(input: ReplayInput, options: ReplayOptions, anchorWallNs: Int64 = 0) {
         self.options = options
         self.anchorWallNs = anchorWallNs
         let selected = input.messages.filter { message in
@@ -274,19 +277,19 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
     }
 
     /// Every step at once (tests, dry runs).
-    public static func steps(input: ReplayInput, options: ReplayOptions, anchorWallNs: Int64 = 0) -> [Step] {
+    package static func steps(input: ReplayInput, options: ReplayOptions, anchorWallNs: Int64 = 0) -> [Step] {
         Array(ReplaySchedule(input: input, options: options, anchorWallNs: anchorWallNs))
     }
 
     /// When the last pass's last message is due before impairment, ns from the anchor.
-    public var plannedDurationNs: Int64 {
+    package var plannedDurationNs: Int64 {
         guard options.timing == .original else { return 0 }
         let sendsPerPass = Double(messages.count) * Double(Swift.max(1, controllerCount / Swift.max(1, virtuals.count)))
         let planned = Int64(options.passDurationNs(passSpanNs: Double(passSpanNs), sendsPerPass: sendsPerPass) * Double(passes))
         return Swift.min(planned, options.durationLimitNs ?? .max)
     }
 
-    public mutating func next() -> Step? {
+    package mutating func next() -> Step? {
         guard let step = nextPlanned() else { return nil }
         // --limit and --duration cut the plan where they fall; steps leave in deadline order.
         if case .send(let send) = step {
@@ -378,8 +381,9 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
             fifoDeadline[v] = deadline
         }
         let bytes = decision.apply(to: payload)
-        let send = ScheduledSend(deadlineNs: deadline, controller: v, payload: bytes, sequence: number, pass: pass,
+        var send = ScheduledSend(deadlineNs: deadline, controller: v, payload: bytes, sequence: number, pass: pass,
                                  sourceIndex: item.message, isDuplicate: false, senderTimeMs: nil, predictedTrigger: false)
+        send.departureNs = item.baseNs
         var copies = [pending(send)]
         for _ in 0..<decision.duplicates {
             var copy = send
@@ -460,12 +464,12 @@ public struct ReplaySchedule: Sequence, IteratorProtocol {
 /// A 64-bit FNV-1a fingerprint of a schedule's steps: equal fingerprints
 /// mean the same sends, at the same deadlines, with the same bytes and the
 /// same impairment decisions.
-public struct ScheduleDigest: Hashable, Sendable, CustomStringConvertible {
-    public private(set) var value: UInt64 = 0xCBF2_9CE4_8422_2325
+package struct ScheduleDigest: Hashable, Sendable, CustomStringConvertible {
+    package private(set) var value: UInt64 = 0xCBF2_9CE4_8422_2325
 
-    public init() {}
+    package init() {}
 
-    public mutating func add(_ step: ReplaySchedule.Step) {
+    package mutating func add(_ step: ReplaySchedule.Step) {
         switch step {
         case .send(let s):
             add(1); add(s.deadlineNs); add(Int64(s.controller)); add(Int64(s.sequence)); add(Int64(s.pass))
@@ -487,10 +491,10 @@ public struct ScheduleDigest: Hashable, Sendable, CustomStringConvertible {
         value = (value ^ UInt64(b)) &* 0x0000_0100_0000_01B3
     }
 
-    public var description: String { Self.hex(value) }
+    package var description: String { Self.hex(value) }
 
     /// 16 hex digits, zero-padded: how digests are printed.
-    public static func hex(_ value: UInt64) -> String {
+    package static func hex(_ value: UInt64) -> String {
         let hex = String(value, radix: 16)
         return String(repeating: "0", count: 16 - hex.count) + hex
     }

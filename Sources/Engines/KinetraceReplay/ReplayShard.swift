@@ -7,37 +7,37 @@
 /// gets every input controller's fanned-out copies in turn. Every shard plans
 /// the whole replay and sends only its share, so its impairment draws, rate
 /// queue and predicted replies are the ones the single process would have had.
-public struct ReplayShard: Hashable, Sendable, CustomStringConvertible {
+package struct ReplayShard: Hashable, Sendable, CustomStringConvertible {
     /// 0-based share.
-    public let index: Int
-    public let count: Int
+    package let index: Int
+    package let count: Int
 
     /// The most shares: one per controller at most, and controllers number at most 65,536.
-    public static let maximumCount = 65_536
+    package static let maximumCount = 65_536
 
     /// - Precondition: 0 ≤ index < count ≤ `maximumCount` (`parse` checks input).
-    public init(index: Int, count: Int) {
+    package init(index: Int, count: Int) {
         precondition(count >= 1 && count <= Self.maximumCount && (0..<count).contains(index))
         self.index = index
         self.count = count
     }
 
     /// The whole replay, as one process.
-    public static let whole = ReplayShard(index: 0, count: 1)
+    package static let whole = ReplayShard(index: 0, count: 1)
 
     /// `K/N`, 1-based as GNU split's -n K/N.
-    public var description: String { "\(index + 1)/\(count)" }
+    package var description: String { "\(index + 1)/\(count)" }
 
-    public func contains(controller v: Int) -> Bool { v % count == index }
+    package func contains(controller v: Int) -> Bool { v % count == index }
 
     /// The share's position of controller `v`, when it is in the share.
-    public func local(_ v: Int) -> Int? { contains(controller: v) ? v / count : nil }
+    package func local(_ v: Int) -> Int? { contains(controller: v) ? v / count : nil }
 
     /// The controller at the share's position `local`.
-    public func global(_ local: Int) -> Int { local * count + index }
+    package func global(_ local: Int) -> Int { local * count + index }
 
     /// How many of `total` controllers the share holds.
-    public func controllers(of total: Int) -> Int { total > index ? (total - index + count - 1) / count : 0 }
+    package func controllers(of total: Int) -> Int { total > index ? (total - index + count - 1) / count : 0 }
 
     /// Parses `K/N` (1 ≤ K ≤ N), `auto` or `auto/N`. For `auto`, K comes from the
     /// first of JOB_COMPLETION_INDEX, SLURM_ARRAY_TASK_ID and PARALLEL_SEQ that is
@@ -45,7 +45,7 @@ public struct ReplayShard: Hashable, Sendable, CustomStringConvertible {
     /// in the array (SLURM_ARRAY_TASK_MIN and _STEP); an `auto/N` that disagrees with
     /// SLURM_ARRAY_TASK_COUNT, or an array that is not one even range, is refused. The error
     /// is one line naming the value or variable at fault.
-    public static func parse(_ text: String, environment: [String: String]) -> Result<ReplayShard, ShardError> {
+    package static func parse(_ text: String, environment: [String: String]) -> Result<ReplayShard, ShardError> {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         guard parts.count <= 2, let first = parts.first else { return .failure(ShardError("expected K/N, auto or auto/N, got \"\(text)\"")) }
         var count: Int?
@@ -114,8 +114,8 @@ public struct ReplayShard: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-public struct ShardError: Error, Hashable, Sendable, CustomStringConvertible {
-    public let description: String
+package struct ShardError: Error, Hashable, Sendable, CustomStringConvertible {
+    package let description: String
     init(_ description: String) { self.description = description }
 }
 

@@ -19,36 +19,36 @@ import NIOConcurrencyHelpers
 /// (sleep, then a short spin); a planner thread builds the messages ahead of
 /// it (`PlannerThread`), and a third thread receives. Replies are matched to
 /// samples by the stamp they echo, per controller.
-public final class Replayer: @unchecked Sendable {  // mutable state is behind `lock`
-    public struct Configuration: Sendable {
-        public var target: LinkTarget
-        public var input: ReplayInput
-        public var options = ReplayOptions()
+package final class Replayer: @unchecked Sendable {  // mutable state is behind `lock`
+    package struct Configuration: Sendable {
+        package var target: LinkTarget
+        package var input: ReplayInput
+        package var options = ReplayOptions()
         /// Writes everything sent, impaired and received as a trace.
-        public var recordPath: String?
+        package var recordPath: String?
         /// Header notes for the record (e.g. the network used).
-        public var recordExtra: [String: JSONValue] = [:]
+        package var recordExtra: [String: JSONValue] = [:]
         /// How long to wait for replies after the last message.
-        public var settleMs: Int64 = 500
+        package var settleMs: Int64 = 500
         /// Bounds the whole replay; nil: the planned duration + settle + 10 s (+10 %).
-        public var timeoutNs: Int64?
+        package var timeoutNs: Int64?
         /// Spin this long before each deadline instead of sleeping.
-        public var spinNs: Int64 = 200_000
+        package var spinNs: Int64 = 200_000
         /// Try SCHED_FIFO for the sending thread (needs privilege; falls back quietly).
-        public var realtime = false
+        package var realtime = false
         /// Called on the sending thread about four times a second.
-        public var progress: (@Sendable (ReplayProgress) -> Void)?
+        package var progress: (@Sendable (ReplayProgress) -> Void)?
         /// Start on this CLOCK_REALTIME instant (ns), the one every shard of a replay
         /// agreed on, instead of as soon as ready. It must leave room for getting ready.
-        public var startAtWallNs: Int64?
+        package var startAtWallNs: Int64?
 
-        public init(target: LinkTarget, input: ReplayInput) {
+        package init(target: LinkTarget, input: ReplayInput) {
             self.target = target
             self.input = input
         }
     }
 
-    public private(set) var configuration: Configuration
+    package private(set) var configuration: Configuration
     private let logger: Logger
     private let lock = NIOLock()
     private var report = ReplayReport()
@@ -59,6 +59,9 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
     private var writeFailure: TraceError?
     /// Per controller: sample sender time → monotonic time of its first send.
     private var sentAt: [[UInt64: Int64]] = []
+    /// Per controller: when each stamped frame left on the emulated path (monotonic ns), before
+    /// the network's delay; pruned with `sentAt`.
+    private var departedAt: [[UInt64: Int64]] = []
     /// Per controller: the `sentAt` size that triggers the next pruning.
     private var pruneAt: [Int] = []
     /// Per controller: predicted trigger's sender time → index into report.triggers.
@@ -66,7 +69,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
     private var heardFromHost = false
     private var anchorWallNs: Int64 = 0
 
-    public init(configuration: Configuration, logger: Logger) {
+    package init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
     }
@@ -84,11 +87,11 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
     }
 
     /// Asks a running replay to stop (any thread).
-    public func stop() { lock.withLock { stopRequested = true } }
+    package func stop() { lock.withLock { stopRequested = true } }
 
     /// Runs the replay. Throws only when the record cannot be written or the
     /// options are unusable; a host that fails is reported in the outcome.
-    public func run() throws(ReplayError) -> ReplayReport {
+    package func run() throws(ReplayError) -> ReplayReport {
         if let problem = configuration.options.problem(for: configuration.input.wireProtocol.transport)
             ?? configuration.options.problem(planning: configuration.input) {
             throw ReplayError(.badOptions, problem)
@@ -129,6 +132,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         report.plannedControllers = schedule.controllerCount
         // Each controller's table made now, not on its first send, where ten thousand first sends fall in the first 100 ms.
         sentAt = (0..<count).map { _ in Dictionary(minimumCapacity: 16) }
+        departedAt = sentAt
         pruneAt = Array(repeating: 4096, count: count)
         predicted = Array(repeating: [:], count: count)
 
@@ -226,6 +230,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     report.controllers[send.controller].scheduled += 1
                     if let senderTimeMs = send.senderTimeMs, sentAt[send.controller][senderTimeMs] == nil {
                         sentAt[send.controller][senderTimeMs] = deadline
+                        departedAt[send.controller][senderTimeMs] = anchorMono + send.departureNs
                         forgetOldSends(of: send.controller, now: deadline)
                     }
                     if send.predictedTrigger, let senderTimeMs = send.senderTimeMs {
@@ -333,7 +338,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
     }
 
     /// How far ahead an agreed start instant may lie: a day.
-    public static let maximumStartAheadNs: Int64 = 86_400_000_000_000
+    package static let maximumStartAheadNs: Int64 = 86_400_000_000_000
 
     /// The step with its controller renumbered within the share, or nil when it is another shard's.
     static func share(_ step: ReplaySchedule.Step, of shard: ReplayShard) -> ReplaySchedule.Step? {
@@ -352,6 +357,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
         guard sentAt[v].count > pruneAt[v] else { return }
         let cutoff = now - 30_000_000_000
         sentAt[v] = sentAt[v].filter { $0.value >= cutoff }
+        departedAt[v] = departedAt[v].filter { sentAt[v][$0.key] != nil }
         pruneAt[v] = Swift.max(4096, 2 * sentAt[v].count)
     }
 
@@ -415,6 +421,7 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
                     // Per controller only after sending (`tallyControllerRoundTrips`): a controller's
                     // first reply would make its histogram here, under the sender's lock.
                     if let rtt { report.roundTrips.record(ns: rtt) }
+                    if let departed = departedAt[v][echo] { report.pathRoundTrips.record(ns: Swift.max(0, mono - departed)) }
                 } else {
                     if let sent = sentAt[v][echo] { rtt = mono - sent }
                     report.repliesUnexpected += 1
@@ -542,39 +549,39 @@ public final class Replayer: @unchecked Sendable {  // mutable state is behind `
 }
 
 /// A snapshot for progress displays.
-public struct ReplayProgress: Sendable {
-    public var elapsedNs: Int64
+package struct ReplayProgress: Sendable {
+    package var elapsedNs: Int64
     /// 0 for fast timing.
-    public var plannedNs: Int64
-    public var sent: Int
-    public var replies: Int
-    public var predicted: Int
+    package var plannedNs: Int64
+    package var sent: Int
+    package var replies: Int
+    package var predicted: Int
 }
 
 /// Why a replay could not run at all.
-public struct ReplayError: Error, CustomStringConvertible, Sendable {
-    public struct Code: Hashable, Sendable {
-        public let name: String
-        public init(_ name: String) { self.name = name }
-        public static let badOptions = Code("bad_options")
-        public static let emptyInput = Code("empty_input")
+package struct ReplayError: Error, CustomStringConvertible, Sendable {
+    package struct Code: Hashable, Sendable {
+        package let name: String
+        package init(_ name: String) { self.name = name }
+        package static let badOptions = Code("bad_options")
+        package static let emptyInput = Code("empty_input")
         /// A byte stream that cannot be cut into the records `--segmentation record` asks for.
-        public static let badStream = Code("bad_stream")
+        package static let badStream = Code("bad_stream")
         /// The record file could not be written.
-        public static let record = Code("record")
+        package static let record = Code("record")
         /// The agreed start instant (`startAtWallNs`) has passed, is too close to get ready for, or is more than a day away.
-        public static let startPassed = Code("start_passed")
+        package static let startPassed = Code("start_passed")
     }
 
-    public var code: Code
-    public var message: String
-    public var trace: TraceError?
+    package var code: Code
+    package var message: String
+    package var trace: TraceError?
 
-    public init(_ code: Code, _ message: String, trace: TraceError? = nil) {
+    package init(_ code: Code, _ message: String, trace: TraceError? = nil) {
         self.code = code
         self.message = message
         self.trace = trace
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

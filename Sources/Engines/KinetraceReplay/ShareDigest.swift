@@ -3,22 +3,22 @@
 /// mixed with its number, and the shard's value is their sum mod 2^64. So the N
 /// shards' values add up to the whole replay's (`ReplayShard.whole`), and equal
 /// sums mean every controller got the same sends, deadlines, bytes and draws.
-public struct ShareDigest: Hashable, Sendable, CustomStringConvertible {
+package struct ShareDigest: Hashable, Sendable, CustomStringConvertible {
     private var perController: [Int: ScheduleDigest] = [:]
 
-    public init() {}
+    package init() {}
 
     /// Adds a step of the whole schedule that belongs to the share (the caller filters).
-    public mutating func add(_ step: ReplaySchedule.Step) {
+    package mutating func add(_ step: ReplaySchedule.Step) {
         perController[step.controller, default: ScheduleDigest()].add(step)
     }
 
-    public var value: UInt64 {
+    package var value: UInt64 {
         perController.reduce(0) { sum, entry in sum &+ Self.mix(UInt64(entry.key), entry.value.value) }
     }
 
     /// Sums values (the shards' values give the whole replay's).
-    public static func sum(_ values: [UInt64]) -> UInt64 { values.reduce(0, &+) }
+    package static func sum(_ values: [UInt64]) -> UInt64 { values.reduce(0, &+) }
 
     /// SplitMix64's finaliser over the controller and its digest, so the sum does
     /// not cancel when two controllers' steps swap.
@@ -29,5 +29,5 @@ public struct ShareDigest: Hashable, Sendable, CustomStringConvertible {
         return z ^ (z >> 31)
     }
 
-    public var description: String { ScheduleDigest.hex(value) }
+    package var description: String { ScheduleDigest.hex(value) }
 }

@@ -7,7 +7,7 @@ extension ReplayInput {
     /// the writes `segmentation` plans (`StreamSegmenter`): the same bytes in the
     /// same order, each write due when its last byte was recorded. Controller c's
     /// random cuts come from `seed` derived by c, so they are reproducible.
-    public func segmented(_ segmentation: Segmentation, seed: UInt64) throws(WireError) -> ReplayInput {
+    package func segmented(_ segmentation: Segmentation, seed: UInt64) throws(WireError) -> ReplayInput {
         var out = self
         out.messages = []
         out.segmentation = segmentation
@@ -44,7 +44,7 @@ extension ReplayOptions {
     /// `problem`, and for a byte stream the impairments TCP would repair: a lost,
     /// duplicated, reordered, corrupted or truncated write cannot reach a host over
     /// TCP, so replaying one would test nothing real (delay and rate limits apply).
-    public func problem(for transport: TransportKind) -> String? {
+    package func problem(for transport: TransportKind) -> String? {
         if let problem { return problem }
         guard transport == .byteStream else { return nil }
         let i = impairments

@@ -52,30 +52,30 @@ import KinetraceWire
 /// seed (constants, gestures, noise, steps, latency), so the same
 /// configuration gives the same records, and adding a controller leaves the
 /// others unchanged.
-public struct GestureSessionSynthesizer {
-    public struct Configuration: Sendable {
+package struct GestureSessionSynthesizer {
+    package struct Configuration: Sendable {
         /// The protocol of the frames; it must be able to make samples (`WireProtocol.sample`).
-        public var wireProtocol: any WireProtocol = ProtocolRegistry.standard[ProtocolRegistry.defaultID]!
-        public var persona: Persona = .steady
-        public var controllers = 1
-        public var durationS: Double = 60
+        package var wireProtocol: any WireProtocol = ProtocolRegistry.standard[ProtocolRegistry.defaultID]!
+        package var persona: Persona = .steady
+        package var controllers = 1
+        package var durationS: Double = 60
         /// Device-motion samples per second per controller.
-        public var motionHz: Double = 100
+        package var motionHz: Double = 100
         /// Wire samples per second per controller.
-        public var frameHz: Double = 10
-        public var seed: UInt64 = 1
+        package var frameHz: Double = 10
+        package var seed: UInt64 = 1
         /// Session start on every clock, ms since the epoch.
-        public var startMs: UInt64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
+        package var startMs: UInt64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
         /// One-way latency and addresses (the source paper's lab figures by default).
-        public var network = SyntheticNetwork()
-        public var host: Endpoint { network.host(port: wireProtocol.defaultPort) }
+        package var network = SyntheticNetwork()
+        package var host: Endpoint { network.host(port: wireProtocol.defaultPort) }
 
-        public init() {}
+        package init() {}
 
-        public func controllerEndpoint(_ index: Int) -> Endpoint { network.controllerEndpoint(index) }
+        package func controllerEndpoint(_ index: Int) -> Endpoint { network.controllerEndpoint(index) }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private var controllers: [ControllerState]
     private var pending = RecordQueue()
     private var step = 0
@@ -102,7 +102,7 @@ public struct GestureSessionSynthesizer {
         case constants, gestures, noise, steps, latency
     }
 
-    public init(_ configuration: Configuration) {
+    package init(_ configuration: Configuration) {
         self.configuration = configuration
         startNs = Int64(configuration.startMs) * 1_000_000
         let root = SeededGenerator(seed: configuration.seed)
@@ -124,7 +124,7 @@ public struct GestureSessionSynthesizer {
     }
 
     /// The header for the trace this synthesizer produces.
-    public func header(tool: String) -> TraceHeader {
+    package func header(tool: String) -> TraceHeader {
         let c = configuration
         return TraceHeader(
             created: RFC3339.string(fromNanoseconds: startNs),
@@ -137,7 +137,7 @@ public struct GestureSessionSynthesizer {
     }
 
     /// The next record in time order, or nil when the session is over.
-    public mutating func next() -> TraceRecord? {
+    package mutating func next() -> TraceRecord? {
         while true {
             if let first = pending.earliestNs, step >= totalSamples || first < horizonNs {
                 return pending.removeEarliest()

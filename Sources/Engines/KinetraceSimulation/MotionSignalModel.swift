@@ -5,26 +5,26 @@ import KinetraceWire
 /// gestures as a short user-acceleration pulse on ay (crouch, push-off,
 /// landing). Values are gravity-free user acceleration in g and rotation
 /// rate in rad/s, as CoreMotion's deviceMotion reports them.
-public struct MotionSignalModel: Sendable {
-    public var accelNoiseSd: Double = 0.015
-    public var gyroNoiseSd: Double = 0.04
-    public var swayAmplitude: Double = 0.05
-    public var swayPeriodS: Double = 3.7
+package struct MotionSignalModel: Sendable {
+    package var accelNoiseSd: Double = 0.015
+    package var gyroNoiseSd: Double = 0.04
+    package var swayAmplitude: Double = 0.05
+    package var swayPeriodS: Double = 3.7
     /// Peak push-off acceleration of a jump is drawn from this range (g).
-    public var jumpPeakRange: ClosedRange<Double> = 0.8...1.5
+    package var jumpPeakRange: ClosedRange<Double> = 0.8...1.5
 
-    public init() {}
+    package init() {}
 
     /// A jump performed at `onsetMs` (sender clock) with a given peak.
-    public struct Jump: Hashable, Sendable {
-        public var onsetMs: UInt64
-        public var peak: Double
+    package struct Jump: Hashable, Sendable {
+        package var onsetMs: UInt64
+        package var peak: Double
         /// Total length of the pulse: crouch 100 ms, push 200 ms, landing 150 ms.
-        public static let durationMs: UInt64 = 450
+        package static let durationMs: UInt64 = 450
     }
 
     /// ay contribution of a jump `elapsedMs` after its onset.
-    public static func jumpPulse(_ jump: Jump, elapsedMs: Double) -> Double {
+    package static func jumpPulse(_ jump: Jump, elapsedMs: Double) -> Double {
         switch elapsedMs {
         case 0..<100: return -0.25 * sin(Double.pi * elapsedMs / 100)
         case 100..<300: return jump.peak * sin(Double.pi * (elapsedMs - 100) / 200)
@@ -34,7 +34,7 @@ public struct MotionSignalModel: Sendable {
     }
 
     /// The reading at sender time `senderTimeMs`, given the jumps in progress.
-    public func sample(senderTimeMs: UInt64, startMs: UInt64, jumps: some Sequence<Jump>,
+    package func sample(senderTimeMs: UInt64, startMs: UInt64, jumps: some Sequence<Jump>,
                        using rng: inout SeededGenerator) -> MotionReading {
         let t = Double(senderTimeMs - startMs) / 1000
         let sway = swayAmplitude * sin(2 * Double.pi * t / swayPeriodS)
@@ -56,7 +56,7 @@ public struct MotionSignalModel: Sendable {
 }
 
 /// When a simulated player jumps.
-public enum GestureScript: Hashable, Sendable {
+package enum GestureScript: Hashable, Sendable {
     /// Never.
     case idle
     /// Every 2 to 4 s (uniform), like a player keeping a rhythm.

@@ -4,16 +4,16 @@ import KinetraceWire
 /// One simulated player: a seeded motion model driven by a gesture script.
 /// Both the offline synthesizer and the live controller simulator use it,
 /// so a seed means the same motion in either.
-public struct Player: Sendable {
-    public private(set) var rng: SeededGenerator
-    public let script: GestureScript
-    public let model: MotionSignalModel
+package struct Player: Sendable {
+    package private(set) var rng: SeededGenerator
+    package let script: GestureScript
+    package let model: MotionSignalModel
     /// Onset of the next scripted jump, in ms after the session start.
-    public private(set) var nextJumpMs: Double?
+    package private(set) var nextJumpMs: Double?
     private var active: [MotionSignalModel.Jump] = []
 
     /// `rng` should be a per-player stream (`SeededGenerator.derived`).
-    public init(rng: SeededGenerator, script: GestureScript, model: MotionSignalModel = MotionSignalModel()) {
+    package init(rng: SeededGenerator, script: GestureScript, model: MotionSignalModel = MotionSignalModel()) {
         var rng = rng
         self.script = script
         self.model = model
@@ -23,7 +23,7 @@ public struct Player: Sendable {
 
     /// The reading at `elapsedMs` after the session start, whose sender
     /// clock reads `senderTimeMs`, and the jumps that began since the previous sample.
-    public mutating func sample(elapsedMs: Double, senderTimeMs: UInt64, startMs: UInt64) -> (reading: MotionReading, started: [MotionSignalModel.Jump]) {
+    package mutating func sample(elapsedMs: Double, senderTimeMs: UInt64, startMs: UInt64) -> (reading: MotionReading, started: [MotionSignalModel.Jump]) {
         var started: [MotionSignalModel.Jump] = []
         while let onset = nextJumpMs, onset <= elapsedMs {
             let peaks = model.jumpPeakRange
@@ -39,7 +39,7 @@ public struct Player: Sendable {
     }
 
     /// Draws from the player's stream for decisions outside the motion (latency, corruption).
-    public mutating func unit() -> Double { rng.unit() }
-    public mutating func normal(mean: Double, sd: Double) -> Double { rng.normal(mean: mean, sd: sd) }
-    public mutating func nextRandom() -> UInt64 { rng.next() }
+    package mutating func unit() -> Double { rng.unit() }
+    package mutating func normal(mean: Double, sd: Double) -> Double { rng.normal(mean: mean, sd: sd) }
+    package mutating func nextRandom() -> UInt64 { rng.next() }
 }

@@ -11,32 +11,32 @@ import KinetraceWire
 ///
 /// Records stream out in time order through a heap, so memory stays bounded
 /// by the latency window, not the session length.
-public struct SessionSynthesizer {
-    public struct Configuration: Sendable {
+package struct SessionSynthesizer {
+    package struct Configuration: Sendable {
         /// The protocol of the samples; it must be able to make them (`WireProtocol.sample`).
-        public var wireProtocol: any WireProtocol = ProtocolRegistry.standard[ProtocolRegistry.defaultID]!
-        public var controllers = 1
-        public var durationS: Double = 60
-        public var rateHz: Double = 10
-        public var script: GestureScript = .jumps
-        public var seed: UInt64 = 1
+        package var wireProtocol: any WireProtocol = ProtocolRegistry.standard[ProtocolRegistry.defaultID]!
+        package var controllers = 1
+        package var durationS: Double = 60
+        package var rateHz: Double = 10
+        package var script: GestureScript = .jumps
+        package var seed: UInt64 = 1
         /// Sender clock of the first frame, ms since the epoch.
-        public var startMs: UInt64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
+        package var startMs: UInt64 = 1_767_225_600_000  // 2026-01-01T00:00:00Z
         /// One-way latency and addresses (the source paper's lab figures by default).
-        public var network = SyntheticNetwork()
+        package var network = SyntheticNetwork()
         /// Host processing time before the reply leaves, ms.
-        public var hostDelayMs: ClosedRange<Double> = 0.15...0.6
+        package var hostDelayMs: ClosedRange<Double> = 0.15...0.6
         /// Probability that a frame arrives with one bit flipped.
-        public var corruptProbability = 0.0
-        public var host: Endpoint { network.host(port: wireProtocol.defaultPort) }
-        public var rule = GestureRule.default
+        package var corruptProbability = 0.0
+        package var host: Endpoint { network.host(port: wireProtocol.defaultPort) }
+        package var rule = GestureRule.default
 
-        public init() {}
+        package init() {}
 
-        public func controllerEndpoint(_ index: Int) -> Endpoint { network.controllerEndpoint(index) }
+        package func controllerEndpoint(_ index: Int) -> Endpoint { network.controllerEndpoint(index) }
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private var controllers: [ControllerState]
     private var pending = RecordQueue()
     private var step = 0
@@ -50,7 +50,7 @@ public struct SessionSynthesizer {
         var lastArrivalNs = Int64.min
     }
 
-    public init(_ configuration: Configuration) {
+    package init(_ configuration: Configuration) {
         self.configuration = configuration
         let root = SeededGenerator(seed: configuration.seed)
         controllers = (0..<configuration.controllers).map { index in
@@ -65,7 +65,7 @@ public struct SessionSynthesizer {
     }
 
     /// The header for the trace this synthesizer produces.
-    public func header(tool: String) -> TraceHeader {
+    package func header(tool: String) -> TraceHeader {
         let c = configuration
         return TraceHeader(
             created: RFC3339.string(fromNanoseconds: Int64(c.startMs) * 1_000_000),
@@ -75,7 +75,7 @@ public struct SessionSynthesizer {
     }
 
     /// The next record in time order, or nil when the session is over.
-    public mutating func next() -> TraceRecord? {
+    package mutating func next() -> TraceRecord? {
         while true {
             if let first = pending.earliestNs, step >= totalSteps || first < horizonNs() {
                 return pending.removeEarliest()

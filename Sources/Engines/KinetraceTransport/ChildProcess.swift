@@ -12,15 +12,15 @@ import NIOConcurrencyHelpers
 /// socketpair as its stdin and stdout (specs/stdio-adapter-v1.md) and
 /// stderr inherited. A socket rather than two pipes: writes can say
 /// "no SIGPIPE" per call, so a dead child is an EPIPE, not a killed replayer.
-public final class ChildProcess: @unchecked Sendable {  // fd and pid are immutable; status is guarded by `lock`
-    public let command: String
-    public let pid: pid_t
+package final class ChildProcess: @unchecked Sendable {  // fd and pid are immutable; status is guarded by `lock`
+    package let command: String
+    package let pid: pid_t
     /// Our end of the socketpair, non-blocking.
-    public let fd: Int32
+    package let fd: Int32
     private var status: Int32?
     private let lock = NIOLock()
 
-    public init(command: String) throws(SocketError) {
+    package init(command: String) throws(SocketError) {
         self.command = command
         var pair: [Int32] = [-1, -1]
         #if canImport(Glibc) || canImport(Musl)
@@ -75,7 +75,7 @@ public final class ChildProcess: @unchecked Sendable {  // fd and pid are immuta
     /// Writes all of `bytes`, waiting for room up to `deadlineMonotonicNs`.
     /// Returns errno on failure (EPIPE: the child closed its stdin or died;
     /// ETIMEDOUT: it stopped reading).
-    public func write(_ bytes: [UInt8], deadlineMonotonicNs: Int64) -> Int32? {
+    package func write(_ bytes: [UInt8], deadlineMonotonicNs: Int64) -> Int32? {
         var written = 0
         while written < bytes.count {
             let n = bytes.withUnsafeBytes { raw in
@@ -93,10 +93,10 @@ public final class ChildProcess: @unchecked Sendable {  // fd and pid are immuta
     }
 
     /// Closes our write side: the child reads end of file on stdin.
-    public func closeInput() { _ = shutdown(fd, Int32(SHUT_WR)) }
+    package func closeInput() { _ = shutdown(fd, Int32(SHUT_WR)) }
 
     /// The exit status if the child has exited (reaps it), else nil.
-    public func exitStatus() -> Int32? {
+    package func exitStatus() -> Int32? {
         lock.withLock {
             if let status { return status }
             var raw: Int32 = 0
@@ -108,7 +108,7 @@ public final class ChildProcess: @unchecked Sendable {  // fd and pid are immuta
     /// Waits up to `graceMs` for the child to exit, then sends SIGTERM, waits
     /// again, then SIGKILL. Returns the raw wait status.
     @discardableResult
-    public func terminate(graceMs: Int) -> Int32 {
+    package func terminate(graceMs: Int) -> Int32 {
         func waitFor(_ ms: Int) -> Int32? {
             let deadline = SystemClock.monotonicNs() + Int64(ms) * 1_000_000
             repeat {
@@ -129,7 +129,7 @@ public final class ChildProcess: @unchecked Sendable {  // fd and pid are immuta
     }
 
     /// "exited with status 3", "was killed by signal 9".
-    public static func describe(status raw: Int32) -> String {
+    package static func describe(status raw: Int32) -> String {
         let signal = raw & 0x7F
         if signal == 0 { return "exited with status \((raw >> 8) & 0xFF)" }
         return "was killed by signal \(signal) (\(String(cString: strsignal(signal))))"

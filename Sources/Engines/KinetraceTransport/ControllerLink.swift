@@ -11,7 +11,7 @@ import KinetraceWire
 import NIOConcurrencyHelpers
 
 /// Where the host under test is, and how to reach it.
-public enum LinkTarget: Sendable, CustomStringConvertible {
+package enum LinkTarget: Sendable, CustomStringConvertible {
     /// A host listening on UDP: one connected socket per controller.
     case udp(SocketAddressBox)
     /// A host listening on TCP, for a byte-stream protocol: one connection per controller.
@@ -19,7 +19,7 @@ public enum LinkTarget: Sendable, CustomStringConvertible {
     /// A host run as `/bin/sh -c COMMAND` behind the stdio adapter (specs/stdio-adapter-v1.md).
     case exec(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .udp(let address): return "udp://\(address)"
         case .tcp(let address): return "tcp://\(address)"
@@ -28,13 +28,13 @@ public enum LinkTarget: Sendable, CustomStringConvertible {
     }
 
     /// A host at `address` on the transport a protocol uses: TCP for a byte stream, UDP for datagrams.
-    public static func network(_ address: SocketAddressBox, for transport: TransportKind) -> LinkTarget {
+    package static func network(_ address: SocketAddressBox, for transport: TransportKind) -> LinkTarget {
         transport == .byteStream ? .tcp(address) : .udp(address)
     }
 }
 
 /// What the receive side of a controller link saw.
-public enum LinkEvent: Sendable {
+package enum LinkEvent: Sendable {
     /// A message from the host for a controller, stamped on CLOCK_MONOTONIC: as it arrived where the link has kernel stamps (`stampsArrivals`), else as it was read.
     case datagram(controller: Int, payload: [UInt8], receivedMonoNs: Int64)
     /// A decision the host reported about a controller on the stdio adapter's observation channel (SA-OBS-*).
@@ -58,7 +58,7 @@ public enum LinkEvent: Sendable {
 ///
 /// One thread may send while another receives; opening controllers
 /// concurrently with either is safe too.
-public protocol ControllerLink: AnyObject, Sendable {
+package protocol ControllerLink: AnyObject, Sendable {
     var target: LinkTarget { get }
     /// The host's address as records name it.
     var hostEndpoint: Endpoint { get }
@@ -91,12 +91,12 @@ public protocol ControllerLink: AnyObject, Sendable {
 }
 
 extension ControllerLink {
-    public func unsentBytes(of controller: Int) -> Int? { nil }
-    public var stampsArrivals: Bool { false }
-    public func endStream(of controller: Int) -> Bool { false }
+    package func unsentBytes(of controller: Int) -> Int? { nil }
+    package var stampsArrivals: Bool { false }
+    package func endStream(of controller: Int) -> Bool { false }
 
     /// Opens `count` controllers.
-    public func openControllers(_ count: Int) throws(SocketError) -> Range<Int> {
+    package func openControllers(_ count: Int) throws(SocketError) -> Range<Int> {
         let first = controllerCount
         for index in 0..<count {
             do throws(SocketError) { _ = try openController() } catch {
@@ -109,7 +109,7 @@ extension ControllerLink {
 }
 
 /// Opens the link for a target.
-public func openLink(to target: LinkTarget) throws(SocketError) -> any ControllerLink {
+package func openLink(to target: LinkTarget) throws(SocketError) -> any ControllerLink {
     switch target {
     case .udp(let address): return UDPControllerLink(target: address)
     case .tcp(let address): return TCPControllerLink(target: address)
@@ -119,9 +119,9 @@ public func openLink(to target: LinkTarget) throws(SocketError) -> any Controlle
 
 /// A host on UDP: one connected socket per controller, all kept open until the link finishes.
 /// Replies are waited for through a readiness set (epoll) where there is one, else `poll`.
-public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // sockets behind `lock`; the buffer and poll set belong to the receiving thread
-    public let address: SocketAddressBox
-    public let hostEndpoint: Endpoint
+package final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // sockets behind `lock`; the buffer and poll set belong to the receiving thread
+    package let address: SocketAddressBox
+    package let hostEndpoint: Endpoint
     private let lock = NIOLock()
     private var sockets: [ConnectedUDPSocket] = []
     private var polled: [pollfd] = []
@@ -132,14 +132,14 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
     /// Datagrams read from one socket per `receive` call (up to 4 MiB of 64 KiB replies).
     static let datagramsPerBurst = 64
 
-    public init(target: SocketAddressBox) {
+    package init(target: SocketAddressBox) {
         address = target
         hostEndpoint = target.endpoint
     }
 
-    public var target: LinkTarget { .udp(address) }
+    package var target: LinkTarget { .udp(address) }
 
-    public func openController() throws(SocketError) -> Int {
+    package func openController() throws(SocketError) -> Int {
         let socket = try ConnectedUDPSocket(to: address)
         let index = lock.withLock {
             sockets.append(socket)
@@ -152,17 +152,17 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
         return index
     }
 
-    public var controllerCount: Int { lock.withLock { sockets.count } }
+    package var controllerCount: Int { lock.withLock { sockets.count } }
 
-    public var stampsArrivals: Bool { lock.withLock { everySocketStamps && !sockets.isEmpty } }
+    package var stampsArrivals: Bool { lock.withLock { everySocketStamps && !sockets.isEmpty } }
 
-    public func endpoint(of controller: Int) -> Endpoint { lock.withLock { sockets[controller].local } }
+    package func endpoint(of controller: Int) -> Endpoint { lock.withLock { sockets[controller].local } }
 
-    public func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32? {
+    package func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32? {
         lock.withLock { sockets[controller] }.send(bytes)
     }
 
-    public func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
+    package func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
         if let readiness {
             // An empty set still waits out the timeout, so callers never spin.
             readiness.wait(timeoutMs: timeoutMs) { tag in
@@ -206,10 +206,10 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
         }
     }
 
-    public func endInput() {}
-    public var isDrained: Bool { true }
+    package func endInput() {}
+    package var isDrained: Bool { true }
 
-    public func finish(graceMs: Int) -> String? {
+    package func finish(graceMs: Int) -> String? {
         lock.withLock {
             sockets.removeAll()
             polled.removeAll()
@@ -220,24 +220,24 @@ public final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // 
 
 /// A host run as `/bin/sh -c COMMAND` behind the stdio adapter; controller
 /// ids count up from 0 for the link's life.
-public final class StdioControllerLink: ControllerLink, @unchecked Sendable {  // the connection is read only by the receiving thread; the rest is behind `lock`
-    public let command: String
+package final class StdioControllerLink: ControllerLink, @unchecked Sendable {  // the connection is read only by the receiving thread; the rest is behind `lock`
+    package let command: String
     /// Records name exec controllers by stand-in addresses: 127.0.0.2:1, :2, …
-    public let hostEndpoint = Endpoint(host: "127.0.0.1", port: 0)
+    package let hostEndpoint = Endpoint(host: "127.0.0.1", port: 0)
     private let host: StdioHostConnection
     private let lock = NIOLock()
     private var opened = 0
     private var inputEnded = false
     private var outputEnded = false
 
-    public init(command: String) throws(SocketError) {
+    package init(command: String) throws(SocketError) {
         self.command = command
         host = try StdioHostConnection(command: command)
     }
 
-    public var target: LinkTarget { .exec(command) }
+    package var target: LinkTarget { .exec(command) }
 
-    public func openController() throws(SocketError) -> Int {
+    package func openController() throws(SocketError) -> Int {
         let index: Int? = lock.withLock {
             guard opened <= Int(UInt16.max) else { return nil }
             opened += 1
@@ -247,21 +247,21 @@ public final class StdioControllerLink: ControllerLink, @unchecked Sendable {  /
         return index
     }
 
-    public var controllerCount: Int { lock.withLock { opened } }
+    package var controllerCount: Int { lock.withLock { opened } }
 
-    public func endpoint(of controller: Int) -> Endpoint {
+    package func endpoint(of controller: Int) -> Endpoint {
         Endpoint(host: "127.0.0.2", port: UInt16(truncatingIfNeeded: controller + 1))
     }
 
-    public func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32? {
+    package func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32? {
         host.send(controller: controller, bytes, deadlineMonotonicNs: deadlineMonotonicNs)
     }
 
-    public func endStream(of controller: Int) -> Bool {
+    package func endStream(of controller: Int) -> Bool {
         host.send(controller: controller, [], deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000) == nil
     }
 
-    public func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
+    package func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
         host.receive(timeoutMs: timeoutMs, controllers: controllerCount) { event in
             switch event {
             case .datagram(let controller, let payload):
@@ -286,20 +286,20 @@ public final class StdioControllerLink: ControllerLink, @unchecked Sendable {  /
         }
     }
 
-    public func endInput() {
+    package func endInput() {
         lock.withLock { inputEnded = true }
         host.child.closeInput()
     }
 
-    public var isDrained: Bool { lock.withLock { outputEnded } }
+    package var isDrained: Bool { lock.withLock { outputEnded } }
 
     /// Unknown over the stdio adapter: every controller's records share one socketpair, and on a
     /// Unix socket SIOCOUTQ counts the kernel's buffer memory, not payload bytes (11,520 "unread"
     /// for twenty 20-byte records), so it says nothing about one controller's unread records.
     /// Whether the host keeps reading shows in the decisions it reports instead.
-    public func unsentBytes(of controller: Int) -> Int? { nil }
+    package func unsentBytes(of controller: Int) -> Int? { nil }
 
-    public func finish(graceMs: Int) -> String? {
+    package func finish(graceMs: Int) -> String? {
         endInput()
         return ChildProcess.describe(status: host.child.terminate(graceMs: graceMs))
     }

@@ -13,17 +13,17 @@ import NIOConcurrencyHelpers
 /// goes to `handler` with the controller's address ("127.0.0.1:50001"), and each reply it
 /// returns goes back to that controller. One thread calls the handler, in arrival order,
 /// so the handler needs no locking of its own.
-public final class InProcessDatagramHost: @unchecked Sendable {  // `fd` and `thread` are fixed at init; the flag has its own lock
-    public typealias Handler = @Sendable (_ datagram: [UInt8], _ controller: String) -> [[UInt8]]
+package final class InProcessDatagramHost: @unchecked Sendable {  // `fd` and `thread` are fixed at init; the flag has its own lock
+    package typealias Handler = @Sendable (_ datagram: [UInt8], _ controller: String) -> [[UInt8]]
 
     /// The loopback port the host listens on.
-    public let port: UInt16
+    package let port: UInt16
     private let fd: Int32
     /// Shared with the serving thread, which must not hold the host itself (it would outlive a deinit).
     private let stopping = NIOLockedValueBox(false)
     private var thread: WorkerThread?
 
-    public init(handler: @escaping Handler) throws(SocketError) {
+    package init(handler: @escaping Handler) throws(SocketError) {
         #if canImport(Glibc) || canImport(Musl)
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
@@ -53,7 +53,7 @@ public final class InProcessDatagramHost: @unchecked Sendable {  // `fd` and `th
     }
 
     /// Stops serving and closes the port; the handler is not called again once this returns.
-    public func stop() {
+    package func stop() {
         let first = stopping.withLockedValue { stopping -> Bool in
             defer { stopping = true }
             return !stopping

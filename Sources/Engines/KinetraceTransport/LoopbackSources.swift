@@ -11,12 +11,12 @@ import KinetraceSupport
 /// IPv4 loopback: what a spoofer with a million addresses looks like to a host's controller
 /// table, without leaving the machine. Linux answers for all of 127.0.0.0/8; macOS only for
 /// the addresses configured on lo0, where binding fails and the caller learns why.
-public enum LoopbackSources {
+package enum LoopbackSources {
     /// Sources are 127.101.X.Y (Y from 1 to 250) with ports from `firstPort`, `portsPerAddress` each.
     static let firstPort: UInt16 = 40_000
     static let portsPerAddress = 1_000
 
-    public enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         /// Sent from this many distinct sources (binds refused as in use are skipped).
         case sent(Int)
         /// The host is not on IPv4 loopback, or the machine cannot bind such sources: why.
@@ -26,7 +26,7 @@ public enum LoopbackSources {
     /// Sends `payload(i)` from the i-th of `count` distinct sources, pacing at about
     /// `perSecond` datagrams so a host's receive buffer is not simply overrun. Sources
     /// are numbered from `firstSource`, so calls in turn can use sources none used before.
-    public static func send(count: Int, firstSource: Int = 0, to host: SocketAddressBox, perSecond: Int = 50_000,
+    package static func send(count: Int, firstSource: Int = 0, to host: SocketAddressBox, perSecond: Int = 50_000,
                             payload: (Int) -> [UInt8]) -> Outcome {
         guard host.family == AF_INET else { return .unavailable("the host is not on IPv4 loopback") }
         let hostIPv4 = withUnsafeBytes(of: host.storage) { raw in

@@ -12,8 +12,8 @@ import KinetraceWire
 /// A host process on the stdio adapter (specs/stdio-adapter-v1.md): sends
 /// controller→host records, and reads and checks host→controller records.
 /// The replayer and the conformance suite both talk to exec hosts through it.
-public final class StdioHostConnection: @unchecked Sendable {  // the decoder is used by one receiving thread
-    public enum Event: Sendable {
+package final class StdioHostConnection: @unchecked Sendable {  // the decoder is used by one receiving thread
+    package enum Event: Sendable {
         case datagram(controller: Int, payload: [UInt8])
         /// A decision the host reported on the observation channel (record kind 0x03).
         case observation(controller: Int, Observation)
@@ -23,22 +23,22 @@ public final class StdioHostConnection: @unchecked Sendable {  // the decoder is
         case protocolError(String)
     }
 
-    public let child: ChildProcess
+    package let child: ChildProcess
     private var decoder = StdioRecordDecoder()
     private var buffer = [UInt8](repeating: 0, count: 65_536)
     /// True once the output closed or broke: nothing more will be read.
-    public private(set) var ended = false
+    package private(set) var ended = false
 
-    public init(command: String) throws(SocketError) { child = try ChildProcess(command: command) }
+    package init(command: String) throws(SocketError) { child = try ChildProcess(command: command) }
 
-    public func send(controller: Int, _ payload: [UInt8], deadlineMonotonicNs: Int64) -> Int32? {
+    package func send(controller: Int, _ payload: [UInt8], deadlineMonotonicNs: Int64) -> Int32? {
         let record = StdioRecord(kind: .controllerToHost, controller: UInt16(truncatingIfNeeded: controller), payload: payload)
         return child.write(record.encoded(), deadlineMonotonicNs: deadlineMonotonicNs)
     }
 
     /// Waits up to `timeoutMs`, reads all that is there, and hands each record
     /// (from controllers below `controllers`) to `handle`, then the end if it came.
-    public func receive(timeoutMs: Int32, controllers: Int, _ handle: (Event) -> Void) {
+    package func receive(timeoutMs: Int32, controllers: Int, _ handle: (Event) -> Void) {
         guard !ended else {
             usleep(UInt32(clamping: Int64(max(timeoutMs, 0)) * 1000))
             return
@@ -90,7 +90,7 @@ public final class StdioHostConnection: @unchecked Sendable {  // the decoder is
     }
 
     /// The exit status, described, if the host exits within `ms`.
-    public func exitStatus(waitingMs ms: Int) -> String? {
+    package func exitStatus(waitingMs ms: Int) -> String? {
         for _ in 0..<max(ms / 10, 1) {
             if let status = child.exitStatus() { return ChildProcess.describe(status: status) }
             usleep(10_000)

@@ -4,7 +4,7 @@ import KinetraceWire
 /// How a replayed byte stream is cut into writes (`--segmentation`): the
 /// bytes and their order never change, only where one write ends and the
 /// next begins, which is what a host's framing must not depend on.
-public enum Segmentation: String, CaseIterable, Sendable, CustomStringConvertible {
+package enum Segmentation: String, CaseIterable, Sendable, CustomStringConvertible {
     /// As the trace's chunks: each recorded write or captured segment is one write.
     case recorded
     /// One write per record, as the protocol's framer cuts the stream.
@@ -14,15 +14,15 @@ public enum Segmentation: String, CaseIterable, Sendable, CustomStringConvertibl
     /// One byte per write.
     case byte
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// One write the segmenter planned: its bytes, and the time of the recorded
 /// chunk holding its last byte (a byte is never sent before it was recorded).
-public struct StreamWrite: Hashable, Sendable {
-    public var timeNs: Int64
-    public var bytes: [UInt8]
-    public init(timeNs: Int64, bytes: [UInt8]) {
+package struct StreamWrite: Hashable, Sendable {
+    package var timeNs: Int64
+    package var bytes: [UInt8]
+    package init(timeNs: Int64, bytes: [UInt8]) {
         self.timeNs = timeNs
         self.bytes = bytes
     }
@@ -33,10 +33,10 @@ public struct StreamWrite: Hashable, Sendable {
 /// exactly once and in order, whatever the segmentation, and `random` gives
 /// the same cut points for the same seed (they depend on the seed and the
 /// stream's bytes count alone, not on the recorded chunks).
-public struct StreamSegmenter {
-    public let segmentation: Segmentation
+package struct StreamSegmenter {
+    package let segmentation: Segmentation
     /// Random writes are 1 to this many bytes long, uniformly.
-    public let maximumRandomWrite: Int
+    package let maximumRandomWrite: Int
     private var framer: any MessageFramer
     private var rng: SeededGenerator
     /// Bytes held back for the next random cut.
@@ -44,7 +44,7 @@ public struct StreamSegmenter {
     private var nextCut = 0
     private var lastTimeNs: Int64 = 0
 
-    public init(_ segmentation: Segmentation, wireProtocol: any WireProtocol, seed: UInt64 = 1, maximumRandomWrite: Int = 64) {
+    package init(_ segmentation: Segmentation, wireProtocol: any WireProtocol, seed: UInt64 = 1, maximumRandomWrite: Int = 64) {
         precondition(maximumRandomWrite > 0, "a write has at least one byte")
         self.segmentation = segmentation
         self.maximumRandomWrite = maximumRandomWrite
@@ -57,7 +57,7 @@ public struct StreamSegmenter {
 
     /// The writes that can be planned once `chunk`, recorded at `timeNs`, has arrived.
     /// Throws only for `record`, when the protocol's framer finds the stream broken.
-    public mutating func append(_ chunk: [UInt8], timeNs: Int64) throws(WireError) -> [StreamWrite] {
+    package mutating func append(_ chunk: [UInt8], timeNs: Int64) throws(WireError) -> [StreamWrite] {
         lastTimeNs = timeNs
         guard !chunk.isEmpty else { return [] }
         switch segmentation {
@@ -85,7 +85,7 @@ public struct StreamSegmenter {
     }
 
     /// The stream ended: what is left (a partial record, the bytes short of a random cut).
-    public mutating func finish() -> [StreamWrite] {
+    package mutating func finish() -> [StreamWrite] {
         switch segmentation {
         case .recorded, .byte:
             return []
@@ -98,7 +98,7 @@ public struct StreamSegmenter {
     }
 
     /// Plans a whole stream's writes from its recorded chunks.
-    public static func plan(_ chunks: [StreamWrite], _ segmentation: Segmentation, wireProtocol: any WireProtocol,
+    package static func plan(_ chunks: [StreamWrite], _ segmentation: Segmentation, wireProtocol: any WireProtocol,
                             seed: UInt64 = 1, maximumRandomWrite: Int = 64) throws(WireError) -> [StreamWrite] {
         var segmenter = StreamSegmenter(segmentation, wireProtocol: wireProtocol, seed: seed, maximumRandomWrite: maximumRandomWrite)
         var writes: [StreamWrite] = []

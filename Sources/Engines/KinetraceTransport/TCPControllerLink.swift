@@ -16,9 +16,9 @@ import NIOConcurrencyHelpers
 /// whatever the host writes back arrives as `.datagram` events, one per
 /// read, and a connection the host ends is reported once as `.error`
 /// (EPIPE: closed in order; ECONNRESET: reset).
-public final class TCPControllerLink: ControllerLink, @unchecked Sendable {  // sockets behind `lock`; the buffer and poll set belong to the receiving thread
-    public let address: SocketAddressBox
-    public let hostEndpoint: Endpoint
+package final class TCPControllerLink: ControllerLink, @unchecked Sendable {  // sockets behind `lock`; the buffer and poll set belong to the receiving thread
+    package let address: SocketAddressBox
+    package let hostEndpoint: Endpoint
     private let lock = NIOLock()
     private var sockets: [ConnectedTCPSocket] = []
     /// Kept after `finish`, so records and reports can still name every controller.
@@ -28,17 +28,17 @@ public final class TCPControllerLink: ControllerLink, @unchecked Sendable {  // 
 
     /// Each connection's kernel send buffer (SO_SNDBUF) when set: a small one makes a
     /// host that stops reading show up sooner as `unsentBytes` and ETIMEDOUT.
-    public let sendBufferBytes: Int?
+    package let sendBufferBytes: Int?
 
-    public init(target: SocketAddressBox, sendBufferBytes: Int? = nil) {
+    package init(target: SocketAddressBox, sendBufferBytes: Int? = nil) {
         address = target
         hostEndpoint = target.endpoint
         self.sendBufferBytes = sendBufferBytes
     }
 
-    public var target: LinkTarget { .tcp(address) }
+    package var target: LinkTarget { .tcp(address) }
 
-    public func openController() throws(SocketError) -> Int {
+    package func openController() throws(SocketError) -> Int {
         let socket = try ConnectedTCPSocket(to: address, sendBufferBytes: sendBufferBytes)
         return lock.withLock {
             sockets.append(socket)
@@ -47,29 +47,29 @@ public final class TCPControllerLink: ControllerLink, @unchecked Sendable {  // 
         }
     }
 
-    public var controllerCount: Int { lock.withLock { endpoints.count } }
+    package var controllerCount: Int { lock.withLock { endpoints.count } }
 
-    public func endpoint(of controller: Int) -> Endpoint { lock.withLock { endpoints[controller] } }
+    package func endpoint(of controller: Int) -> Endpoint { lock.withLock { endpoints[controller] } }
 
     /// Writes `bytes` as one write of the controller's stream; ETIMEDOUT when the
     /// host stopped reading before all of it went (the stream then holds part of it).
-    public func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32? {
+    package func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32? {
         // EBADF once the link has finished: its connections are gone.
         guard let socket = lock.withLock({ controller < sockets.count ? sockets[controller] : nil }) else { return EBADF }
         return socket.write(bytes, deadlineMonotonicNs: deadlineMonotonicNs)
     }
 
-    public func endStream(of controller: Int) -> Bool {
+    package func endStream(of controller: Int) -> Bool {
         guard let socket = lock.withLock({ controller < sockets.count ? sockets[controller] : nil }) else { return false }
         socket.shutdownOutput()
         return true
     }
 
-    public func unsentBytes(of controller: Int) -> Int? {
+    package func unsentBytes(of controller: Int) -> Int? {
         lock.withLock { controller < sockets.count ? sockets[controller] : nil }?.unsentBytes
     }
 
-    public func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
+    package func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
         let open: [ConnectedTCPSocket] = lock.withLock {
             if polled.count < sockets.count {
                 polled += sockets[polled.count...].map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
@@ -104,10 +104,10 @@ public final class TCPControllerLink: ControllerLink, @unchecked Sendable {  // 
         }
     }
 
-    public func endInput() {}
-    public var isDrained: Bool { true }
+    package func endInput() {}
+    package var isDrained: Bool { true }
 
-    public func finish(graceMs: Int) -> String? {
+    package func finish(graceMs: Int) -> String? {
         lock.withLock {
             sockets.removeAll()
             polled.removeAll()

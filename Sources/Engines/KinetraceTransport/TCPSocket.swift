@@ -25,14 +25,14 @@ private let noSignal = Int32(MSG_NOSIGNAL)
 /// A non-blocking TCP connection to one peer with Nagle's algorithm off
 /// (TCP_NODELAY), so every write leaves as it was made: the controller's side
 /// of a byte-stream link, and the simulated 3D mouse's stream.
-public final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor is immutable; callers serialise writes and reads
-    public let fd: Int32
-    public let local: Endpoint
+package final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor is immutable; callers serialise writes and reads
+    package let fd: Int32
+    package let local: Endpoint
 
     /// Connects within `timeoutMs` (a host that drops SYNs must not hang the caller for minutes).
     /// `sendBufferBytes` fixes the kernel's send buffer (SO_SNDBUF, which Linux doubles) instead
     /// of letting it grow to megabytes: a small one models a phone's stream buffer.
-    public init(to peer: SocketAddressBox, timeoutMs: Int32 = 5_000, sendBufferBytes: Int? = nil) throws(SocketError) {
+    package init(to peer: SocketAddressBox, timeoutMs: Int32 = 5_000, sendBufferBytes: Int? = nil) throws(SocketError) {
         #if canImport(Glibc) || canImport(Musl)
         let fd = socket(peer.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         #else
@@ -80,7 +80,7 @@ public final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor 
 
     deinit { close(fd) }
 
-    public enum Written: Equatable, Sendable {
+    package enum Written: Equatable, Sendable {
         /// Every byte went into the socket's send buffer.
         case all
         /// The buffer had no room for all of them; this many went in (the caller owns the rest).
@@ -90,7 +90,7 @@ public final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor 
     }
 
     /// One attempt to write, never blocking.
-    public func tryWrite(_ bytes: UnsafeRawBufferPointer) -> Written {
+    package func tryWrite(_ bytes: UnsafeRawBufferPointer) -> Written {
         guard !bytes.isEmpty else { return .all }
         while true {
             let n = systemSend(fd, bytes.baseAddress, bytes.count, noSignal)
@@ -105,7 +105,7 @@ public final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor 
     /// Writes all of `bytes` as one write, looping on partial writes while the
     /// peer reads, until `deadlineMonotonicNs`. Returns errno on failure
     /// (ETIMEDOUT: the peer stopped reading; some bytes may have gone).
-    public func write(_ bytes: [UInt8], deadlineMonotonicNs: Int64) -> Int32? {
+    package func write(_ bytes: [UInt8], deadlineMonotonicNs: Int64) -> Int32? {
         var written = 0
         while written < bytes.count {
             let outcome = bytes.withUnsafeBytes { tryWrite(UnsafeRawBufferPointer(rebasing: $0[written...])) }
@@ -123,7 +123,7 @@ public final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor 
         return nil
     }
 
-    public enum Read: Equatable, Sendable {
+    package enum Read: Equatable, Sendable {
         /// This many bytes were read into the buffer.
         case bytes(Int)
         /// Nothing is waiting.
@@ -135,7 +135,7 @@ public final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor 
     }
 
     /// What one non-blocking read gives.
-    public func read(into buffer: inout [UInt8]) -> Read {
+    package func read(into buffer: inout [UInt8]) -> Read {
         while true {
             let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n > 0 { return .bytes(n) }
@@ -148,7 +148,7 @@ public final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor 
 
     /// Bytes written but not yet confirmed (TCP ACK) by the peer (Linux SIOCOUTQ): they
     /// grow once a peer stops reading and its receive window closes. nil elsewhere.
-    public var unsentBytes: Int? {
+    package var unsentBytes: Int? {
         #if os(Linux)
         var queued: Int32 = 0
         // SIOCOUTQ is TIOCOUTQ (0x5411) on Linux; Glibc does not export the name.
@@ -160,5 +160,5 @@ public final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor 
     }
 
     /// Stops writing: the peer reads end of stream after what was sent.
-    public func shutdownOutput() { _ = shutdown(fd, Int32(SHUT_WR)) }
+    package func shutdownOutput() { _ = shutdown(fd, Int32(SHUT_WR)) }
 }

@@ -17,14 +17,14 @@ private let systemSend = Darwin.send
 #endif
 
 /// A resolved IPv4 or IPv6 socket address.
-public struct SocketAddressBox: Sendable, CustomStringConvertible {
-    public internal(set) var storage = sockaddr_storage()
-    public internal(set) var length: socklen_t = 0
+package struct SocketAddressBox: Sendable, CustomStringConvertible {
+    package internal(set) var storage = sockaddr_storage()
+    package internal(set) var length: socklen_t = 0
 
-    public var family: Int32 { Int32(storage.ss_family) }
+    package var family: Int32 { Int32(storage.ss_family) }
 
     /// Resolves `HOST:PORT` or `[V6]:PORT` (numeric or a name such as localhost).
-    public static func resolve(_ text: String) throws(SocketError) -> SocketAddressBox {
+    package static func resolve(_ text: String) throws(SocketError) -> SocketAddressBox {
         let host: String, portText: Substring
         if text.hasPrefix("["), let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") {
             host = String(text[text.index(after: text.startIndex)..<close])
@@ -53,7 +53,7 @@ public struct SocketAddressBox: Sendable, CustomStringConvertible {
     }
 
     /// The address as a trace endpoint.
-    public var endpoint: Endpoint {
+    package var endpoint: Endpoint {
         var copy = storage
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         return withUnsafePointer(to: &copy) { pointer in
@@ -74,7 +74,7 @@ public struct SocketAddressBox: Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { endpoint.description }
+    package var description: String { endpoint.description }
 }
 
 /// A NUL-terminated C string held in an array.
@@ -82,23 +82,23 @@ func cText(_ chars: [CChar]) -> String {
     String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
-public struct SocketError: Error, CustomStringConvertible, Sendable {
-    public var description: String
-    public init(_ description: String) { self.description = description }
+package struct SocketError: Error, CustomStringConvertible, Sendable {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 
-    public static func fromErrno(_ action: String) -> SocketError {
+    package static func fromErrno(_ action: String) -> SocketError {
         SocketError("\(action): \(String(cString: strerror(errno)))")
     }
 }
 
 /// A UDP socket connected to one peer: the controller's side of the link.
-public final class ConnectedUDPSocket {
-    public let fd: Int32
-    public let local: Endpoint
+package final class ConnectedUDPSocket {
+    package let fd: Int32
+    package let local: Endpoint
     /// Whether the kernel stamps each reply's arrival (`Received.datagram`'s stamp).
-    public let stampsArrivals: Bool
+    package let stampsArrivals: Bool
 
-    public init(to peer: SocketAddressBox) throws(SocketError) {
+    package init(to peer: SocketAddressBox) throws(SocketError) {
         #if canImport(Glibc) || canImport(Musl)
         let fd = socket(peer.family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
@@ -129,17 +129,17 @@ public final class ConnectedUDPSocket {
     deinit { close(fd) }
 
     /// Sends one datagram; returns errno on failure (ECONNREFUSED once the peer's port is closed).
-    public func send(_ bytes: [UInt8]) -> Int32? {
+    package func send(_ bytes: [UInt8]) -> Int32? {
         let n = bytes.withUnsafeBytes { systemSend(fd, $0.baseAddress, $0.count, 0) }
         return n == bytes.count ? nil : (n < 0 ? errno : EMSGSIZE)
     }
 
     /// A datagram's length and the kernel's arrival stamp (CLOCK_REALTIME ns; nil unstamped).
-    public enum Received { case datagram(Int, arrivalRealtimeNs: Int64?), nothing, error(Int32) }
+    package enum Received { case datagram(Int, arrivalRealtimeNs: Int64?), nothing, error(Int32) }
 
     /// One datagram if one is waiting, or the socket's pending error (an
     /// ICMP port unreachable surfaces here as ECONNREFUSED).
-    public func receive(into buffer: inout [UInt8]) -> Received {
+    package func receive(into buffer: inout [UInt8]) -> Received {
         let (n, stamp) = buffer.withUnsafeMutableBytes { StampedReceive.receive(fd, into: $0) }
         if n >= 0 { return .datagram(n, arrivalRealtimeNs: stamp) }
         let error = errno

@@ -3,7 +3,7 @@ import KinetraceTrace
 import KinetraceWire
 
 /// What a file's first four bytes say it is.
-public enum CaptureFileFormat: Hashable, Sendable, CustomStringConvertible {
+package enum CaptureFileFormat: Hashable, Sendable, CustomStringConvertible {
     /// Classic pcap; `nanosecond` for magic 0xA1B23C4D, `bigEndian` when written by a big-endian host.
     case pcap(nanosecond: Bool, bigEndian: Bool)
     case pcapng
@@ -11,7 +11,7 @@ public enum CaptureFileFormat: Hashable, Sendable, CustomStringConvertible {
     case trace
 
     /// Classifies a file by its first bytes (at least 4, else it is a trace).
-    public init(magic bytes: some Collection<UInt8>) {
+    package init(magic bytes: some Collection<UInt8>) {
         guard bytes.count >= 4 else { self = .trace; return }
         let b = Array(bytes.prefix(4))
         let littleEndian = UInt32(b[0]) | UInt32(b[1]) << 8 | UInt32(b[2]) << 16 | UInt32(b[3]) << 24
@@ -26,7 +26,7 @@ public enum CaptureFileFormat: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Reads the first bytes of the file at `path`.
-    public init(fileAt path: String) throws(TraceError) {
+    package init(fileAt path: String) throws(TraceError) {
         let magic = UnsafeMutableRawBufferPointer.allocate(byteCount: 4, alignment: 4)
         defer { magic.deallocate() }
         var filled = 0
@@ -44,10 +44,10 @@ public enum CaptureFileFormat: Hashable, Sendable, CustomStringConvertible {
         self.init(magic: Array(magic.prefix(filled)))
     }
 
-    public var isCapture: Bool { self != .trace }
+    package var isCapture: Bool { self != .trace }
 
     /// `pcap`, `pcapng` or `trace`.
-    public var name: String {
+    package var name: String {
         switch self {
         case .pcap: return "pcap"
         case .pcapng: return "pcapng"
@@ -56,7 +56,7 @@ public enum CaptureFileFormat: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `pcap (microsecond timestamps, big-endian)`, `pcapng`, `trace`.
-    public var description: String {
+    package var description: String {
         switch self {
         case .pcap(let nanosecond, let bigEndian):
             return "pcap (\(nanosecond ? "nanosecond" : "microsecond") timestamps, \(bigEndian ? "big" : "little")-endian)"
@@ -67,7 +67,7 @@ public enum CaptureFileFormat: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Opens any input the commands accept: a kinetrace trace, a pcap or a pcapng.
-public enum TraceInput {
+package enum TraceInput {
     /// Sniffs the file's magic and returns a `PcapTraceReader` for captures or a
     /// `TraceReader` otherwise, framed into messages when the protocol is a byte
     /// stream (unless `framed` is false: its records as stored).
@@ -77,7 +77,7 @@ public enum TraceInput {
     ///     trace must be when given; nil takes a trace's from its header and a capture's
     ///     from `registry`'s default.
     ///   - port: the host's port in a capture, to tell direction; nil is the protocol's default.
-    public static func open(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil,
+    package static func open(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil,
                             registry: ProtocolRegistry = .standard, framed: Bool = true) throws(TraceError) -> any TraceRecordSource {
         let format = try CaptureFileFormat(fileAt: path)
         let source: any TraceRecordSource

@@ -9,7 +9,7 @@ import KinetraceTrace
 import KinetraceWire
 
 /// Why a captured packet produced no message record.
-public enum PacketSkipReason: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+package enum PacketSkipReason: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// An IPv4 fragment (MF set or a non-zero offset) or an IPv6 packet with a fragment header.
     case fragment
     /// IP, but the transport is not UDP (TCP, ICMP, …), for a datagram protocol.
@@ -25,36 +25,36 @@ public enum PacketSkipReason: String, Hashable, Sendable, CaseIterable, CustomSt
     /// UDP or TCP whose ports are not the host's (set by `PcapTraceReader`, never by the decoder).
     case otherPort = "other_port"
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// The IP transport a protocol's traffic rides on.
-public enum IPTransport: UInt8, Hashable, Sendable, CustomStringConvertible {
+package enum IPTransport: UInt8, Hashable, Sendable, CustomStringConvertible {
     case tcp = 6
     case udp = 17
 
-    public init(_ kind: TransportKind) { self = kind == .datagram ? .udp : .tcp }
-    public var description: String { self == .udp ? "UDP" : "TCP" }
+    package init(_ kind: TransportKind) { self = kind == .datagram ? .udp : .tcp }
+    package var description: String { self == .udp ? "UDP" : "TCP" }
 }
 
 /// Where a UDP datagram or TCP segment lies inside a captured packet:
 /// offsets into the packet bytes, so finding it copies nothing.
-public struct TransportLocation: Hashable, Sendable {
-    public enum Family: Hashable, Sendable { case ipv4, ipv6 }
-    public var family: Family
-    public var transport: IPTransport = .udp
+package struct TransportLocation: Hashable, Sendable {
+    package enum Family: Hashable, Sendable { case ipv4, ipv6 }
+    package var family: Family
+    package var transport: IPTransport = .udp
     /// Offsets of the 4-byte (IPv4) or 16-byte (IPv6) addresses.
-    public var sourceAddressOffset: Int
-    public var destinationAddressOffset: Int
-    public var sourcePort: UInt16
-    public var destinationPort: UInt16
-    public var payloadOffset: Int
-    public var payloadCount: Int
+    package var sourceAddressOffset: Int
+    package var destinationAddressOffset: Int
+    package var sourcePort: UInt16
+    package var destinationPort: UInt16
+    package var payloadOffset: Int
+    package var payloadCount: Int
     /// TCP only: the segment's sequence number and flags (FIN 0x01, SYN 0x02, RST 0x04, …).
-    public var sequence: UInt32 = 0
-    public var flags: UInt8 = 0
+    package var sequence: UInt32 = 0
+    package var flags: UInt8 = 0
 
-    public init(family: Family, sourceAddressOffset: Int, destinationAddressOffset: Int,
+    package init(family: Family, sourceAddressOffset: Int, destinationAddressOffset: Int,
                 sourcePort: UInt16, destinationPort: UInt16, payloadOffset: Int, payloadCount: Int) {
         self.family = family
         self.sourceAddressOffset = sourceAddressOffset
@@ -67,12 +67,12 @@ public struct TransportLocation: Hashable, Sendable {
 }
 
 /// A UDP datagram found in a captured packet.
-public struct UDPDatagram: Hashable, Sendable {
-    public var source: Endpoint
-    public var destination: Endpoint
-    public var payload: [UInt8]
+package struct UDPDatagram: Hashable, Sendable {
+    package var source: Endpoint
+    package var destination: Endpoint
+    package var payload: [UInt8]
 
-    public init(source: Endpoint, destination: Endpoint, payload: [UInt8]) {
+    package init(source: Endpoint, destination: Endpoint, payload: [UInt8]) {
         self.source = source
         self.destination = destination
         self.payload = payload
@@ -80,7 +80,7 @@ public struct UDPDatagram: Hashable, Sendable {
 }
 
 /// What a captured packet holds, as far as a datagram protocol is concerned.
-public enum DecodedPacket: Hashable, Sendable {
+package enum DecodedPacket: Hashable, Sendable {
     case udp(UDPDatagram)
     case skipped(PacketSkipReason)
 }
@@ -92,14 +92,14 @@ public enum DecodedPacket: Hashable, Sendable {
 ///
 /// Checksums are not verified: captures taken on the sending host see
 /// packets before checksum offload fills them in.
-public struct PacketDecoder {
+package struct PacketDecoder {
     private var addresses = AddressTextCache()
     private var pairs = EndpointPairCache()
 
-    public init() {}
+    package init() {}
 
     /// Decodes a packet captured on a link of type `linkType`.
-    public mutating func decode(_ packet: UnsafeRawBufferPointer, linkType: LinkType) -> DecodedPacket {
+    package mutating func decode(_ packet: UnsafeRawBufferPointer, linkType: LinkType) -> DecodedPacket {
         switch Self.locate(in: packet, linkType: linkType, transport: .udp) {
         case .skipped(let reason): return .skipped(reason)
         case .found(let location):
@@ -109,13 +109,13 @@ public struct PacketDecoder {
         }
     }
 
-    public mutating func decode(_ packet: [UInt8], linkType: LinkType) -> DecodedPacket {
+    package mutating func decode(_ packet: [UInt8], linkType: LinkType) -> DecodedPacket {
         packet.withUnsafeBytes { decode($0, linkType: linkType) }
     }
 
     /// The source and destination endpoints of a located datagram, with
     /// address text cached so a capture's few hosts are formatted once.
-    public mutating func endpoints(of location: TransportLocation, in packet: UnsafeRawBufferPointer) -> (source: Endpoint, destination: Endpoint) {
+    package mutating func endpoints(of location: TransportLocation, in packet: UnsafeRawBufferPointer) -> (source: Endpoint, destination: Endpoint) {
         let sourceHost: String, destinationHost: String
         switch location.family {
         case .ipv4:
@@ -140,13 +140,13 @@ public struct PacketDecoder {
         return pair
     }
 
-    public enum Location: Hashable, Sendable {
+    package enum Location: Hashable, Sendable {
         case found(TransportLocation)
         case skipped(PacketSkipReason)
     }
 
     /// Finds the UDP datagram or TCP segment without copying or allocating.
-    public static func locate(in packet: UnsafeRawBufferPointer, linkType: LinkType, transport: IPTransport) -> Location {
+    package static func locate(in packet: UnsafeRawBufferPointer, linkType: LinkType, transport: IPTransport) -> Location {
         locate(in: packet, link: LinkLayer(linkType), transport: transport)
     }
 

@@ -10,25 +10,25 @@ import KinetraceTrace
 import KinetraceWire
 
 /// Per-reason counts of captured packets that became no record.
-public struct PacketSkipCounts: Hashable, Sendable, CustomStringConvertible {
+package struct PacketSkipCounts: Hashable, Sendable, CustomStringConvertible {
     private var counts = [Int](repeating: 0, count: PacketSkipReason.allCases.count)
 
-    public init() {}
+    package init() {}
 
-    public subscript(reason: PacketSkipReason) -> Int {
+    package subscript(reason: PacketSkipReason) -> Int {
         get { counts[Self.index(reason)] }
         set { counts[Self.index(reason)] = newValue }
     }
 
-    public var total: Int { counts.reduce(0, +) }
+    package var total: Int { counts.reduce(0, +) }
 
     /// The non-zero counts, in `PacketSkipReason.allCases` order.
-    public var nonZero: [(reason: PacketSkipReason, count: Int)] {
+    package var nonZero: [(reason: PacketSkipReason, count: Int)] {
         PacketSkipReason.allCases.compactMap { self[$0] > 0 ? ($0, self[$0]) : nil }
     }
 
     /// `not_udp 3, other_port 1`, or `none`.
-    public var description: String {
+    package var description: String {
         let parts = nonZero.map { "\($0.reason) \($0.count)" }
         return parts.isEmpty ? "none" : parts.joined(separator: ", ")
     }
@@ -50,7 +50,7 @@ public struct PacketSkipCounts: Hashable, Sendable, CustomStringConvertible {
 /// protocols: the reader hands it every segment to or from the host's port
 /// and records the stream bytes it gives back, in order, as they become
 /// available. One reassembler serves all of a capture's connections.
-public protocol StreamReassembler {
+package protocol StreamReassembler {
     /// Takes one captured segment; returns the stream bytes it completes, in stream order.
     mutating func add(_ segment: TCPSegment) -> [StreamChunk]
     /// The capture ended: whatever can still be given.
@@ -58,17 +58,17 @@ public protocol StreamReassembler {
 }
 
 /// One captured TCP segment of one direction of a connection.
-public struct TCPSegment: Hashable, Sendable {
-    public var timeNs: Int64
-    public var direction: Direction
-    public var source: Endpoint
-    public var destination: Endpoint
-    public var sequence: UInt32
+package struct TCPSegment: Hashable, Sendable {
+    package var timeNs: Int64
+    package var direction: Direction
+    package var source: Endpoint
+    package var destination: Endpoint
+    package var sequence: UInt32
     /// FIN 0x01, SYN 0x02, RST 0x04, PSH 0x08, ACK 0x10.
-    public var flags: UInt8
-    public var payload: [UInt8]
+    package var flags: UInt8
+    package var payload: [UInt8]
 
-    public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, sequence: UInt32, flags: UInt8,
+    package init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, sequence: UInt32, flags: UInt8,
                 payload: [UInt8]) {
         self.timeNs = timeNs
         self.direction = direction
@@ -84,22 +84,22 @@ public struct TCPSegment: Hashable, Sendable {
 /// reassembler knows about where they lie: a chunk may also mark the start
 /// of the direction, bytes missing before it, or its end, and then may hold
 /// no bytes at all.
-public struct StreamChunk: Hashable, Sendable {
-    public var timeNs: Int64
-    public var direction: Direction
-    public var source: Endpoint
-    public var destination: Endpoint
-    public var bytes: [UInt8]
+package struct StreamChunk: Hashable, Sendable {
+    package var timeNs: Int64
+    package var direction: Direction
+    package var source: Endpoint
+    package var destination: Endpoint
+    package var bytes: [UInt8]
     /// Stream offset of `bytes[0]` (0 is the first byte after the SYN, or the first byte seen).
-    public var offset: Int
+    package var offset: Int
     /// Set on a direction's first chunk: true when its SYN was seen, false when the capture began mid-stream.
-    public var startedWithHandshake: Bool?
+    package var startedWithHandshake: Bool?
     /// Stream bytes never captured just before this chunk (0: none).
-    public var missingBefore: Int
+    package var missingBefore: Int
     /// Set on a direction's last chunk: how it ended.
-    public var end: StreamEnd?
+    package var end: StreamEnd?
 
-    public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, bytes: [UInt8],
+    package init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, bytes: [UInt8],
                 offset: Int = 0, startedWithHandshake: Bool? = nil, missingBefore: Int = 0, end: StreamEnd? = nil) {
         self.timeNs = timeNs
         self.direction = direction
@@ -113,7 +113,7 @@ public struct StreamChunk: Hashable, Sendable {
     }
 
     /// The trace records the chunk stands for, in order: `stream_start`, `stream_gap`, the bytes, `stream_end`.
-    public func records(into out: inout [TraceRecord]) {
+    package func records(into out: inout [TraceRecord]) {
         if let startedWithHandshake {
             out.append(.event(StreamEvent.start(source: source, destination: destination, handshake: startedWithHandshake).record(timeNs: timeNs)))
         }
@@ -142,33 +142,33 @@ public struct StreamChunk: Hashable, Sendable {
 /// - Everything else is skipped and counted by reason in `skipped`.
 /// - A capture cut short (a killed tcpdump) reads up to its last whole packet
 ///   and sets `truncation`, whose `line` is the number of the cut packet.
-public final class PcapTraceReader: TraceRecordSource {
-    public let source: String
-    public let header: TraceHeader
-    public let wireProtocol: any WireProtocol
+package final class PcapTraceReader: TraceRecordSource {
+    package let source: String
+    package let header: TraceHeader
+    package let wireProtocol: any WireProtocol
     /// The host's UDP or TCP port: given, inferred from the capture, or the protocol's default.
-    public let port: UInt16
+    package let port: UInt16
     /// How the port was found when none was given (nil when one was).
-    public let portInference: PortInference?
+    package let portInference: PortInference?
     /// "host port 41448, inferred from 1860 valid motionlink-v1 messages sent to it", when the
     /// inferred port is not the protocol's default (the default goes without saying).
-    public var readingNote: String? {
+    package var readingNote: String? {
         guard let inference = portInference, let inferred = inference.inferredPort, inferred != wireProtocol.defaultPort else { return nil }
         let valid = inference.validByPort[inferred] ?? 0
         let first = inference.stoppedEarly ? "the first " : ""
         return "\(source): host port \(inferred), inferred from \(first)\(valid) valid \(wireProtocol.id) message\(valid == 1 ? "" : "s") sent to it"
             + " (the protocol's default is \(wireProtocol.defaultPort); --port chooses)"
     }
-    public let linkType: LinkType
-    public let fileFormat: CaptureFileFormat
-    public var truncation: TraceTruncation? { state.truncation }
+    package let linkType: LinkType
+    package let fileFormat: CaptureFileFormat
+    package var truncation: TraceTruncation? { state.truncation }
     /// Packets read from the file so far.
-    public var packetCount: Int { state.packetCount }
+    package var packetCount: Int { state.packetCount }
     /// Message records returned so far.
-    public var recordCount: Int { state.recordCount }
-    public var skipped: PacketSkipCounts { state.skipped }
+    package var recordCount: Int { state.recordCount }
+    package var skipped: PacketSkipCounts { state.skipped }
     /// Every skipped packet: captures hold no record kinds this reader does not know, only packets it cannot use.
-    public var unknownRecordCount: Int { skipped.total }
+    package var unknownRecordCount: Int { skipped.total }
 
     private let handle: OpaquePointer
     // All mutable state in one struct behind a pointer: a class's stored
@@ -206,7 +206,7 @@ public final class PcapTraceReader: TraceRecordSource {
     /// `port` (nil: the protocol's default). A byte-stream protocol's segments go
     /// through `reassembler`, a `TCPReassembler` with the default limits when nil.
     /// `tool` goes into the header.
-    public init(path: String, wireProtocol: any WireProtocol, port: UInt16? = nil, tool: String = "KinetracePcap",
+    package init(path: String, wireProtocol: any WireProtocol, port: UInt16? = nil, tool: String = "KinetracePcap",
                 reassembler: (any StreamReassembler)? = nil) throws(TraceError) {
         let reassembler = reassembler ?? (wireProtocol.transport == .byteStream ? TCPReassembler() : nil)
         // Our own open first, so a missing or unreadable file gets the same error as for a trace.
@@ -250,7 +250,7 @@ public final class PcapTraceReader: TraceRecordSource {
     /// The next record: a message (for a byte-stream protocol, the stream
     /// bytes of one segment) or, for a byte-stream protocol, a `StreamEvent`
     /// (`stream_start`, `stream_gap`, `stream_end`); nil at the end (check `truncation` then).
-    public func next() throws(TraceError) -> TraceRecord? {
+    package func next() throws(TraceError) -> TraceRecord? {
         while true {
             if let record = Self.dequeue(&statePointer.pointee) { return record }
             if let message = try Self.advance(&statePointer.pointee, handle: handle, port: port, fileFormat: fileFormat, source: source) {
@@ -261,7 +261,7 @@ public final class PcapTraceReader: TraceRecordSource {
     }
 
     /// The next message, skipping stream events; nil at the end (check `truncation` then).
-    public func nextMessage() throws(TraceError) -> MessageRecord? {
+    package func nextMessage() throws(TraceError) -> MessageRecord? {
         while true {
             while let record = Self.dequeue(&statePointer.pointee) {
                 if case .message(let message) = record { return message }
@@ -286,6 +286,15 @@ public final class PcapTraceReader: TraceRecordSource {
             why += "; valid \(wireProtocol.id) messages go to port \(other): give --port \(other)"
         } else if inference.inferredPort == nil {
             why += ", none of them carrying a valid \(wireProtocol.id) message"
+            // The usual cause is the wrong protocol: try the others, and name the one that fits.
+            for other in ProtocolRegistry.standard.protocols where other.id != wireProtocol.id {
+                let found = PortInference(path: source, wireProtocol: other, link: state.link, settling: false)
+                if let otherPort = found.inferredPort {
+                    why += "; they are \(other.id) messages on \(IPTransport(other.transport)) port \(otherPort): give --protocol \(other.id)"
+                        + (otherPort == other.defaultPort ? "" : " --port \(otherPort)")
+                    break
+                }
+            }
         }
         throw TraceError(.noMessages, source: source, message: why)
     }
@@ -300,7 +309,7 @@ public final class PcapTraceReader: TraceRecordSource {
     }
 
     /// What the TCP reassembler saw and did, when it is a `TCPReassembler`.
-    public var reassemblyCounts: TCPReassembler.Counts? { state.tcp?.counts }
+    package var reassemblyCounts: TCPReassembler.Counts? { state.tcp?.counts }
 
     /// Reads packets until one gives a datagram message (returned) or stream
     /// records (queued; nil returned), or the file ends (nil, nothing queued).
@@ -439,7 +448,7 @@ public final class PcapTraceReader: TraceRecordSource {
 extension Direction {
     /// The direction of a datagram or segment relative to the host's port:
     /// to it is controller→host, from it host→controller, else not the protocol's.
-    public init?(sourcePort: UInt16, destinationPort: UInt16, hostPort: UInt16) {
+    package init?(sourcePort: UInt16, destinationPort: UInt16, hostPort: UInt16) {
         if destinationPort == hostPort {
             self = .controllerToHost
         } else if sourcePort == hostPort {

@@ -24,27 +24,27 @@ import KinetraceWire
 /// Fixed, locally administered MAC addresses stand for the two sides, so a
 /// converted trace is reproducible: the controller is 02:4b:54:00:00:01 and
 /// the host 02:4b:54:00:00:02 ("KT" in the middle).
-public struct PcapEncoder {
-    public static let controllerMAC: [UInt8] = [0x02, 0x4B, 0x54, 0x00, 0x00, 0x01]
-    public static let hostMAC: [UInt8] = [0x02, 0x4B, 0x54, 0x00, 0x00, 0x02]
-    public static let snapLength: UInt32 = 262_144
-    public static let hopLimit: UInt8 = 64
+package struct PcapEncoder {
+    package static let controllerMAC: [UInt8] = [0x02, 0x4B, 0x54, 0x00, 0x00, 0x01]
+    package static let hostMAC: [UInt8] = [0x02, 0x4B, 0x54, 0x00, 0x00, 0x02]
+    package static let snapLength: UInt32 = 262_144
+    package static let hopLimit: UInt8 = 64
 
     /// Names the output in errors.
-    public let source: String
+    package let source: String
     /// UDP datagrams (datagram protocols) or TCP segments (byte-stream protocols).
-    public let transport: IPTransport
+    package let transport: IPTransport
     /// Packets encoded so far; the next one's number is this plus one.
-    public private(set) var packetCount = 0
+    package private(set) var packetCount = 0
     private var addressCache: [String: [UInt8]] = [:]
 
-    public init(source: String, transport: IPTransport = .udp) {
+    package init(source: String, transport: IPTransport = .udp) {
         self.source = source
         self.transport = transport
     }
 
     /// The 24-byte file header.
-    public static var fileHeader: [UInt8] {
+    package static var fileHeader: [UInt8] {
         var out: [UInt8] = []
         out.appendLittleEndian(UInt32(0xA1B2_3C4D))
         out.appendLittleEndian(UInt16(2))  // version 2.4
@@ -59,7 +59,7 @@ public struct PcapEncoder {
     /// Appends the packet records for `message`: one UDP datagram, or, for a
     /// TCP encoder, the segment(s) carrying the chunk (after a synthesised
     /// three-way handshake on a connection's first chunk).
-    public mutating func append(_ message: MessageRecord, to out: inout [UInt8]) throws(TraceError) {
+    package mutating func append(_ message: MessageRecord, to out: inout [UInt8]) throws(TraceError) {
         let number = packetCount + 1
         func failure(_ why: String) -> TraceError {
             TraceError(.badRecord, source: self.source, message: "packet \(number) (t_ns \(message.timeNs)): \(why)")
@@ -104,7 +104,7 @@ public struct PcapEncoder {
     /// A captured stream's event, so reading the pcap back finds the same stream: a gap
     /// skips the missing bytes' sequence numbers; an end sends that side's FIN, or a RST.
     /// Returns false for events that have no packet form here.
-    public mutating func apply(_ event: StreamEvent, timeNs: Int64, to out: inout [UInt8]) throws(TraceError) -> Bool {
+    package mutating func apply(_ event: StreamEvent, timeNs: Int64, to out: inout [UInt8]) throws(TraceError) -> Bool {
         guard transport == .tcp else { return false }
         guard timeNs >= 0, timeNs / 1_000_000_000 <= Int64(UInt32.max) else {
             throw TraceError(.badRecord, source: source, message: "a stream event at t_ns \(timeNs): the time cannot be written to pcap, which holds 1970-01-01 to 2106-02-07")
@@ -144,7 +144,7 @@ public struct PcapEncoder {
     }
 
     /// Closes every open TCP connection with a FIN from each side not yet closed, at its last packet's time.
-    public mutating func finish(to out: inout [UInt8]) {
+    package mutating func finish(to out: inout [UInt8]) {
         let none = UnsafeRawBufferPointer(start: nil, count: 0)
         for key in connectionOrder {
             guard let connection = connections[key] else { continue }
@@ -164,7 +164,7 @@ public struct PcapEncoder {
 
     // MARK: TCP
 
-    public static let maximumOpenConnections = 65_536
+    package static let maximumOpenConnections = 65_536
     static let maximumSegment = 65_000
 
     enum TCPFlags {
@@ -358,19 +358,19 @@ enum InternetChecksum {
 /// In a pcap, labels and events have no form: they are counted, not written. In a
 /// pcapng each becomes a comment (opt_comment) on the packet nearest in time, as its
 /// trace record line, which `PcapTraceReader` turns back into the record.
-public final class PcapWriter {
-    public enum Container: Sendable { case pcap, pcapng }
+package final class PcapWriter {
+    package enum Container: Sendable { case pcap, pcapng }
 
-    public let path: String
-    public let container: Container
+    package let path: String
+    package let container: Container
     /// Packets written so far.
-    public var packetCount: Int { encoder.packetCount }
+    package var packetCount: Int { encoder.packetCount }
     /// Records that have no packet form, by kind.
-    public private(set) var labelsNotWritten = 0
-    public private(set) var eventsNotWritten = 0
-    public private(set) var motionSamplesNotWritten = 0
+    package private(set) var labelsNotWritten = 0
+    package private(set) var eventsNotWritten = 0
+    package private(set) var motionSamplesNotWritten = 0
     /// Labels and events written as pcapng comments.
-    public private(set) var comments = 0
+    package private(set) var comments = 0
 
     private let file: BufferedFile
     private var encoder: PcapEncoder
@@ -382,7 +382,7 @@ public final class PcapWriter {
     private static let flushBytes = 64 << 10
 
     /// `wireProtocol` names the records' protocol in pcapng comments (a trace line needs it).
-    public init(path: String, transport: IPTransport = .udp, container: Container = .pcap,
+    package init(path: String, transport: IPTransport = .udp, container: Container = .pcap,
                 wireProtocol: (any WireProtocol)? = nil, interfaceDescription: String = "kinetrace") throws(TraceError) {
         self.path = path
         self.container = container
@@ -414,7 +414,7 @@ public final class PcapWriter {
     /// Writes a message as a packet, or in a pcapng a label or event as a comment; returns
     /// false (and counts it) for what has no form here.
     @discardableResult
-    public func write(_ record: TraceRecord) throws(TraceError) -> Bool {
+    package func write(_ record: TraceRecord) throws(TraceError) -> Bool {
         switch record {
         case .message(let message):
             try write(message)
@@ -455,7 +455,7 @@ public final class PcapWriter {
         return true
     }
 
-    public func write(_ message: MessageRecord) throws(TraceError) {
+    package func write(_ message: MessageRecord) throws(TraceError) {
         precondition(!file.isClosed, "PcapWriter used after close()")
         switch container {
         case .pcap:
@@ -468,12 +468,12 @@ public final class PcapWriter {
         if file.pending.count >= Self.flushBytes { try flush() }
     }
 
-    public func flush() throws(TraceError) {
+    package func flush() throws(TraceError) {
         do throws(FileError) { try file.flush() } catch { throw TraceError(error) }
     }
 
     /// Closes open TCP connections, flushes and closes; further writes are a programming error.
-    public func close() throws(TraceError) {
+    package func close() throws(TraceError) {
         switch container {
         case .pcap:
             encoder.finish(to: &file.pending)

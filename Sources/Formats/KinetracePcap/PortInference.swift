@@ -13,17 +13,17 @@ import KinetraceWire
 /// find a protocol: the port that valid controller→host messages of the protocol are
 /// sent to (a MotionLink frame is 36 bytes with a matching CRC, so chance hardly makes one).
 /// Byte-stream protocols are framed per connection from its first bytes.
-public struct PortInference: Sendable {
+package struct PortInference: Sendable {
     /// Packets of the protocol's transport (UDP or TCP) to or from each port: what the capture holds.
-    public private(set) var packetsByPort: [UInt16: Int] = [:]
+    package private(set) var packetsByPort: [UInt16: Int] = [:]
     /// Valid controller→host messages sent to each port.
-    public private(set) var validByPort: [UInt16: Int] = [:]
-    public private(set) var packetsScanned = 0
+    package private(set) var validByPort: [UInt16: Int] = [:]
+    package private(set) var packetsScanned = 0
     /// Whether the scan stopped early because one port had settled it.
-    public private(set) var stoppedEarly = false
+    package private(set) var stoppedEarly = false
 
     /// The first packets scanned: enough to see any host that is there, without reading a big capture twice.
-    public static let packetLimit = 100_000
+    package static let packetLimit = 100_000
     /// The scan ends early once one port has this many valid messages and no
     /// other port more than `rivalLimit`: the answer can no longer be in doubt
     /// enough to justify reading on (a second pass over 100,000 packets costs
@@ -34,12 +34,12 @@ public struct PortInference: Sendable {
     static let streamBytesFramed = 65_536
 
     /// The port most valid messages went to (the lowest, on a tie), if any did.
-    public var inferredPort: UInt16? {
+    package var inferredPort: UInt16? {
         validByPort.max { a, b in a.value != b.value ? a.value < b.value : a.key > b.key }?.key
     }
 
     /// The busiest ports, "41448 (1860 packets), 56761 (3)", for messages about a capture.
-    public func portsSeen(limit: Int = 5) -> String {
+    package func portsSeen(limit: Int = 5) -> String {
         let ports = packetsByPort.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
         guard !ports.isEmpty else { return "none" }
         var text = ports.prefix(limit).map { "\($0.key) (\($0.value) packet\($0.value == 1 ? "" : "s"))" }.joined(separator: ", ")

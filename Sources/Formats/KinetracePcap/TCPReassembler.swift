@@ -30,63 +30,63 @@ import KinetraceWire
 /// A waiting segment is charged its bytes and `segmentOverhead`, what holding
 /// it costs besides them, so a flood of one-byte segments meets the byte bounds
 /// as soon as full ones would. What the bounds cost is counted in `counts`.
-public struct TCPReassembler: StreamReassembler {
+package struct TCPReassembler: StreamReassembler {
     /// The bounds on what a capture can make the reassembler hold.
-    public struct Limits: Hashable, Sendable {
+    package struct Limits: Hashable, Sendable {
         /// Out-of-order bytes one direction may hold behind a hole before the hole becomes a gap,
         /// each waiting segment counted with its `segmentOverhead`.
-        public var bufferedBytesPerDirection = 1 << 20
+        package var bufferedBytesPerDirection = 1 << 20
         /// Out-of-order segments (after trimming overlaps) one direction may hold.
-        public var bufferedSegmentsPerDirection = 4096
+        package var bufferedSegmentsPerDirection = 4096
         /// Out-of-order bytes all directions together may hold, counted the same way; past it the fullest direction gives up its hole.
-        public var bufferedBytesTotal = 64 << 20
+        package var bufferedBytesTotal = 64 << 20
         /// Directions tracked at once, ended ones (kept to recognise their retransmissions) included.
-        public var directions = 16_384
+        package var directions = 16_384
 
-        public init() {}
+        package init() {}
     }
 
     /// What the reassembler saw and did, for reports.
-    public struct Counts: Hashable, Sendable {
+    package struct Counts: Hashable, Sendable {
         /// Segments handed in.
-        public var segments = 0
+        package var segments = 0
         /// Directions of connections started, by a SYN or mid-stream.
-        public var directions = 0
+        package var directions = 0
         /// Of those, directions whose SYN was not captured.
-        public var midStreamStarts = 0
+        package var midStreamStarts = 0
         /// Segments that arrived beyond the next expected byte and waited.
-        public var outOfOrderSegments = 0
+        package var outOfOrderSegments = 0
         /// Bytes captured again (retransmitted or overlapping) and discarded in favour of the first copy.
-        public var duplicateBytes = 0
+        package var duplicateBytes = 0
         /// Holes that never filled, and the bytes missing in them.
-        public var gaps = 0
-        public var missingBytes = 0
+        package var gaps = 0
+        package var missingBytes = 0
         /// Of the gaps, those declared early because too much waited behind the hole.
-        public var gapsForcedByBuffer = 0
+        package var gapsForcedByBuffer = 0
         /// The most out-of-order bytes waiting at once over all directions, overhead included:
         /// never more than `Limits.bufferedBytesTotal` once a segment has been dealt with.
-        public var peakBufferedBytes = 0
+        package var peakBufferedBytes = 0
         /// Directions ended to stay within `Limits.directions`.
-        public var evictedDirections = 0
+        package var evictedDirections = 0
         /// Bytes of data sent after the direction's FIN, or after a RST.
-        public var bytesAfterEnd = 0
+        package var bytesAfterEnd = 0
         /// Bytes before offset 0 of a direction begun mid-stream (captured late, out of order).
-        public var bytesBeforeStart = 0
+        package var bytesBeforeStart = 0
         /// FINs and RSTs without data of no tracked direction (ends of connections whose data the capture never saw).
         /// Bare ACKs are not looked at.
-        public var segmentsIgnored = 0
+        package var segmentsIgnored = 0
 
-        public init() {}
+        package init() {}
     }
 
-    public let limits: Limits
-    public private(set) var counts = Counts()
+    package let limits: Limits
+    package private(set) var counts = Counts()
 
     /// What one waiting segment costs besides its bytes, as the byte bounds charge it: its bytes'
     /// array header (32) and malloc's bookkeeping and rounding (16), and its entry in the direction's
     /// list (16, and as much again of the list's room to grow). Uncharged, 4,096 one-byte segments
     /// behind a hole in each of 1,000 connections held 4 MB of bytes and took 4 GB.
-    public static let segmentOverhead = 80
+    package static let segmentOverhead = 80
 
     private struct FlowKey: Hashable {
         var source: Endpoint
@@ -144,13 +144,13 @@ public struct TCPReassembler: StreamReassembler {
     private var finishing: [Int]?
 
     /// Out-of-order bytes waiting now, over all directions, each segment's overhead included.
-    public var bufferedBytes: Int { totalPendingCost }
+    package var bufferedBytes: Int { totalPendingCost }
     /// The most out-of-order bytes one direction holds now, each segment's overhead included.
-    public var largestDirectionBuffer: Int { flows.reduce(0) { max($0, $1?.pendingCost ?? 0) } }
+    package var largestDirectionBuffer: Int { flows.reduce(0) { max($0, $1?.pendingCost ?? 0) } }
     /// Directions tracked now, ended ones included.
-    public var trackedDirections: Int { liveCount }
+    package var trackedDirections: Int { liveCount }
 
-    public init(limits: Limits = Limits()) {
+    package init(limits: Limits = Limits()) {
         precondition(limits.bufferedBytesPerDirection > 0 && limits.bufferedSegmentsPerDirection > 0
                      && limits.bufferedBytesTotal > 0 && limits.directions > 1, "reassembly limits must be positive")
         self.limits = limits
@@ -158,14 +158,14 @@ public struct TCPReassembler: StreamReassembler {
 
     private static let fin: UInt8 = 0x01, syn: UInt8 = 0x02, rst: UInt8 = 0x04, ack: UInt8 = 0x10
 
-    public mutating func add(_ segment: TCPSegment) -> [StreamChunk] {
+    package mutating func add(_ segment: TCPSegment) -> [StreamChunk] {
         var out: [StreamChunk] = []
         add(segment, into: &out)
         return out
     }
 
     /// As `add(_:)`, appending to `out`: the reader's loop reuses one array.
-    public mutating func add(_ segment: TCPSegment, into out: inout [StreamChunk]) {
+    package mutating func add(_ segment: TCPSegment, into out: inout [StreamChunk]) {
         counts.segments += 1
         now = max(now, segment.timeNs)
         let flags = segment.flags
@@ -222,7 +222,7 @@ public struct TCPReassembler: StreamReassembler {
         }
     }
 
-    public mutating func finish() -> [StreamChunk] {
+    package mutating func finish() -> [StreamChunk] {
         var out: [StreamChunk] = []
         while finishNext(into: &out) {}
         return out
@@ -233,7 +233,7 @@ public struct TCPReassembler: StreamReassembler {
     /// direction at a time, so a reader need hold no more than one direction's chunks at once
     /// (all of them at once took as much again as the bound on what waits). Segments added after
     /// the first call are not expected.
-    public mutating func finishNext(into out: inout [StreamChunk]) -> Bool {
+    package mutating func finishNext(into out: inout [StreamChunk]) -> Bool {
         if finishing == nil {
             // Latest first, to pop from the end.
             finishing = flows.indices.filter { flows[$0].map { !$0.ended } ?? false }.sorted { flows[$0]!.serial > flows[$1]!.serial }

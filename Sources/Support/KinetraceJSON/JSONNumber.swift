@@ -4,11 +4,11 @@
 /// JSONEncoder writes for a motion value) is converted exactly with 128-bit
 /// integer arithmetic; anything else falls back to the standard library's
 /// parser, which is exact too but allocates.
-public enum JSONNumber {
+package enum JSONNumber {
     /// The value of a token that `JSONScanner.readNumberToken` accepted (grammar already checked).
     /// Infinite when the value overflows a Double, as the standard library's parser gives.
     @inlinable
-    public static func double(_ token: UnsafeRawBufferPointer) -> Double {
+    package static func double(_ token: UnsafeRawBufferPointer) -> Double {
         fastDouble(token) ?? slowDouble(token)
     }
 
@@ -19,7 +19,7 @@ public enum JSONNumber {
 
     /// nil when the token needs the general algorithm.
     @inlinable
-    public static func fastDouble(_ token: UnsafeRawBufferPointer) -> Double? {
+    package static func fastDouble(_ token: UnsafeRawBufferPointer) -> Double? {
         let count = token.count
         guard count > 0, let p = token.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
         var i = 0

@@ -12,23 +12,23 @@ import Darwin
 /// what makes trace reading fast. It does not check that string bytes are
 /// well-formed UTF-8 (`UTF8Validation` does, for readers that must); it
 /// does reject a `\u` escape of an unpaired surrogate.
-public struct JSONScanner {
-    public let bytes: UnsafeRawBufferPointer
-    public var index = 0
+package struct JSONScanner {
+    package let bytes: UnsafeRawBufferPointer
+    package var index = 0
 
     /// Nesting deeper than this is rejected rather than risking the stack.
-    public static let maxDepth = 256
+    package static let maxDepth = 256
 
-    @inlinable public init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    @inlinable package init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     /// Whether `byte` is an ASCII digit.
     @inlinable @inline(__always)
-    public static func isASCIIDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
+    package static func isASCIIDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
 
-    public struct SyntaxError: Error, Sendable {
-        public var offset: Int
-        public var message: String
-        @inlinable public init(offset: Int, message: String) {
+    package struct SyntaxError: Error, Sendable {
+        package var offset: Int
+        package var message: String
+        @inlinable package init(offset: Int, message: String) {
             self.offset = offset
             self.message = message
         }
@@ -39,7 +39,7 @@ public struct JSONScanner {
     }
 
     @inline(__always)
-    @inlinable public mutating func skipWhitespace() {
+    @inlinable package mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index &+= 1
@@ -49,7 +49,7 @@ public struct JSONScanner {
     }
 
     @inline(__always)
-    @inlinable public mutating func peek() -> UInt8? {
+    @inlinable package mutating func peek() -> UInt8? {
         skipWhitespace()
         return index < bytes.count ? bytes[index] : nil
     }
@@ -61,7 +61,7 @@ public struct JSONScanner {
     }
 
     @inline(__always)
-    @inlinable public mutating func expect(_ byte: UInt8, _ what: @autoclosure () -> String) throws(SyntaxError) {
+    @inlinable package mutating func expect(_ byte: UInt8, _ what: @autoclosure () -> String) throws(SyntaxError) {
         if index < bytes.count && bytes[index] == byte { index &+= 1; return }  // compact JSON: no whitespace
         let found = peek()
         guard found == byte else { throw fail("expected \(what()), found \(describe(found))") }
@@ -69,18 +69,18 @@ public struct JSONScanner {
     }
 
     /// Checks that nothing but whitespace follows the value.
-    @inlinable public mutating func expectEnd() throws(SyntaxError) {
+    @inlinable package mutating func expectEnd() throws(SyntaxError) {
         if let found = peek() { throw fail("expected end of line after the JSON value, found \(describe(found))") }
     }
 
     // MARK: Objects
 
-    @inlinable public mutating func beginObject() throws(SyntaxError) { try expect(UInt8(ascii: "{"), "'{'") }
+    @inlinable package mutating func beginObject() throws(SyntaxError) { try expect(UInt8(ascii: "{"), "'{'") }
 
     /// The next member's key, or nil at the closing brace. Keys without
     /// escapes come back as a slice of the input; others are decoded.
     @inline(__always)
-    @inlinable public mutating func nextKey(first: inout Bool) throws(SyntaxError) -> JSONKey? {
+    @inlinable package mutating func nextKey(first: inout Bool) throws(SyntaxError) -> JSONKey? {
         let found = peek()
         if found == UInt8(ascii: "}") { index &+= 1; return nil }
         if !first {
@@ -102,7 +102,7 @@ public struct JSONScanner {
     /// caller falls back to `nextKey`. Only exact bytes of a valid member
     /// name match, so this accepts nothing `nextKey` would reject.
     @inline(__always)
-    @inlinable public mutating func matchKey(_ name: StaticString, first: inout Bool) -> JSONKey? {
+    @inlinable package mutating func matchKey(_ name: StaticString, first: inout Bool) -> JSONKey? {
         let count = name.utf8CodeUnitCount
         var i = index
         if !first {
@@ -119,7 +119,7 @@ public struct JSONScanner {
 
     /// `matchKey` for a name held in memory (a declared protocol's, read at run time).
     @inline(__always)
-    @inlinable public mutating func matchKey(utf8 name: UnsafeRawBufferPointer, first: inout Bool) -> JSONKey? {
+    @inlinable package mutating func matchKey(utf8 name: UnsafeRawBufferPointer, first: inout Bool) -> JSONKey? {
         let count = name.count
         var i = index
         if !first {
@@ -135,7 +135,7 @@ public struct JSONScanner {
     }
 
     /// Skips an object, expecting its members in the order `names` (UTF-8) gives.
-    @inlinable public mutating func skipObject(predicting names: [[UInt8]]) throws(SyntaxError) {
+    @inlinable package mutating func skipObject(predicting names: [[UInt8]]) throws(SyntaxError) {
         try beginObject()
         var first = true
         var next = 0
@@ -152,7 +152,7 @@ public struct JSONScanner {
 
     /// Skips an object, expecting its members in the order `names` gives
     /// (falling back to the general path at the first surprise).
-    @inlinable public mutating func skipObject(predicting names: [StaticString]) throws(SyntaxError) {
+    @inlinable package mutating func skipObject(predicting names: [StaticString]) throws(SyntaxError) {
         try beginObject()
         var first = true
         var next = 0
@@ -170,7 +170,7 @@ public struct JSONScanner {
     /// Consumes `literal` if the input continues with exactly those bytes
     /// (no whitespace allowed); otherwise consumes nothing.
     @inline(__always)
-    @inlinable public mutating func consume(_ literal: StaticString) -> Bool {
+    @inlinable package mutating func consume(_ literal: StaticString) -> Bool {
         let count = literal.utf8CodeUnitCount
         guard index &+ count <= bytes.count,
               memcmp(bytes.baseAddress! + index, literal.utf8Start, count) == 0 else { return false }
@@ -180,7 +180,7 @@ public struct JSONScanner {
 
     /// Consumes `literal` if the input continues with exactly those bytes.
     @inlinable @inline(__always)
-    public mutating func consume(_ literal: UnsafeRawBufferPointer) -> Bool {
+    package mutating func consume(_ literal: UnsafeRawBufferPointer) -> Bool {
         let count = literal.count
         guard index &+ count <= bytes.count,
               memcmp(bytes.baseAddress! + index, literal.baseAddress!, count) == 0 else { return false }
@@ -192,7 +192,7 @@ public struct JSONScanner {
 
     /// Reads a string token; a slice when it has no escapes, decoded otherwise.
     @inline(__always)
-    @inlinable public mutating func readStringToken() throws(SyntaxError) -> JSONKey {
+    @inlinable package mutating func readStringToken() throws(SyntaxError) -> JSONKey {
         try expect(UInt8(ascii: "\""), "a string")
         let start = index
         let base = bytes.baseAddress!  // non-nil: expect() consumed a byte
@@ -224,7 +224,7 @@ public struct JSONScanner {
     /// Whether any byte of `word` is '"', '\\' or below 0x20 (SWAR: a byte
     /// is zero after XOR with the target exactly when it matched).
     @inline(__always)
-    @inlinable public static func hasSpecialByte(_ word: UInt64) -> Bool {
+    @inlinable package static func hasSpecialByte(_ word: UInt64) -> Bool {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let highs: UInt64 = 0x8080_8080_8080_8080
         let quote = word ^ (ones &* 0x22)
@@ -235,13 +235,13 @@ public struct JSONScanner {
         return (hasQuote | hasBackslash | hasControl) & highs != 0
     }
 
-    @inlinable public mutating func readString() throws(SyntaxError) -> String {
+    @inlinable package mutating func readString() throws(SyntaxError) -> String {
         try readStringToken().string
     }
 
     /// Decodes string content up to its closing quote, or, with
     /// `toEnd`, up to the end of the input (content already validated).
-    @inlinable public mutating func decodeEscapedString(toEnd: Bool = false) throws(SyntaxError) -> String {
+    @inlinable package mutating func decodeEscapedString(toEnd: Bool = false) throws(SyntaxError) -> String {
         var out: [UInt8] = []
         while index < bytes.count {
             let byte = bytes[index]
@@ -301,7 +301,7 @@ public struct JSONScanner {
     /// The number token's extent, checked against JSON's number grammar.
     /// Works on a local cursor and raw pointer so the loops stay in registers.
     @inline(__always)
-    @inlinable public mutating func readNumberToken() throws(SyntaxError) -> (start: Int, end: Int, isInteger: Bool) {
+    @inlinable package mutating func readNumberToken() throws(SyntaxError) -> (start: Int, end: Int, isInteger: Bool) {
         skipWhitespace()
         let start = index
         let count = bytes.count
@@ -335,7 +335,7 @@ public struct JSONScanner {
     /// An integer-valued number that fits in Int64. Fraction and exponent
     /// forms are accepted when their value is an exact integer (`1.5e3` is
     /// 1500), since JSON Schema's "integer" allows them (TR-READ-2).
-    @inlinable public mutating func readInt64(_ what: String) throws(SyntaxError) -> Int64 {
+    @inlinable package mutating func readInt64(_ what: String) throws(SyntaxError) -> Int64 {
         let (negative, magnitude, start) = try readIntegerParts(what)
         if negative {
             guard magnitude <= UInt64(Int64.max) + 1 else { throw fail("\(what) is out of range", at: start) }
@@ -346,7 +346,7 @@ public struct JSONScanner {
     }
 
     /// An integer-valued number that fits in UInt64.
-    @inlinable public mutating func readUInt64(_ what: String) throws(SyntaxError) -> UInt64 {
+    @inlinable package mutating func readUInt64(_ what: String) throws(SyntaxError) -> UInt64 {
         let (negative, magnitude, start) = try readIntegerParts(what)
         guard !negative || magnitude == 0 else { throw fail("\(what) must not be negative", at: start) }
         return magnitude
@@ -409,7 +409,7 @@ public struct JSONScanner {
         return magnitude
     }
 
-    @inlinable public mutating func readDouble(_ what: String) throws(SyntaxError) -> Double {
+    @inlinable package mutating func readDouble(_ what: String) throws(SyntaxError) -> Double {
         let token = try readNumberToken()
         let value = JSONNumber.double(UnsafeRawBufferPointer(rebasing: bytes[token.start..<token.end]))
         guard !value.isNaN else { throw fail("\(what) is not a number", at: token.start) }
@@ -418,7 +418,7 @@ public struct JSONScanner {
 
     // MARK: Literals and generic values
 
-    @inlinable public mutating func readBool(_ what: String) throws(SyntaxError) -> Bool {
+    @inlinable package mutating func readBool(_ what: String) throws(SyntaxError) -> Bool {
         if matchLiteral("true") { return true }
         if matchLiteral("false") { return false }
         throw fail("expected \(what) to be true or false")
@@ -435,7 +435,7 @@ public struct JSONScanner {
     }
 
     /// Skips one value of any type without building it.
-    @inlinable public mutating func skipValue(depth: Int = 0) throws(SyntaxError) {
+    @inlinable package mutating func skipValue(depth: Int = 0) throws(SyntaxError) {
         guard depth < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth)") }
         guard let byte = peek() else { throw fail("expected a value, found end of line") }
         switch byte {
@@ -464,7 +464,7 @@ public struct JSONScanner {
     }
 
     /// Builds a value of any type, up to `maxDepth` deep.
-    @inlinable public mutating func readValue(depth: Int = 0) throws(SyntaxError) -> JSONValue {
+    @inlinable package mutating func readValue(depth: Int = 0) throws(SyntaxError) -> JSONValue {
         guard depth < Self.maxDepth else { throw fail("nesting deeper than \(Self.maxDepth)") }
         guard let byte = peek() else { throw fail("expected a value, found end of line") }
         switch byte {
@@ -510,17 +510,17 @@ public struct JSONScanner {
 /// A string token: the bytes between its quotes, borrowed from the input.
 /// A plain value type, so scanning keys costs no reference counting; the
 /// rare escaped string is decoded only when its text is asked for.
-public struct JSONKey {
+package struct JSONKey {
     /// The raw content between the quotes, escapes undecoded.
-    public let raw: UnsafeRawBufferPointer
-    public let escaped: Bool
+    package let raw: UnsafeRawBufferPointer
+    package let escaped: Bool
 
-    @inlinable public init(raw: UnsafeRawBufferPointer, escaped: Bool) {
+    @inlinable package init(raw: UnsafeRawBufferPointer, escaped: Bool) {
         self.raw = raw
         self.escaped = escaped
     }
 
-    public var string: String {
+    package var string: String {
         guard escaped else { return String(decoding: raw, as: UTF8.self) }
         var scanner = JSONScanner(raw)
         // Escapes were validated when the token was read.
@@ -528,7 +528,7 @@ public struct JSONKey {
     }
 
     /// Compares the decoded text with a name held in memory.
-    @inlinable public func equals(utf8 name: [UInt8]) -> Bool {
+    @inlinable package func equals(utf8 name: [UInt8]) -> Bool {
         guard !escaped else { return string.utf8.elementsEqual(name) }
         guard raw.count == name.count else { return false }
         return name.isEmpty || name.withUnsafeBytes { memcmp(raw.baseAddress!, $0.baseAddress!, name.count) == 0 }
@@ -536,7 +536,7 @@ public struct JSONKey {
 
     /// Compares the decoded text with an ASCII name.
     @inline(__always)
-    @inlinable public func equals(_ name: StaticString) -> Bool {
+    @inlinable package func equals(_ name: StaticString) -> Bool {
         guard !escaped else { return name.withUTF8Buffer { string.utf8.elementsEqual($0) } }
         let count = name.utf8CodeUnitCount
         guard raw.count == count else { return false }
@@ -547,7 +547,7 @@ public struct JSONKey {
 extension JSONKey {
     /// Whether two names or strings are the same text, escapes decoded, compared
     /// byte for byte as RFC 8259 §8.3 says (so "é" and "e\u{301}" differ).
-    @inlinable public func hasSameText(as other: JSONKey) -> Bool {
+    @inlinable package func hasSameText(as other: JSONKey) -> Bool {
         guard escaped || other.escaped else {
             return raw.count == other.raw.count && (raw.isEmpty || memcmp(raw.baseAddress!, other.raw.baseAddress!, raw.count) == 0)
         }
@@ -555,7 +555,7 @@ extension JSONKey {
     }
 
     /// Feeds the decoded text to `hasher`, agreeing with `hasSameText`.
-    @inlinable public func hashText(into hasher: inout Hasher) {
+    @inlinable package func hashText(into hasher: inout Hasher) {
         guard escaped else { return hasher.combine(bytes: raw) }
         var text = string
         text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }

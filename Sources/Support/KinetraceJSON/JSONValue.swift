@@ -1,6 +1,6 @@
 /// A parsed JSON value, for the parts of a trace that are free-form
 /// (header metadata, event data). Records' fixed fields bypass it.
-public enum JSONValue: Hashable, Sendable {
+package enum JSONValue: Hashable, Sendable {
     case null
     case bool(Bool)
     /// A number written without fraction or exponent that fits in Int64.
@@ -10,27 +10,27 @@ public enum JSONValue: Hashable, Sendable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
-    public var integerValue: Int64? {
+    package var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    package var integerValue: Int64? {
         switch self {
         case .integer(let i): return i
         case .number(let d) where d.rounded() == d && abs(d) < 9.0e18: return Int64(d)
         default: return nil
         }
     }
-    public var doubleValue: Double? {
+    package var doubleValue: Double? {
         switch self {
         case .integer(let i): return Double(i)
         case .number(let d): return d
         default: return nil
         }
     }
-    public var objectValue: [String: JSONValue]? { if case .object(let o) = self { return o } else { return nil } }
+    package var objectValue: [String: JSONValue]? { if case .object(let o) = self { return o } else { return nil } }
 }
 
 extension JSONValue {
     /// Compact JSON text; object keys sorted so output is deterministic.
-    public var jsonText: String {
+    package var jsonText: String {
         var out = JSONOutput()
         out.append(self)
         return out.text
@@ -38,21 +38,21 @@ extension JSONValue {
 }
 
 /// Appends compact JSON to a byte buffer.
-public struct JSONOutput {
-    public var bytes: [UInt8] = []
+package struct JSONOutput {
+    package var bytes: [UInt8] = []
 
-    public init() {}
+    package init() {}
 
-    public var text: String { String(decoding: bytes, as: UTF8.self) }
+    package var text: String { String(decoding: bytes, as: UTF8.self) }
 
-    @inlinable public mutating func raw(_ s: StaticString) {
+    @inlinable package mutating func raw(_ s: StaticString) {
         s.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
-    @inlinable public mutating func raw(_ s: String) { bytes.append(contentsOf: s.utf8) }
+    @inlinable package mutating func raw(_ s: String) { bytes.append(contentsOf: s.utf8) }
 
     /// Appends `count` bytes that `fill` writes in place: one append instead of one per byte.
-    @inlinable public mutating func appendUninitialized(_ count: Int, _ fill: (UnsafeMutableBufferPointer<UInt8>) -> Void) {
+    @inlinable package mutating func appendUninitialized(_ count: Int, _ fill: (UnsafeMutableBufferPointer<UInt8>) -> Void) {
         let start = bytes.count
         grow(by: count)
         bytes.withUnsafeMutableBufferPointer { fill(UnsafeMutableBufferPointer(rebasing: $0[start...])) }
@@ -76,7 +76,7 @@ public struct JSONOutput {
 
     /// Appends what `body` writes through a cursor, at most `maxCount` bytes: a run
     /// of small pieces (a member name, a number, an endpoint) costs one append, not one each.
-    @inlinable public mutating func write(upTo maxCount: Int, _ body: (inout JSONCursor) -> Void) {
+    @inlinable package mutating func write(upTo maxCount: Int, _ body: (inout JSONCursor) -> Void) {
         let start = bytes.count
         grow(by: maxCount)
         let written = bytes.withUnsafeMutableBufferPointer { buffer in
@@ -87,13 +87,13 @@ public struct JSONOutput {
         bytes.removeLast(maxCount &- written)
     }
 
-    @inlinable public mutating func key(_ s: StaticString) {
+    @inlinable package mutating func key(_ s: StaticString) {
         bytes.append(UInt8(ascii: "\""))
         raw(s)
         raw("\":")
     }
 
-    @inlinable public mutating func string(_ s: String) {
+    @inlinable package mutating func string(_ s: String) {
         var s = s
         s.withUTF8 { utf8 in
             bytes.append(UInt8(ascii: "\""))
@@ -124,7 +124,7 @@ public struct JSONOutput {
     }
 
     /// Decimal digits written straight into the buffer: `String(value)` would allocate per number.
-    @inlinable public mutating func integer<T: BinaryInteger>(_ value: T) {
+    @inlinable package mutating func integer<T: BinaryInteger>(_ value: T) {
         if let small = Int64(exactly: value) {
             digits(small.magnitude, negative: small < 0)
         } else if let large = UInt64(exactly: value) {
@@ -140,7 +140,7 @@ public struct JSONOutput {
 
     /// Finite doubles as their shortest round-trip text; JSON has no NaN or
     /// infinities, so those become the strings "NaN", "Infinity", "-Infinity".
-    @inlinable public mutating func double(_ value: Double) {
+    @inlinable package mutating func double(_ value: Double) {
         if value.isFinite { text(value.description) } else { string(Self.nonFiniteName(value)) }
     }
 
@@ -150,15 +150,15 @@ public struct JSONOutput {
         s.withUTF8 { bytes.append(contentsOf: $0) }
     }
 
-    @inlinable public mutating func float(_ value: Float32) {
+    @inlinable package mutating func float(_ value: Float32) {
         if value.isFinite { text(value.description) } else { string(Self.nonFiniteName(Double(value))) }
     }
 
-    @inlinable public static func nonFiniteName(_ value: Double) -> String {
+    @inlinable package static func nonFiniteName(_ value: Double) -> String {
         value.isNaN ? "NaN" : (value < 0 ? "-Infinity" : "Infinity")
     }
 
-    @inlinable public mutating func append(_ value: JSONValue) {
+    @inlinable package mutating func append(_ value: JSONValue) {
         switch value {
         case .null: raw("null")
         case .bool(let b): raw(b ? "true" : "false")
@@ -190,7 +190,7 @@ extension JSONOutput {
     /// value here when their turn comes, keys sorted across both as `append` sorts them: a
     /// report with a member per controller writes each as it makes it, instead of holding a
     /// value tree for all of them (a kilobyte or two each) beside the text.
-    public mutating func object(_ members: [String: JSONValue], written: [String: (inout JSONOutput) -> Void]) {
+    package mutating func object(_ members: [String: JSONValue], written: [String: (inout JSONOutput) -> Void]) {
         bytes.append(UInt8(ascii: "{"))
         for (i, key) in Set(members.keys).union(written.keys).sorted().enumerated() {
             if i > 0 { bytes.append(UInt8(ascii: ",")) }
@@ -202,7 +202,7 @@ extension JSONOutput {
     }
 
     /// An array of `count` elements, each written by `element` in turn.
-    public mutating func array(count: Int, _ element: (Int, inout JSONOutput) -> Void) {
+    package mutating func array(count: Int, _ element: (Int, inout JSONOutput) -> Void) {
         bytes.append(UInt8(ascii: "["))
         for i in 0..<count {
             if i > 0 { bytes.append(UInt8(ascii: ",")) }
@@ -214,36 +214,36 @@ extension JSONOutput {
 
 /// Writes into room `JSONOutput.write(upTo:_:)` made; writing past it traps
 /// (a caller's bound was wrong), never overruns.
-public struct JSONCursor {
+package struct JSONCursor {
     @usableFromInline let base: UnsafeMutablePointer<UInt8>
     @usableFromInline let capacity: Int
     @usableFromInline var written = 0
     /// Bytes written so far.
-    public var count: Int { written }
+    package var count: Int { written }
 
     @inlinable init(_ base: UnsafeMutablePointer<UInt8>, capacity: Int) {
         self.base = base
         self.capacity = capacity
     }
 
-    @inlinable public mutating func byte(_ byte: UInt8) {
+    @inlinable package mutating func byte(_ byte: UInt8) {
         precondition(written < capacity, "JSONCursor: write past the bound")
         base[written] = byte
         written &+= 1
     }
 
-    @inlinable public mutating func bytes(_ bytes: UnsafeBufferPointer<UInt8>) {
+    @inlinable package mutating func bytes(_ bytes: UnsafeBufferPointer<UInt8>) {
         precondition(bytes.count <= capacity &- written, "JSONCursor: write past the bound")
         if let source = bytes.baseAddress { (base + written).update(from: source, count: bytes.count) }
         written &+= bytes.count
     }
 
-    @inlinable public mutating func raw(_ s: StaticString) {
+    @inlinable package mutating func raw(_ s: StaticString) {
         bytes(UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
     }
 
     /// Decimal digits, right to left in place: at most 20 and a sign.
-    @inlinable public mutating func digits(_ magnitude: UInt64, negative: Bool) {
+    @inlinable package mutating func digits(_ magnitude: UInt64, negative: Bool) {
         var length = negative ? 2 : 1
         var rest = magnitude
         while rest >= 10 { rest /= 10; length &+= 1 }
@@ -259,24 +259,24 @@ public struct JSONCursor {
         written &+= length
     }
 
-    @inlinable public mutating func integer(_ value: Int64) { digits(value.magnitude, negative: value < 0) }
-    @inlinable public mutating func integer(_ value: UInt64) { digits(value, negative: false) }
+    @inlinable package mutating func integer(_ value: Int64) { digits(value.magnitude, negative: value < 0) }
+    @inlinable package mutating func integer(_ value: UInt64) { digits(value, negative: false) }
 }
 
 /// Why a standalone JSON document (a network, a config) did not parse.
-public struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct JSONParseError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Byte offset of the problem in the document.
-    public var offset: Int
+    package var offset: Int
     /// 1-based line of `offset`.
-    public var line: Int
-    public var message: String
+    package var line: Int
+    package var message: String
 
-    public var description: String { "line \(line) (byte \(offset)): \(message)" }
+    package var description: String { "line \(line) (byte \(offset)): \(message)" }
 }
 
 extension JSONValue {
     /// Parses one complete JSON document (RFC 8259), rejecting trailing content.
-    public static func parse(_ bytes: [UInt8]) -> Result<JSONValue, JSONParseError> {
+    package static func parse(_ bytes: [UInt8]) -> Result<JSONValue, JSONParseError> {
         bytes.withUnsafeBytes { raw in
             var scanner = JSONScanner(raw)
             do throws(JSONScanner.SyntaxError) {

@@ -3,11 +3,11 @@
 /// no stray continuation bytes, no sequence cut short. JSONScanner does not
 /// check this (the trace reader's hot path does not need it); a reader whose
 /// spec requires UTF-8 calls this once on the whole text.
-public enum UTF8Validation {
+package enum UTF8Validation {
     /// The offset of the first byte of the first ill-formed sequence in
     /// `bytes`, or nil when all of it is well-formed.
     @inlinable
-    public static func firstInvalidOffset(_ bytes: UnsafeRawBufferPointer) -> Int? {
+    package static func firstInvalidOffset(_ bytes: UnsafeRawBufferPointer) -> Int? {
         guard let base = bytes.baseAddress else { return nil }
         let count = bytes.count
         var i = 0
@@ -63,5 +63,5 @@ public enum UTF8Validation {
 
     /// Whether all of `bytes` is well-formed UTF-8.
     @inlinable
-    public static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool { firstInvalidOffset(bytes) == nil }
+    package static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool { firstInvalidOffset(bytes) == nil }
 }

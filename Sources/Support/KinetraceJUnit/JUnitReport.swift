@@ -10,26 +10,26 @@
 /// with three places (Surefire's pattern: no exponent, no sign, at most three). Text goes through
 /// `JUnitXML.escaped`, which drops nothing a reader needs and everything XML 1.0
 /// forbids. `Tests/KinetraceCLITests/Schemas/junit.xsd` states the same rules.
-public struct JUnitReport: Sendable, Hashable {
+package struct JUnitReport: Sendable, Hashable {
     /// The run, e.g. "kinetrace conform".
-    public var name: String
-    public var suites: [JUnitSuite]
+    package var name: String
+    package var suites: [JUnitSuite]
     /// The whole run's wall time; nil leaves `time` off `<testsuites>`.
-    public var durationNs: Int64?
+    package var durationNs: Int64?
 
-    public init(name: String, suites: [JUnitSuite], durationNs: Int64? = nil) {
+    package init(name: String, suites: [JUnitSuite], durationNs: Int64? = nil) {
         self.name = name
         self.suites = suites
         self.durationNs = durationNs
     }
 
-    public var tests: Int { suites.reduce(0) { $0 + $1.tests } }
-    public var failures: Int { suites.reduce(0) { $0 + $1.failures } }
-    public var errors: Int { suites.reduce(0) { $0 + $1.errors } }
-    public var skipped: Int { suites.reduce(0) { $0 + $1.skipped } }
+    package var tests: Int { suites.reduce(0) { $0 + $1.tests } }
+    package var failures: Int { suites.reduce(0) { $0 + $1.failures } }
+    package var errors: Int { suites.reduce(0) { $0 + $1.errors } }
+    package var skipped: Int { suites.reduce(0) { $0 + $1.skipped } }
 
     /// The document, UTF-8 text with an XML declaration, ending in a newline.
-    public func xml() -> String {
+    package func xml() -> String {
         var out = #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
         out += "<testsuites"
         attribute("name", name, to: &out)
@@ -45,19 +45,19 @@ public struct JUnitReport: Sendable, Hashable {
 }
 
 /// One `<testsuite>`.
-public struct JUnitSuite: Sendable, Hashable {
-    public var name: String
-    public var durationNs: Int64?
+package struct JUnitSuite: Sendable, Hashable {
+    package var name: String
+    package var durationNs: Int64?
     /// When the suite started: ISO 8601 in UTC to the second, without a zone ("2026-11-24T18:07:19"),
     /// as Ant and Surefire write it. The caller formats it (the trace layer has the calendar).
-    public var timestamp: String?
+    package var timestamp: String?
     /// Name–value pairs describing the run (options, target, seed), in order.
-    public var properties: [JUnitProperty]
-    public var cases: [JUnitCase]
+    package var properties: [JUnitProperty]
+    package var cases: [JUnitCase]
     /// What the whole suite printed, e.g. its one-line status.
-    public var systemOut: String?
+    package var systemOut: String?
 
-    public init(name: String, durationNs: Int64? = nil, timestamp: String? = nil, properties: [JUnitProperty] = [],
+    package init(name: String, durationNs: Int64? = nil, timestamp: String? = nil, properties: [JUnitProperty] = [],
                 cases: [JUnitCase], systemOut: String? = nil) {
         self.name = name
         self.durationNs = durationNs
@@ -67,10 +67,10 @@ public struct JUnitSuite: Sendable, Hashable {
         self.systemOut = systemOut
     }
 
-    public var tests: Int { cases.count }
-    public var failures: Int { cases.filter { if case .failed = $0.result { return true } else { return false } }.count }
-    public var errors: Int { cases.filter { if case .errored = $0.result { return true } else { return false } }.count }
-    public var skipped: Int { cases.filter { if case .skipped = $0.result { return true } else { return false } }.count }
+    package var tests: Int { cases.count }
+    package var failures: Int { cases.filter { if case .failed = $0.result { return true } else { return false } }.count }
+    package var errors: Int { cases.filter { if case .errored = $0.result { return true } else { return false } }.count }
+    package var skipped: Int { cases.filter { if case .skipped = $0.result { return true } else { return false } }.count }
 
     func write(to out: inout String) {
         out += "  <testsuite"
@@ -98,19 +98,19 @@ public struct JUnitSuite: Sendable, Hashable {
     }
 }
 
-public struct JUnitProperty: Sendable, Hashable {
-    public var name: String
-    public var value: String
+package struct JUnitProperty: Sendable, Hashable {
+    package var name: String
+    package var value: String
 
-    public init(_ name: String, _ value: String) {
+    package init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
     }
 }
 
 /// One `<testcase>` and its outcome.
-public struct JUnitCase: Sendable, Hashable {
-    public enum Result: Sendable, Hashable {
+package struct JUnitCase: Sendable, Hashable {
+    package enum Result: Sendable, Hashable {
         case passed
         /// The thing under test is wrong: `<failure>`.
         case failed(JUnitProblem)
@@ -120,14 +120,14 @@ public struct JUnitCase: Sendable, Hashable {
         case skipped(String)
     }
 
-    public var name: String
+    package var name: String
     /// Groups cases in CI views (Jenkins splits it at the last dot into package and class).
-    public var className: String?
-    public var durationNs: Int64?
-    public var result: Result
-    public var systemOut: String?
+    package var className: String?
+    package var durationNs: Int64?
+    package var result: Result
+    package var systemOut: String?
 
-    public init(name: String, className: String? = nil, durationNs: Int64? = nil, result: Result = .passed, systemOut: String? = nil) {
+    package init(name: String, className: String? = nil, durationNs: Int64? = nil, result: Result = .passed, systemOut: String? = nil) {
         self.name = name
         self.className = className
         self.durationNs = durationNs
@@ -157,13 +157,13 @@ public struct JUnitCase: Sendable, Hashable {
 }
 
 /// What a `<failure>` or `<error>` says: a short type to group by, a one-line message, and detail.
-public struct JUnitProblem: Sendable, Hashable {
-    public var type: String
-    public var message: String
+package struct JUnitProblem: Sendable, Hashable {
+    package var type: String
+    package var message: String
     /// The element's text: evidence, one item a line; empty for none.
-    public var detail: String
+    package var detail: String
 
-    public init(type: String, message: String, detail: String = "") {
+    package init(type: String, message: String, detail: String = "") {
         self.type = type
         self.message = message
         self.detail = detail

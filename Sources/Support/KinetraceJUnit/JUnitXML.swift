@@ -1,13 +1,13 @@
 /// The text rules of the JUnit writer: escaping, times and timestamps.
-public enum JUnitXML {
+package enum JUnitXML {
     /// What stands in for a character XML 1.0 cannot carry (a C0 control other than
     /// tab, LF and CR; U+FFFE; U+FFFF), so the reader sees that something was there.
-    public static let replacement: Unicode.Scalar = "\u{FFFD}"
+    package static let replacement: Unicode.Scalar = "\u{FFFD}"
 
     /// `text` safe in XML 1.0 content, or in a double- or single-quoted attribute value
     /// with `inAttribute`. Works on Unicode scalars, not Characters: a combining mark
     /// after a quote makes one Character that no longer equals the quote.
-    public static func escaped(_ text: String, inAttribute: Bool = false) -> String {
+    package static func escaped(_ text: String, inAttribute: Bool = false) -> String {
         var out = String.UnicodeScalarView()
         out.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
@@ -30,7 +30,7 @@ public enum JUnitXML {
 
     /// XML 1.0's Char production: tab, LF, CR, U+0020–U+D7FF, U+E000–U+FFFD and
     /// above U+FFFF (a Swift scalar is never a surrogate).
-    public static func isAllowed(_ scalar: Unicode.Scalar) -> Bool {
+    package static func isAllowed(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x9, 0xA, 0xD: return true
         case 0..<0x20, 0xFFFE, 0xFFFF: return false
@@ -42,7 +42,7 @@ public enum JUnitXML {
     /// which Jenkins' junit-10.xsd enforces, allows at most three (checked against it:
     /// six places fail there). Never an exponent; rounded to the nearest millisecond; a
     /// negative duration is 0.
-    public static func seconds(ns: Int64) -> String {
+    package static func seconds(ns: Int64) -> String {
         let ns = max(ns, 0)
         let millis = ns / 1_000_000 + (ns % 1_000_000 >= 500_000 ? 1 : 0)
         let fraction = String(millis % 1_000)

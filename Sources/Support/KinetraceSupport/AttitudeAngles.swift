@@ -12,8 +12,8 @@ import Darwin
 /// (about device y) and yaw (about z) in [−π, π]. A phone lying face up reads (0, 0, yaw);
 /// upright in portrait, pitch reads +π/2. The simulator writes attitude streams with it and
 /// the gesture engine reads device-motion samples with it, so both agree.
-public enum AttitudeAngles {
-    public static func rollPitchYaw(w: Double, x: Double, y: Double, z: Double) -> (roll: Double, pitch: Double, yaw: Double) {
+package enum AttitudeAngles {
+    package static func rollPitchYaw(w: Double, x: Double, y: Double, z: Double) -> (roll: Double, pitch: Double, yaw: Double) {
         let n = (w * w + x * x + y * y + z * z).squareRoot()
         guard n > 0, n.isFinite else { return (0, 0, 0) }
         let (w, x, y, z) = (w / n, x / n, y / n, z / n)
@@ -26,7 +26,7 @@ public enum AttitudeAngles {
 
     /// Gravity in the device frame (g) for a roll and pitch: the reference frame's (0, 0, −1)
     /// seen from the device. Yaw does not change it.
-    public static func gravity(roll: Double, pitch: Double) -> (x: Double, y: Double, z: Double) {
+    package static func gravity(roll: Double, pitch: Double) -> (x: Double, y: Double, z: Double) {
         (cos(pitch) * sin(roll), -sin(pitch), -cos(pitch) * cos(roll))
     }
 }

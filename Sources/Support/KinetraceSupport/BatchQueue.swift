@@ -12,7 +12,7 @@ import Darwin
 /// bounded) and an empty one blocks the consumer, on condition variables.
 /// "Full" is `capacity` batches, or, when batches are given weights (bytes,
 /// say), a total weight that another batch would take past `maximumWeight`.
-public final class BatchQueue<Element>: @unchecked Sendable {  // state is behind `mutex`
+package final class BatchQueue<Element>: @unchecked Sendable {  // state is behind `mutex`
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let changed: UnsafeMutablePointer<pthread_cond_t>
     /// A ring of `capacity` slots: `count` batches from `head` on.
@@ -24,11 +24,11 @@ public final class BatchQueue<Element>: @unchecked Sendable {  // state is behin
     private var finished = false
     private var cancelled = false
     /// Batches held at most.
-    public let capacity: Int
+    package let capacity: Int
     /// The total weight held at most, beyond which a batch waits (one batch is always let in).
-    public let maximumWeight: Int
+    package let maximumWeight: Int
 
-    public init(capacity: Int, maximumWeight: Int = .max) {
+    package init(capacity: Int, maximumWeight: Int = .max) {
         precondition(capacity > 0, "a queue holds at least one batch")
         self.capacity = capacity
         self.maximumWeight = maximumWeight
@@ -56,7 +56,7 @@ public final class BatchQueue<Element>: @unchecked Sendable {  // state is behin
     /// Producer: adds a batch, waiting while the queue is full. False once the consumer cancelled.
     /// Batches are never empty (consumers take a batch's first element), and weights are not negative.
     @discardableResult
-    public func put(_ batch: [Element], weight batchWeight: Int = 0) -> Bool {
+    package func put(_ batch: [Element], weight batchWeight: Int = 0) -> Bool {
         precondition(!batch.isEmpty && batchWeight >= 0, "a batch holds something and weighs zero or more")
         return withLock {
             while (count >= capacity || (count > 0 && batchWeight > maximumWeight - weight)) && !cancelled {
@@ -73,7 +73,7 @@ public final class BatchQueue<Element>: @unchecked Sendable {  // state is behin
     }
 
     /// Producer: no more batches will come.
-    public func finish() {
+    package func finish() {
         withLock {
             finished = true
             pthread_cond_broadcast(changed)
@@ -81,7 +81,7 @@ public final class BatchQueue<Element>: @unchecked Sendable {  // state is behin
     }
 
     /// Consumer: the next batch, waiting while the queue is empty; nil once it is finished and drained, or cancelled.
-    public func take() -> [Element]? {
+    package func take() -> [Element]? {
         withLock {
             while count == 0 && !finished && !cancelled { pthread_cond_wait(changed, mutex) }
             guard !cancelled, count > 0 else { return nil }
@@ -96,7 +96,7 @@ public final class BatchQueue<Element>: @unchecked Sendable {  // state is behin
     }
 
     /// Consumer: stop early; a producer waiting for room is released and its `put` returns false.
-    public func cancel() {
+    package func cancel() {
         withLock {
             cancelled = true
             pthread_cond_broadcast(changed)

@@ -22,13 +22,13 @@ import Darwin
 /// Percentiles are nearest-rank (the smallest value with at least p % of the
 /// values at or below it), as an HDR histogram's are; the smallest and largest
 /// values are kept exactly.
-public struct DurationSketch: Sendable {
+package struct DurationSketch: Sendable {
     /// Values kept exactly before the sketch switches to bins.
-    public static let exactCapacity = 64
+    package static let exactCapacity = 64
     /// The most bins kept.
-    public static let maxBins = 1024
+    package static let maxBins = 1024
     /// How far a binned percentile may be from the value it stands for, relatively.
-    public static let relativeError = 0.01
+    package static let relativeError = 0.01
     static let gamma = (1 + relativeError) / (1 - relativeError)
     static let logGamma = log(gamma)
 
@@ -39,20 +39,20 @@ public struct DurationSketch: Sendable {
     /// Counts of bins `lowestBin`, `lowestBin + 1`, …; a count stops at UInt32.max.
     private var bins: [UInt32] = []
     private var lowestBin = 0
-    public private(set) var count = 0
+    package private(set) var count = 0
     /// The extremes, exact: the nearest ranks 1 and n.
     private var smallest = UInt64.max, largest = UInt64.min
     /// Whether values spread over more than `maxBins` bins, so the lowest were merged.
-    public private(set) var collapsed = false
+    package private(set) var collapsed = false
 
-    public init() {}
+    package init() {}
 
     /// Bytes allocated for the values and counts (array storage, headers excluded).
-    public var allocatedBytes: Int {
+    package var allocatedBytes: Int {
         exact.capacity * MemoryLayout<UInt64>.stride + bins.capacity * MemoryLayout<UInt32>.stride
     }
 
-    public mutating func record(_ value: UInt64) {
+    package mutating func record(_ value: UInt64) {
         count += 1
         smallest = min(smallest, value)
         largest = max(largest, value)
@@ -128,7 +128,7 @@ public struct DurationSketch: Sendable {
     }
 
     /// The nearest-rank value at `percentile` (0–100); nil when empty.
-    public func value(atPercentile percentile: Double) -> Double? {
+    package func value(atPercentile percentile: Double) -> Double? {
         guard count > 0 else { return nil }
         if !binned {
             let sorted = exact.sorted()

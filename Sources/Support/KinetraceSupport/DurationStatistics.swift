@@ -13,9 +13,9 @@ import Histogram
 ///   past them, in at most 4 KiB of counts (a few hundred bytes for a few values).
 /// Either way a percentile is then rounded to three significant digits (up to
 /// 0.5 % more).
-public struct DurationStatistics: Sendable {
+package struct DurationStatistics: Sendable {
     /// HDR histograms are exact to this many significant digits (the default).
-    public static let significantDigits = 3
+    package static let significantDigits = 3
     /// The histogram starts as a copy of an empty template that shares its counts: the
     /// counts are copied, as one block, on the first value (copy on write); making a
     /// histogram fills its counts one value at a time through generic code (300 µs).
@@ -28,22 +28,22 @@ public struct DurationStatistics: Sendable {
     @usableFromInline var sumNs: Double = 0
     @usableFromInline var smallestNs: Int64 = .max
     @usableFromInline var largestNs: Int64 = .min
-    public var count: Int { recordedCount }
-    public var minNs: Int64 { smallestNs }
-    public var maxNs: Int64 { largestNs }
+    package var count: Int { recordedCount }
+    package var minNs: Int64 { smallestNs }
+    package var maxNs: Int64 { largestNs }
 
     /// Significant digits of the percentiles: 3, or 2 for statistics kept per
     /// controller by the ten thousand (a seventh of the memory).
-    public let digits: Int
+    package let digits: Int
 
     /// `significantDigits` is 3 or 2 (anything else is taken as 3).
-    public init(significantDigits: Int = 3) {
+    package init(significantDigits: Int = 3) {
         digits = significantDigits == 2 ? 2 : 3
         box = HistogramBox(digits == 2 ? Self.twoDigits : Self.threeDigits)
     }
 
     /// Statistics kept for each of many controllers: a few kilobytes at most (`DurationSketch`).
-    public static var perController: DurationStatistics { DurationStatistics(sketch: DurationSketch()) }
+    package static var perController: DurationStatistics { DurationStatistics(sketch: DurationSketch()) }
 
     private init(sketch: DurationSketch) {
         digits = 3
@@ -52,10 +52,10 @@ public struct DurationStatistics: Sendable {
     }
 
     /// Whether percentiles come from a `DurationSketch` (per controller) rather than an HDR histogram.
-    public var isPerController: Bool { sketch != nil }
+    package var isPerController: Bool { sketch != nil }
 
     /// Bytes allocated for the percentiles of statistics kept per controller (nil for a histogram's).
-    public var sketchBytes: Int? { sketch?.allocatedBytes }
+    package var sketchBytes: Int? { sketch?.allocatedBytes }
 
     private static let threeDigits = template(.three)
     private static let twoDigits = template(.two)
@@ -68,7 +68,7 @@ public struct DurationStatistics: Sendable {
 
     // Inlinable: readers record a few intervals per message, and a call across modules costs more than the recording.
     @inlinable
-    public mutating func record(ns: Int64) {
+    package mutating func record(ns: Int64) {
         recordedCount += 1
         sumNs += Double(ns)
         smallestNs = min(smallestNs, ns)
@@ -82,15 +82,15 @@ public struct DurationStatistics: Sendable {
         }
     }
 
-    public var meanMs: Double? { count == 0 ? nil : sumNs / Double(count) / 1e6 }
-    public var minMs: Double? { count == 0 ? nil : Double(minNs) / 1e6 }
-    public var maxMs: Double? { count == 0 ? nil : Double(maxNs) / 1e6 }
+    package var meanMs: Double? { count == 0 ? nil : sumNs / Double(count) / 1e6 }
+    package var minMs: Double? { count == 0 ? nil : Double(minNs) / 1e6 }
+    package var maxMs: Double? { count == 0 ? nil : Double(maxNs) / 1e6 }
 
     /// The value at `percentile` (0–100) in milliseconds, rounded to the
     /// histogram's significant digits: the histogram reports the top of a
     /// bucket (100.031 for 100), and digits past its precision are noise.
     /// Per controller: the sketch's nearest-rank value (within 1 %), rounded alike.
-    public func percentileMs(_ percentile: Double) -> Double? {
+    package func percentileMs(_ percentile: Double) -> Double? {
         guard count > 0 else { return nil }
         let micros = sketch?.value(atPercentile: percentile) ?? Double(box!.histogram.valueAtPercentile(percentile))
         let exact = digits == 2 ? 100.0 : 1000.0

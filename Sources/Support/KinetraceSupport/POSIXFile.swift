@@ -8,13 +8,13 @@ import Darwin
 
 /// A file descriptor with the few calls the formats need, retrying EINTR
 /// and short writes. Errors come back as `FileError` naming the file.
-public final class POSIXFile {
-    public let path: String
+package final class POSIXFile {
+    package let path: String
     private var fd: Int32
 
-    public enum Mode { case read, createTruncate, append }
+    package enum Mode { case read, createTruncate, append }
 
-    public init(path: String, mode: Mode) throws(FileError) {
+    package init(path: String, mode: Mode) throws(FileError) {
         self.path = path
         let flags: Int32
         switch mode {
@@ -50,7 +50,7 @@ public final class POSIXFile {
     }
 
     /// Reads up to `count` bytes into `buffer`; 0 means end of file.
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(FileError) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws(FileError) -> Int {
         while true {
             let n = Glibc_read(fd, buffer.baseAddress, buffer.count)
             if n >= 0 { return n }
@@ -60,7 +60,7 @@ public final class POSIXFile {
     }
 
     /// Writes all of `bytes`.
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(FileError) {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws(FileError) {
         var offset = 0
         while offset < bytes.count {
             let n = Glibc_write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -71,12 +71,12 @@ public final class POSIXFile {
     }
 
     /// Asks the kernel to put written data on disk.
-    public func sync() throws(FileError) {
+    package func sync() throws(FileError) {
         if fsync(fd) != 0 && errno != EINVAL { throw Self.error(errno, path: path, doing: "sync") }
     }
 
     /// Cuts the file to `length` bytes (after a failed write, to drop a torn tail).
-    public func truncate(to length: Int64) throws(FileError) {
+    package func truncate(to length: Int64) throws(FileError) {
         guard fd >= 0 else { return }
         while ftruncate(fd, off_t(length)) != 0 {
             if errno == EINTR { continue }
@@ -84,7 +84,7 @@ public final class POSIXFile {
         }
     }
 
-    public func close() throws(FileError) {
+    package func close() throws(FileError) {
         guard fd >= 0 else { return }
         let result = Glibc_close(fd)
         fd = -1
@@ -99,31 +99,31 @@ public final class POSIXFile {
 
 
 /// A file could not be opened, read or written: which file, what failed.
-public struct FileError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
-        public init(_ name: String) { self.name = name }
-        public var description: String { name }
+package struct FileError: Error, Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        package let name: String
+        package init(_ name: String) { self.name = name }
+        package var description: String { name }
 
         /// The file does not exist.
-        public static let notFound = Code("not_found")
+        package static let notFound = Code("not_found")
         /// The file exists but cannot be opened for reading (permissions, a directory).
-        public static let unreadable = Code("unreadable")
+        package static let unreadable = Code("unreadable")
         /// An output file cannot be created (no such directory, no permission).
-        public static let cannotCreate = Code("cannot_create")
+        package static let cannotCreate = Code("cannot_create")
         /// The operating system refused a read or write.
-        public static let io = Code("io")
+        package static let io = Code("io")
     }
 
-    public var code: Code
-    public var path: String
-    public var message: String
+    package var code: Code
+    package var path: String
+    package var message: String
 
-    public init(_ code: Code, path: String, message: String) {
+    package init(_ code: Code, path: String, message: String) {
         self.code = code
         self.path = path
         self.message = message
     }
 
-    public var description: String { "\(path): \(message)" }
+    package var description: String { "\(path): \(message)" }
 }

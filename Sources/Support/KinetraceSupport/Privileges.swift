@@ -10,20 +10,20 @@ import CKinetraceSystem
 /// Giving up privileges once they have served, as tcpdump does after opening
 /// its device: a capture needs root or CAP_NET_RAW only to open the handle,
 /// and nothing of the kind to read packets and write files already open.
-public enum Privileges {
+package enum Privileges {
     /// Why privileges could not be given up; the caller stops rather than run privileged.
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        public var description: String
-        public init(_ description: String) { self.description = description }
+    package struct Failure: Error, CustomStringConvertible, Sendable {
+        package var description: String
+        package init(_ description: String) { self.description = description }
     }
 
-    public static func userExists(_ user: String) -> Bool { getpwnam(user) != nil }
+    package static func userExists(_ user: String) -> Bool { getpwnam(user) != nil }
 
     /// Becomes `user` (its uid, primary gid and no supplementary groups), which also
     /// clears every capability; with no user, keeps the uid and clears every capability.
     /// Must be called before the process starts threads: capabilities are per thread.
     /// Returns what it did, in words.
-    public static func drop(toUser user: String?) throws(Failure) -> String {
+    package static func drop(toUser user: String?) throws(Failure) -> String {
         if let user {
             guard let entry = getpwnam(user) else { throw Failure("-Z \(user): no such user") }
             let uid = entry.pointee.pw_uid, gid = entry.pointee.pw_gid

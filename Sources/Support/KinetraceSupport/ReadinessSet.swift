@@ -12,11 +12,11 @@ import CKinetraceSystem
 /// call, which with ten thousand controller sockets costs milliseconds per
 /// wait; this costs what the ready ones cost. Nil where unsupported: callers
 /// keep a `poll` path.
-public final class ReadinessSet: @unchecked Sendable {  // the descriptor is fixed; the tag buffer belongs to the waiting thread
+package final class ReadinessSet: @unchecked Sendable {  // the descriptor is fixed; the tag buffer belongs to the waiting thread
     private let descriptor: Int32
     private var tags = [UInt32](repeating: 0, count: 256)
 
-    public init?() {
+    package init?() {
         let descriptor = kinetrace_readiness_create()
         guard descriptor >= 0 else { return nil }
         self.descriptor = descriptor
@@ -25,12 +25,12 @@ public final class ReadinessSet: @unchecked Sendable {  // the descriptor is fix
     deinit { close(descriptor) }
 
     /// Watches `fd` for input, reported as `tag`; errno on failure.
-    public func add(_ fd: Int32, tag: UInt32) -> Int32? {
+    package func add(_ fd: Int32, tag: UInt32) -> Int32? {
         kinetrace_readiness_add(descriptor, fd, tag) == 0 ? nil : errno
     }
 
     /// Waits up to `timeoutMs` and hands each ready tag to `handle`, at most 256 a call.
-    public func wait(timeoutMs: Int32, _ handle: (UInt32) -> Void) {
+    package func wait(timeoutMs: Int32, _ handle: (UInt32) -> Void) {
         let count = tags.withUnsafeMutableBufferPointer { kinetrace_readiness_wait(descriptor, $0.baseAddress, Int32($0.count), timeoutMs) }
         guard count > 0 else { return }
         for index in 0..<Int(count) { handle(tags[index]) }

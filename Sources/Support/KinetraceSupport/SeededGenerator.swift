@@ -1,16 +1,16 @@
 /// SplitMix64: a small, fast, portable generator. Identical sequences on
 /// every platform for the same seed, which `SystemRandomNumberGenerator`
 /// cannot promise.
-public struct SeededGenerator: RandomNumberGenerator, Sendable {
-    public let seed: UInt64
+package struct SeededGenerator: RandomNumberGenerator, Sendable {
+    package let seed: UInt64
     private var state: UInt64
 
-    public init(seed: UInt64) {
+    package init(seed: UInt64) {
         self.seed = seed
         state = seed
     }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -19,11 +19,11 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
     }
 
     /// A uniform double in [0, 1) with 53 random bits.
-    public mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
+    package mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
 
     /// A standard normal deviate (Box–Muller; one draw of the pair is used so
     /// the sequence depends only on the number of calls).
-    public mutating func normal(mean: Double = 0, sd: Double = 1) -> Double {
+    package mutating func normal(mean: Double = 0, sd: Double = 1) -> Double {
         let u1 = max(unit(), 0x1.0p-53)
         let u2 = unit()
         return mean + sd * (-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2)
@@ -31,7 +31,7 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 
     /// An independent generator for a sub-stream (one per controller), so
     /// adding a controller does not change the others' draws.
-    public func derived(_ stream: UInt64) -> SeededGenerator {
+    package func derived(_ stream: UInt64) -> SeededGenerator {
         var mixer = SeededGenerator(seed: seed ^ (stream &* 0xD1B5_4A32_D192_ED03))
         return SeededGenerator(seed: mixer.next())
     }

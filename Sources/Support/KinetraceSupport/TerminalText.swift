@@ -2,10 +2,10 @@
 /// or into a one-line message: control characters show as escapes instead of acting, so a
 /// trace cannot clear the screen, set the window title, move the cursor, or start a second
 /// line that passes for the tool's own.
-public enum TerminalText {
+package enum TerminalText {
     /// `text` with C0 and C1 control characters, DEL and the bidirectional overrides written
     /// as `\n`, `\r`, `\t`, `\e` or `\u{XX}`; everything else is kept.
-    public static func escaped(_ text: some StringProtocol) -> String {
+    package static func escaped(_ text: some StringProtocol) -> String {
         guard text.unicodeScalars.contains(where: needsEscape) else { return String(text) }
         var out = ""
         out.reserveCapacity(text.utf8.count + 8)

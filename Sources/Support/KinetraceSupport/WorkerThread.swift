@@ -9,12 +9,12 @@ import Darwin
 /// A plain pthread for an engine's loop (a receive loop, a sender with
 /// absolute deadlines). Foundation's Thread is avoided to keep engines
 /// Foundation-free.
-public final class WorkerThread: @unchecked Sendable {  // `thread` is written once, before the body can run
+package final class WorkerThread: @unchecked Sendable {  // `thread` is written once, before the body can run
     private var thread: pthread_t?
     private var joined = false
     private let body: () -> Void
 
-    public init(_ body: @escaping () -> Void) {
+    package init(_ body: @escaping () -> Void) {
         self.body = body
         let box = Unmanaged.passRetained(self)
         #if canImport(Darwin)
@@ -31,7 +31,7 @@ public final class WorkerThread: @unchecked Sendable {  // `thread` is written o
     }
 
     /// Waits for the body to return (once; later calls return at once).
-    public func join() {
+    package func join() {
         guard !joined, let thread else { return }
         joined = true
         pthread_join(thread, nil)
@@ -39,12 +39,12 @@ public final class WorkerThread: @unchecked Sendable {  // `thread` is written o
 }
 
 /// Process-wide descriptor limits.
-public enum DescriptorLimit {
+package enum DescriptorLimit {
     /// Raises the soft limit on open files to the hard limit, so a replay can
     /// hold one socket per controller (1,000 controllers exceed the usual
     /// soft limit of 1,024 once files and pipes are counted). Returns the new soft limit.
     @discardableResult
-    public static func raiseToHardLimit() -> Int {
+    package static func raiseToHardLimit() -> Int {
         var limit = rlimit()
         guard getrlimit(RLIMIT_NOFILE_VALUE, &limit) == 0 else { return 0 }
         if limit.rlim_cur < limit.rlim_max {

@@ -118,7 +118,10 @@ struct GesturesEval: ParsableCommand {
         }
     }
 
-    func matchWindow() throws -> MatchWindow {
+    func matchWindow() throws -> MatchWindow { try Self.matchWindow(windowMs) }
+
+    /// `--window-ms BEFORE:AFTER`, checked (`plot timeline` takes it too).
+    static func matchWindow(_ windowMs: String) throws -> MatchWindow {
         let parts = windowMs.split(separator: ":").map { Double($0) }
         guard parts.count == 2, let before = parts[0], let after = parts[1], before >= 0, after >= 0, before.isFinite, after.isFinite else {
             throw ValidationError("--window-ms takes BEFORE:AFTER in ms, e.g. 100:700.")
@@ -141,11 +144,16 @@ struct GesturesEval: ParsableCommand {
         let started = SystemClock.monotonicNs()
         let result: GestureReport
         var timing = GestureTiming()
+        var outcomes: [TraceOutcomes]
         if let live {
-            result = try evaluateLive(paths: paths, host: live, window: window, timing: &timing)
+            (result, outcomes) = try evaluateLive(paths: paths, host: live, window: window, timing: &timing)
         } else {
             let (settings, swept) = try detectorSettings()
-            result = try evaluateOffline(paths: paths, settings: settings, swept: swept, window: window, timing: &timing)
+            (result, outcomes) = try evaluateOffline(paths: paths, settings: settings, swept: swept, window: window, timing: &timing)
+            if settings.count > 1 && report.format != .junit {
+                // A sweep kept only counts: what became of each label is found again at the best setting alone.
+                outcomes = try bestOutcomes(paths: paths, setting: settings[result.bestIndex], window: window)
+            }
         }
         timing.totalNs = SystemClock.monotonicNs() - started
 
@@ -166,10 +174,12 @@ struct GesturesEval: ParsableCommand {
         }
         switch report.format {
         case .text:
-            try writeOutput(GestureRendering.text(result, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing),
+            try writeOutput(GestureRendering.text(result, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing,
+                                                  outcomes: outcomes),
                             to: report.out)
         case .json:
-            try writeOutput(GestureRendering.json(result, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing),
+            try writeOutput(GestureRendering.json(result, checks: checks, traceRegressions: traceRegressions, baselinePath: baseline, timing: timing,
+                                                  outcomes: outcomes),
                             to: report.out)
         case .junit:
             try junit.write(JUnitRendering.gestures(result, checks: checks, baselineChecks: baselineChecks, traceRegressions: traceRegressions,
@@ -185,7 +195,14 @@ struct GesturesEval: ParsableCommand {
 
     /// The settings to evaluate: one, or one per swept value.
     func detectorSettings() throws -> ([DetectorSettings], String?) {
-        let kind = DetectorKind(rawValue: detector!)!
+        try Self.detectorSettings(detector: detector!, params: params, sweep: sweep)
+    }
+
+    /// The settings `--detector`, `--param` and `--sweep` name, checked (`plot timeline` takes the first two).
+    static func detectorSettings(detector: String, params: [String], sweep: String?) throws -> ([DetectorSettings], String?) {
+        guard let kind = DetectorKind(rawValue: detector) else {
+            throw ValidationError("Unknown detector \"\(detector)\"; choose one of \(DetectorKind.allCases.map(\.rawValue).joined(separator: ", ")).")
+        }
         var given: [String: String] = [:]
         for param in params {
             let parts = param.split(separator: "=", maxSplits: 1).map(String.init)
@@ -212,17 +229,18 @@ struct GesturesEval: ParsableCommand {
     }
 
     func evaluateOffline(paths: [String], settings: [DetectorSettings], swept: String?, window: MatchWindow,
-                         timing: inout GestureTiming) throws -> GestureReport {
+                         timing: inout GestureTiming) throws -> (GestureReport, [TraceOutcomes]) {
         var summaries: [GestureReport.TraceSummary] = []
+        var outcomes: [TraceOutcomes] = []
         for (n, path) in paths.enumerated() {
             if stderrIsTerminal { writeStandardError("\rgestures: \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
             let readStart = SystemClock.monotonicNs()
             // Detected as read: memory for the detections, not the samples.
-            let trace = try reportingFailures { () throws(TraceError) -> DetectedTrace in
-                let reader = try openInputReadingAhead(path: path, wireProtocol: input.wire.given, port: input.port)
+            let (trace, startNs) = try reportingFailures { () throws(TraceError) -> (DetectedTrace, Int64?) in
+                let reader = RecordTap(try openInputReadingAhead(path: path, wireProtocol: input.wire.given, port: input.port))
                 let trace = try DetectedTrace.read(reader, source: source, settings: settings)
                 if let truncation = reader.truncation { printWarning("\(path): \(truncation)") }
-                return trace
+                return (trace, reader.firstNs)
             }
             let evaluateStart = SystemClock.monotonicNs()
             timing.readNs += evaluateStart - readStart
@@ -240,11 +258,24 @@ struct GesturesEval: ParsableCommand {
                 throw ExitStatus.dataError
             }
             summaries.append(summary(trace, path: path, scores: scores, gestures: settings[0].kind.gestures))
+            outcomes.append(TraceOutcomes(startNs: startNs,
+                                          outcomes: settings.count == 1 ? GestureEvaluation.outcomes(trace, setting: 0, window: window) : []))
         }
         if stderrIsTerminal { writeStandardError("\r\u{1B}[K") }
         let kind = settings[0].kind
-        return GestureReport(detector: kind.rawValue, gestures: kind.gestures, settings: settings, sweptParameter: swept,
-                             window: window, traces: summaries)
+        return (GestureReport(detector: kind.rawValue, gestures: kind.gestures, settings: settings, sweptParameter: swept,
+                              window: window, traces: summaries), outcomes)
+    }
+
+    /// Each trace's outcomes at one setting (a sweep's best), read again with that setting alone.
+    func bestOutcomes(paths: [String], setting: DetectorSettings, window: MatchWindow) throws -> [TraceOutcomes] {
+        try paths.map { path in
+            let (trace, startNs) = try reportingFailures { () throws(TraceError) -> (DetectedTrace, Int64?) in
+                let reader = RecordTap(try openInputReadingAhead(path: path, wireProtocol: input.wire.given, port: input.port))
+                return (try DetectedTrace.read(reader, source: source, settings: [setting]), reader.firstNs)
+            }
+            return TraceOutcomes(startNs: startNs, outcomes: GestureEvaluation.outcomes(trace, setting: 0, window: window))
+        }
     }
 
     func summary(_ trace: DetectedTrace, path: String, scores: [TraceScore], gestures: [String]) -> GestureReport.TraceSummary {
@@ -260,16 +291,19 @@ struct GesturesEval: ParsableCommand {
     }
 
     /// Each trace replayed to the host; its replies are the detections.
-    func evaluateLive(paths: [String], host: String, window: MatchWindow, timing: inout GestureTiming) throws -> GestureReport {
+    func evaluateLive(paths: [String], host: String, window: MatchWindow, timing: inout GestureTiming) throws -> (GestureReport, [TraceOutcomes]) {
         let address = try SocketAddressBox.resolve(host)
         var summaries: [GestureReport.TraceSummary] = []
+        var outcomes: [TraceOutcomes] = []
         let signals = LiveStop()
         for (n, path) in paths.enumerated() {
             if stderrIsTerminal { writeStandardError("\rgestures: replaying \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
             let traceStart = SystemClock.monotonicNs()
-            let (trace, replayInput) = try reportingFailures { () throws(TraceError) -> (GestureTrace, ReplayInput) in
-                (try GestureTrace.read(try openInput(path: path, wireProtocol: input.wire.given, port: input.port), source: .frames),
-                 try ReplayInput.load(paths: [try InputSpool.readablePath(path)], wireProtocol: input.wire.given, port: input.port))
+            let (trace, replayInput, startNs) = try reportingFailures { () throws(TraceError) -> (GestureTrace, ReplayInput, Int64?) in
+                let reader = RecordTap(try openInput(path: path, wireProtocol: input.wire.given, port: input.port))
+                return (try GestureTrace.read(reader, source: .frames),
+                        try ReplayInput.load(paths: [try InputSpool.readablePath(path)], wireProtocol: input.wire.given, port: input.port),
+                        reader.firstNs)
             }
             var configuration = Replayer.Configuration(target: .udp(address), input: replayInput)
             configuration.options.speed = liveSpeed
@@ -308,13 +342,14 @@ struct GesturesEval: ParsableCommand {
             }
             let labels = trace.labels.filter { $0.gesture == "jump" }
             let score = GestureScore.match(labels: labels, detections: detections, window: window)
+            outcomes.append(TraceOutcomes(startNs: startNs, outcomes: GestureOutcome.match(labels: labels, detections: detections, window: window)))
             summaries.append(summary(trace, path: path, scores: [TraceScore(score: score, byGesture: ["jump": score], detections: detections.count)],
                                      gestures: ["jump"]))
             timing.perTraceNs.append(SystemClock.monotonicNs() - traceStart)
         }
         if stderrIsTerminal { writeStandardError("\r\u{1B}[K") }
-        return GestureReport(detector: "live \(host)", gestures: ["jump"], settings: [], sweptParameter: nil, window: window,
-                             traces: summaries)
+        return (GestureReport(detector: "live \(host)", gestures: ["jump"], settings: [], sweptParameter: nil, window: window,
+                              traces: summaries), outcomes)
     }
 
     /// Files named directly, and the traces, pcaps and pcapngs inside named directories (sorted).
@@ -362,6 +397,13 @@ struct GesturesEval: ParsableCommand {
             return baseline
         }
     }
+}
+
+/// What became of each label and detection of one trace at the reported setting, and when the
+/// trace starts (its first record), for times in seconds since then.
+struct TraceOutcomes {
+    var startNs: Int64?
+    var outcomes: [GestureOutcome]
 }
 
 /// Where the time went: reading traces, and running and scoring the detectors (offline runs).

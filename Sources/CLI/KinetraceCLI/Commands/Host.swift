@@ -194,9 +194,12 @@ struct Host: ParsableCommand {
             let forgotten = stats.forgottenIdle + stats.forgottenOverCapacity == 0 ? ""
                 : "; forgot \(stats.forgottenIdle) idle controller(s) and \(stats.forgottenOverCapacity) over the maximum"
             let paced = stats.deferredReads == 0 ? "" : "; under load, \(stats.deferredReads) reads put off by 100 µs"
-            emit("received \(stats.datagrams) datagrams from \(stats.controllers) controller(s): \(stats.validFrames) valid frames"
-                     + " (\(stats.staleFrames) stale), invalid: \(invalid.isEmpty ? "none" : invalid); "
-                     + "\(stats.triggers) triggers, \(stats.repliesSent) replies sent" + forgotten + paced)
+            // Only the words the protocol has: stale samples need a sender clock, replies a replying host.
+            let carriesClock = wire.wireProtocol.samplesCarrySenderClock, replies = wire.wireProtocol.hostReplies
+            emit("received \(stats.datagrams) datagrams from \(stats.controllers) controller(s): \(stats.validFrames) valid"
+                     + (carriesClock ? " frames (\(stats.staleFrames) stale)" : "") + ", invalid: \(invalid.isEmpty ? "none" : invalid); "
+                     + (replies ? "\(stats.triggers) triggers, \(stats.repliesSent) replies sent" : "\(stats.triggers) decisions, no replies in \(wire.wireProtocol.id)")
+                     + forgotten + paced)
         case .json:
             var members: [String: JSONValue] = [
                 "datagrams": .integer(Int64(stats.datagrams)), "valid_frames": .integer(Int64(stats.validFrames)),

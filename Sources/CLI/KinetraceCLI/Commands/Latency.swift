@@ -18,11 +18,13 @@ struct Latency: ParsableCommand {
               reply-rtt             sample sent → its reply received, controller's clock
               reply-turnaround      sample seen → its reply seen, host's or capture's clock
             With --join CONTROLLER_TRACE HOST_TRACE, per message, both recorders' clocks:
-              one-way-joined        a sample's send at the controller → its receipt at the host
-              reply-one-way-joined  a reply's send at the host → its receipt at the controller
+              one-way-joined        a sample's send (controller) → its receipt (host)
+              reply-one-way-joined  a reply's send (host) → its receipt (controller)
             Raw one-way latency is true one-way latency only when the controller's clock \
             is the recorder's or synchronised to it (loopback); the relative latency needs \
-            no common clock but keeps only the variation.
+            no common clock but keeps only the variation. When the clocks cannot be \
+            compared (a replay's record without --timestamps wallclock, or a raw \
+            difference over a minute), the raw figures are withheld, with the reason.
 
             Each series goes through one pass of 3σ outlier removal (--sigmas) and gives \
             the paper's Table I (mean, p95, max, min and sample sd, in ms, with N before \

@@ -114,7 +114,7 @@ struct Replay: ParsableCommand {
 
     // Impairments
     @Option(help: ArgumentHelp("The network to replay through: a bundled name (\(BundledNetworks.json.keys.sorted().joined(separator: ", "))) or a network JSON file.",
-                               valueName: "name|file"), completion: .custom { _ in Replay.networkCompletions() })
+                               valueName: "name|file"), completion: .custom { _, _, _ in Replay.networkCompletions() })
     var network: String?
 
     /// `--profile`, the name of `--network` until networks were called networks.
@@ -288,8 +288,10 @@ struct Replay: ParsableCommand {
         options.shard = try resolvedShard()
         var recordExtra: [String: JSONValue] = ["command": .string(CommandLine.arguments.dropFirst().joined(separator: " "))]
         if legacyProfile != nil { printWarning("--profile is now --network; the old name goes away in the next minor version") }
+        var loadedNetwork: ReplayNetwork?
         if let name = network ?? legacyProfile {
             let loaded = try loadNetwork(name)
+            loadedNetwork = loaded
             options.impairments = loaded.impairments
             options.controllers = loaded.controllers
             if let stagger = loaded.staggerNs { options.staggerNs = stagger }
@@ -297,6 +299,10 @@ struct Replay: ParsableCommand {
         }
         try applyFlags(to: &options)
         if let problem = options.problem { throw ValidationError(problem) }
+        // Said wherever the figures are used: what was replayed, on whose clock, through what network.
+        let provenance = ReplayProvenance(source: inputs.joined(separator: ", "), timestamps: options.timestamps.rawValue,
+                                          network: loadedNetwork?.name, basis: loadedNetwork?.basis, provenance: loadedNetwork?.provenance)
+        recordExtra[ReplayProvenance.headerKey] = provenance.json
 
         var replayInput: ReplayInput = try reportingFailures { () throws(TraceError) in
             var readable: [String] = []
@@ -321,7 +327,7 @@ struct Replay: ParsableCommand {
             }
         }
         if dryRun {
-            let (lines, shareIsEmpty) = plan(input: replayInput, options: options)
+            let (lines, shareIsEmpty) = plan(input: replayInput, options: options, provenance: provenance)
             try emit(lines)
             if shareIsEmpty { try refuseEmptyShare(options.shard, controllers: options.controllers ?? replayInput.controllers.count) }
             return
@@ -377,7 +383,7 @@ struct Replay: ParsableCommand {
             try junit.write(JUnitRendering.replay(report, inputs: inputs, protocolName: wireProtocol.id.name, replies: wireProtocol.hostReplies,
                                                   strict: strict, network: networkName, startedEpochNs: junit.startedEpochNs))
         } else if !(quiet && self.report.format == .text) {
-            try emit(render(report, options: options, replies: wireProtocol.hostReplies, protocolName: wireProtocol.id.name))
+            try emit(render(report, options: options, replies: wireProtocol.hostReplies, protocolName: wireProtocol.id.name, provenance: provenance))
         }
         if let detail = report.detail, report.outcome != .completed { printError(detail) }
         // Never green on nothing: a shard whose controllers had nothing planned sent nothing.
@@ -480,7 +486,7 @@ struct Replay: ParsableCommand {
     }
 
     /// The plan's report, and whether the shard asked for has nothing to send (nor lose).
-    private func plan(input: ReplayInput, options: ReplayOptions) -> (lines: [String], shareIsEmpty: Bool) {
+    private func plan(input: ReplayInput, options: ReplayOptions, provenance: ReplayProvenance) -> (lines: [String], shareIsEmpty: Bool) {
         var lines: [String] = []
         var schedule = ReplaySchedule(input: input, options: options, anchorWallNs: SystemClock.realtimeNs())
         var digest = ScheduleDigest()
@@ -507,6 +513,7 @@ struct Replay: ParsableCommand {
         }
         switch self.report.format {
         case .text, .junit:  // validate() refuses junit for a dry run
+            if let network = provenance.networkLine { lines.append(network) }
             lines.append("plan: \(sends) message(s) from \(schedule.messages.count) input message(s) as \(schedule.controllerCount) controller(s) over \(SummaryRendering.ms(Double(lastDeadline) / 1e6, 1)) ms, seed \(options.seed)")
             if !impaired.isEmpty {
                 lines.append("impaired: " + impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
@@ -523,6 +530,7 @@ struct Replay: ParsableCommand {
                 "impaired": .object(impaired.mapValues { .integer(Int64($0)) }), "replies_predicted": .integer(Int64(predicted)),
                 "seed": .integer(Int64(bitPattern: options.seed)), "schedule_digest": .string(digest.description),
             ]
+            if provenance.network != nil { plan["network"] = Self.networkJSON(provenance) }
             // Only when sharded: a plain dry run's report stays as it was (the byte-identity checks compare it).
             if self.shard != nil {
                 plan["shard"] = .string(shard.description)
@@ -536,7 +544,14 @@ struct Replay: ParsableCommand {
 
     // MARK: Report
 
-    private func render(_ report: ReplayReport, options: ReplayOptions, replies: Bool, protocolName: String) -> [String] {
+    /// The network and where its numbers come from, for the JSON reports.
+    static func networkJSON(_ provenance: ReplayProvenance) -> JSONValue {
+        .object(["name": provenance.network.map { .string($0) } ?? .null, "basis": provenance.basis.map { .string($0) } ?? .null,
+                 "provenance": provenance.provenance.map { .string($0) } ?? .null])
+    }
+
+    private func render(_ report: ReplayReport, options: ReplayOptions, replies: Bool, protocolName: String,
+                        provenance: ReplayProvenance) -> [String] {
         var lines: [String] = []
         func statsJSON(_ d: DurationStatistics, scale: Double) -> JSONValue {
             guard d.count > 0 else { return .object(["count": .integer(0)]) }
@@ -560,6 +575,9 @@ struct Replay: ParsableCommand {
                                  "invalid_received": .integer(Int64(report.invalidReceived))]),
                 "lateness_us": statsJSON(report.lateness, scale: 1000),
                 "round_trip_ms": statsJSON(report.roundTrips, scale: 1),
+                "round_trip_path_ms": statsJSON(report.pathRoundTrips, scale: 1),
+                "network": provenance.network == nil ? .null : Self.networkJSON(provenance),
+                "timestamps": .string(provenance.timestamps),
                 "realtime": .bool(report.realtime), "host_exit": report.hostExit.map { .string($0) } ?? .null,
                 "anchor_wall_ns": .integer(report.anchorWallNs),
                 "shard": .string(report.shard.description), "planned_controllers": .integer(Int64(report.plannedControllers)),
@@ -589,6 +607,7 @@ struct Replay: ParsableCommand {
             let count = report.controllers.count
             let share = report.shard == .whole ? "\(count) controller(s)" : "\(count) of \(report.plannedControllers) controller(s) (shard \(report.shard))"
             lines.append("replayed \(inputs.joined(separator: ", ")) to \(report.target) as \(share), seed \(report.seed): \(report.outcome.rawValue)")
+            if let network = provenance.networkLine { lines.append(network) }
             if startAt != nil {
                 var clock = "clock: "
                 if let c = report.clock {
@@ -619,7 +638,12 @@ struct Replay: ParsableCommand {
             }
             let rt = report.roundTrips
             if rt.count > 0 {
-                lines.append("round trip: p50 \(SummaryRendering.ms(rt.percentileMs(50)!, 3)) ms, p99 \(SummaryRendering.ms(rt.percentileMs(99)!, 3)) ms, max \(SummaryRendering.ms(rt.maxMs!, 3)) ms")
+                let path = report.pathRoundTrips
+                let delayed = (report.impaired["delayed"] ?? 0) > 0
+                lines.append("round trip from the actual send\(delayed ? " (after the emulated delay)" : ""): p50 \(SummaryRendering.ms(rt.percentileMs(50)!, 3)) ms, p99 \(SummaryRendering.ms(rt.percentileMs(99)!, 3)) ms, max \(SummaryRendering.ms(rt.maxMs!, 3)) ms")
+                if delayed, path.count > 0 {
+                    lines.append("round trip including the emulated path (from the scheduled departure): p50 \(SummaryRendering.ms(path.percentileMs(50)!, 3)) ms, p99 \(SummaryRendering.ms(path.percentileMs(99)!, 3)) ms, max \(SummaryRendering.ms(path.maxMs!, 3)) ms")
+                }
             }
             let late = report.lateness
             if late.count > 0 {

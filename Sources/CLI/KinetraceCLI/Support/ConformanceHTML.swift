@@ -27,13 +27,16 @@ enum ConformanceHTML {
 
     static func header(_ report: SuiteReport, title: String, strict: Bool) -> [String] {
         let p = report.parameters
-        let facts = [
+        // Only what the protocol has: no τ or window for a host that applies every record, no deadline without replies.
+        var facts = [
             ("Suite", "kinetrace conform \(ConformanceSuite.version)"),
             ("Spec", report.specVersion),
             ("Mode", report.mode),
             ("Target", report.target),
-            ("Gesture rule", "τ = \(number(p.rule.threshold)) g, R = \(p.rule.refractoryMs) ms"),
-            ("Reply deadline", "MUST \(number(p.replyDeadlineMs)) ms, SHOULD \(number(p.replyShouldMs)) ms"),
+            report.hostRule.isEmpty ? ("Gesture rule", "τ = \(number(p.rule.threshold)) g, R = \(p.rule.refractoryMs) ms") : ("Host", report.hostRule),
+        ]
+        if report.hostReplies { facts.append(("Reply deadline", "MUST \(number(p.replyDeadlineMs)) ms, SHOULD \(number(p.replyShouldMs)) ms")) }
+        facts += [
             ("Timing samples", "at least \(p.minimumTimingSamples)"),
             ("Strict", strict ? "yes: a NON-STRICT fails the run" : "no: a NON-STRICT is reported, not failed"),
             ("Elapsed", "\(elapsedMs(report)) ms"),

@@ -1,3 +1,4 @@
+import Foundation
 import KinetraceJSON
 import KinetraceConformance
 import KinetraceTrace
@@ -28,32 +29,14 @@ enum ConformanceRendering {
         return lines.joined(separator: "\n") + "\n"
     }
 
+    /// The report as the library's `ConformanceReport` encodes it: the one definition of its shape.
     static func json(_ report: SuiteReport, strict: Bool) -> String {
-        JSONValue.object([
-            "format": .string("kinetrace-conform"), "version": .integer(2),
-            "suite_version": .string(ConformanceSuite.version), "spec_version": .string(report.specVersion),
-            "mode": .string(report.mode), "target": .string(report.target), "strict": .bool(strict),
-            "parameters": .object(["threshold": .number(report.parameters.rule.threshold),
-                                   "refractory_ms": .integer(Int64(report.parameters.rule.refractoryMs)),
-                                   "reply_deadline_ms": .number(report.parameters.replyDeadlineMs),
-                                   "min_samples": .integer(Int64(report.parameters.minimumTimingSamples)),
-                                   "stale_resync_ms": .integer(Int64(report.parameters.rule.staleResyncMs)),
-                                   "max_controllers": .integer(Int64(report.parameters.maxControllers)),
-                                   "max_connections": .integer(Int64(report.parameters.maxConnections))]),
-            "cases": .array(report.results.map { r in
-                .object(["id": .string(r.info.id), "requirements": .array(r.info.requirements.map { .string($0) }),
-                         "level": .string(r.info.level.rawValue), "summary": .string(r.info.summary),
-                         "verdict": .string(r.verdict.name), "detail": r.verdict.reason.map { .string($0) } ?? .null,
-                         "measurements": .object(Dictionary(uniqueKeysWithValues: r.measurements.map { ($0.name, .number($0.value)) })),
-                         "evidence": .array(r.evidence.map { .string($0) }),
-                         "duration_ms": .number(Double(r.durationNs) / 1e6)])
-            }),
-            "summary": .object(report.counts.mapValues { .integer(Int64($0)) }),
-            "failed": .bool(report.failed(strict: strict)),
-            "status": .string(report.status(strict: strict)),
-            "decisions_judged": .bool(!report.decisionsUnjudged),
-            "elapsed_ms": .number(Double(report.elapsedNs) / 1e6),
-        ]).jsonText + "\n"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Never thrown on: the document holds finite numbers only (ConformanceReport drops others).
+        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        guard let data = try? encoder.encode(ConformanceReport(report, strict: strict)) else { return "{}\n" }
+        return String(decoding: data, as: UTF8.self) + "\n"
     }
 
     static func durationMs(_ r: CaseResult) -> String { SummaryRendering.ms(Double(r.durationNs) / 1e6, 1) }

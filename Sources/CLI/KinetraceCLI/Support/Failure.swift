@@ -183,7 +183,7 @@ func readingAhead(_ source: any TraceRecordSource) -> any TraceRecordSource {
 /// After a command that succeeded: flushes what `print` buffered for standard output and says
 /// whether it all got there. A summary printed to a full disk or /dev/full is one line and exit
 /// 74, never 0 (stdio keeps a failed write to itself until it is asked).
-public func standardOutputStatus() -> Int32 {
+package func standardOutputStatus() -> Int32 {
     errno = 0
     guard fflush(nil) != 0 else { return 0 }
     printError("standard output: cannot write: \(String(cString: strerror(errno == 0 ? EIO : errno)))")

@@ -14,19 +14,24 @@ enum GestureFigures {
         if let swept = report.sweptParameter {
             charts += sweepCharts(report, swept: swept, best: best)
         } else {
-            charts.append(Charts.scatter(
+            charts.append(Charts.categories(
                 title: "Per trace: \(report.detector) \(GestureRendering.settingText(report, best))", xLabel: "trace (in report order)", yLabel: "score",
+                categories: traceNames(report.traces.map(\.source)),
                 series: [("F1", \GestureScore.f1), ("precision", \GestureScore.precision), ("recall", \GestureScore.recall)].map { name, metric in
-                    PlotSeries(name: name, points: report.traces.enumerated().compactMap { i, t in
-                        t.scores[best].score[keyPath: metric].map { PlotPoint(x: Double(i + 1), y: $0) }
-                    })
-                }))
+                    CategorySeries(name: name, values: report.traces.map { $0.scores[best].score[keyPath: metric] })
+                }, yDomain: (0, 1)))
             let delays = report.totals[best].delaysMs
             if !delays.isEmpty {
                 charts.append(Charts.histogram(title: "Detection delay (onset → detecting sample)", xLabel: "ms", values: delays))
             }
         }
         return Charts.figure(title: "kinetrace gestures eval: \(report.detector)", charts: charts)
+    }
+
+    /// Each trace's file name, or its whole path where two traces share a name.
+    static func traceNames(_ sources: [String]) -> [String] {
+        let names = sources.map { $0.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? $0 }
+        return zip(names, sources).map { name, source in names.filter { $0 == name }.count > 1 ? source : name }
     }
 
     static func sweepCharts(_ report: GestureReport, swept: String, best: Int) -> [Chart] {

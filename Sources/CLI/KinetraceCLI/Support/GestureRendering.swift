@@ -23,7 +23,7 @@ enum GestureRendering {
     // MARK: Text
 
     static func text(_ report: GestureReport, checks: [GestureBaseline.Check], traceRegressions: [GestureBaseline.TraceRegression] = [],
-                     baselinePath: String?, timing: GestureTiming) -> String {
+                     baselinePath: String?, timing: GestureTiming, outcomes: [TraceOutcomes] = []) -> String {
         let best = report.bestIndex
         var lines = ["kinetrace gestures eval: \(report.detector) (\(settingText(report, best))), gestures \(report.gestures.joined(separator: ", ")); "
                      + "match window −\(number(report.window.beforeMs, 0))…+\(number(report.window.afterMs, 0)) ms", ""]
@@ -60,6 +60,7 @@ enum GestureRendering {
             lines += ["", "Detection delay (onset → detecting sample, controller clock): mean \(number(d.mean, 1)), p50 \(number(d.p50, 0)), "
                       + "p95 \(number(d.p95, 0)), max \(number(d.max, 0)) ms over \(total.truePositives) detections"]
         }
+        lines += missesText(report, outcomes)
         if !checks.isEmpty {
             lines.append("")
             if let baselinePath { lines.append("Against the baseline \(baselinePath):") }
@@ -77,6 +78,33 @@ enum GestureRendering {
         lines += ["", "\(report.traces.reduce(0) { $0 + $1.samples }) samples × \(settings) setting(s) in \(seconds(timing.totalNs)) s"
                   + (timing.evaluateNs > 0 ? " (reading \(seconds(timing.readNs)) s, detecting and scoring \(seconds(timing.evaluateNs)) s)" : "")]
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Misses and false detections listed at most this many in the text; --format json lists every one.
+    static let listedMisses = 20
+
+    /// The misses and false detections, in trace and time order, the first `listedMisses` of them.
+    static func missesText(_ report: GestureReport, _ outcomes: [TraceOutcomes]) -> [String] {
+        var rows: [[String]] = []
+        var total = 0
+        for (t, trace) in zip(report.traces, outcomes) {
+            for o in trace.outcomes where o.kind != .truePositive {
+                total += 1
+                guard rows.count < listedMisses else { continue }
+                let ms = o.kind == .falseNegative ? o.labelMs : o.detectionMs.map { Double($0) }
+                let at = ms.map { ms in trace.startNs.map { "at \(number((ms - Double($0) / 1e6) / 1000, 3)) s" } ?? "at \(number(ms, 0)) ms" } ?? ""
+                rows.append([o.kind.rawValue, t.source, o.controller?.description ?? "(any controller)", o.gesture,
+                             (o.kind == .falseNegative ? "label " : "detected ") + at])
+            }
+        }
+        guard total > 0 else { return [] }
+        let heading = total > rows.count
+            ? "Misses (FN) and false detections (FP), the first \(rows.count) of \(total) (--format json lists every one); seconds since each trace's first record:"
+            : "Misses (FN) and false detections (FP), seconds since each trace's first record:"
+        var lines = ["", heading]
+        lines += align(rows, rightFrom: 5).map { "  " + $0 }
+        if total > rows.count { lines.append("  … and \(total - rows.count) more") }
+        return lines
     }
 
     /// Columns padded to their widest cell; numbers (from `rightFrom` on) right-aligned.
@@ -111,8 +139,25 @@ enum GestureRendering {
         }))
     }
 
+    /// One outcome: its kind, gesture and controller, and its times on the controller's clock
+    /// (ms) and in seconds since the trace's first record.
+    static func outcomeJSON(_ o: GestureOutcome, startNs: Int64?) -> JSONValue {
+        func seconds(_ ms: Double?) -> JSONValue {
+            guard let ms, let startNs else { return .null }
+            return .number((ms - Double(startNs) / 1e6) / 1000)
+        }
+        let detection = o.detectionMs.map { Double($0) }
+        return .object([
+            "kind": .string(o.kind.rawValue), "gesture": .string(o.gesture),
+            "controller": o.controller.map { .string($0.description) } ?? .null,
+            "label_ms": o.labelMs.map { .number($0) } ?? .null, "detection_ms": detection.map { .number($0) } ?? .null,
+            "delay_ms": o.delayMs.map { .number($0) } ?? .null,
+            "label_s": seconds(o.labelMs), "detection_s": seconds(detection),
+        ])
+    }
+
     static func json(_ report: GestureReport, checks: [GestureBaseline.Check], traceRegressions: [GestureBaseline.TraceRegression] = [],
-                     baselinePath: String?, timing: GestureTiming) -> String {
+                     baselinePath: String?, timing: GestureTiming, outcomes: [TraceOutcomes] = []) -> String {
         let best = report.bestIndex
         var summary = scoreJSON(report.totals[best])
         summary["parameters"] = settingJSON(report, best)
@@ -122,8 +167,12 @@ enum GestureRendering {
             "detector": .string(report.detector), "gestures": .array(report.gestures.map { .string($0) }),
             "window_ms": .object(["before": .number(report.window.beforeMs), "after": .number(report.window.afterMs)]),
             "summary": .object(summary),
-            "traces": .array(report.traces.map { t in
+            "traces": .array(report.traces.enumerated().map { i, t in
                 var object = scoreJSON(t.scores[best].score)
+                if i < outcomes.count {
+                    object["start_ms"] = outcomes[i].startNs.map { .number(Double($0) / 1e6) } ?? .null
+                    object["outcomes"] = .array(outcomes[i].outcomes.map { outcomeJSON($0, startNs: outcomes[i].startNs) })
+                }
                 object["source"] = .string(t.source)
                 object["controllers"] = .integer(Int64(t.controllers))
                 object["samples"] = .integer(Int64(t.samples))

@@ -38,7 +38,9 @@ enum InputSpool {
                 throw TraceError(.unreadable, source: path, message: "is a device, not a trace or capture (give a file, a pipe or -)")
             }
         }
-        if let known = lock.withLock({ copies.first { $0.original == path }?.copy }) { return known }
+        // Copies are registered under the name shown to the user: "-" is "standard input".
+        let shownName = path == "-" ? "standard input" : path
+        if let known = lock.withLock({ copies.first { $0.original == shownName }?.copy }) { return known }
         return try spool(path)
     }
 
@@ -64,7 +66,7 @@ enum InputSpool {
             throw TraceError(.io, source: shownName, message: "cannot keep a copy of it to read in \(directory): \(String(cString: strerror(errno)))")
         }
         _ = close(descriptor)
-        let copyPath = String(cString: template)
+        let copyPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         register(copy: copyPath, original: shownName)
         do throws(FileError) {
             let copy = try POSIXFile(path: copyPath, mode: .createTruncate)

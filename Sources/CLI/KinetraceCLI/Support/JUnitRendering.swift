@@ -21,14 +21,17 @@ enum JUnitRendering {
     /// skipped, ERROR an error; the rest pass with their verdict in system-out.
     static func conform(_ report: SuiteReport, strict: Bool, startedEpochNs: Int64?) -> JUnitReport {
         let p = report.parameters
-        let properties = [
+        var properties = [
             JUnitProperty("suite_version", ConformanceSuite.version), JUnitProperty("spec_version", report.specVersion),
             JUnitProperty("mode", report.mode), JUnitProperty("target", report.target), JUnitProperty("strict", String(strict)),
             JUnitProperty("threshold", String(p.rule.threshold)), JUnitProperty("refractory_ms", String(p.rule.refractoryMs)),
-            JUnitProperty("stale_resync_ms", String(p.rule.staleResyncMs)), JUnitProperty("reply_deadline_ms", String(p.replyDeadlineMs)),
+            JUnitProperty("stale_resync_ms", String(p.rule.staleResyncMs)),
             JUnitProperty("min_samples", String(p.minimumTimingSamples)), JUnitProperty("max_controllers", String(p.maxControllers)),
             JUnitProperty("max_connections", String(p.maxConnections)),
         ]
+        // What the protocol's host does, in its own words; a reply deadline only where there are replies.
+        if !report.hostRule.isEmpty { properties.append(JUnitProperty("host_rule", report.hostRule)) }
+        if report.hostReplies { properties.append(JUnitProperty("reply_deadline_ms", String(p.replyDeadlineMs))) }
         var cases = report.results.map { r -> JUnitCase in
             let detail = ([r.verdict.reason].compactMap { $0 } + r.evidence).joined(separator: "\n")
             let result: JUnitCase.Result

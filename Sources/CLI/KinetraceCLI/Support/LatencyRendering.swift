@@ -22,6 +22,9 @@ enum LatencyRendering {
             lines.append("  recorded at \(a.header.capturePoint) (clock \(a.header.clock)), \(a.controllers.count) controller(s); "
                          + "outliers beyond \(SummaryRendering.ms(a.options.sigmas, 1))σ removed; median per \(a.options.medianScope.rawValue)"
                          + (a.options.baseMs != 0 ? "; base \(SummaryRendering.ms(a.options.baseMs, 3)) ms" : ""))
+            if let replay = a.header.replay {
+                lines.append("  a replay of \(replay.source) (timestamps \(replay.timestamps))" + (replay.networkLine.map { "; " + $0 } ?? "; no network"))
+            }
             lines.append("  mean…sd: the paper's Table I over the samples kept; p50…p99.9: every sample, from an HDR histogram. The sender clock counts whole ms.")
             if a.invalidMessages > 0 || a.unpairedReplies > 0 || a.unusableStamps > 0 {
                 lines.append("  \(a.invalidMessages) invalid message(s) left out; \(a.unpairedReplies) reply(ies) echo no sample in the trace"
@@ -31,8 +34,10 @@ enum LatencyRendering {
             for result in a.measures {
                 lines.append("")
                 lines.append(result.measure.title + ", ms")
-                lines.append("  " + result.measure.meaning(at: a.header.capturePoint))
-                table(result, controllers: a.controllers) { lines.append("  " + $0) }
+                lines.append("  " + result.measure.meaning(in: a.header))
+                let offsets = a.clocksIncomparable && result.medians != nil
+                table(result, controllers: a.controllers, medianName: offsets ? "median*" : "median") { lines.append("  " + $0) }
+                if offsets { lines.append("  * median: the offset between the two clocks plus the typical latency; not a latency") }
                 if let finals = result.finalValues {
                     lines.append("  after the last message: " + zip(a.controllers, finals).compactMap { controller, value in
                         value.map { "\(controller) \(number($0)) ms" } }.joined(separator: ", "))
@@ -52,7 +57,8 @@ enum LatencyRendering {
     }
 
     /// The table's lines in turn: its rows are made one at a time, not held.
-    private static func table(_ result: LatencyAnalysis.MeasureResult, controllers: [Endpoint], line: (String) -> Void) {
+    private static func table(_ result: LatencyAnalysis.MeasureResult, controllers: [Endpoint], medianName: String = "median",
+                              line: (String) -> Void) {
         let perController = controllers.count > 1 || result.medians != nil
         let allName = controllers.count == 1 && result.medians == nil ? controllers[0].description : "all"
         var nameWidth = max(10, allName.count)
@@ -65,7 +71,7 @@ enum LatencyRendering {
         header += ["mean", "p95", "max", "min", "sd"].map { $0.leftPadding(9) }
         header.append(" |")
         header += percentileNames.map { $0.leftPadding(9) }
-        if result.medians != nil { header.append("median".leftPadding(10)) }
+        if result.medians != nil { header.append(medianName.leftPadding(10)) }
         line(header.joined(separator: " "))
         func row(_ name: String, _ stats: SeriesStatistics, _ median: Double?) {
             var cells = [name.rightPadding(nameWidth), String(stats.histogram.count).leftPadding(7),
@@ -122,6 +128,7 @@ enum LatencyRendering {
             "unavailable": .array(a.unavailable.map { .object(["measure": .string($0.measure.rawValue), "reason": .string($0.reason)]) }),
         ]
         if !a.notes.isEmpty { object["notes"] = .array(a.notes.map { .string($0) }) }
+        if let replay = a.header.replay { object["replay"] = replay.json }
         out.object(object, written: ["measures": { out in
             out.array(count: a.measures.count) { m, out in writeMeasure(a.measures[m], of: a, into: &out, stream: stream) }
         }])
@@ -131,7 +138,7 @@ enum LatencyRendering {
                                      stream: ReportStream) {
         var member: [String: JSONValue] = [
             "measure": .string(result.measure.rawValue), "title": .string(result.measure.title),
-            "meaning": .string(result.measure.meaning(at: a.header.capturePoint)),
+            "meaning": .string(result.measure.meaning(in: a.header)),
             "all": statisticsJSON(result.all),
         ]
         if result.measure.isRelative { member["base_ms"] = .number(result.baseMs) }

@@ -16,7 +16,7 @@ import NIOConcurrencyHelpers
 /// both signals before any thread exists, so every thread inherits the
 /// block, and waiting for them on one thread works whichever thread the
 /// kernel picks.
-public enum TerminationSignals {
+package enum TerminationSignals {
     private static let lock = NIOLock()
     nonisolated(unsafe) private static var handler: (@Sendable (Int32) -> Void)?
     nonisolated(unsafe) private static var handled = false
@@ -24,7 +24,7 @@ public enum TerminationSignals {
     nonisolated(unsafe) private static var received: Int32?
 
     /// Call first in `main`, before anything starts a thread.
-    public static func install() {
+    package static func install() {
         var set = terminationSet()
         pthread_sigmask(SIG_BLOCK, &set, nil)
         lock.withLock {

@@ -10,21 +10,21 @@ import KinetraceWire
 /// 29 bytes plus the payload's own bytes per message (65 for a MotionFrame), in
 /// chunks, so a column never doubles and copies as it grows. `Datagram` values
 /// are made on access.
-public struct CaptureObservation: Sendable {
-    public struct Datagram: Sendable {
+package struct CaptureObservation: Sendable {
+    package struct Datagram: Sendable {
         /// Position among the capture's messages (1-based, as people count).
-        public var number: Int
-        public var timeNs: Int64
-        public var direction: Direction
-        public var source: Endpoint
-        public var destination: Endpoint
-        public var payload: [UInt8]
+        package var number: Int
+        package var timeNs: Int64
+        package var direction: Direction
+        package var source: Endpoint
+        package var destination: Endpoint
+        package var payload: [UInt8]
         /// Why the reader could not trust these bytes as a message (a gap in a captured stream).
-        public var framingError: WireError?
+        package var framingError: WireError?
 
-        public var controller: Endpoint { direction == .controllerToHost ? source : destination }
+        package var controller: Endpoint { direction == .controllerToHost ? source : destination }
 
-        public init(number: Int, timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, payload: [UInt8],
+        package init(number: Int, timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint, payload: [UInt8],
                     framingError: WireError? = nil) {
             self.framingError = framingError
             self.number = number
@@ -36,7 +36,7 @@ public struct CaptureObservation: Sendable {
         }
 
         /// "#12 at 3.500 s from 10.0.0.2:50000 (36 bytes)", for evidence lines.
-        public func describe(since startNs: Int64) -> String {
+        package func describe(since startNs: Int64) -> String {
             let seconds = Double(timeNs - startNs) / 1e9
             let seconds3 = (seconds * 1000).rounded() / 1000
             return "#\(number) at \(seconds3) s \(direction == .controllerToHost ? "from" : "to") \(controller) (\(payload.count) bytes)"
@@ -45,7 +45,7 @@ public struct CaptureObservation: Sendable {
 
     /// The messages in capture order, stored as columns. It reads and edits as an array of
     /// `Datagram` (tests build captures that way); an edit that replaces a range rebuilds.
-    public struct Datagrams: RandomAccessCollection, MutableCollection, RangeReplaceableCollection, Sendable {
+    package struct Datagrams: RandomAccessCollection, MutableCollection, RangeReplaceableCollection, Sendable {
         /// Numbers that differ from position + 1 (only edits make them): most captures need none.
         var renumbered: [Int: Int] = [:]
         var times = ChunkedColumn<Int64>()
@@ -60,10 +60,10 @@ public struct CaptureObservation: Sendable {
         var endpoints: [Endpoint] = []
         var endpointIDs: [Endpoint: UInt32] = [:]
 
-        public init() {}
+        package init() {}
 
-        public var startIndex: Int { 0 }
-        public var endIndex: Int { times.count }
+        package var startIndex: Int { 0 }
+        package var endIndex: Int { times.count }
 
         mutating func id(of endpoint: Endpoint) -> UInt32 {
             if let known = endpointIDs[endpoint] { return known }
@@ -73,7 +73,7 @@ public struct CaptureObservation: Sendable {
             return id
         }
 
-        public mutating func append(_ d: Datagram) {
+        package mutating func append(_ d: Datagram) {
             append(number: d.number, timeNs: d.timeNs, direction: d.direction, source: d.source, destination: d.destination,
                    payload: d.payload, framingError: d.framingError)
         }
@@ -91,19 +91,19 @@ public struct CaptureObservation: Sendable {
 
         func number(at i: Int) -> Int { renumbered.isEmpty ? i + 1 : renumbered[i] ?? i + 1 }
 
-        public func direction(at i: Int) -> Direction { towardHost[i] ? .controllerToHost : .hostToController }
-        public func timeNs(at i: Int) -> Int64 { times[i] }
-        public func source(at i: Int) -> Endpoint { endpoints[Int(sources[i])] }
-        public func destination(at i: Int) -> Endpoint { endpoints[Int(destinations[i])] }
+        package func direction(at i: Int) -> Direction { towardHost[i] ? .controllerToHost : .hostToController }
+        package func timeNs(at i: Int) -> Int64 { times[i] }
+        package func source(at i: Int) -> Endpoint { endpoints[Int(sources[i])] }
+        package func destination(at i: Int) -> Endpoint { endpoints[Int(destinations[i])] }
         /// The controller's endpoint id: the source of a frame, the destination of a reply.
         func controllerID(at i: Int) -> UInt32 { towardHost[i] ? sources[i] : destinations[i] }
-        public func framingError(at i: Int) -> WireError? { framingErrors.isEmpty ? nil : framingErrors[i] }
+        package func framingError(at i: Int) -> WireError? { framingErrors.isEmpty ? nil : framingErrors[i] }
         /// The payload's bytes without copying them.
-        public func withPayload<R>(at i: Int, _ body: (ArraySlice<UInt8>) throws -> R) rethrows -> R {
+        package func withPayload<R>(at i: Int, _ body: (ArraySlice<UInt8>) throws -> R) rethrows -> R {
             try body(bytes[payloads[i]])
         }
 
-        public subscript(i: Int) -> Datagram {
+        package subscript(i: Int) -> Datagram {
             get {
                 Datagram(number: number(at: i), timeNs: times[i], direction: direction(at: i), source: source(at: i),
                          destination: destination(at: i), payload: withPayload(at: i) { Array($0) }, framingError: framingError(at: i))
@@ -120,7 +120,7 @@ public struct CaptureObservation: Sendable {
             }
         }
 
-        public mutating func replaceSubrange<C: Collection<Datagram>>(_ range: Range<Int>, with new: C) {
+        package mutating func replaceSubrange<C: Collection<Datagram>>(_ range: Range<Int>, with new: C) {
             if range.isEmpty, range.lowerBound == endIndex {
                 for d in new { append(d) }
                 return
@@ -136,30 +136,30 @@ public struct CaptureObservation: Sendable {
 
     /// Some of the capture's messages, by position (frames, replies, one controller's):
     /// an index list over the columns, not copies.
-    public struct Selection: RandomAccessCollection, Sendable {
+    package struct Selection: RandomAccessCollection, Sendable {
         let all: Datagrams
         /// Positions in `all`: 4 bytes each (a capture past 4 G messages could not be held anyway).
         var positions: [UInt32]
-        public var startIndex: Int { 0 }
-        public var endIndex: Int { positions.count }
-        public subscript(i: Int) -> Datagram { all[Int(positions[i])] }
+        package var startIndex: Int { 0 }
+        package var endIndex: Int { positions.count }
+        package subscript(i: Int) -> Datagram { all[Int(positions[i])] }
         /// The message's position among all the capture's messages.
-        public func position(_ i: Int) -> Int { Int(positions[i]) }
+        package func position(_ i: Int) -> Int { Int(positions[i]) }
     }
 
-    public var source: String
-    public var wireProtocol: any WireProtocol
-    public var capturePoint: CapturePoint
-    public var datagrams = Datagrams()
+    package var source: String
+    package var wireProtocol: any WireProtocol
+    package var capturePoint: CapturePoint
+    package var datagrams = Datagrams()
     /// Records of other kinds (labels, events) and packets the reader skipped.
-    public var otherRecords = 0
+    package var otherRecords = 0
     /// Byte streams that ended inside a message (a stream protocol's framing reader reports them).
-    public var unfinished: [FramingRecordSource.Unfinished] = []
+    package var unfinished: [FramingRecordSource.Unfinished] = []
     /// The reader's events about streams (`stream_gap`, `stream_end`, …), in capture order.
-    public var streamEvents: [EventRecord] = []
-    public var truncation: TraceTruncation?
+    package var streamEvents: [EventRecord] = []
+    package var truncation: TraceTruncation?
 
-    public init(source: String, wireProtocol: any WireProtocol, capturePoint: CapturePoint) {
+    package init(source: String, wireProtocol: any WireProtocol, capturePoint: CapturePoint) {
         self.source = source
         self.wireProtocol = wireProtocol
         self.capturePoint = capturePoint
@@ -167,11 +167,11 @@ public struct CaptureObservation: Sendable {
 
     /// Stream events kept, at most: a hostile capture may hold millions of gaps. The
     /// passive cases count the rest (`streamEventsDropped`).
-    public static let streamEventsKept = 100_000
-    public var streamEventsDropped = 0
+    package static let streamEventsKept = 100_000
+    package var streamEventsDropped = 0
 
     /// Reads a whole capture (trace, pcap or pcapng through a record source).
-    public static func read(_ input: any TraceRecordSource) throws(TraceError) -> CaptureObservation {
+    package static func read(_ input: any TraceRecordSource) throws(TraceError) -> CaptureObservation {
         var observation = CaptureObservation(source: input.source, wireProtocol: input.wireProtocol, capturePoint: input.header.capturePoint)
         while let record = try input.next() {
             guard case .message(let m) = record else {
@@ -197,22 +197,22 @@ public struct CaptureObservation: Sendable {
         return observation
     }
 
-    public var startNs: Int64 { datagrams.times.first ?? 0 }
+    package var startNs: Int64 { datagrams.times.first ?? 0 }
 
     /// What the protocol makes of a datagram's bytes.
-    public func facts(_ d: Datagram) -> MessageFacts {
+    package func facts(_ d: Datagram) -> MessageFacts {
         if let framingError = d.framingError { return MessageFacts(invalid: framingError) }
         return wireProtocol.facts(d.payload)
     }
 
     /// What the protocol makes of the message at a position, without making a `Datagram`.
-    public func facts(at i: Int) -> MessageFacts {
+    package func facts(at i: Int) -> MessageFacts {
         if let framingError = datagrams.framingError(at: i) { return MessageFacts(invalid: framingError) }
         return datagrams.withPayload(at: i) { slice in slice.withUnsafeBytes { wireProtocol.facts($0) } }
     }
 
-    public var frames: Selection { selection(.controllerToHost) }
-    public var replies: Selection { selection(.hostToController) }
+    package var frames: Selection { selection(.controllerToHost) }
+    package var replies: Selection { selection(.hostToController) }
 
     func selection(_ direction: Direction) -> Selection {
         let toward = direction == .controllerToHost
@@ -223,7 +223,7 @@ public struct CaptureObservation: Sendable {
     }
 
     /// Controller→host datagrams per controller, in capture order.
-    public var framesByController: [Endpoint: Selection] {
+    package var framesByController: [Endpoint: Selection] {
         // Counted first, so each list is allocated once at its size (no doubling and copying).
         var counts: [UInt32: Int] = [:]
         for i in datagrams.indices where datagrams.towardHost[i] { counts[datagrams.sources[i], default: 0] += 1 }

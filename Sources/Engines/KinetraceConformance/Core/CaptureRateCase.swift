@@ -6,19 +6,19 @@ import KinetraceWire
 /// every full 10 s window, within a band of the protocol's nominal interval
 /// (bands relative to the nominal interval: ±10 % MUST, ±2 % SHOULD). Capture time
 /// carries the path's jitter, which a 10 s mean averages out.
-public struct CaptureRateCase: PassiveCase {
-    public let info: CaseInfo
+package struct CaptureRateCase: PassiveCase {
+    package let info: CaseInfo
     /// The band, as a fraction of the nominal interval.
-    public let tolerance: Double
+    package let tolerance: Double
 
-    public init(info: CaseInfo, tolerance: Double) {
+    package init(info: CaseInfo, tolerance: Double) {
         self.info = info
         self.tolerance = tolerance
     }
 
-    public var rateSeries: RateSeriesKind? { .captureTime }
+    package var rateSeries: RateSeriesKind? { .captureTime }
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
 
     func verdict(_ summary: PassiveSummary) -> CaseResult {
         let nominalMs = 1000 / summary.wireProtocol.nominalRateHz

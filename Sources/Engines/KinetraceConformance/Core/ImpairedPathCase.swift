@@ -9,14 +9,14 @@ import KinetraceWire
 /// host decides on what arrives, in arrival order, never on when (a rule on
 /// the sender's clock), the replies owed are exactly its host model run over
 /// what the planner sends, and any difference is the host's.
-public struct ImpairedPathCase: ActiveCase {
-    public let info: CaseInfo
-    public let network: String
-    public let wireProtocol: any WireProtocol
+package struct ImpairedPathCase: ActiveCase {
+    package let info: CaseInfo
+    package let network: String
+    package let wireProtocol: any WireProtocol
     let impairments: Impairments
     let controllers: Int
     let framesEach: Int
-    public let seed: UInt64
+    package let seed: UInt64
     /// A sample at trigger level `ay` or not, from a declaration's own messages (nil: `TriggerLevel.sample`).
     let makeSample: (@Sendable (_ triggers: Bool, _ senderTimeMs: UInt64) -> [UInt8])?
     /// Where decisions show when the host has no reply: observations of this name, matched by their
@@ -27,7 +27,7 @@ public struct ImpairedPathCase: ActiveCase {
     ///   - network: the replay network's name; the case is `AC-IMPAIRED-<NAME>`.
     ///   - impairments: the network's impairments (replies are not impaired: the check is the host's decisions).
     ///   - requirements: the requirement IDs of the protocol's spec the case checks.
-    public init(network: String, impairments: Impairments, wireProtocol: any WireProtocol, requirements: [String],
+    package init(network: String, impairments: Impairments, wireProtocol: any WireProtocol, requirements: [String],
                 controllers: Int = 8, framesEach: Int = 30, seed: UInt64 = 1, idPrefix: String = "AC-",
                 observedDecision: String? = nil, makeSample: (@Sendable (Bool, UInt64) -> [UInt8])? = nil) {
         self.makeSample = makeSample
@@ -49,7 +49,7 @@ public struct ImpairedPathCase: ActiveCase {
     /// Samples at the protocol's rate stamped from the case's origin; each is
     /// trigger-level with probability 0.4 (seeded), so losses and reorders change
     /// which ones trigger.
-    public func input(t0: UInt64, rule: GestureRule) -> ReplayInput {
+    package func input(t0: UInt64, rule: GestureRule) -> ReplayInput {
         var rng = SeededGenerator(seed: seed).derived(0x494D_5041)  // "IMPA"
         let periodMs = UInt64((1000 / wireProtocol.nominalRateHz).rounded())
         var messages: [ReplayInput.Message] = []
@@ -68,7 +68,7 @@ public struct ImpairedPathCase: ActiveCase {
     }
 
     /// The bundled replay networks that impair the controller→host path, each as a case.
-    public static func bundled(_ wireProtocol: any WireProtocol, requirements: [String]) -> [ImpairedPathCase] {
+    package static func bundled(_ wireProtocol: any WireProtocol, requirements: [String]) -> [ImpairedPathCase] {
         ["lab-5ghz", "crowded-event", "harsh"].compactMap { name in
             ReplayNetwork.bundled(name).map {
                 ImpairedPathCase(network: name, impairments: $0.impairments, wireProtocol: wireProtocol, requirements: requirements)
@@ -76,7 +76,7 @@ public struct ImpairedPathCase: ActiveCase {
         }
     }
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         var options = ReplayOptions()
         options.timestamps = .original
         options.impairments = impairments
@@ -162,7 +162,7 @@ public struct ImpairedPathCase: ActiveCase {
     }
 
     /// The network's impairments, for a case made like this one.
-    public var impairmentsForDerivation: Impairments { impairments }
+    package var impairmentsForDerivation: Impairments { impairments }
 
     struct Pair: Hashable, Comparable {
         var controller: Int

@@ -14,50 +14,50 @@ import KinetraceWire
 /// (a new socket, or a new stdio controller id), sends exactly the bytes the
 /// case crafts, and collects what the host sends back and what it reports
 /// on the observation channel, timed on CLOCK_MONOTONIC.
-public final class LiveProbe {
-    public struct Reply: Sendable {
-        public var controller: Int
+package final class LiveProbe {
+    package struct Reply: Sendable {
+        package var controller: Int
         /// The reply's first `LiveProbe.replyBytesKept` bytes: a hostile host's 64 KiB replies
         /// must not be kept whole.
-        public var payload: [UInt8]
-        public var monoNs: Int64
+        package var payload: [UInt8]
+        package var monoNs: Int64
         /// The reply's length on the wire.
-        public var length: Int
-        public var isTruncated: Bool { length > payload.count }
+        package var length: Int
+        package var isTruncated: Bool { length > payload.count }
     }
 
     /// Bytes kept of each reply: far more than any protocol's reply (the largest seed reply is 20), so
     /// a longer reply is malformed whatever its tail holds.
-    public static let replyBytesKept = 512
+    package static let replyBytesKept = 512
     /// Replies a case tolerates before it stops as flooded: 1,000 plus 10 per sample sent.
     /// A conforming host sends at most one reply per sample, so only a host that
     /// answers without being asked reaches it; with `replyBytesKept` it bounds a case's
     /// memory near 1 MB plus 6 KB per sample.
-    public static func replyLimit(samplesSent: Int) -> Int { 1_000 + 10 * samplesSent }
+    package static func replyLimit(samplesSent: Int) -> Int { 1_000 + 10 * samplesSent }
     /// Decisions reported on the observation channel a case tolerates: 1,000 plus one per byte
     /// sent (a send may carry many stream records; no message is shorter than a byte, and a host
     /// reports at most one decision per message).
-    public static func observationLimit(bytesSent: Int) -> Int { 1_000 + bytesSent }
+    package static func observationLimit(bytesSent: Int) -> Int { 1_000 + bytesSent }
 
     /// A valid reply that echoes a sample's stamp, and how long after that sample it came.
-    public struct Echo: Sendable {
-        public var controller: Int
-        public var echo: UInt64
-        public var payload: [UInt8]
-        public var delayNs: Int64?
+    package struct Echo: Sendable {
+        package var controller: Int
+        package var echo: UInt64
+        package var payload: [UInt8]
+        package var delayNs: Int64?
     }
 
     /// A decision the host reported on the observation channel.
-    public struct Observed: Sendable {
-        public var controller: Int
-        public var observation: Observation
-        public var monoNs: Int64
+    package struct Observed: Sendable {
+        package var controller: Int
+        package var observation: Observation
+        package var monoNs: Int64
     }
 
     let link: any ControllerLink
-    public var wireProtocol: any WireProtocol
+    package var wireProtocol: any WireProtocol
     /// The case's sample-time origin: the controllers' wall clock when the case began (what a sender clock stamps).
-    public let t0: UInt64
+    package let t0: UInt64
     /// Link indices of this case's controllers; the case sees them as 0, 1, …
     private var mine: [Int] = []
     private var local: [Int: Int] = [:]
@@ -67,37 +67,37 @@ public final class LiveProbe {
     /// no values is the decision on the newest message its controller sent before it arrived.
     private var recentSends: [Int: [(monoNs: Int64, bytes: [UInt8])]] = [:]
     /// Messages kept per controller for that (a load case sends thousands; the cases that need it, a few).
-    public static let recentSendsKept = 256
-    public private(set) var replies: [Reply] = []
-    public private(set) var observations: [Observed] = []
+    package static let recentSendsKept = 256
+    package private(set) var replies: [Reply] = []
+    package private(set) var observations: [Observed] = []
     /// Decisions reported under a controller id that is none of this case's (a host that mixes up
     /// ids, or one slow enough to report an earlier case's): the first `strayObservationsKept`, and how many.
-    public private(set) var strayObservations: [(controllerID: Int, observation: Observation)] = []
-    public private(set) var strayObservationCount = 0
-    public static let strayObservationsKept = 5
+    package private(set) var strayObservations: [(controllerID: Int, observation: Observation)] = []
+    package private(set) var strayObservationCount = 0
+    package static let strayObservationsKept = 5
     /// The host reported a decision on the suite's preflight message: its observation channel works.
-    public internal(set) var hostReportsDecisions = false
+    package internal(set) var hostReportsDecisions = false
     /// The stdio controller ids of this case's controllers, for evidence.
-    public var controllerIDs: [Int] { mine }
+    package var controllerIDs: [Int] { mine }
     /// Set when the host's port answered with ICMP port unreachable: nothing listens there.
-    public private(set) var refused = false
+    package private(set) var refused = false
     /// Set when an exec host exited or broke the framing.
-    public private(set) var hostFailure: String?
+    package private(set) var hostFailure: String?
     /// How an exec host ended, when it did during this case: the stdio adapter gives each its exit status.
-    public private(set) var hostEnd: HostEnd?
+    package private(set) var hostEnd: HostEnd?
     /// Controllers whose TCP connection the host ended: EPIPE when it closed it (FIN), ECONNRESET when it reset it.
-    public private(set) var closedByHost: [Int: Int32] = [:]
+    package private(set) var closedByHost: [Int: Int32] = [:]
     /// The newest sample stamp this case sent.
-    public private(set) var newestSenderTimeMs: UInt64 = 0
+    package private(set) var newestSenderTimeMs: UInt64 = 0
     /// Messages this case sent, and replies and reply bytes its controllers received.
-    public private(set) var samplesSent = 0
-    public private(set) var repliesReceived = 0
-    public private(set) var replyBytesReceived = 0
-    public private(set) var bytesSent = 0
-    public private(set) var observationsReceived = 0
+    package private(set) var samplesSent = 0
+    package private(set) var repliesReceived = 0
+    package private(set) var replyBytesReceived = 0
+    package private(set) var bytesSent = 0
+    package private(set) var observationsReceived = 0
     /// Set when the host sent more replies than `replyLimit` allows: the case stops waiting,
     /// keeps no more, and the suite fails it and runs nothing after it.
-    public private(set) var flooded: String?
+    package private(set) var flooded: String?
 
     init(link: any ControllerLink, wireProtocol: any WireProtocol, t0: UInt64) {
         self.link = link
@@ -106,15 +106,15 @@ public final class LiveProbe {
     }
 
     /// Where the host is: over `exec` it may report decisions on the observation channel; over a socket it cannot.
-    public var target: LinkTarget { link.target }
+    package var target: LinkTarget { link.target }
 
     /// The newest message `controller` sent before `monoNs`, if this probe still holds it.
-    public func newestSent(by controller: Int, before monoNs: Int64) -> [UInt8]? {
+    package func newestSent(by controller: Int, before monoNs: Int64) -> [UInt8]? {
         recentSends[controller]?.last { $0.monoNs < monoNs }?.bytes
     }
 
     /// Opens `count` new controllers; returns their indices.
-    public func controllers(_ count: Int) throws(SocketError) -> Range<Int> {
+    package func controllers(_ count: Int) throws(SocketError) -> Range<Int> {
         let first = mine.count
         for _ in 0..<count {
             let index = try link.openController()
@@ -126,7 +126,7 @@ public final class LiveProbe {
 
     /// Sends raw bytes from a controller. A forged far-future stamp is sent with
     /// `advancesClock: false`, so later cases' stamps stay near the wall clock.
-    public func send(_ bytes: [UInt8], from controller: Int, advancesClock: Bool = true) {
+    package func send(_ bytes: [UInt8], from controller: Int, advancesClock: Bool = true) {
         guard flooded == nil else { return }
         samplesSent += 1
         bytesSent += bytes.count
@@ -151,7 +151,7 @@ public final class LiveProbe {
     /// One message each from `count` controllers the host has never heard and that are not
     /// kept here (a state-exhaustion flood): distinct loopback sources over UDP, fresh
     /// controller ids over exec. Their replies, if any, are not collected.
-    public func sendFromFreshSources(count: Int, firstSource: Int = 0, payload: (Int) -> [UInt8]) -> LoopbackSources.Outcome {
+    package func sendFromFreshSources(count: Int, firstSource: Int = 0, payload: (Int) -> [UInt8]) -> LoopbackSources.Outcome {
         switch link.target {
         case .udp(let address):
             let outcome = LoopbackSources.send(count: count, firstSource: firstSource, to: address, payload: payload)
@@ -179,20 +179,20 @@ public final class LiveProbe {
     }
 
     /// Ends a controller's byte stream (its connection's write side); false where the link has none.
-    public func endStream(of controller: Int) -> Bool { link.endStream(of: mine[controller]) }
+    package func endStream(of controller: Int) -> Bool { link.endStream(of: mine[controller]) }
 
     /// Bytes a controller wrote that the host has not read yet (the send queue, SIOCOUTQ), when the link can tell.
-    public func unsentBytes(of controller: Int) -> Int? { link.unsentBytes(of: mine[controller]) }
+    package func unsentBytes(of controller: Int) -> Int? { link.unsentBytes(of: mine[controller]) }
 
     /// Collects replies for `ms` milliseconds (or until `until` says enough).
-    public func collect(forMs ms: Int, until: ([Reply]) -> Bool = { _ in false }) {
+    package func collect(forMs ms: Int, until: ([Reply]) -> Bool = { _ in false }) {
         collect(untilMonotonicNs: SystemClock.monotonicNs() + Int64(ms) * 1_000_000, until: until)
     }
 
     /// Collects replies, each timed as it arrives, until a monotonic deadline:
     /// the way to wait between sends, so reply delays are not inflated by them.
     /// Replies to earlier cases' controllers are dropped.
-    public func collect(untilMonotonicNs deadline: Int64, until: ([Reply]) -> Bool = { _ in false }) {
+    package func collect(untilMonotonicNs deadline: Int64, until: ([Reply]) -> Bool = { _ in false }) {
         while flooded == nil, !until(replies) {
             let remainingNs = deadline - SystemClock.monotonicNs()
             guard remainingNs > 0 else { return }
@@ -246,7 +246,7 @@ public final class LiveProbe {
     }
 
     /// Valid replies that echo a sample's stamp, with their delays.
-    public var echoes: [Echo] {
+    package var echoes: [Echo] {
         replies.compactMap { r in
             let facts = wireProtocol.facts(r.payload)
             guard !r.isTruncated, facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs else { return nil }
@@ -254,5 +254,5 @@ public final class LiveProbe {
         }
     }
 
-    public func forgetReplies() { replies.removeAll() }
+    package func forgetReplies() { replies.removeAll() }
 }

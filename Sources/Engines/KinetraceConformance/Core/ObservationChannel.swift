@@ -6,19 +6,19 @@ import KinetraceTransport
 /// is never a PASS (SA-OBS-5).
 extension LiveProbe {
     /// The decisions called `decision` the host reported about a controller, in arrival order.
-    public func observed(_ decision: String, on controller: Int) -> [Observed] {
+    package func observed(_ decision: String, on controller: Int) -> [Observed] {
         observations.filter { $0.controller == controller && $0.observation.decision == decision }
     }
 
     /// Whether the link can carry observations at all (only a host run behind the stdio adapter can report them).
-    public var canObserve: Bool {
+    package var canObserve: Bool {
         if case .exec = target { return true } else { return false }
     }
 
     /// The verdict when the host reported no observation about this case's controllers: FAIL when it
     /// reported decisions under other controller ids (SA-OBS-2: an observation names the controller
     /// whose message caused it), INCONCLUSIVE when it reported nothing; nil when there is something to judge.
-    public func unjudgedObservations(_ what: String) -> Verdict? {
+    package func unjudgedObservations(_ what: String) -> Verdict? {
         guard observations.isEmpty else { return nil }
         if let stray = strayObservationsFailure { return stray }
         if hostReportsDecisions, canObserve {
@@ -30,7 +30,7 @@ extension LiveProbe {
     }
 
     /// FAIL, naming what the host reported, when it reported decisions only under ids that are none of this case's.
-    public var strayObservationsFailure: Verdict? {
+    package var strayObservationsFailure: Verdict? {
         guard observations.isEmpty, strayObservationCount > 0 else { return nil }
         let ids = controllerIDs.map(String.init).joined(separator: ", ")
         let shown = strayObservations.map { "\"\($0.observation.decision)\" under controller id \($0.controllerID)" }.joined(separator: "; ")
@@ -40,7 +40,7 @@ extension LiveProbe {
     }
 
     /// Why `what` cannot be judged when the host reported no observation during this case; nil when it reported some.
-    public func observationsMissing(_ what: String) -> String? {
+    package func observationsMissing(_ what: String) -> String? {
         guard observations.isEmpty else { return nil }
         if canObserve {
             return "the host reported no observation (stdio adapter record kind 0x03, SA-OBS-1) during this case, so \(what) cannot be judged: "

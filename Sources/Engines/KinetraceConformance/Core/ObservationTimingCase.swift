@@ -7,8 +7,8 @@ import KinetraceWire
 /// caused it. Each of `count` fresh controllers sends one message that must be decided, paced
 /// apart, and the observation about it is timed from when that message left. A host that reports
 /// late fails; one that reports nothing is INCONCLUSIVE, never PASS.
-public struct ObservationTimingCase: ActiveCase {
-    public let info: CaseInfo
+package struct ObservationTimingCase: ActiveCase {
+    package let info: CaseInfo
     /// The decision each message owes, as the protocol names it.
     let decision: String
     /// The `k`th message: one the protocol's host must decide on, whatever came before.
@@ -18,7 +18,7 @@ public struct ObservationTimingCase: ActiveCase {
     /// Late observations the case tolerates before it fails: scheduling noise on a loaded machine, not a slow host.
     let lateAllowed: Int
 
-    public init(info: CaseInfo, decision: String, count: Int = 20, spacingMs: Int = 25, lateAllowed: Int = 2,
+    package init(info: CaseInfo, decision: String, count: Int = 20, spacingMs: Int = 25, lateAllowed: Int = 2,
                 message: @escaping @Sendable (_ k: Int, _ parameters: SuiteParameters) -> [UInt8]) {
         self.info = info
         self.decision = decision
@@ -28,7 +28,7 @@ public struct ObservationTimingCase: ActiveCase {
         self.message = message
     }
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let controllers = try p.controllers(count)
         var sent: [Int64] = []
         for (k, c) in controllers.enumerated() {

@@ -2,24 +2,24 @@ import KinetraceTrace
 import KinetraceWire
 
 /// What the host under test is supposed to do (`--threshold`, `--refractory-ms`, `--reply-deadline-ms`).
-public struct SuiteParameters: Hashable, Sendable {
-    public var rule = GestureRule.default
+package struct SuiteParameters: Hashable, Sendable {
+    package var rule = GestureRule.default
     /// The reply deadline a MUST case holds a host to; the SHOULD one is `replyShouldMs`.
-    public var replyDeadlineMs: Double = 50
-    public var replyShouldMs: Double = 10
+    package var replyDeadlineMs: Double = 50
+    package var replyShouldMs: Double = 10
     /// Timing verdicts need at least this many samples; fewer is INCONCLUSIVE.
-    public var minimumTimingSamples = 20
+    package var minimumTimingSamples = 20
     /// The host's controller cap , which the state-exhaustion case floods past.
-    public var maxControllers = 65_536
+    package var maxControllers = 65_536
     /// A byte-stream host's connection bound , which the flood case opens idle connections past.
-    public var maxConnections = 1_024
-    public init() {}
+    package var maxConnections = 1_024
+    package init() {}
 }
 
 /// A passive case: a small policy type that looks at a capture and returns
 /// a verdict with its measurements and evidence. It judges in one pass: its
 /// judge sees each message once, in capture order (`PassivePass`).
-public protocol PassiveCase: Sendable {
+package protocol PassiveCase: Sendable {
     var info: CaseInfo { get }
     func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge
     /// The rate series the case reads from the summary, if any (the pass builds each kind once).
@@ -27,17 +27,17 @@ public protocol PassiveCase: Sendable {
 }
 
 extension PassiveCase {
-    public var rateSeries: RateSeriesKind? { nil }
+    package var rateSeries: RateSeriesKind? { nil }
 }
 
 /// A capture in memory with the suite's parameters, for judging cases one at a time
 /// (`PassiveCase.evaluate`), as the tests do.
-public struct PassiveContext: Sendable {
-    public let observation: CaptureObservation
-    public let parameters: SuiteParameters
-    public let replies: ReplyMatching
+package struct PassiveContext: Sendable {
+    package let observation: CaptureObservation
+    package let parameters: SuiteParameters
+    package let replies: ReplyMatching
 
-    public init(_ observation: CaptureObservation, _ parameters: SuiteParameters) {
+    package init(_ observation: CaptureObservation, _ parameters: SuiteParameters) {
         self.observation = observation
         self.parameters = parameters
         replies = ReplyMatching(observation, rule: parameters.rule)
@@ -50,45 +50,45 @@ public struct PassiveContext: Sendable {
 /// message by message.
 ///
 /// A trigger is a few numbers and a reference to its frame, not a copy of the frame.
-public struct ReplyMatching: Sendable {
-    public struct Trigger: Sendable {
+package struct ReplyMatching: Sendable {
+    package struct Trigger: Sendable {
         /// The triggering frame, for evidence.
-        public var frame: MessageRef
-        public var timeNs: Int64 { frame.timeNs }
-        public var senderTimeMs: UInt64
+        package var frame: MessageRef
+        package var timeNs: Int64 { frame.timeNs }
+        package var senderTimeMs: UInt64
         /// The first reply echoing this trigger, on the capture clock.
-        public var firstReplyTimeNs: Int64?
+        package var firstReplyTimeNs: Int64?
         /// Replies echoing this trigger (a repeating host may send millions).
-        public var replyCount = 0
+        package var replyCount = 0
         /// The frame's source, as an endpoint id.
         var sourceID: UInt32
-        public var isAnswered: Bool { replyCount > 0 }
+        package var isAnswered: Bool { replyCount > 0 }
     }
 
-    public var triggers: [Trigger] = []
+    package var triggers: [Trigger] = []
     /// Valid replies whose echo matches no trigger of their destination: the first
     /// `evidenceKept`, and how many in all.
-    public var unexpected: [(reply: MessageRef, reason: String)] = []
-    public var unexpectedCount = 0
+    package var unexpected: [(reply: MessageRef, reason: String)] = []
+    package var unexpectedCount = 0
     /// Valid replies echoing a trigger of another controller (sent to the wrong address): the first
     /// `evidenceKept`, and how many in all.
-    public var misdirected: [(reply: MessageRef, owner: Endpoint)] = []
-    public var misdirectedCount = 0
-    public var validReplies = 0
+    package var misdirected: [(reply: MessageRef, owner: Endpoint)] = []
+    package var misdirectedCount = 0
+    package var validReplies = 0
     /// Replies kept as evidence per kind: a hostile capture may hold millions.
-    public static let evidenceKept = 1_000
+    package static let evidenceKept = 1_000
 
-    public init() {}
+    package init() {}
 
     /// The matching over a capture in memory.
-    public init(_ observation: CaptureObservation, rule: GestureRule) {
+    package init(_ observation: CaptureObservation, rule: GestureRule) {
         var matcher = ReplyMatcher(wireProtocol: observation.wireProtocol, rule: rule)
         for d in observation.datagrams { matcher.observe(d, observation.facts(d)) }
         self = matcher.matching
     }
 
     /// Reply delay on the capture clock for every trigger answered, ms.
-    public var delaysMs: [Double] {
+    package var delaysMs: [Double] {
         triggers.compactMap { t in t.firstReplyTimeNs.map { Double($0 - t.timeNs) / 1e6 } }
     }
 }
@@ -157,17 +157,17 @@ struct ReplyMatcher {
 }
 
 /// Nearest-rank percentile of sorted values.
-public func percentile(_ sorted: [Double], _ p: Double) -> Double {
+package func percentile(_ sorted: [Double], _ p: Double) -> Double {
     guard !sorted.isEmpty else { return .nan }
     let rank = Swift.max(1, Int((p / 100 * Double(sorted.count)).rounded(.up)))
     return sorted[Swift.min(rank, sorted.count) - 1]
 }
 
 /// How many evidence lines a case shows before "and N more".
-public let evidenceLimit = 5
+package let evidenceLimit = 5
 
 /// Evidence lines for the first few of `items`; `total` counts items beyond those kept.
-public func evidence<T>(_ items: [T], total: Int? = nil, _ line: (T) -> String) -> [String] {
+package func evidence<T>(_ items: [T], total: Int? = nil, _ line: (T) -> String) -> [String] {
     var lines = items.prefix(evidenceLimit).map(line)
     let all = max(total ?? items.count, items.count)
     if all > evidenceLimit { lines.append("… and \(all - min(evidenceLimit, items.count)) more") }

@@ -4,39 +4,39 @@ import KinetraceWire
 
 /// A message named in evidence, without its bytes: a capture may hold millions,
 /// and a case keeps only the few it shows.
-public struct MessageRef: Sendable {
-    public var number: Int
-    public var timeNs: Int64
-    public var direction: Direction
-    public var source: Endpoint
-    public var destination: Endpoint
-    public var length: Int
-    public var controller: Endpoint { direction == .controllerToHost ? source : destination }
+package struct MessageRef: Sendable {
+    package var number: Int
+    package var timeNs: Int64
+    package var direction: Direction
+    package var source: Endpoint
+    package var destination: Endpoint
+    package var length: Int
+    package var controller: Endpoint { direction == .controllerToHost ? source : destination }
 }
 
 extension CaptureObservation.Datagram {
-    public var ref: MessageRef {
+    package var ref: MessageRef {
         MessageRef(number: number, timeNs: timeNs, direction: direction, source: source, destination: destination, length: payload.count)
     }
 }
 
 /// At most `limit` items kept as evidence, and how many there were in all.
-public struct Kept<Item: Sendable>: Sendable {
-    public private(set) var items: [Item] = []
-    public private(set) var total = 0
+package struct Kept<Item: Sendable>: Sendable {
+    package private(set) var items: [Item] = []
+    package private(set) var total = 0
     let limit: Int
-    public init(limit: Int = ReplyMatching.evidenceKept) { self.limit = limit }
-    public mutating func add(_ item: @autoclosure () -> Item) {
+    package init(limit: Int = ReplyMatching.evidenceKept) { self.limit = limit }
+    package mutating func add(_ item: @autoclosure () -> Item) {
         total += 1
         if items.count < limit { items.append(item()) }
     }
-    public var isEmpty: Bool { total == 0 }
+    package var isEmpty: Bool { total == 0 }
 }
 
 /// What one case works out from a capture, message by message in capture order,
 /// keeping only what its verdict needs (counts, per-controller state, a bounded sample
 /// of evidence); the verdict comes once every message has been seen.
-public protocol PassiveJudge {
+package protocol PassiveJudge {
     mutating func observe(_ d: CaptureObservation.Datagram)
     func verdict(_ summary: PassiveSummary) -> CaseResult
 }
@@ -50,36 +50,36 @@ struct SummaryJudge: PassiveJudge {
 
 /// How a rate case reads a controller's pace: the sender's own stamps
 /// (its sender clock) or, for protocols without them, the capture clock.
-public enum RateSeriesKind: Hashable, Sendable {
+package enum RateSeriesKind: Hashable, Sendable {
     case senderStamps
     case captureTime
 }
 
 /// The capture as every case sees it when the pass ends: where it came from, counts,
 /// what the reader said about streams, and the analyses several cases share.
-public struct PassiveSummary: Sendable {
-    public var source: String
-    public var wireProtocol: any WireProtocol
-    public var capturePoint: CapturePoint
-    public var parameters: SuiteParameters
+package struct PassiveSummary: Sendable {
+    package var source: String
+    package var wireProtocol: any WireProtocol
+    package var capturePoint: CapturePoint
+    package var parameters: SuiteParameters
     /// The first message's capture time: evidence times are relative to it.
-    public var startNs: Int64 = 0
-    public var messages = 0
-    public var frames = 0
-    public var replies = 0
+    package var startNs: Int64 = 0
+    package var messages = 0
+    package var frames = 0
+    package var replies = 0
     /// Byte streams that ended inside a message (a stream protocol's framing reader reports them).
-    public var unfinished: [FramingRecordSource.Unfinished] = []
+    package var unfinished: [FramingRecordSource.Unfinished] = []
     /// The reader's events about streams (`stream_gap`, …), the first `streamEventsKept`.
-    public var streamEvents: [EventRecord] = []
-    public var streamEventsDropped = 0
-    public var truncation: TraceTruncation?
-    public var replyMatching: ReplyMatching
+    package var streamEvents: [EventRecord] = []
+    package var streamEventsDropped = 0
+    package var truncation: TraceTruncation?
+    package var replyMatching: ReplyMatching
     /// The rate windows of each kind some selected case asked for.
-    public var rates: [RateSeriesKind: RateWindows] = [:]
+    package var rates: [RateSeriesKind: RateWindows] = [:]
 
-    public func describe(_ d: CaptureObservation.Datagram) -> String { d.describe(since: startNs) }
+    package func describe(_ d: CaptureObservation.Datagram) -> String { d.describe(since: startNs) }
     /// "#12 at 3.5 s from 10.0.0.2:50000 (36 bytes)", for evidence lines.
-    public func describe(_ m: MessageRef) -> String {
+    package func describe(_ m: MessageRef) -> String {
         let seconds3 = (Double(m.timeNs - startNs) / 1e6).rounded() / 1000
         return "#\(m.number) at \(seconds3) s \(m.direction == .controllerToHost ? "from" : "to") \(m.controller) (\(m.length) bytes)"
     }
@@ -88,14 +88,14 @@ public struct PassiveSummary: Sendable {
 /// One pass over a capture for a set of passive cases: each message goes to the shared
 /// analyses and to every case's judge, then is dropped. Memory grows with controllers,
 /// triggers and the rate cases' stamps (12 bytes a frame), not with the capture's bytes.
-public struct PassivePass {
-    public private(set) var summary: PassiveSummary
+package struct PassivePass {
+    package private(set) var summary: PassiveSummary
     private let cases: [any PassiveCase]
     private var judges: [any PassiveJudge]
     private var replyMatcher: ReplyMatcher
     private var rateSeries: [RateCollector] = []
 
-    public init(_ cases: [any PassiveCase], wireProtocol: any WireProtocol, source: String, capturePoint: CapturePoint,
+    package init(_ cases: [any PassiveCase], wireProtocol: any WireProtocol, source: String, capturePoint: CapturePoint,
                 parameters: SuiteParameters) {
         self.cases = cases
         summary = PassiveSummary(source: source, wireProtocol: wireProtocol, capturePoint: capturePoint, parameters: parameters,
@@ -105,7 +105,7 @@ public struct PassivePass {
         rateSeries = Set(cases.compactMap(\.rateSeries)).map { RateCollector(kind: $0, stream: wireProtocol.transport == .byteStream) }
     }
 
-    public mutating func observe(_ d: CaptureObservation.Datagram) {
+    package mutating func observe(_ d: CaptureObservation.Datagram) {
         if summary.messages == 0 { summary.startNs = d.timeNs }
         summary.messages += 1
         if d.direction == .controllerToHost { summary.frames += 1 } else { summary.replies += 1 }
@@ -116,7 +116,7 @@ public struct PassivePass {
         for i in judges.indices { judges[i].observe(d) }
     }
 
-    public mutating func observe(streamEvent event: EventRecord) {
+    package mutating func observe(streamEvent event: EventRecord) {
         if summary.streamEvents.count < CaptureObservation.streamEventsKept {
             summary.streamEvents.append(event)
         } else {
@@ -125,7 +125,7 @@ public struct PassivePass {
     }
 
     /// The verdicts, in the cases' order, once the capture has ended.
-    public mutating func finish(unfinished: [FramingRecordSource.Unfinished] = [], truncation: TraceTruncation? = nil) -> [CaseResult] {
+    package mutating func finish(unfinished: [FramingRecordSource.Unfinished] = [], truncation: TraceTruncation? = nil) -> [CaseResult] {
         summary.unfinished = unfinished
         summary.truncation = truncation
         summary.replyMatching = replyMatcher.matching
@@ -150,7 +150,7 @@ public struct PassivePass {
     }
 
     /// Reads a capture (trace, pcap or pcapng through a record source) once, judging as it goes.
-    public static func run(_ cases: [any PassiveCase], reading input: any TraceRecordSource,
+    package static func run(_ cases: [any PassiveCase], reading input: any TraceRecordSource,
                            parameters: SuiteParameters) throws(TraceError) -> (results: [CaseResult], summary: PassiveSummary) {
         var pass = PassivePass(cases, wireProtocol: input.wireProtocol, source: input.source, capturePoint: input.header.capturePoint,
                                parameters: parameters)
@@ -212,7 +212,7 @@ struct RateCollector {
 
 extension PassiveCase {
     /// The case over a capture already in memory (as the tests build them): one pass of its own.
-    public func evaluate(_ context: PassiveContext) -> CaseResult {
+    package func evaluate(_ context: PassiveContext) -> CaseResult {
         let observation = context.observation
         var pass = PassivePass([self], wireProtocol: observation.wireProtocol, source: observation.source,
                                capturePoint: observation.capturePoint, parameters: context.parameters)

@@ -3,10 +3,10 @@ import KinetraceTrace
 /// One message of a controller's stream for a rate judgement: when it was
 /// sent or seen (in the series' ticks) and its position among all the
 /// controller's messages, so an invalid or unstamped one still counts as sent.
-public struct RateSample: Hashable, Sendable {
-    public var time: UInt64
-    public var ordinal: Int
-    public init(time: UInt64, ordinal: Int) {
+package struct RateSample: Hashable, Sendable {
+    package var time: UInt64
+    package var ordinal: Int
+    package init(time: UInt64, ordinal: Int) {
         self.time = time
         self.ordinal = ordinal
     }
@@ -14,18 +14,18 @@ public struct RateSample: Hashable, Sendable {
 
 /// One controller's rate samples, in two columns: 12 bytes a sample, where an array of
 /// `RateSample` (padded to 16) would take a third more for every frame of a capture.
-public struct RateSeries: RandomAccessCollection, Sendable {
+package struct RateSeries: RandomAccessCollection, Sendable {
     private var times: [UInt64] = []
     private var ordinals: [UInt32] = []
-    public init() {}
-    public var startIndex: Int { 0 }
-    public var endIndex: Int { times.count }
-    public subscript(i: Int) -> RateSample { RateSample(time: times[i], ordinal: Int(ordinals[i])) }
-    public mutating func append(_ sample: RateSample) {
+    package init() {}
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { times.count }
+    package subscript(i: Int) -> RateSample { RateSample(time: times[i], ordinal: Int(ordinals[i])) }
+    package mutating func append(_ sample: RateSample) {
         times.append(sample.time)
         ordinals.append(UInt32(clamping: sample.ordinal))
     }
-    public mutating func replaceLast(with sample: RateSample) {
+    package mutating func replaceLast(with sample: RateSample) {
         times[times.count - 1] = sample.time
         ordinals[ordinals.count - 1] = UInt32(clamping: sample.ordinal)
     }
@@ -34,22 +34,22 @@ public struct RateSeries: RandomAccessCollection, Sendable {
 /// The mean interval over every full window of each controller's stream
 /// (10 s in every bundled protocol's rate requirements):
 /// what the rate cases judge, whatever clock the times come from.
-public struct RateWindows: Sendable {
-    public struct Worst: Sendable {
-        public var controller: Endpoint
-        public var meanMs: Double
+package struct RateWindows: Sendable {
+    package struct Worst: Sendable {
+        package var controller: Endpoint
+        package var meanMs: Double
         /// Where the window starts, in the series' ticks.
-        public var startTime: UInt64
+        package var startTime: UInt64
     }
 
     /// Full windows judged, and full windows left out because they hold a lost message.
-    public private(set) var windows = 0
-    public private(set) var skipped = 0
+    package private(set) var windows = 0
+    package private(set) var skipped = 0
     /// The smallest and largest mean interval of the judged windows, ms.
-    public private(set) var meanMin = Double.infinity
-    public private(set) var meanMax = -Double.infinity
+    package private(set) var meanMin = Double.infinity
+    package private(set) var meanMax = -Double.infinity
     /// The window farthest from the nominal interval.
-    public private(set) var worst: Worst?
+    package private(set) var worst: Worst?
 
     /// - Parameters:
     ///   - series: each controller's messages in order.
@@ -58,12 +58,12 @@ public struct RateWindows: Sendable {
     ///   - detectLoss: leave out windows holding a gap over 1.5 × the usual interval (at most
     ///     300 ms at 10 Hz, the specs' loss): a lost datagram says nothing about the rate. Off for
     ///     streams, which lose nothing and whose records arrive several to a segment.
-    public init(_ series: [Endpoint: [RateSample]], nominalMs: Double, ticksPerMs: Double, windowMs: Double = 10_000, detectLoss: Bool) {
+    package init(_ series: [Endpoint: [RateSample]], nominalMs: Double, ticksPerMs: Double, windowMs: Double = 10_000, detectLoss: Bool) {
         self.init(series, nominalMs: nominalMs, ticksPerMs: ticksPerMs, windowMs: windowMs, detectLoss: detectLoss) { $0 }
     }
 
     /// The same over each controller's `samples(messages)`.
-    public init<Messages, Samples: RandomAccessCollection<RateSample>>(
+    package init<Messages, Samples: RandomAccessCollection<RateSample>>(
         _ controllers: [Endpoint: Messages], nominalMs: Double, ticksPerMs: Double, windowMs: Double = 10_000,
         detectLoss: Bool, samples: (Messages) -> Samples) where Samples.Index == Int {
         let window = UInt64(windowMs * ticksPerMs)

@@ -13,22 +13,22 @@ import KinetraceWire
 /// One protocol's conformance suite: its cases, composed from small case
 /// types (as swift-certificates composes `RFC5280Policy` from its
 /// policies), and how to tell that a host is there at all.
-public struct ProtocolSuite: Sendable {
-    public var wireProtocol: any WireProtocol
+package struct ProtocolSuite: Sendable {
+    package var wireProtocol: any WireProtocol
     /// The spec and its version, as reports name them.
-    public var specVersion: String
+    public package(set) var specVersion: String
     /// Active cases against a live host, in report order.
-    public var activeCases: [any ActiveCase]
+    package var activeCases: [any ActiveCase]
     /// Passive cases on a capture, in report order.
-    public var passiveCases: [any PassiveCase]
+    package var passiveCases: [any PassiveCase]
     /// A message a conforming host answers (given the stamp to use and the rule): sent once,
     /// from a fresh controller, before the cases run.
-    public var preflight: @Sendable (_ senderTimeMs: UInt64, _ parameters: SuiteParameters) -> [UInt8]
+    package var preflight: @Sendable (_ senderTimeMs: UInt64, _ parameters: SuiteParameters) -> [UInt8]
     /// The host's decisions show nowhere on the wire: the active cases judge them on the
     /// stdio adapter's observation channel only, so a host on a socket leaves them INCONCLUSIVE.
-    public var judgesObservations: Bool
+    package var judgesObservations: Bool
 
-    public init(wireProtocol: any WireProtocol, specVersion: String, activeCases: [any ActiveCase],
+    package init(wireProtocol: any WireProtocol, specVersion: String, activeCases: [any ActiveCase],
                 passiveCases: [any PassiveCase], judgesObservations: Bool = false,
                 preflight: @escaping @Sendable (UInt64, SuiteParameters) -> [UInt8]) {
         self.judgesObservations = judgesObservations
@@ -43,16 +43,16 @@ public struct ProtocolSuite: Sendable {
 /// A protocol that has a conformance suite. Each suite folder conforms its
 /// protocol in an extension; the suite is found from the protocol alone, so
 /// no list of suites needs editing when a protocol is added.
-public protocol ConformanceSuiteProviding: WireProtocol {
+package protocol ConformanceSuiteProviding: WireProtocol {
     static var conformanceSuite: ProtocolSuite { get }
 }
 
 /// Runs suites: selection, the active and passive runners, and a run's report.
-public enum ConformanceSuite {
-    public static let version = "0.1.0"
+package enum ConformanceSuite {
+    package static let version = "0.1.0"
 
     /// The suite of `wireProtocol`, if it has one.
-    public static func suite(for wireProtocol: any WireProtocol) -> ProtocolSuite? {
+    package static func suite(for wireProtocol: any WireProtocol) -> ProtocolSuite? {
         if let compiled = wireProtocol as? any ConformanceSuiteProviding { return type(of: compiled).conformanceSuite }
         // A declaration that is exactly a compiled protocol's (same digest) means what that protocol means,
         // so its suite judges it: the passive pass reads messages through the declared value, and cases
@@ -67,17 +67,17 @@ public enum ConformanceSuite {
     }
 
     /// Cases whose ID matches one of `include` (all when empty) and none of `exclude` (shell globs).
-    public static func select<Case>(_ cases: [Case], include: [String], exclude: [String], id: (Case) -> String) -> [Case] {
+    package static func select<Case>(_ cases: [Case], include: [String], exclude: [String], id: (Case) -> String) -> [Case] {
         cases.filter { c in
             (include.isEmpty || include.contains { matches(id(c), $0) }) && !exclude.contains { matches(id(c), $0) }
         }
     }
 
-    public static func select(_ cases: [any PassiveCase], include: [String], exclude: [String]) -> [any PassiveCase] {
+    package static func select(_ cases: [any PassiveCase], include: [String], exclude: [String]) -> [any PassiveCase] {
         select(cases, include: include, exclude: exclude) { $0.info.id }
     }
 
-    public static func select(_ cases: [any ActiveCase], include: [String], exclude: [String]) -> [any ActiveCase] {
+    package static func select(_ cases: [any ActiveCase], include: [String], exclude: [String]) -> [any ActiveCase] {
         select(cases, include: include, exclude: exclude) { $0.info.id }
     }
 
@@ -88,7 +88,7 @@ public enum ConformanceSuite {
     /// A preflight message first tells "nothing is there" (a harness error for
     /// every case) from a host that is there; a host that stops listening or
     /// exits later did so on a case's traffic, which that case then fails.
-    public static func run(_ cases: [any ActiveCase], of suite: ProtocolSuite, over link: any ControllerLink, target: String,
+    package static func run(_ cases: [any ActiveCase], of suite: ProtocolSuite, over link: any ControllerLink, target: String,
                            parameters: SuiteParameters, progress: (CaseResult) -> Void = { _ in }) -> SuiteReport {
         let started = SystemClock.monotonicNs()
         var results: [CaseResult] = []
@@ -172,7 +172,7 @@ public enum ConformanceSuite {
     static func matches(_ id: String, _ pattern: String) -> Bool { fnmatch(pattern, id, 0) == 0 }
 
     /// Runs the passive cases over a capture in memory.
-    public static func run(_ cases: [any PassiveCase], of suite: ProtocolSuite, on observation: CaptureObservation,
+    package static func run(_ cases: [any PassiveCase], of suite: ProtocolSuite, on observation: CaptureObservation,
                            parameters: SuiteParameters) -> SuiteReport {
         let started = SystemClock.monotonicNs()
         var pass = PassivePass(cases, wireProtocol: observation.wireProtocol, source: observation.source,
@@ -188,7 +188,7 @@ public enum ConformanceSuite {
 
     /// Runs the passive cases over a capture as it is read, in one pass: memory grows with
     /// controllers and triggers, not with the capture (`PassivePass`).
-    public static func run(_ cases: [any PassiveCase], of suite: ProtocolSuite, reading input: any TraceRecordSource,
+    package static func run(_ cases: [any PassiveCase], of suite: ProtocolSuite, reading input: any TraceRecordSource,
                            parameters: SuiteParameters) throws(TraceError) -> (report: SuiteReport, summary: PassiveSummary) {
         let started = SystemClock.monotonicNs()
         let (results, summary) = try PassivePass.run(cases, reading: input, parameters: parameters)
@@ -201,29 +201,31 @@ public enum ConformanceSuite {
 
 /// How a host behind the stdio adapter ended a run early: SA-ERROR-2 (it died: exit 69)
 /// or SA-ERROR-1 (it broke the record framing: exit 76).
-public enum HostEnd: Hashable, Sendable {
+package enum HostEnd: Hashable, Sendable {
     case died(String)
     case brokeFraming(String)
 }
 
 /// A suite run's results and their summary.
 public struct SuiteReport: Sendable {
-    public var target: String
-    public var mode: String
+    /// The host the cases ran against, as a phrase.
+    public package(set) var target: String
+    /// `active` (cases sent traffic to a host) or `passive` (cases read a capture).
+    public package(set) var mode: String
     /// The spec the cases check, and its version (`NAME VERSION`).
-    public var specVersion: String
-    public var parameters: SuiteParameters
-    public var results: [CaseResult]
-    public var elapsedNs: Int64
+    public package(set) var specVersion: String
+    package var parameters: SuiteParameters
+    public package(set) var results: [CaseResult]
+    public package(set) var elapsedNs: Int64
     /// What the protocol's host does under the run's rule, as a phrase (`WireProtocol.hostRule`).
-    public var hostRule = ""
+    package var hostRule = ""
     /// Whether the protocol's host answers on the wire (so a reply deadline means something).
-    public var hostReplies = true
+    package var hostReplies = true
     /// How an exec host ended the run early, if it did (the cases say during which one).
-    public var hostEnd: HostEnd?
+    package var hostEnd: HostEnd?
 
     /// Fills in what the protocol says of its host.
-    public mutating func describe(_ wireProtocol: any WireProtocol) {
+    package mutating func describe(_ wireProtocol: any WireProtocol) {
         hostRule = wireProtocol.hostRule(parameters.rule)
         hostReplies = wireProtocol.hostReplies
     }
@@ -248,7 +250,7 @@ public struct SuiteReport: Sendable {
     }
 
     /// The cases that judge decisions and did not decide, for the status line.
-    public var undecidedDecisionCases: Int {
+    package var undecidedDecisionCases: Int {
         results.filter { $0.info.judgesDecisions && $0.info.level != .observation && !Self.decided($0.verdict) }.count
     }
 
@@ -261,7 +263,7 @@ public struct SuiteReport: Sendable {
 
     /// No MUST or SHOULD case reached a judgement (PASS, FAIL or NON-STRICT): every one was
     /// INCONCLUSIVE, INFORMATIONAL or an ERROR, so the run shows nothing about conformance.
-    public var judgedNothing: Bool {
+    package var judgedNothing: Bool {
         !results.contains { $0.info.level != .observation && Self.decided($0.verdict) }
     }
 

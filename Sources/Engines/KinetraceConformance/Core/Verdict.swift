@@ -43,18 +43,18 @@ public enum RequirementLevel: String, Hashable, Sendable {
 /// What a case is: the stable ID reports and selections use, the spec
 /// requirements it checks, its level and a one-line description.
 public struct CaseInfo: Hashable, Sendable {
-    public var id: String
-    public var requirements: [String]
-    public var level: RequirementLevel
-    public var summary: String
+    public package(set) var id: String
+    public package(set) var requirements: [String]
+    public package(set) var level: RequirementLevel
+    public package(set) var summary: String
     /// How long the case may take (passive cases read a capture: no waiting).
-    public var timeoutMs: Int
+    public package(set) var timeoutMs: Int
     /// Whether the case judges the host's decisions (triggers, jumps, applied attitudes, and their
     /// replies or observations), as opposed to its transport (connections, reading). A run whose
     /// cases of this kind all ended undecided has not shown the host's behaviour at all.
-    public var judgesDecisions: Bool
+    public package(set) var judgesDecisions: Bool
 
-    public init(id: String, requirements: [String], level: RequirementLevel, summary: String, timeoutMs: Int = 10_000,
+    package init(id: String, requirements: [String], level: RequirementLevel, summary: String, timeoutMs: Int = 10_000,
                 judgesDecisions: Bool = false) {
         self.id = id
         self.requirements = requirements
@@ -67,11 +67,11 @@ public struct CaseInfo: Hashable, Sendable {
 
 /// A number a case measured, always reported whatever the verdict.
 public struct Measurement: Hashable, Sendable {
-    public var name: String
-    public var value: Double
-    public var unit: String
+    public package(set) var name: String
+    public package(set) var value: Double
+    public package(set) var unit: String
 
-    public init(_ name: String, _ value: Double, _ unit: String = "") {
+    package init(_ name: String, _ value: Double, _ unit: String = "") {
         self.name = name
         self.value = value
         self.unit = unit
@@ -80,13 +80,13 @@ public struct Measurement: Hashable, Sendable {
 
 /// Every value of one quantity a case measured, in the order measured (for plots).
 public struct SampleSeries: Hashable, Sendable {
-    public var name: String
-    public var unit: String
-    public var values: [Double]
+    public package(set) var name: String
+    public package(set) var unit: String
+    public package(set) var values: [Double]
     /// The bound the case held the values to, if any (a reply deadline).
-    public var limit: Double?
+    public package(set) var limit: Double?
 
-    public init(name: String, unit: String, values: [Double], limit: Double? = nil) {
+    package init(name: String, unit: String, values: [Double], limit: Double? = nil) {
         self.name = name
         self.unit = unit
         self.values = values
@@ -97,16 +97,16 @@ public struct SampleSeries: Hashable, Sendable {
 /// One case's result: its verdict, what it measured and the evidence (the
 /// frames involved, expected against actual).
 public struct CaseResult: Hashable, Sendable {
-    public var info: CaseInfo
-    public var verdict: Verdict
-    public var measurements: [Measurement]
-    public var evidence: [String]
+    public package(set) var info: CaseInfo
+    public package(set) var verdict: Verdict
+    public package(set) var measurements: [Measurement]
+    public package(set) var evidence: [String]
     /// Per-sample values behind the measurements, for reports that plot them.
-    public var samples: [SampleSeries] = []
+    public package(set) var samples: [SampleSeries] = []
     /// How long the case took, set by the suite.
-    public var durationNs: Int64 = 0
+    public package(set) var durationNs: Int64 = 0
 
-    public init(_ info: CaseInfo, _ verdict: Verdict, measurements: [Measurement] = [], evidence: [String] = []) {
+    package init(_ info: CaseInfo, _ verdict: Verdict, measurements: [Measurement] = [], evidence: [String] = []) {
         self.info = info
         self.verdict = verdict
         self.measurements = measurements

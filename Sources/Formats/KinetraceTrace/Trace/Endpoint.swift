@@ -8,24 +8,24 @@ import Darwin
 
 /// A transport endpoint: an IP address (v4 or v6, as text) and a UDP port.
 /// Written `127.0.0.1:47110` or `[::1]:47110`.
-public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public var host: String
-    public var port: UInt16
+package struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible {
+    package var host: String
+    package var port: UInt16
 
-    public init(host: String, port: UInt16) {
+    package init(host: String, port: UInt16) {
         self.host = host
         self.port = port
     }
 
     /// Parses `a.b.c.d:port` or `[v6]:port`; nil when malformed.
-    public init?(_ text: some StringProtocol) {
+    package init?(_ text: some StringProtocol) {
         var text = String(text)
         guard let parsed = text.withUTF8({ Endpoint(utf8: UnsafeRawBufferPointer($0)) }) else { return nil }
         self = parsed
     }
 
     /// Parses the UTF-8 text of an endpoint.
-    public init?(utf8: UnsafeRawBufferPointer) {
+    package init?(utf8: UnsafeRawBufferPointer) {
         let count = utf8.count
         guard count >= 3 else { return nil }
         let hostStart: Int, hostEnd: Int, portStart: Int
@@ -56,14 +56,14 @@ public struct Endpoint: Hashable, Sendable, Comparable, CustomStringConvertible 
         self.port = UInt16(port)
     }
 
-    public var isIPv6: Bool {
+    package var isIPv6: Bool {
         var host = host
         return host.withUTF8 { $0.contains(UInt8(ascii: ":")) }
     }
 
-    public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    package var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
-    public static func < (a: Endpoint, b: Endpoint) -> Bool {
+    package static func < (a: Endpoint, b: Endpoint) -> Bool {
         (a.host, a.port) < (b.host, b.port)
     }
 }

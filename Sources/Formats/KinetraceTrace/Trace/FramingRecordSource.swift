@@ -13,16 +13,16 @@ import KinetraceWire
 /// rest of the connection: the partial record before the gap and every
 /// record after it come out with `framingError` `stream_gap`, invalid but
 /// never dropped. Records after a gap are cut from the first byte after it.
-public final class FramingRecordSource: TraceRecordSource {
+package final class FramingRecordSource: TraceRecordSource {
     /// Bytes a stream ended with that never became a whole message.
-    public struct Unfinished: Hashable, Sendable {
-        public var source: Endpoint
-        public var destination: Endpoint
+    package struct Unfinished: Hashable, Sendable {
+        package var source: Endpoint
+        package var destination: Endpoint
         /// Stream offset of the first leftover byte.
-        public var offset: Int
-        public var bytes: Int
+        package var offset: Int
+        package var bytes: Int
 
-        public init(source: Endpoint, destination: Endpoint, offset: Int, bytes: Int) {
+        package init(source: Endpoint, destination: Endpoint, offset: Int, bytes: Int) {
             self.source = source
             self.destination = destination
             self.offset = offset
@@ -30,8 +30,8 @@ public final class FramingRecordSource: TraceRecordSource {
         }
     }
 
-    public let base: any TraceRecordSource
-    public private(set) var unfinished: [Unfinished] = []
+    package let base: any TraceRecordSource
+    package private(set) var unfinished: [Unfinished] = []
     private var flows: [Flow: Framer] = [:]
     private var nextSerial = 0
     private var lastFlow: Flow?
@@ -70,17 +70,17 @@ public final class FramingRecordSource: TraceRecordSource {
         }
     }
 
-    public init(_ base: any TraceRecordSource) { self.base = base }
+    package init(_ base: any TraceRecordSource) { self.base = base }
 
-    public var source: String { base.source }
-    public var header: TraceHeader { base.header }
-    public var wireProtocol: any WireProtocol { base.wireProtocol }
-    public var truncation: TraceTruncation? { base.truncation }
-    public var readingNote: String? { base.readingNote }
-    public var bytesRead: (file: Int, uncompressed: Int)? { base.bytesRead }
-    public var unknownRecordCount: Int { base.unknownRecordCount }
+    package var source: String { base.source }
+    package var header: TraceHeader { base.header }
+    package var wireProtocol: any WireProtocol { base.wireProtocol }
+    package var truncation: TraceTruncation? { base.truncation }
+    package var readingNote: String? { base.readingNote }
+    package var bytesRead: (file: Int, uncompressed: Int)? { base.bytesRead }
+    package var unknownRecordCount: Int { base.unknownRecordCount }
 
-    public func next() throws(TraceError) -> TraceRecord? {
+    package func next() throws(TraceError) -> TraceRecord? {
         while true {
             if readyHead < ready.count {
                 defer {

@@ -2,9 +2,9 @@
 /// inline, so making a record costs no heap allocation; longer payloads
 /// (invalid datagrams) go to an array. Compares, hashes and iterates like
 /// `[UInt8]`.
-public struct Payload: RandomAccessCollection, Hashable, Sendable, ExpressibleByArrayLiteral, CustomStringConvertible {
+package struct Payload: RandomAccessCollection, Hashable, Sendable, ExpressibleByArrayLiteral, CustomStringConvertible {
     /// The largest payload kept inline.
-    public static let inlineCapacity = 40
+    package static let inlineCapacity = 40
 
     private typealias Words = (UInt64, UInt64, UInt64, UInt64, UInt64)
     private enum Storage: Sendable {
@@ -14,10 +14,10 @@ public struct Payload: RandomAccessCollection, Hashable, Sendable, ExpressibleBy
 
     private var storage: Storage
 
-    public init() { storage = .inline(count: 0, words: (0, 0, 0, 0, 0)) }
+    package init() { storage = .inline(count: 0, words: (0, 0, 0, 0, 0)) }
 
     /// Copies `bytes`.
-    public init(copying bytes: UnsafeRawBufferPointer) {
+    package init(copying bytes: UnsafeRawBufferPointer) {
         guard bytes.count <= Self.inlineCapacity else {
             storage = .heap(Array(bytes))
             return
@@ -29,15 +29,15 @@ public struct Payload: RandomAccessCollection, Hashable, Sendable, ExpressibleBy
         storage = .inline(count: UInt8(bytes.count), words: words)
     }
 
-    public init(_ bytes: some Sequence<UInt8>) {
+    package init(_ bytes: some Sequence<UInt8>) {
         var array = Array(bytes)
         self = array.withUnsafeMutableBytes { Payload(copying: UnsafeRawBufferPointer($0)) }
     }
 
-    public init(arrayLiteral elements: UInt8...) { self.init(elements) }
+    package init(arrayLiteral elements: UInt8...) { self.init(elements) }
 
     /// Makes a payload of `count` bytes, written by `body`.
-    public init<E: Error>(count: Int, initializingWith body: (UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) {
+    package init<E: Error>(count: Int, initializingWith body: (UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) {
         guard count <= Self.inlineCapacity else {
             var array = [UInt8](repeating: 0, count: count)
             // withUnsafeMutableBytes only rethrows untyped errors; carry the typed one out.
@@ -57,7 +57,7 @@ public struct Payload: RandomAccessCollection, Hashable, Sendable, ExpressibleBy
     }
 
     /// Calls `body` with the bytes, without copying them.
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch storage {
         case .heap(let array):
             return try array.withUnsafeBytes(body)
@@ -66,34 +66,34 @@ public struct Payload: RandomAccessCollection, Hashable, Sendable, ExpressibleBy
         }
     }
 
-    public var startIndex: Int { 0 }
-    public var endIndex: Int {
+    package var startIndex: Int { 0 }
+    package var endIndex: Int {
         switch storage {
         case .inline(let count, _): return Int(count)
         case .heap(let array): return array.count
         }
     }
 
-    public subscript(position: Int) -> UInt8 {
+    package subscript(position: Int) -> UInt8 {
         precondition(position >= 0 && position < endIndex, "Payload index out of range")
         return withUnsafeBytes { $0[position] }
     }
 
     /// The bytes as an array.
-    public var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
+    package var bytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
-    public var description: String { bytes.description }
+    package var description: String { bytes.description }
 
-    public static func == (a: Payload, b: Payload) -> Bool {
+    package static func == (a: Payload, b: Payload) -> Bool {
         a.count == b.count && a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.elementsEqual(y) } }
     }
 
-    public static func == (a: Payload, b: [UInt8]) -> Bool { a.count == b.count && a.elementsEqual(b) }
-    public static func == (a: [UInt8], b: Payload) -> Bool { b == a }
-    public static func != (a: Payload, b: [UInt8]) -> Bool { !(a == b) }
-    public static func != (a: [UInt8], b: Payload) -> Bool { !(b == a) }
+    package static func == (a: Payload, b: [UInt8]) -> Bool { a.count == b.count && a.elementsEqual(b) }
+    package static func == (a: [UInt8], b: Payload) -> Bool { b == a }
+    package static func != (a: Payload, b: [UInt8]) -> Bool { !(a == b) }
+    package static func != (a: [UInt8], b: Payload) -> Bool { !(b == a) }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         withUnsafeBytes { hasher.combine(bytes: $0) }
     }
 }

@@ -9,10 +9,10 @@ import KinetraceWire
 /// The wrapped source belongs to the reading thread from `init` on: use it
 /// only through this. A byte-stream source (`FramingRecordSource`) reports
 /// unfinished streams that only it knows, so it is best left unwrapped.
-public final class PrefetchingRecordSource: TraceRecordSource {
-    public let source: String
-    public let header: TraceHeader
-    public let wireProtocol: any WireProtocol
+package final class PrefetchingRecordSource: TraceRecordSource {
+    package let source: String
+    package let header: TraceHeader
+    package let wireProtocol: any WireProtocol
 
     /// What the source said after reading a batch; the caller sees the one of the batch it is in.
     private struct Snapshot {
@@ -37,7 +37,7 @@ public final class PrefetchingRecordSource: TraceRecordSource {
 
     /// 1,024 records a batch, 8 batches ahead, and at most `bytesAhead` (32 MiB) of input waiting
     /// whatever the records' size: a trace line may be 16 MiB, and 8,192 of them must not be read ahead.
-    public init(_ base: any TraceRecordSource, batchSize: Int = 1024, batchesAhead: Int = 8, bytesAhead: Int = 32 << 20) {
+    package init(_ base: any TraceRecordSource, batchSize: Int = 1024, batchesAhead: Int = 8, bytesAhead: Int = 32 << 20) {
         precondition(batchSize > 0 && bytesAhead > 0)
         source = base.source
         header = base.header
@@ -97,7 +97,7 @@ public final class PrefetchingRecordSource: TraceRecordSource {
         thread?.join()
     }
 
-    public func next() throws(TraceError) -> TraceRecord? {
+    package func next() throws(TraceError) -> TraceRecord? {
         while !ended {
             if index == batch.count {
                 guard let taken = queue.take() else {
@@ -122,9 +122,9 @@ public final class PrefetchingRecordSource: TraceRecordSource {
         return nil
     }
 
-    public private(set) var lastRecordLine: Int?
-    public var truncation: TraceTruncation? { snapshot.truncation }
-    public var unknownRecordCount: Int { snapshot.unknownRecordCount }
-    public var readingNote: String? { snapshot.readingNote }
-    public var bytesRead: (file: Int, uncompressed: Int)? { snapshot.bytesRead }
+    package private(set) var lastRecordLine: Int?
+    package var truncation: TraceTruncation? { snapshot.truncation }
+    package var unknownRecordCount: Int { snapshot.unknownRecordCount }
+    package var readingNote: String? { snapshot.readingNote }
+    package var bytesRead: (file: Int, uncompressed: Int)? { snapshot.bytesRead }
 }

@@ -1,7 +1,7 @@
 /// UTC timestamps as RFC 3339 text, e.g. `2026-11-23T07:47:05.123Z`,
 /// computed from the civil calendar so the format layer needs no Foundation.
-public enum RFC3339 {
-    public static func string(fromNanoseconds ns: Int64) -> String {
+package enum RFC3339 {
+    package static func string(fromNanoseconds ns: Int64) -> String {
         // Floor division written so that Int64.min cannot overflow.
         var seconds = ns / 1_000_000_000
         var nanos = ns % 1_000_000_000
@@ -32,7 +32,7 @@ public enum RFC3339 {
     /// the `T`, `z` for the `Z`, as RFC 3339 §5.6 allows) into ns since the UNIX epoch.
     /// nil for anything else, a field out of range, or an instant outside 1970–2116
     /// (the range a trace holds). Leap seconds (`:60`) are refused: CLOCK_REALTIME has none.
-    public static func nanoseconds(from text: String) -> Int64? {
+    package static func nanoseconds(from text: String) -> Int64? {
         let b = Array(text.utf8)
         var i = 0
         func digits(_ n: Int) -> Int64? {

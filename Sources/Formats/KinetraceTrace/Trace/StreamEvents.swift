@@ -13,31 +13,31 @@ import KinetraceJSON
 ///   `missing_bytes`. Every later record of that direction is unrecoverable.
 /// - `stream_end`: `how` (a `StreamEnd`) and `offset` (the stream's length,
 ///   missing bytes included).
-public enum StreamEvent: Hashable, Sendable {
+package enum StreamEvent: Hashable, Sendable {
     case start(source: Endpoint, destination: Endpoint, handshake: Bool)
     case gap(source: Endpoint, destination: Endpoint, offset: Int, missingBytes: Int)
     case end(source: Endpoint, destination: Endpoint, how: StreamEnd, offset: Int)
 
-    public static let startName = "stream_start"
-    public static let gapName = "stream_gap"
-    public static let endName = "stream_end"
+    package static let startName = "stream_start"
+    package static let gapName = "stream_gap"
+    package static let endName = "stream_end"
     /// The largest offset or byte count an event may name (an exabyte): more is a malformed event.
-    public static let maximumOffset: Int64 = 1 << 60
+    package static let maximumOffset: Int64 = 1 << 60
 
-    public var source: Endpoint {
+    package var source: Endpoint {
         switch self {
         case .start(let s, _, _), .gap(let s, _, _, _), .end(let s, _, _, _): return s
         }
     }
 
-    public var destination: Endpoint {
+    package var destination: Endpoint {
         switch self {
         case .start(_, let d, _), .gap(_, let d, _, _), .end(_, let d, _, _): return d
         }
     }
 
     /// The trace event at `timeNs`.
-    public func record(timeNs: Int64) -> EventRecord {
+    package func record(timeNs: Int64) -> EventRecord {
         var data: [String: JSONValue] = ["source": .string(source.description), "destination": .string(destination.description)]
         let name: String
         switch self {
@@ -58,7 +58,7 @@ public enum StreamEvent: Hashable, Sendable {
 
     /// The stream event an event record holds; nil for other events and for
     /// stream events whose data is malformed (a hand-edited trace).
-    public init?(_ event: EventRecord) {
+    package init?(_ event: EventRecord) {
         guard event.event.hasPrefix("stream_"),
               let sourceText = event.data["source"]?.stringValue, let source = Endpoint(sourceText),
               let destinationText = event.data["destination"]?.stringValue, let destination = Endpoint(destinationText)
@@ -85,7 +85,7 @@ public enum StreamEvent: Hashable, Sendable {
 }
 
 /// How one direction of a captured TCP connection ended.
-public enum StreamEnd: String, Hashable, Sendable, CaseIterable {
+package enum StreamEnd: String, Hashable, Sendable, CaseIterable {
     /// Its sender closed it (FIN), every byte before the FIN delivered or reported missing.
     case fin
     /// Either side reset the connection (RST).

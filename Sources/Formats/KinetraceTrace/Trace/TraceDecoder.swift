@@ -313,9 +313,9 @@ enum HexTable {
 
 /// One record line parsed on its own, for formats that carry trace records inside
 /// their own containers (a pcapng packet comment).
-public enum TraceLine {
+package enum TraceLine {
     /// The record on `line` (nil: a record kind this reader does not know), or why it is not one.
-    public static func record(_ line: [UInt8], wireProtocol: any WireProtocol) -> Result<TraceRecord?, TraceError> {
+    package static func record(_ line: [UInt8], wireProtocol: any WireProtocol) -> Result<TraceRecord?, TraceError> {
         var decoder = TraceDecoder(wireProtocol)
         return line.withUnsafeBytes { raw in
             do throws(TraceDecoder.Failure) {

@@ -3,8 +3,8 @@ import KinetraceWire
 
 /// Turns headers and records into trace lines (compact JSON plus "\n").
 /// Field order is fixed so output is byte-for-byte reproducible.
-public enum TraceEncoder {
-    public static func line(for header: TraceHeader) -> [UInt8] {
+package enum TraceEncoder {
+    package static func line(for header: TraceHeader) -> [UInt8] {
         var members = header.extra
         members["format"] = .string(TraceHeader.formatName)
         members["version"] = .integer(Int64(header.major))
@@ -34,7 +34,7 @@ public enum TraceEncoder {
     }
 
     /// A record's line; a message's decoded fields are rendered by `wireProtocol`.
-    public static func line(for record: TraceRecord, as wireProtocol: any WireProtocol) -> [UInt8] {
+    package static func line(for record: TraceRecord, as wireProtocol: any WireProtocol) -> [UInt8] {
         var out = JSONOutput()
         out.bytes.reserveCapacity(320)
         append(record, as: wireProtocol, to: &out)

@@ -2,49 +2,49 @@ import KinetraceSupport
 
 /// A trace could not be read or written. Carries where (file, line, byte
 /// offset) and what was expected, so the CLI can print one precise line.
-public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let name: String
-        public init(_ name: String) { self.name = name }
-        public var description: String { name }
+package struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
+        package let name: String
+        package init(_ name: String) { self.name = name }
+        package var description: String { name }
 
         // The file codes are FileError's, so `init(_: FileError)` keeps the code a file failure had.
         /// The file does not exist.
-        public static let notFound = Code(FileError.Code.notFound.name)
+        package static let notFound = Code(FileError.Code.notFound.name)
         /// The file exists but cannot be opened for reading (permissions, a directory).
-        public static let unreadable = Code(FileError.Code.unreadable.name)
+        package static let unreadable = Code(FileError.Code.unreadable.name)
         /// An output file cannot be created (no such directory, no permission).
-        public static let cannotCreate = Code(FileError.Code.cannotCreate.name)
+        package static let cannotCreate = Code(FileError.Code.cannotCreate.name)
         /// The operating system refused a read or write.
-        public static let io = Code(FileError.Code.io.name)
+        package static let io = Code(FileError.Code.io.name)
         /// A line is not valid JSON.
-        public static let syntax = Code("syntax")
+        package static let syntax = Code("syntax")
         /// The first line is not a kinetrace trace header.
-        public static let badHeader = Code("bad_header")
+        package static let badHeader = Code("bad_header")
         /// The header's major version is not one this reader knows.
-        public static let unsupportedVersion = Code("unsupported_version")
+        package static let unsupportedVersion = Code("unsupported_version")
         /// Valid JSON, but a record lacks a field or has one of the wrong type.
-        public static let badRecord = Code("bad_record")
+        package static let badRecord = Code("bad_record")
         /// A line is longer than the reader's limit.
-        public static let lineTooLong = Code("line_too_long")
+        package static let lineTooLong = Code("line_too_long")
         /// The header names a wire protocol this build does not speak.
-        public static let unknownProtocol = Code("unknown_protocol")
+        package static let unknownProtocol = Code("unknown_protocol")
         /// The input holds another protocol's traffic than the one asked for.
-        public static let protocolMismatch = Code("protocol_mismatch")
+        package static let protocolMismatch = Code("protocol_mismatch")
         /// A capture holds none of the protocol's messages (another port, another protocol).
-        public static let noMessages = Code("no_messages")
+        package static let noMessages = Code("no_messages")
     }
 
-    public var code: Code
+    package var code: Code
     /// The file, or a name for in-memory input.
-    public var source: String
+    package var source: String
     /// 1-based line, when the error is inside the file's content.
-    public var line: Int?
+    package var line: Int?
     /// Byte offset from the start of the file.
-    public var byteOffset: Int?
-    public var message: String
+    package var byteOffset: Int?
+    package var message: String
 
-    public init(_ code: Code, source: String, line: Int? = nil, byteOffset: Int? = nil, message: String) {
+    package init(_ code: Code, source: String, line: Int? = nil, byteOffset: Int? = nil, message: String) {
         self.code = code
         self.source = source
         self.line = line
@@ -53,11 +53,11 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A file that could not be opened, read or written, as a trace error of the same code.
-    public init(_ error: FileError) {
+    package init(_ error: FileError) {
         self.init(Code(error.code.name), source: error.path, message: error.message)
     }
 
-    public var description: String {
+    package var description: String {
         var location = source
         if let line { location += ": line \(line)" }
         if let byteOffset { location += line == nil ? ": byte \(byteOffset)" : ", byte \(byteOffset)" }
@@ -67,19 +67,19 @@ public struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// The file ended inside a record: what a crash mid-write leaves. Readers
 /// stop at the last complete record and report this instead of failing.
-public struct TraceTruncation: Hashable, Sendable, CustomStringConvertible {
+package struct TraceTruncation: Hashable, Sendable, CustomStringConvertible {
     /// The incomplete line's (or packet's) number and file offset.
-    public var line: Int
-    public var byteOffset: Int
+    package var line: Int
+    package var byteOffset: Int
     /// Bytes of the incomplete record that were dropped.
-    public var droppedBytes: Int
+    package var droppedBytes: Int
     /// What `line` counts: "line" in traces, "packet" in captures.
-    public var unit: String
+    package var unit: String
     /// For a gzip-compressed file cut short: the file offset where its gzip stream ends without
     /// its trailer (`line` and `byteOffset` then count the decompressed text).
-    public var compressedEnd: Int?
+    package var compressedEnd: Int?
 
-    public init(line: Int, byteOffset: Int, droppedBytes: Int, unit: String = "line", compressedEnd: Int? = nil) {
+    package init(line: Int, byteOffset: Int, droppedBytes: Int, unit: String = "line", compressedEnd: Int? = nil) {
         self.line = line
         self.byteOffset = byteOffset
         self.droppedBytes = droppedBytes
@@ -87,7 +87,7 @@ public struct TraceTruncation: Hashable, Sendable, CustomStringConvertible {
         self.compressedEnd = compressedEnd
     }
 
-    public var description: String {
+    package var description: String {
         guard let compressedEnd else {
             return "truncated at \(unit) \(line) (byte \(byteOffset)): dropped an incomplete record of \(droppedBytes) bytes"
         }

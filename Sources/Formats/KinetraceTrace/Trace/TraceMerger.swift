@@ -10,7 +10,7 @@ import KinetraceWire
 
 extension TraceError.Code {
     /// A record is further out of time order than a merge's reorder window allows.
-    public static let outOfOrder = TraceError.Code("out_of_order")
+    package static let outOfOrder = TraceError.Code("out_of_order")
 }
 
 /// Merges traces, each nearly in time order (the shard records of `replay
@@ -32,35 +32,35 @@ extension TraceError.Code {
 /// (counting them, finding truncations, reordering and crowded windows), so a
 /// refused merge writes nothing and the merged header can say how many records
 /// it holds; `write` reads them again and writes the merged trace.
-public final class TraceMerger {
+package final class TraceMerger {
     /// The window `kinetrace merge` uses unless told: a second.
-    public static let defaultWindowNs: Int64 = 1_000_000_000
+    package static let defaultWindowNs: Int64 = 1_000_000_000
     /// The windows a merge accepts: a millisecond to an hour.
-    public static let windowRangeNs: ClosedRange<Int64> = 1_000_000...3_600_000_000_000
+    package static let windowRangeNs: ClosedRange<Int64> = 1_000_000...3_600_000_000_000
 
-    public let paths: [String]
-    public let windowNs: Int64
+    package let paths: [String]
+    package let windowNs: Int64
     /// Records one input may hold waiting in its reorder buffer (a record waits as 200 to 300 bytes).
-    public let maximumWaiting: Int
+    package let maximumWaiting: Int
     /// Records all inputs together may hold waiting: what bounds a merge's memory when files
     /// crowd their records into one window, however many files there are.
-    public let maximumWaitingTotal: Int
+    package let maximumWaitingTotal: Int
     /// The default of both: a million records, which a second-long window of 100,000 controllers
     /// at 10 Hz (frames and acks) stays well inside.
-    public static let defaultMaximumWaiting = 1 << 20
+    package static let defaultMaximumWaiting = 1 << 20
     /// The read buffers of all inputs together: 8 MiB, divided among the inputs (a megabyte
     /// each up to 8 inputs, 8 KiB each for a thousand, never under `TraceReader.minimumBufferBytes`).
     /// zlib's window and state, about 40 KB per gzip-compressed input, come on top.
-    public static let readBudgetBytes = 8 << 20
+    package static let readBudgetBytes = 8 << 20
 
     /// The read buffer each of `inputs` inputs gets.
-    public static func bufferBytes(inputs: Int) -> Int {
+    package static func bufferBytes(inputs: Int) -> Int {
         min(TraceReader.defaultBufferBytes, max(TraceReader.minimumBufferBytes, readBudgetBytes / max(inputs, 1)))
     }
     /// Every input's header, in the order of `paths`.
-    public let headers: [TraceHeader]
+    package let headers: [TraceHeader]
     /// What the first pass found: records, truncations and reordering per input.
-    public let scanned: TraceMergeSummary
+    package let scanned: TraceMergeSummary
     private let registry: ProtocolRegistry
 
     /// Opens every input, refuses headers that disagree, and reads every record once.
@@ -71,7 +71,7 @@ public final class TraceMerger {
     /// socket, a controller's) would pass for one observation under one header
     /// member. So any difference is refused (`protocolMismatch` or `badHeader`,
     /// naming both files) rather than one of them chosen or "unknown" written.
-    public init(paths: [String], windowNs: Int64 = defaultWindowNs, maximumWaiting: Int = defaultMaximumWaiting,
+    package init(paths: [String], windowNs: Int64 = defaultWindowNs, maximumWaiting: Int = defaultMaximumWaiting,
                 maximumWaitingTotal: Int = defaultMaximumWaiting, registry: ProtocolRegistry = .standard) throws(TraceError) {
         guard !paths.isEmpty else {
             throw TraceError(.badHeader, source: "<merge>", message: "nothing to merge: no input traces")
@@ -146,7 +146,7 @@ public final class TraceMerger {
     /// The merged trace's header: the inputs' protocol, clock and capture point,
     /// `tool` "kinetrace merge", notes counting records and files, and every
     /// input's header under `extra["shards"]`, in input order.
-    public func mergedHeader(created: String) -> TraceHeader {
+    package func mergedHeader(created: String) -> TraceHeader {
         let shards: [JSONValue] = zip(paths, zip(headers, scanned.inputs)).map { path, pair in
             let (header, input) = pair
             var shard: [String: JSONValue] = [
@@ -181,7 +181,7 @@ public final class TraceMerger {
     /// (gzip-compressed as `TraceWriter` decides: `gzip`, else a `.gz` name).
     /// An input whose records differ in number from the first pass (changed
     /// meanwhile) fails with `badRecord`. On any failure after `path` was created, it is removed (when it is a regular file).
-    public func write(to path: String, header: TraceHeader, gzip: Bool? = nil,
+    package func write(to path: String, header: TraceHeader, gzip: Bool? = nil,
                       policy: TraceWriter.FlushPolicy = .default) throws(TraceError) -> TraceMergeSummary {
         let inputs = try Self.open(paths, windowNs: windowNs, maximumWaiting: maximumWaiting,
                                    maximumWaitingTotal: maximumWaitingTotal, registry: registry)
@@ -208,33 +208,33 @@ public final class TraceMerger {
 }
 
 /// What a merge read and wrote.
-public struct TraceMergeSummary: Hashable, Sendable {
-    public struct Input: Hashable, Sendable {
-        public var path: String
-        public var records = 0
+package struct TraceMergeSummary: Hashable, Sendable {
+    package struct Input: Hashable, Sendable {
+        package var path: String
+        package var records = 0
         /// Records of kinds this reader does not know: skipped, so not merged.
-        public var unknownRecords = 0
-        public var truncation: TraceTruncation?
+        package var unknownRecords = 0
+        package var truncation: TraceTruncation?
         /// The largest amount by which a record came before one read ahead of it
         /// in its file (every such record was within the window, or the merge failed).
-        public var largestReorderNs: Int64 = 0
+        package var largestReorderNs: Int64 = 0
         /// Where that record is.
-        public var largestReorderLine: Int?
-        public var firstNs: Int64?
-        public var lastNs: Int64?
+        package var largestReorderLine: Int?
+        package var firstNs: Int64?
+        package var lastNs: Int64?
 
-        public init(path: String) { self.path = path }
+        package init(path: String) { self.path = path }
     }
 
-    public var inputs: [Input]
-    public var recordsWritten: Int
-    public var windowNs: Int64
+    package var inputs: [Input]
+    package var recordsWritten: Int
+    package var windowNs: Int64
 
-    public var totalRecords: Int { inputs.reduce(0) { $0 + $1.records } }
-    public var firstNs: Int64? { inputs.compactMap(\.firstNs).min() }
-    public var lastNs: Int64? { inputs.compactMap(\.lastNs).max() }
+    package var totalRecords: Int { inputs.reduce(0) { $0 + $1.records } }
+    package var firstNs: Int64? { inputs.compactMap(\.firstNs).min() }
+    package var lastNs: Int64? { inputs.compactMap(\.lastNs).max() }
     /// The input with the largest reordering, if any record was reordered.
-    public var largestReorder: Input? {
+    package var largestReorder: Input? {
         inputs.filter { $0.largestReorderNs > 0 }.max { $0.largestReorderNs < $1.largestReorderNs }
     }
 }
@@ -389,7 +389,7 @@ private final class OrderedInput {
 
 extension TraceMerger {
     /// A duration to the microsecond, in ms below a second ("0.125 ms") and in s from one ("1.500 s"), without Foundation.
-    public static func describe(_ duration: Int64) -> String {
+    package static func describe(_ duration: Int64) -> String {
         let micros = max(duration, 0) / 1000
         func thousandths(_ v: Int64) -> String {
             let s = String(v % 1000)

@@ -16,19 +16,19 @@ import KinetraceWire
 /// - Unknown members and unknown record kinds are skipped (minor versions add them).
 /// - A last line cut short by a crash ends the stream and sets `truncation`.
 /// - Any other bad line fails with its line number and byte offset.
-public final class TraceReader {
-    public let source: String
-    public private(set) var header: TraceHeader
+package final class TraceReader {
+    package let source: String
+    package private(set) var header: TraceHeader
     /// Set when the file ended inside a record.
-    public private(set) var truncation: TraceTruncation?
+    package private(set) var truncation: TraceTruncation?
     /// Records returned so far.
-    public private(set) var recordCount = 0
+    package private(set) var recordCount = 0
     /// Records of kinds this reader does not know, skipped.
-    public private(set) var unknownRecordCount = 0
+    package private(set) var unknownRecordCount = 0
     /// The number of the last line read: after `next()` returns a record, that record's line.
-    public var lastLineNumber: Int { lineNumber }
+    package var lastLineNumber: Int { lineNumber }
     /// Lines longer than this are rejected rather than buffered without bound.
-    public static let maxLineBytes = 16 << 20
+    package static let maxLineBytes = 16 << 20
 
     private let file: POSIXFile?
     /// A gzip-compressed trace's stream, read instead of `file` (found by its magic bytes, not its name).
@@ -49,19 +49,19 @@ public final class TraceReader {
     private var connectionEndpoints = ConnectionEndpointCheck()
 
     /// The wire protocol the header names, as `registry` knows it.
-    public var wireProtocol: any WireProtocol { resolvedProtocol! }
+    package var wireProtocol: any WireProtocol { resolvedProtocol! }
     private var resolvedProtocol: (any WireProtocol)?
 
     /// The read buffer unless told: a megabyte.
-    public static let defaultBufferBytes = 1 << 20
+    package static let defaultBufferBytes = 1 << 20
     /// The smallest read buffer: a merge of thousands of inputs divides its budget among them.
-    public static let minimumBufferBytes = 4 << 10
+    package static let minimumBufferBytes = 4 << 10
 
     /// Opens and reads the header of the trace at `path`. A header naming a
     /// protocol `registry` does not know fails with `unknownProtocol`.
     /// `bufferBytes` is the read buffer (at least `minimumBufferBytes`; a longer line grows it),
     /// and a quarter of it, up to 64 KiB, a gzip-compressed trace's compressed buffer.
-    public convenience init(path: String, registry: ProtocolRegistry = .standard, bufferBytes: Int = defaultBufferBytes) throws(TraceError) {
+    package convenience init(path: String, registry: ProtocolRegistry = .standard, bufferBytes: Int = defaultBufferBytes) throws(TraceError) {
         let bufferBytes = min(max(bufferBytes, Self.minimumBufferBytes), Self.maxLineBytes)
         let file: POSIXFile
         let magic = UnsafeMutableRawBufferPointer.allocate(byteCount: 2, alignment: 1)
@@ -87,7 +87,7 @@ public final class TraceReader {
     }
 
     /// Reads a trace held in memory; `name` is used in errors.
-    public convenience init(bytes: [UInt8], name: String = "<memory>", registry: ProtocolRegistry = .standard) throws(TraceError) {
+    package convenience init(bytes: [UInt8], name: String = "<memory>", registry: ProtocolRegistry = .standard) throws(TraceError) {
         try self.init(file: nil, gzip: nil, source: name, initial: bytes, capacity: bytes.count, registry: registry)
     }
 
@@ -119,13 +119,13 @@ public final class TraceReader {
     deinit { buffer.deallocate() }
 
     /// Bytes taken from the file, and the trace text they held (more for a gzip-compressed trace).
-    public var bytesRead: (file: Int, uncompressed: Int)? {
+    package var bytesRead: (file: Int, uncompressed: Int)? {
         let text = bufferFileOffset + end
         return (gzip?.compressedOffset ?? text, text)
     }
 
     /// The next record, or nil at the end (check `truncation` then).
-    public func next() throws(TraceError) -> TraceRecord? {
+    package func next() throws(TraceError) -> TraceRecord? {
         while let line = try nextLine() {
             if isBlank(line.bytes) { continue }
             do throws(TraceDecoder.Failure) {
@@ -161,7 +161,7 @@ public final class TraceReader {
     }
 
     /// Reads every remaining record, calling `body` for each.
-    public func forEach(_ body: (TraceRecord) throws(TraceError) -> Void) throws(TraceError) {
+    package func forEach(_ body: (TraceRecord) throws(TraceError) -> Void) throws(TraceError) {
         while let record = try next() { try body(record) }
     }
 

@@ -2,7 +2,7 @@ import KinetraceJSON
 import KinetraceWire
 
 /// One line after the header (specs/trace-v1.md, TR-RECORD-*).
-public enum TraceRecord: Hashable, Sendable {
+package enum TraceRecord: Hashable, Sendable {
     case message(MessageRecord)
     case label(LabelRecord)
     case event(EventRecord)
@@ -11,11 +11,11 @@ public enum TraceRecord: Hashable, Sendable {
 
     /// The capture times a trace may hold (TR-RECORD-2): from the epoch to 2^62 ns, early in 2116.
     /// Bounded so that any span, sum or shift of times an engine computes stays within Int64.
-    public static let timeRangeNs: Range<Int64> = 0..<(1 << 62)
-    public static let timeRangeText = "0 to 4611686018427387903 ns (1970-01-01 to 2116-02-20)"
+    package static let timeRangeNs: Range<Int64> = 0..<(1 << 62)
+    package static let timeRangeText = "0 to 4611686018427387903 ns (1970-01-01 to 2116-02-20)"
 
     /// Capture time, integer nanoseconds since the UNIX epoch.
-    public var timeNs: Int64 {
+    package var timeNs: Int64 {
         switch self {
         case .message(let m): return m.timeNs
         case .label(let l): return l.timeNs
@@ -28,27 +28,27 @@ public enum TraceRecord: Hashable, Sendable {
 /// A wire message as observed. The payload is the truth: decoded fields and
 /// the validity verdict in the file are derived from it, and readers derive
 /// them again rather than trusting the file.
-public struct MessageRecord: Hashable, Sendable {
-    public var timeNs: Int64
-    public var direction: Direction
-    public var source: Endpoint
-    public var destination: Endpoint
-    public var payload: Payload
+package struct MessageRecord: Hashable, Sendable {
+    package var timeNs: Int64
+    package var direction: Direction
+    package var source: Endpoint
+    package var destination: Endpoint
+    package var payload: Payload
     /// Round-trip time measured by the recorder's own clock, when it knows one
     /// (a controller recording the ack to its frame).
-    public var rttNs: Int64?
+    package var rttNs: Int64?
     /// Set by a framing reader when these bytes cannot be trusted as a message
     /// whatever they hold: bytes of a captured stream were missing before or
     /// inside them (code `stream_gap`). Never written to a trace: the gap is.
-    public var framingError: WireError?
+    package var framingError: WireError?
 
-    public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint,
+    package init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint,
                 payload: [UInt8], rttNs: Int64? = nil) {
         self.init(timeNs: timeNs, direction: direction, source: source, destination: destination,
                   payload: Payload(payload), rttNs: rttNs)
     }
 
-    public init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint,
+    package init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint,
                 payload: Payload, rttNs: Int64? = nil) {
         self.timeNs = timeNs
         self.direction = direction
@@ -59,13 +59,13 @@ public struct MessageRecord: Hashable, Sendable {
     }
 
     /// What the engines need of the payload, under `wireProtocol` (invalid when framing says so).
-    public func facts(_ wireProtocol: any WireProtocol) -> MessageFacts {
+    package func facts(_ wireProtocol: any WireProtocol) -> MessageFacts {
         if let framingError { return MessageFacts(invalid: framingError) }
         return payload.withUnsafeBytes { wireProtocol.facts($0) }
     }
 
     /// The payload decoded as one of `P`'s messages, or why it is not one.
-    public func decoded<P: WireProtocol>(as wireProtocol: P) -> Result<P.Message, WireError> {
+    package func decoded<P: WireProtocol>(as wireProtocol: P) -> Result<P.Message, WireError> {
         payload.withUnsafeBytes { raw in
             do throws(WireError) { return .success(try wireProtocol.decode(raw)) } catch { return .failure(error) }
         }
@@ -73,20 +73,20 @@ public struct MessageRecord: Hashable, Sendable {
 
     /// The controller this message belongs to: its source when sent by a
     /// controller, its destination when sent by the host.
-    public var controller: Endpoint { direction == .controllerToHost ? source : destination }
+    package var controller: Endpoint { direction == .controllerToHost ? source : destination }
 }
 
 /// Ground truth: a gesture a controller performed, for regression tests.
-public struct LabelRecord: Hashable, Sendable {
-    public var timeNs: Int64
-    public var controller: Endpoint?
+package struct LabelRecord: Hashable, Sendable {
+    package var timeNs: Int64
+    package var controller: Endpoint?
     /// `jump`, `duck`, `tilt_left`, … (free text; see the spec's list).
-    public var gesture: String
+    package var gesture: String
     /// The frame timestamp (`t_ms`) at which the gesture starts, if known.
-    public var senderTimeMs: UInt64?
-    public var durationMs: UInt64?
+    package var senderTimeMs: UInt64?
+    package var durationMs: UInt64?
 
-    public init(timeNs: Int64, controller: Endpoint?, gesture: String, senderTimeMs: UInt64? = nil, durationMs: UInt64? = nil) {
+    package init(timeNs: Int64, controller: Endpoint?, gesture: String, senderTimeMs: UInt64? = nil, durationMs: UInt64? = nil) {
         self.timeNs = timeNs
         self.controller = controller
         self.gesture = gesture
@@ -96,12 +96,12 @@ public struct LabelRecord: Hashable, Sendable {
 }
 
 /// Something a tool did or decided (an impairment, a seed, a phase change).
-public struct EventRecord: Hashable, Sendable {
-    public var timeNs: Int64
-    public var event: String
-    public var data: [String: JSONValue]
+package struct EventRecord: Hashable, Sendable {
+    package var timeNs: Int64
+    package var event: String
+    package var data: [String: JSONValue]
 
-    public init(timeNs: Int64, event: String, data: [String: JSONValue] = [:]) {
+    package init(timeNs: Int64, event: String, data: [String: JSONValue] = [:]) {
         self.timeNs = timeNs
         self.event = event
         self.data = data
@@ -112,19 +112,19 @@ public struct EventRecord: Hashable, Sendable {
 /// rate (typically 50–100 Hz), richer than the 10 Hz wire frames: user
 /// acceleration and gravity in g, rotation rate in rad/s, attitude as a unit
 /// quaternion (w, x, y, z).
-public struct MotionSampleRecord: Hashable, Sendable {
-    public var timeNs: Int64
-    public var controller: Endpoint
+package struct MotionSampleRecord: Hashable, Sendable {
+    package var timeNs: Int64
+    package var controller: Endpoint
     /// The sample's time on the controller's clock, ms since the epoch (as frames' `t_ms`).
-    public var senderTimeMs: UInt64
-    public var userAcceleration: Vector3
-    public var rotationRate: Vector3
-    public var gravity: Vector3?
-    public var attitude: Attitude?
+    package var senderTimeMs: UInt64
+    package var userAcceleration: Vector3
+    package var rotationRate: Vector3
+    package var gravity: Vector3?
+    package var attitude: Attitude?
 
-    public struct Attitude: Hashable, Sendable {
-        public var w: Double, x: Double, y: Double, z: Double
-        public init(w: Double, x: Double, y: Double, z: Double) {
+    package struct Attitude: Hashable, Sendable {
+        package var w: Double, x: Double, y: Double, z: Double
+        package init(w: Double, x: Double, y: Double, z: Double) {
             self.w = w
             self.x = x
             self.y = y
@@ -132,7 +132,7 @@ public struct MotionSampleRecord: Hashable, Sendable {
         }
     }
 
-    public init(timeNs: Int64, controller: Endpoint, senderTimeMs: UInt64, userAcceleration: Vector3, rotationRate: Vector3,
+    package init(timeNs: Int64, controller: Endpoint, senderTimeMs: UInt64, userAcceleration: Vector3, rotationRate: Vector3,
                 gravity: Vector3? = nil, attitude: Attitude? = nil) {
         self.timeNs = timeNs
         self.controller = controller

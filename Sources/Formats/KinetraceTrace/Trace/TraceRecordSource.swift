@@ -3,7 +3,7 @@ import KinetraceWire
 /// Anything that yields trace records in time order: a trace file, or a
 /// capture file read as one (KinetracePcap). Commands that read traces take
 /// a source, so they read pcap and pcapng directly too.
-public protocol TraceRecordSource: AnyObject {
+package protocol TraceRecordSource: AnyObject {
     /// The file, for messages.
     var source: String { get }
     var header: TraceHeader { get }
@@ -24,11 +24,11 @@ public protocol TraceRecordSource: AnyObject {
 }
 
 extension TraceRecordSource {
-    public var readingNote: String? { nil }
-    public var bytesRead: (file: Int, uncompressed: Int)? { nil }
-    public var lastRecordLine: Int? { nil }
+    package var readingNote: String? { nil }
+    package var bytesRead: (file: Int, uncompressed: Int)? { nil }
+    package var lastRecordLine: Int? { nil }
 }
 
 extension TraceReader: TraceRecordSource {
-    public var lastRecordLine: Int? { lastLineNumber }
+    package var lastRecordLine: Int? { lastLineNumber }
 }

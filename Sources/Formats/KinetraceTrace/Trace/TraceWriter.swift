@@ -5,29 +5,29 @@ import KinetraceWire
 /// Writes a trace: the header at once, then records through a buffer that
 /// is flushed by size or age, so a killed writer leaves a readable file that
 /// at worst ends in one truncated line (which readers tolerate).
-public final class TraceWriter {
-    public struct FlushPolicy: Hashable, Sendable {
+package final class TraceWriter {
+    package struct FlushPolicy: Hashable, Sendable {
         /// Flush once this many bytes are buffered.
-        public var maxBufferedBytes: Int
+        package var maxBufferedBytes: Int
         /// Flush on the first write after the oldest buffered byte is this old.
         /// Writers idle for longer should call `flush()` from their own timer.
-        public var maxDelayNs: Int64
+        package var maxDelayNs: Int64
 
-        public init(maxBufferedBytes: Int, maxDelayNs: Int64) {
+        package init(maxBufferedBytes: Int, maxDelayNs: Int64) {
             self.maxBufferedBytes = maxBufferedBytes
             self.maxDelayNs = maxDelayNs
         }
 
-        public static let `default` = FlushPolicy(maxBufferedBytes: 64 << 10, maxDelayNs: 200_000_000)
+        package static let `default` = FlushPolicy(maxBufferedBytes: 64 << 10, maxDelayNs: 200_000_000)
         /// One write(2) per record: slowest, loses nothing but an in-flight record.
-        public static let everyRecord = FlushPolicy(maxBufferedBytes: 0, maxDelayNs: 0)
+        package static let everyRecord = FlushPolicy(maxBufferedBytes: 0, maxDelayNs: 0)
     }
 
-    public var path: String { file.path }
-    public let policy: FlushPolicy
-    public private(set) var recordCount = 0
+    package var path: String { file.path }
+    package let policy: FlushPolicy
+    package private(set) var recordCount = 0
     /// Records that reached the file by whole, successful flushes (the rest may be lost after a failed write).
-    public private(set) var flushedRecordCount = 0
+    package private(set) var flushedRecordCount = 0
     private let file: BufferedFile
     /// For a path ending in `.gz`: the gzip stream the buffered lines go through at each flush.
     private let gzip: GzipDeflater?
@@ -36,12 +36,12 @@ public final class TraceWriter {
     private var writeFailure: TraceError?
 
     /// The protocol whose decoded fields message records carry.
-    public let wireProtocol: any WireProtocol
+    package let wireProtocol: any WireProtocol
 
     /// Creates the file and writes the header. A header naming a protocol
     /// `registry` does not know fails with `unknownProtocol`. `gzip`: compress
     /// (nil: when `path` ends in `.gz`).
-    public init(path: String, header: TraceHeader, policy: FlushPolicy = .default,
+    package init(path: String, header: TraceHeader, policy: FlushPolicy = .default,
                 registry: ProtocolRegistry = .standard, gzip compress: Bool? = nil) throws(TraceError) {
         self.policy = policy
         wireProtocol = try TraceEncoder.resolve(header, registry)
@@ -57,7 +57,7 @@ public final class TraceWriter {
         try flush()
     }
 
-    public func write(_ record: TraceRecord) throws(TraceError) {
+    package func write(_ record: TraceRecord) throws(TraceError) {
         precondition(!file.isClosed, "TraceWriter used after close()")
         if file.pending.isEmpty, policy.maxDelayNs > 0 { oldestPendingNs = SystemClock.monotonicNs() }
         var out = JSONOutput()
@@ -72,7 +72,7 @@ public final class TraceWriter {
     }
 
     /// Hands everything buffered to the kernel (compressed, to a sync point, on a `.gz` path).
-    public func flush() throws(TraceError) {
+    package func flush() throws(TraceError) {
         // A failed flush drops what it held: a later one must not count those records as written.
         if let writeFailure { throw writeFailure }
         if let gzip { file.pending = gzip.compress(file.pending) }
@@ -85,13 +85,13 @@ public final class TraceWriter {
 
     /// After a failed write: cuts the file back to the end of its last whole flush, so it
     /// holds exactly `flushedRecordCount` records (a gzip trace then lacks its trailer, as a killed writer's does).
-    public func truncateToFlushed() throws(TraceError) {
+    package func truncateToFlushed() throws(TraceError) {
         file.pending.removeAll()
         do throws(FileError) { try file.truncateToFlushed() } catch { throw TraceError(error) }
     }
 
     /// Flushes and closes; further writes are a programming error.
-    public func close() throws(TraceError) {
+    package func close() throws(TraceError) {
         if let writeFailure {
             file.pending.removeAll()  // written after the failure: appending it past a torn tail would hide the tear
             try? file.close()
@@ -105,7 +105,7 @@ public final class TraceWriter {
 
 extension TraceEncoder {
     /// A whole trace in memory: header line then one line per record.
-    public static func document(header: TraceHeader, records: some Sequence<TraceRecord>,
+    package static func document(header: TraceHeader, records: some Sequence<TraceRecord>,
                                 registry: ProtocolRegistry = .standard) throws(TraceError) -> [UInt8] {
         let wireProtocol = try resolve(header, registry)
         var out = JSONOutput()

@@ -1,13 +1,13 @@
 /// One record of the 3D mouse's stream (specs/attitude-stream.md): roll,
 /// pitch and yaw in radians as little-endian float32, 12 bytes, nothing else.
-public struct AttitudeRecord: Hashable, Sendable {
-    public static let size = 12
+package struct AttitudeRecord: Hashable, Sendable {
+    package static let size = 12
 
-    public var roll: Float32
-    public var pitch: Float32
-    public var yaw: Float32
+    package var roll: Float32
+    package var pitch: Float32
+    package var yaw: Float32
 
-    public init(roll: Float32, pitch: Float32, yaw: Float32) {
+    package init(roll: Float32, pitch: Float32, yaw: Float32) {
         self.roll = roll
         self.pitch = pitch
         self.yaw = yaw
@@ -17,7 +17,7 @@ public struct AttitudeRecord: Hashable, Sendable {
     /// [−π, π], pitch in [−π/2, π/2] (CoreMotion's ranges, compared in float32),
     /// checked field by field so the error names the first bad one.
     @inlinable
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> AttitudeRecord {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> AttitudeRecord {
         guard bytes.count == size else {
             throw WireError(.invalidLength, offset: bytes.count, expected: "a 12-byte record")
         }
@@ -33,8 +33,8 @@ public struct AttitudeRecord: Hashable, Sendable {
 
     /// π and π/2 rounded to nearest in binary32, as CoreMotion's own limits are
     /// (Swift's `Float.pi` is rounded toward zero, one ulp inside).
-    public static let piFloat32 = Float32(Double.pi)
-    public static let halfPiFloat32 = Float32(Double.pi / 2)
+    package static let piFloat32 = Float32(Double.pi)
+    package static let halfPiFloat32 = Float32(Double.pi / 2)
 
     @inlinable @inline(__always)
     static func check(_ value: Float32, at offset: Int, within limit: Float32, _ expected: StaticString) throws(WireError) {
@@ -42,7 +42,7 @@ public struct AttitudeRecord: Hashable, Sendable {
         guard abs(value) <= limit else { throw WireError(.outOfRange, offset: offset, expected: expected.description) }
     }
 
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(Self.size)
         for v in [roll, pitch, yaw] {
@@ -57,58 +57,58 @@ public struct AttitudeRecord: Hashable, Sendable {
 /// as 12-byte records back to back on a byte stream at 60 Hz, mapped to one
 /// TCP connection per phone; the iPad cube applies each record it reads.
 /// No header, timestamp, checksum or reply.
-public struct AttitudeStream: CompiledWireProtocol {
-    public init() {}
+package struct AttitudeStream: CompiledWireProtocol {
+    package init() {}
 
-    public typealias Message = AttitudeRecord
+    package typealias Message = AttitudeRecord
 
-    public static let id = ProtocolID("attitude-stream")
-    public static let summary = "12-byte roll/pitch/yaw float32 records back to back on TCP at 60 Hz, no reply"
-    public static let specification = "specs/attitude-stream.md"
+    package static let id = ProtocolID("attitude-stream")
+    package static let summary = "12-byte roll/pitch/yaw float32 records back to back on TCP at 60 Hz, no reply"
+    package static let specification = "specs/attitude-stream.md"
     /// The digest of specs/protocols/NAME.json, this protocol declared (DeclarationSeedTests keeps them equal).
-    public static let declarationDigest: String? = "sha256:f424ed05794c062aed9faa6168656761c5361146df662a5392805d3d3ebe0503"
-    public static let transport = TransportKind.byteStream
+    package static let declarationDigest: String? = "sha256:f424ed05794c062aed9faa6168656761c5361146df662a5392805d3d3ebe0503"
+    package static let transport = TransportKind.byteStream
     /// AS-TRANSPORT-2.
-    public static let defaultPort: UInt16 = 47130
+    package static let defaultPort: UInt16 = 47130
     /// AS-RATE-1: one record per display frame.
-    public static let nominalRateHz = 60.0
+    package static let nominalRateHz = 60.0
 
     /// AS-FRAME-1: records are cut at 12-byte offsets from the stream's start, whatever the reads.
-    public static func makeFramer() -> any MessageFramer { StreamFramer(FixedLengthRecords(length: AttitudeRecord.size)) }
+    package static func makeFramer() -> any MessageFramer { StreamFramer(FixedLengthRecords(length: AttitudeRecord.size)) }
 
     @inlinable
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> AttitudeRecord {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> AttitudeRecord {
         try AttitudeRecord.decode(bytes)
     }
 
-    public static func encode(_ message: AttitudeRecord) -> [UInt8] { message.encoded() }
+    package static func encode(_ message: AttitudeRecord) -> [UInt8] { message.encoded() }
 
-    public static func facts(of message: AttitudeRecord) -> MessageFacts {
+    package static func facts(of message: AttitudeRecord) -> MessageFacts {
         MessageFacts(direction: .controllerToHost, motion: MotionReading(
             attitude: Vector3(Double(message.roll), Double(message.pitch), Double(message.yaw))))
     }
 
-    public static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
+    package static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
         do throws(WireError) { return facts(of: try decode(bytes)) } catch { return MessageFacts(invalid: error) }
     }
 
     /// The record of the reading's attitude (zero when it has none).
-    public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
+    package static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
         let a = reading.attitude ?? .zero
         return AttitudeRecord(roll: Float32(a.x), pitch: Float32(a.y), yaw: Float32(a.z)).encoded()
     }
 
-    public static func makeHostModel(rule: GestureRule) -> any HostModel { AttitudeHostModel() }
+    package static func makeHostModel(rule: GestureRule) -> any HostModel { AttitudeHostModel() }
 
-    public static func hostRule(_ rule: GestureRule) -> String { "apply every valid record as the attitude; no reply" }
+    package static func hostRule(_ rule: GestureRule) -> String { "apply every valid record as the attitude; no reply" }
 
-    public static let decodedShapes = [
+    package static let decodedShapes = [
         DecodedShape(kind: "attitude", numbers: ["roll", "pitch", "yaw"]),
         DecodedShape(kind: "unknown", fields: []),
     ]
 
     /// The three floats whenever there are 12 bytes, even non-finite or out of range.
-    public static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
+    package static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
         let reader = ByteReader(bytes)
         guard bytes.count == AttitudeRecord.size else { return visitor.kind("unknown") }
         visitor.kind("attitude")
@@ -121,19 +121,19 @@ public struct AttitudeStream: CompiledWireProtocol {
 /// What the attitude host does (AS-HOST-*): it applies every valid record it
 /// reads, in order, as the cube's rotation; invalid ones (non-finite, out of
 /// range) are not applied and the connection stays open.
-public struct AttitudeHostModel: HostModel {
+package struct AttitudeHostModel: HostModel {
     private var seen: [Bool] = []
-    public private(set) var controllerCount = 0
+    package private(set) var controllerCount = 0
 
-    public init() {}
+    package init() {}
 
-    public mutating func forget(_ controller: Int) {
+    package mutating func forget(_ controller: Int) {
         guard controller < seen.count, seen[controller] else { return }
         seen[controller] = false
         controllerCount -= 1
     }
 
-    public mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
+    package mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
         if controller >= seen.count { seen.append(contentsOf: repeatElement(false, count: controller - seen.count + 1)) }
         if !seen[controller] {
             seen[controller] = true

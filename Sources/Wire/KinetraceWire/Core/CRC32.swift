@@ -4,23 +4,23 @@
 /// Slicing-by-16: sixteen 256-entry tables let the loop consume sixteen
 /// bytes per step, so a frame's 32 checked bytes take two dependent steps
 /// instead of 32; that is what keeps frame validation fast.
-public enum CRC32 {
+@usableFromInline package enum CRC32 {
     /// The CRC of `bytes`.
     @inlinable
-    public static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    package static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         update(0, bytes)
     }
 
     /// The CRC of `bytes`.
     @inlinable
-    public static func checksum(_ bytes: some Sequence<UInt8>) -> UInt32 {
+    package static func checksum(_ bytes: some Sequence<UInt8>) -> UInt32 {
         var array = Array(bytes)
         return array.withUnsafeMutableBytes { update(0, UnsafeRawBufferPointer($0)) }
     }
 
     /// Continues a CRC over more bytes: `update(checksum(a), b) == checksum(a + b)`.
     @inlinable
-    public static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    package static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
         let table = crc32SlicingTables
         var c = ~crc
         var index = 0

@@ -3,7 +3,7 @@
 /// come (one datagram, or whatever one read or segment of a stream gave),
 /// whole messages come out, a partial one waits for more, and `finish`
 /// (NIO's `decodeLast`) reports what the end of the stream left over.
-public protocol MessageFramer {
+package protocol MessageFramer {
     /// Adds what arrived.
     mutating func append(_ bytes: UnsafeRawBufferPointer)
     /// The next whole message, nil when more bytes are needed. A stream whose
@@ -14,30 +14,30 @@ public protocol MessageFramer {
 }
 
 /// One message's bytes and where they began in the stream (the datagram's number for datagrams).
-public struct FramedMessage: Hashable, Sendable {
-    public var bytes: [UInt8]
-    public var offset: Int
-    public init(bytes: [UInt8], offset: Int) {
+package struct FramedMessage: Hashable, Sendable {
+    package var bytes: [UInt8]
+    package var offset: Int
+    package init(bytes: [UInt8], offset: Int) {
         self.bytes = bytes
         self.offset = offset
     }
 }
 
 extension MessageFramer {
-    public mutating func append(_ bytes: [UInt8]) { bytes.withUnsafeBytes { append($0) } }
+    package mutating func append(_ bytes: [UInt8]) { bytes.withUnsafeBytes { append($0) } }
 }
 
 /// Datagram protocols: every datagram is one message, whatever its length.
-public struct DatagramFramer: MessageFramer {
+package struct DatagramFramer: MessageFramer {
     private var queue: [[UInt8]] = []
     private var head = 0
     private var count = 0
 
-    public init() {}
+    package init() {}
 
-    public mutating func append(_ bytes: UnsafeRawBufferPointer) { queue.append(Array(bytes)) }
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) { queue.append(Array(bytes)) }
 
-    public mutating func next() throws(WireError) -> FramedMessage? {
+    package mutating func next() throws(WireError) -> FramedMessage? {
         guard head < queue.count else { return nil }
         defer {
             head += 1
@@ -47,11 +47,11 @@ public struct DatagramFramer: MessageFramer {
         return FramedMessage(bytes: queue[head], offset: count)
     }
 
-    public mutating func finish() -> FramedMessage? { nil }
+    package mutating func finish() -> FramedMessage? { nil }
 }
 
 /// How long the record at the front of a byte stream is.
-public protocol RecordBoundary {
+package protocol RecordBoundary {
     /// The length of the record starting at `bytes[0]` (stream offset `offset`),
     /// nil when more bytes are needed to tell; throws when the stream cannot be a
     /// sequence of records.
@@ -61,41 +61,41 @@ public protocol RecordBoundary {
 }
 
 /// Records of one fixed length, back to back with nothing between them.
-public struct FixedLengthRecords: RecordBoundary, Sendable {
-    public let length: Int
-    public init(length: Int) {
+package struct FixedLengthRecords: RecordBoundary, Sendable {
+    package let length: Int
+    package init(length: Int) {
         precondition(length > 0, "a record has at least one byte")
         self.length = length
     }
-    public func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int? {
+    package func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int? {
         bytes.count >= length ? length : nil
     }
 }
 
 /// Byte-stream protocols: a buffer that keeps the partial record between
 /// appends and cuts whole records by `Boundary`, whatever the chunking.
-public struct StreamFramer<Boundary: RecordBoundary>: MessageFramer {
-    public private(set) var boundary: Boundary
+package struct StreamFramer<Boundary: RecordBoundary>: MessageFramer {
+    package private(set) var boundary: Boundary
     /// The longest record accepted: a peer that never completes a record
     /// (or a boundary that would wait forever) cannot make the buffer grow past it.
-    public let maximumRecordLength: Int
+    package let maximumRecordLength: Int
     private var buffer: [UInt8] = []
     private var start = 0
     /// Stream offset of the next byte `next` looks at.
-    public private(set) var offset = 0
+    package private(set) var offset = 0
 
-    public init(_ boundary: Boundary, maximumRecordLength: Int = 1 << 20) {
+    package init(_ boundary: Boundary, maximumRecordLength: Int = 1 << 20) {
         precondition(maximumRecordLength > 0, "a record has at least one byte")
         self.boundary = boundary
         self.maximumRecordLength = maximumRecordLength
     }
 
     /// Bytes received that do not yet form a whole record.
-    public var pendingBytes: Int { buffer.count - start }
+    package var pendingBytes: Int { buffer.count - start }
 
-    public mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) { buffer.append(contentsOf: bytes) }
 
-    public mutating func next() throws(WireError) -> FramedMessage? {
+    package mutating func next() throws(WireError) -> FramedMessage? {
         let available = buffer.count - start
         guard available > 0 else { return nil }
         // withUnsafeBytes cannot forward a typed error, so carry it out in a Result.
@@ -127,7 +127,7 @@ public struct StreamFramer<Boundary: RecordBoundary>: MessageFramer {
         return message
     }
 
-    public mutating func finish() -> FramedMessage? {
+    package mutating func finish() -> FramedMessage? {
         guard pendingBytes > 0 else { return nil }
         defer {
             offset += pendingBytes

@@ -1,5 +1,5 @@
 /// What a sender-clock refractory rule made of one valid sample.
-public enum GestureVerdict: Hashable, Sendable {
+package enum GestureVerdict: Hashable, Sendable {
     /// The sender's stamp is not newer than the newest accepted sample's: ignored entirely.
     case stale
     /// Accepted; no trigger.
@@ -12,8 +12,8 @@ public enum GestureVerdict: Hashable, Sendable {
 /// sender's clock, stale-sample rejection and an optional resync: the host
 /// behaviour `threshold` with `window.clock = sender`. `Controller` is whatever
 /// identifies a controller (a datagram's source address and port, say).
-public struct GestureTracker<Controller: Hashable> {
-    public let rule: GestureRule
+package struct GestureTracker<Controller: Hashable> {
+    package let rule: GestureRule
     // Inlinable so each use site gets a specialised dictionary, not generic witness calls.
     @usableFromInline var states: [Controller: State] = [:]
 
@@ -30,15 +30,15 @@ public struct GestureTracker<Controller: Hashable> {
         }
     }
 
-    public init(rule: GestureRule = .default) { self.rule = rule }
+    package init(rule: GestureRule = .default) { self.rule = rule }
 
     /// Number of controllers seen so far.
-    public var controllerCount: Int { states.count }
+    package var controllerCount: Int { states.count }
 
     /// Feeds one valid sample by its sender stamp and the quantity the threshold watches.
     /// Without arrival times there is no resynchronisation.
     @inlinable
-    public mutating func accept(senderTimeMs: UInt64, value: Double, from controller: Controller) -> GestureVerdict {
+    package mutating func accept(senderTimeMs: UInt64, value: Double, from controller: Controller) -> GestureVerdict {
         accept(senderTimeMs: senderTimeMs, value: value, from: controller, receivedNs: nil)
     }
 
@@ -47,7 +47,7 @@ public struct GestureTracker<Controller: Hashable> {
     /// controller's newest accepted one finds it locked out (a forged far-future stamp, a phone
     /// whose clock restarted): the controller is forgotten and the sample judged as its first.
     @inlinable
-    public mutating func accept(senderTimeMs: UInt64, value: Double, from controller: Controller, receivedNs: Int64?) -> GestureVerdict {
+    package mutating func accept(senderTimeMs: UInt64, value: Double, from controller: Controller, receivedNs: Int64?) -> GestureVerdict {
         // One hash lookup per sample: the known controller's state is updated where it lies.
         guard let index = states.index(forKey: controller) else {
             let fires = value > rule.threshold
@@ -69,8 +69,8 @@ public struct GestureTracker<Controller: Hashable> {
     }
 
     /// Forgets one controller: its next sample is never stale and may trigger.
-    public mutating func forget(_ controller: Controller) { states[controller] = nil }
+    package mutating func forget(_ controller: Controller) { states[controller] = nil }
 
     /// Forgets every controller.
-    public mutating func reset() { states.removeAll() }
+    package mutating func reset() { states.removeAll() }
 }

@@ -1,6 +1,6 @@
 /// Lower-case hex, as trace files and the spec's test vectors write payloads.
-public enum Hex {
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+package enum Hex {
+    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.underestimatedCount * 2)
@@ -13,7 +13,7 @@ public enum Hex {
 
     /// Decodes hex digits (either case); whitespace is ignored so spec
     /// vectors may be grouped. Returns nil, with the offending index, on bad input.
-    public static func decode(_ text: some StringProtocol) -> Result<[UInt8], HexError> {
+    package static func decode(_ text: some StringProtocol) -> Result<[UInt8], HexError> {
         var out: [UInt8] = []
         var high: UInt8?
         for (index, char) in text.utf8.enumerated() {
@@ -26,7 +26,7 @@ public enum Hex {
     }
 
     @inlinable
-    public static func nibble(_ char: UInt8) -> UInt8? {
+    package static func nibble(_ char: UInt8) -> UInt8? {
         switch char {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return char - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return char - UInt8(ascii: "a") + 10
@@ -37,6 +37,6 @@ public enum Hex {
 }
 
 /// Hex text that is not whole bytes of hex digits; `index` is the UTF-8 offset.
-public struct HexError: Error, Hashable, Sendable {
-    public var index: Int
+package struct HexError: Error, Hashable, Sendable {
+    package var index: Int
 }

@@ -8,7 +8,7 @@
 /// stay concrete: a generic controller type behind `any HostModel` made
 /// every message pay for unspecialised dictionary code (1.6× the replay
 /// planner's instructions; Benchmarks/identity/results.md).
-public protocol HostModel {
+package protocol HostModel {
     /// Feeds one controller→host message (its facts) from the numbered controller, as the host receives it.
     mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict
     /// Controllers the model keeps state for.
@@ -20,25 +20,25 @@ public protocol HostModel {
 }
 
 /// Numbers controllers in the order they are met, for a `HostModel`.
-public struct ControllerNumbering<Controller: Hashable> {
+package struct ControllerNumbering<Controller: Hashable> {
     @usableFromInline var numbers: [Controller: Int] = [:]
 
-    public init() {}
+    package init() {}
 
     /// The controller's number, given on first sight.
     @inlinable
-    public mutating func number(of controller: Controller) -> Int {
+    package mutating func number(of controller: Controller) -> Int {
         if let known = numbers[controller] { return known }
         let next = numbers.count
         numbers[controller] = next
         return next
     }
 
-    public var count: Int { numbers.count }
+    package var count: Int { numbers.count }
 }
 
 /// What a conforming host makes of one message that reached it.
-public enum HostVerdict: Hashable, Sendable {
+package enum HostVerdict: Hashable, Sendable {
     /// Not acted on: invalid bytes, or a message that is not for a host. The reason is the
     /// wire error's code name, or `wrong_direction`.
     case dropped(reason: String)
@@ -49,35 +49,35 @@ public enum HostVerdict: Hashable, Sendable {
     /// Accepted, and the host owes this.
     case decided(HostDecision)
 
-    public var decision: HostDecision? { if case .decided(let d) = self { return d } else { return nil } }
+    package var decision: HostDecision? { if case .decided(let d) = self { return d } else { return nil } }
 }
 
 /// Something a conforming host owes: a reply on the wire, a decision
 /// observable only through an observation channel (a game's jump on
 /// screen), or both. The reply's bytes come from `WireProtocol.reply(to:)`,
 /// made only by those who send them (planners need just `owesReply`).
-public struct HostDecision: Hashable, Sendable {
+package struct HostDecision: Hashable, Sendable {
     /// What the host decided, e.g. `jump`.
-    public var name: String
+    package var name: String
     /// The sender stamp of the sample that caused it, when the protocol stamps samples.
-    public var sampleTimeMs: UInt64?
+    package var sampleTimeMs: UInt64?
     /// Whether the host owes a reply on the wire for it.
-    public var owesReply: Bool
+    package var owesReply: Bool
     /// The decision's values, for decisions that carry some (an attitude applied).
-    public var values: [Double]
+    package var values: [Double]
 
-    public init(name: String, sampleTimeMs: UInt64? = nil, owesReply: Bool = false, values: [Double] = []) {
+    package init(name: String, sampleTimeMs: UInt64? = nil, owesReply: Bool = false, values: [Double] = []) {
         self.name = name
         self.sampleTimeMs = sampleTimeMs
         self.owesReply = owesReply
         self.values = values
     }
 
-    public static func == (a: HostDecision, b: HostDecision) -> Bool {
+    package static func == (a: HostDecision, b: HostDecision) -> Bool {
         a.name == b.name && a.sampleTimeMs == b.sampleTimeMs && a.owesReply == b.owesReply && a.values == b.values
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(sampleTimeMs)
         hasher.combine(owesReply)

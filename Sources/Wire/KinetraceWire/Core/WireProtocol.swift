@@ -1,24 +1,24 @@
 /// Names a wire protocol: one way a phone talks to a game host, as stored
 /// in trace headers and given to `--protocol`.
-public struct ProtocolID: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let name: String
-    public init(_ name: String) { self.name = name }
-    public var description: String { name }
-    public static func < (a: ProtocolID, b: ProtocolID) -> Bool { a.name < b.name }
+package struct ProtocolID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    package let name: String
+    package init(_ name: String) { self.name = name }
+    package var description: String { name }
+    package static func < (a: ProtocolID, b: ProtocolID) -> Bool { a.name < b.name }
 }
 
 /// How a protocol's messages travel.
-public enum TransportKind: String, Hashable, Sendable, CustomStringConvertible {
+package enum TransportKind: String, Hashable, Sendable, CustomStringConvertible {
     /// One message per datagram (UDP).
     case datagram
     /// Messages back to back on a byte stream (TCP), cut by the protocol's framer.
     case byteStream = "byte-stream"
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// Which way a message travels: a controller's sample to the host, or the host's reply.
-public enum Direction: String, Hashable, Sendable, CaseIterable {
+package enum Direction: String, Hashable, Sendable, CaseIterable {
     case controllerToHost = "c2h"
     case hostToController = "h2c"
 }
@@ -32,7 +32,7 @@ public enum Direction: String, Hashable, Sendable, CaseIterable {
 /// (for its codec, spec vectors and conformance suite); `facts` gives what
 /// every engine needs of any message (validity, direction, timestamps,
 /// motion) as plain values, without knowing the type.
-public protocol WireProtocol: Sendable {
+package protocol WireProtocol: Sendable {
     associatedtype Message: Hashable & Sendable
 
     // MARK: Identity and transport
@@ -91,36 +91,36 @@ public protocol WireProtocol: Sendable {
 }
 
 extension WireProtocol {
-    public func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
+    package func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
         do throws(WireError) { return facts(of: try decode(bytes)) } catch { return MessageFacts(invalid: error) }
     }
 
-    public var declaration: ProtocolDeclaration? { nil }
+    package var declaration: ProtocolDeclaration? { nil }
 
     /// Decodes a message held in an array.
     @inlinable
-    public func decode(_ bytes: [UInt8]) throws(WireError) -> Message {
+    package func decode(_ bytes: [UInt8]) throws(WireError) -> Message {
         // withUnsafeBytes cannot forward a typed error, so carry it out in a Result.
         try decodeResult(bytes).get()
     }
 
     /// `decode` as a `Result`, for call sites that branch on the outcome.
     @inlinable
-    public func decodeResult(_ bytes: [UInt8]) -> Result<Message, WireError> {
+    package func decodeResult(_ bytes: [UInt8]) -> Result<Message, WireError> {
         bytes.withUnsafeBytes { raw in
             do throws(WireError) { return .success(try decode(raw)) } catch { return .failure(error) }
         }
     }
 
     /// `facts` of bytes held in an array.
-    public func facts(_ bytes: [UInt8]) -> MessageFacts { bytes.withUnsafeBytes { facts($0) } }
+    package func facts(_ bytes: [UInt8]) -> MessageFacts { bytes.withUnsafeBytes { facts($0) } }
 
-    public func restamped(_ bytes: [UInt8], timeMs: UInt64) -> [UInt8]? {
+    package func restamped(_ bytes: [UInt8], timeMs: UInt64) -> [UInt8]? {
         bytes.withUnsafeBytes { restamped($0, timeMs: timeMs) }
     }
 
     /// Whether two values are the same protocol: the same name, and the same declaration when declared.
-    public func isSame(as other: any WireProtocol) -> Bool {
+    package func isSame(as other: any WireProtocol) -> Bool {
         id == other.id && declaration?.digest == other.declaration?.digest
     }
 }
@@ -128,7 +128,7 @@ extension WireProtocol {
 /// A protocol compiled into Kinetrace: its codec is Swift code reached through
 /// static members (so its own folder, spec vectors and suite call it without a
 /// value), and its value forwards every `WireProtocol` requirement to them.
-public protocol CompiledWireProtocol: WireProtocol {
+package protocol CompiledWireProtocol: WireProtocol {
     init()
 
     static var id: ProtocolID { get }
@@ -161,66 +161,66 @@ public protocol CompiledWireProtocol: WireProtocol {
 }
 
 extension CompiledWireProtocol {
-    public static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
+    package static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
         do throws(WireError) { return facts(of: try decode(bytes)) } catch { return MessageFacts(invalid: error) }
     }
 
-    public static func makeFramer() -> any MessageFramer { DatagramFramer() }
-    public static var hostReplies: Bool { false }
-    public static var samplesCarrySenderClock: Bool { false }
-    public static var defaultRule: GestureRule { .default }
-    public static var declarationDigest: String? { nil }
-    public static var declarationText: String? { nil }
+    package static func makeFramer() -> any MessageFramer { DatagramFramer() }
+    package static var hostReplies: Bool { false }
+    package static var samplesCarrySenderClock: Bool { false }
+    package static var defaultRule: GestureRule { .default }
+    package static var declarationDigest: String? { nil }
+    package static var declarationText: String? { nil }
 
     /// The built-in declaration, read; nil for a protocol that has none (or, never in a released
     /// build, one that does not read: DeclarationTextTests).
-    public static var builtInDeclaration: DeclaredProtocol? {
+    package static var builtInDeclaration: DeclaredProtocol? {
         guard let text = declarationText else { return nil }
         return try? DeclaredProtocol.read(Array(text.utf8), path: "specs/protocols/\(id).json")
     }
-    public static func hostRule(_ rule: GestureRule) -> String { "τ = \(rule.threshold), window \(rule.refractoryMs) ms" }
-    public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { nil }
-    public static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { nil }
-    public static func reply(to decision: HostDecision) -> [UInt8]? { nil }
+    package static func hostRule(_ rule: GestureRule) -> String { "τ = \(rule.threshold), window \(rule.refractoryMs) ms" }
+    package static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { nil }
+    package static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { nil }
+    package static func reply(to decision: HostDecision) -> [UInt8]? { nil }
 
     /// Decodes a message held in an array.
     @inlinable
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> Message { try Self().decode(bytes) }
+    package static func decode(_ bytes: [UInt8]) throws(WireError) -> Message { try Self().decode(bytes) }
 
     /// `decode` as a `Result`, for call sites that branch on the outcome.
     @inlinable
-    public static func decodeResult(_ bytes: [UInt8]) -> Result<Message, WireError> { Self().decodeResult(bytes) }
+    package static func decodeResult(_ bytes: [UInt8]) -> Result<Message, WireError> { Self().decodeResult(bytes) }
 
     /// `facts` of bytes held in an array.
-    public static func facts(_ bytes: [UInt8]) -> MessageFacts { bytes.withUnsafeBytes { facts($0) } }
+    package static func facts(_ bytes: [UInt8]) -> MessageFacts { bytes.withUnsafeBytes { facts($0) } }
 
-    public static func restamped(_ bytes: [UInt8], timeMs: UInt64) -> [UInt8]? {
+    package static func restamped(_ bytes: [UInt8], timeMs: UInt64) -> [UInt8]? {
         bytes.withUnsafeBytes { restamped($0, timeMs: timeMs) }
     }
 
     // The value's requirements, forwarded to the static codec.
-    public var id: ProtocolID { Self.id }
-    public var summary: String { Self.summary }
-    public var specification: String { Self.specification }
-    public var transport: TransportKind { Self.transport }
-    public var defaultPort: UInt16 { Self.defaultPort }
-    public var nominalRateHz: Double { Self.nominalRateHz }
-    public var hostReplies: Bool { Self.hostReplies }
-    public var samplesCarrySenderClock: Bool { Self.samplesCarrySenderClock }
-    public var defaultRule: GestureRule { Self.defaultRule }
-    public func makeFramer() -> any MessageFramer { Self.makeFramer() }
+    package var id: ProtocolID { Self.id }
+    package var summary: String { Self.summary }
+    package var specification: String { Self.specification }
+    package var transport: TransportKind { Self.transport }
+    package var defaultPort: UInt16 { Self.defaultPort }
+    package var nominalRateHz: Double { Self.nominalRateHz }
+    package var hostReplies: Bool { Self.hostReplies }
+    package var samplesCarrySenderClock: Bool { Self.samplesCarrySenderClock }
+    package var defaultRule: GestureRule { Self.defaultRule }
+    package func makeFramer() -> any MessageFramer { Self.makeFramer() }
     @inlinable @inline(__always)
-    public func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message { try Self.decode(bytes) }
-    public func encode(_ message: Message) -> [UInt8] { Self.encode(message) }
+    package func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message { try Self.decode(bytes) }
+    package func encode(_ message: Message) -> [UInt8] { Self.encode(message) }
     @inlinable @inline(__always)
-    public func facts(of message: Message) -> MessageFacts { Self.facts(of: message) }
+    package func facts(of message: Message) -> MessageFacts { Self.facts(of: message) }
     @inlinable @inline(__always)
-    public func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts { Self.facts(bytes) }
-    public func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { Self.sample(reading, timeMs: timeMs) }
-    public func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { Self.restamped(bytes, timeMs: timeMs) }
-    public func makeHostModel(rule: GestureRule) -> any HostModel { Self.makeHostModel(rule: rule) }
-    public func hostRule(_ rule: GestureRule) -> String { Self.hostRule(rule) }
-    public func reply(to decision: HostDecision) -> [UInt8]? { Self.reply(to: decision) }
-    public var decodedShapes: [DecodedShape] { Self.decodedShapes }
-    public func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) { Self.describe(bytes, into: &visitor) }
+    package func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts { Self.facts(bytes) }
+    package func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? { Self.sample(reading, timeMs: timeMs) }
+    package func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? { Self.restamped(bytes, timeMs: timeMs) }
+    package func makeHostModel(rule: GestureRule) -> any HostModel { Self.makeHostModel(rule: rule) }
+    package func hostRule(_ rule: GestureRule) -> String { Self.hostRule(rule) }
+    package func reply(to decision: HostDecision) -> [UInt8]? { Self.reply(to: decision) }
+    package var decodedShapes: [DecodedShape] { Self.decodedShapes }
+    package func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) { Self.describe(bytes, into: &visitor) }
 }

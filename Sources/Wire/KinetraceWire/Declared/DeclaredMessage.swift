@@ -1,10 +1,10 @@
 /// A decoded message of a declared protocol: its kind, and each field's value
 /// in declaration order (nil for padding and for an optional member left out).
-public struct DeclaredMessage: Hashable, Sendable {
-    public var kind: Int
-    public var values: [DeclaredValue?]
+package struct DeclaredMessage: Hashable, Sendable {
+    package var kind: Int
+    package var values: [DeclaredValue?]
 
-    public init(kind: Int, values: [DeclaredValue?]) {
+    package init(kind: Int, values: [DeclaredValue?]) {
         self.kind = kind
         self.values = values
     }
@@ -53,8 +53,7 @@ struct FactsBuilder {
             if role == .senderTime { facts.senderTimeMs = ms } else { facts.echoTimeMs = ms }
             return true
         default:
-            set(role, real: Double(value))
-            return true
+            return set(role, real: Double(value))
         }
     }
 
@@ -98,7 +97,7 @@ extension MotionReading {
     }
 
     /// One axis of one vector, when the reading has that vector.
-    public func value(_ slot: VectorSlot, axis: Int) -> Double? {
+    package func value(_ slot: VectorSlot, axis: Int) -> Double? {
         let vector: Vector3?
         switch slot {
         case .userAcceleration: vector = userAcceleration
@@ -112,7 +111,7 @@ extension MotionReading {
     }
 
     /// The value of a motion role, when the reading has its vector.
-    public func value(of role: FieldRole) -> Double? {
+    package func value(of role: FieldRole) -> Double? {
         guard case .motion(let slot, let axis) = role else { return nil }
         return value(slot, axis: axis)
     }

@@ -1,11 +1,11 @@
 /// A protocol declared in a file, as every engine sees a protocol: a value
 /// that interprets its declaration (specs/protocol-declaration-v1.md).
-public struct DeclaredProtocol: WireProtocol {
-    public typealias Message = DeclaredMessage
+package struct DeclaredProtocol: WireProtocol {
+    package typealias Message = DeclaredMessage
 
-    public let declared: ProtocolDeclaration
+    package let declared: ProtocolDeclaration
     /// Where it was read from, for `specification` when the declaration names none.
-    public let path: String
+    package let path: String
     private let plan: Plan
 
     /// What the interpreter precomputes once per declaration.
@@ -37,30 +37,30 @@ public struct DeclaredProtocol: WireProtocol {
         }
     }
 
-    public init(_ declaration: ProtocolDeclaration, path: String) {
+    package init(_ declaration: ProtocolDeclaration, path: String) {
         declared = declaration
         self.path = path
         plan = Plan(declaration)
     }
 
     /// Reads, checks and wraps a declaration file's bytes.
-    public static func read(_ bytes: [UInt8], path: String) throws(DeclarationError) -> DeclaredProtocol {
+    package static func read(_ bytes: [UInt8], path: String) throws(DeclarationError) -> DeclaredProtocol {
         DeclaredProtocol(try ProtocolDeclaration.read(bytes, source: path), path: path)
     }
 
     // MARK: Identity
 
-    public var id: ProtocolID { ProtocolID(declared.name) }
-    public var summary: String { declared.summary }
-    public var specification: String { declared.specification.isEmpty ? path : declared.specification }
-    public var transport: TransportKind { declared.transport }
-    public var defaultPort: UInt16 { declared.defaultPort }
-    public var nominalRateHz: Double { declared.rateHz }
-    public var hostReplies: Bool { declared.host?.replyKind != nil }
-    public var samplesCarrySenderClock: Bool { plan.firstSample.flatMap { plan.senderTimeField[$0] } != nil }
-    public var declaration: ProtocolDeclaration? { declared }
+    package var id: ProtocolID { ProtocolID(declared.name) }
+    package var summary: String { declared.summary }
+    package var specification: String { declared.specification.isEmpty ? path : declared.specification }
+    package var transport: TransportKind { declared.transport }
+    package var defaultPort: UInt16 { declared.defaultPort }
+    package var nominalRateHz: Double { declared.rateHz }
+    package var hostReplies: Bool { declared.host?.replyKind != nil }
+    package var samplesCarrySenderClock: Bool { plan.firstSample.flatMap { plan.senderTimeField[$0] } != nil }
+    package var declaration: ProtocolDeclaration? { declared }
 
-    public func makeFramer() -> any MessageFramer {
+    package func makeFramer() -> any MessageFramer {
         switch declared.framing {
         case .datagram: return DatagramFramer()
         case .fixedLength(let n): return StreamFramer(FixedLengthRecords(length: n), maximumRecordLength: n)
@@ -101,15 +101,15 @@ public struct DeclaredProtocol: WireProtocol {
     }
 
     /// `ms` on the sender's clock as `field`'s value, in the declared unit and type (what a sample carries).
-    public func senderTime(ms: UInt64, as field: DeclaredField) -> DeclaredValue {
+    package func senderTime(ms: UInt64, as field: DeclaredField) -> DeclaredValue {
         DeclaredWriting.clockValue(ms: ms, unit: plan.unit ?? .ms, type: field.type)
     }
 
     /// The first controller→host kind: the one `sample` writes.
-    public var sampleKind: Int? { plan.firstSample }
+    package var sampleKind: Int? { plan.firstSample }
 
     /// A body made into a record: its length prefix or delimiter added.
-    public func framed(_ body: [UInt8]) -> [UInt8] {
+    package func framed(_ body: [UInt8]) -> [UInt8] {
         switch declared.framing {
         case .datagram, .fixedLength: return body
         case .delimiter(let delimiter, _): return body + delimiter
@@ -184,17 +184,17 @@ public struct DeclaredProtocol: WireProtocol {
         throw WireError(.invalidLength, offset: body.count, expected: "a message of a declared kind")
     }
 
-    public func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> DeclaredMessage {
+    package func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> DeclaredMessage {
         try withBody(bytes) { body throws(WireError) in try decodeBody(body) }
     }
 
-    public func encode(_ message: DeclaredMessage) -> [UInt8] {
+    package func encode(_ message: DeclaredMessage) -> [UInt8] {
         guard plan.kinds.indices.contains(message.kind) else { return [] }
         return framed(encodeBody(plan.kinds[message.kind], message.values))
     }
 
     /// A kind's body with these values, before framing: constants and checks as declared.
-    public func encodeBody(_ kind: DeclaredKind, _ values: [DeclaredValue?]) -> [UInt8] {
+    package func encodeBody(_ kind: DeclaredKind, _ values: [DeclaredValue?]) -> [UInt8] {
         switch kind.encoding {
         case .binary: return BinaryInterpreter.encode(kind, values)
         case .osc: return OSCInterpreter.encode(kind, values)
@@ -203,7 +203,7 @@ public struct DeclaredProtocol: WireProtocol {
         }
     }
 
-    public func facts(of message: DeclaredMessage) -> MessageFacts {
+    package func facts(of message: DeclaredMessage) -> MessageFacts {
         guard plan.kinds.indices.contains(message.kind) else { return MessageFacts(invalid: WireError(.malformed, offset: 0, expected: "a declared kind")) }
         let kind = plan.kinds[message.kind]
         var builder = FactsBuilder(direction: kind.direction, unit: plan.unit)
@@ -222,7 +222,7 @@ public struct DeclaredProtocol: WireProtocol {
     }
 
     /// Written out for binary kinds: the flat path, no value array per message (the engines call it per message).
-    public func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
+    package func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
         if let fast = plan.fast, case .datagram = declared.framing { return fast.facts(bytes, plan.kinds) }
         do throws(WireError) {
             return try withBody(bytes) { body throws(WireError) -> MessageFacts in
@@ -261,7 +261,7 @@ public struct DeclaredProtocol: WireProtocol {
 
     // MARK: Making messages
 
-    public func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
+    package func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
         guard let index = plan.firstSample else { return nil }
         let kind = plan.kinds[index]
         var reading = reading
@@ -292,7 +292,7 @@ public struct DeclaredProtocol: WireProtocol {
         return framed(encodeBody(kind, values))
     }
 
-    public func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? {
+    package func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? {
         guard var message = try? decode(bytes), let field = plan.senderTimeField[message.kind],
               plan.kinds[message.kind].direction == .controllerToHost else { return nil }
         message.values[field] = DeclaredWriting.clockValue(ms: timeMs, unit: plan.unit ?? .ms, type: plan.kinds[message.kind].fields[field].type)
@@ -301,14 +301,14 @@ public struct DeclaredProtocol: WireProtocol {
 
     // MARK: The host
 
-    public var defaultRule: GestureRule {
+    package var defaultRule: GestureRule {
         guard case .threshold(_, let above, let windowMs, _, _, let resyncMs)? = declared.host?.behaviour else { return .default }
         return GestureRule(threshold: above, refractoryMs: windowMs, staleResyncMs: resyncMs)
     }
 
-    public func makeHostModel(rule: GestureRule) -> any HostModel { DeclaredHostModel(declared.host, rule: rule) }
+    package func makeHostModel(rule: GestureRule) -> any HostModel { DeclaredHostModel(declared.host, rule: rule) }
 
-    public func hostRule(_ rule: GestureRule) -> String {
+    package func hostRule(_ rule: GestureRule) -> String {
         guard let host = declared.host else { return "no host behaviour declared" }
         let reply = host.replyKind.map { "; one \(declared.kinds[$0].name) reply per \(host.decision)" + (host.replyDeadlineMs.map { " within \($0) ms" } ?? "") } ?? "; no reply"
         switch host.behaviour {
@@ -320,7 +320,7 @@ public struct DeclaredProtocol: WireProtocol {
         }
     }
 
-    public func reply(to decision: HostDecision) -> [UInt8]? {
+    package func reply(to decision: HostDecision) -> [UInt8]? {
         guard decision.owesReply, let host = declared.host, let index = host.replyKind else { return nil }
         let kind = plan.kinds[index]
         var values = [DeclaredValue?](repeating: nil, count: kind.fields.count)
@@ -336,7 +336,7 @@ public struct DeclaredProtocol: WireProtocol {
 
     // MARK: Rendering
 
-    public var decodedShapes: [DecodedShape] {
+    package var decodedShapes: [DecodedShape] {
         plan.kinds.map { kind in
             DecodedShape(kind: kind.name, fields: kind.fields.filter(\.isRendered).map { ($0.name, $0.type == .string || $0.type == .bytes ? .string : .number) })
         } + [DecodedShape(kind: "unknown", fields: [])]
@@ -344,7 +344,7 @@ public struct DeclaredProtocol: WireProtocol {
 
     /// A binary kind is described whenever its length and constants match (even with a bad check
     /// or value, as the compiled codecs do); other encodings only when they decode.
-    public func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
+    package func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
         let described: Bool = (try? withBody(bytes) { body throws(WireError) -> Bool in
             if plan.jsonKinds.isEmpty, plan.textKinds.isEmpty, plan.oscKinds.isEmpty {
                 let index = try BinaryInterpreter.kind(of: body, plan.kinds, candidates: plan.binaryKinds)

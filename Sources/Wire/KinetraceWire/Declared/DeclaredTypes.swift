@@ -2,24 +2,24 @@
 /// laid out for the interpreter. All immutable; `ProtocolDeclaration` holds them.
 
 /// A failure to read a declaration: one line, `FILE:LINE:COLUMN: message` (PD-FILE-4).
-public struct DeclarationError: Error, Hashable, Sendable, CustomStringConvertible {
-    public var source: String
-    public var line: Int
-    public var column: Int
-    public var message: String
+package struct DeclarationError: Error, Hashable, Sendable, CustomStringConvertible {
+    package var source: String
+    package var line: Int
+    package var column: Int
+    package var message: String
 
-    public init(source: String, line: Int, column: Int, message: String) {
+    package init(source: String, line: Int, column: Int, message: String) {
         self.source = source
         self.line = line
         self.column = column
         self.message = message
     }
 
-    public var description: String { "\(source):\(line):\(column): \(message)" }
+    package var description: String { "\(source):\(line):\(column): \(message)" }
 }
 
 /// Where a declared message's records start and end on a byte stream.
-public enum DeclaredFraming: Hashable, Sendable {
+package enum DeclaredFraming: Hashable, Sendable {
     /// One message per datagram.
     case datagram
     /// Records of one length, back to back.
@@ -32,14 +32,14 @@ public enum DeclaredFraming: Hashable, Sendable {
 }
 
 /// The standard vectors a motion role names, plus the protocol's own.
-public enum VectorSlot: Int, Hashable, Sendable, CaseIterable {
+package enum VectorSlot: Int, Hashable, Sendable, CaseIterable {
     case userAcceleration, rotationRate, gravity, attitude, own
 
-    public static let standardNames = ["user_acceleration", "rotation_rate", "gravity", "attitude"]
+    package static let standardNames = ["user_acceleration", "rotation_rate", "gravity", "attitude"]
 }
 
 /// What a field means to the engines (PD-ROLE-*).
-public enum FieldRole: Hashable, Sendable, CustomStringConvertible {
+package enum FieldRole: Hashable, Sendable, CustomStringConvertible {
     case senderTime
     case echoTime
     case controllerID
@@ -47,7 +47,7 @@ public enum FieldRole: Hashable, Sendable, CustomStringConvertible {
     /// One axis (0 = x, 1 = y, 2 = z) of a motion vector.
     case motion(VectorSlot, axis: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .senderTime: return "sender_time"
         case .echoTime: return "echo_time"
@@ -61,7 +61,7 @@ public enum FieldRole: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A field's type on the wire.
-public enum ScalarType: String, Hashable, Sendable {
+package enum ScalarType: String, Hashable, Sendable {
     case u8, u16, u32, u64, i8, i16, i32, i64, f32, f64
     case bytes, padding
     case number, integer, string, boolean
@@ -77,19 +77,19 @@ public enum ScalarType: String, Hashable, Sendable {
         }
     }
 
-    public var isFloat: Bool { self == .f32 || self == .f64 || self == .number }
-    public var isInteger: Bool {
+    package var isFloat: Bool { self == .f32 || self == .f64 || self == .number }
+    package var isInteger: Bool {
         switch self {
         case .u8, .u16, .u32, .u64, .i8, .i16, .i32, .i64, .integer: return true
         default: return false
         }
     }
-    public var isSigned: Bool { self == .i8 || self == .i16 || self == .i32 || self == .i64 || self == .integer }
-    public var isNumeric: Bool { isFloat || isInteger }
+    package var isSigned: Bool { self == .i8 || self == .i16 || self == .i32 || self == .i64 || self == .integer }
+    package var isNumeric: Bool { isFloat || isInteger }
 }
 
 /// A value of a declared field.
-public enum DeclaredValue: Hashable, Sendable {
+package enum DeclaredValue: Hashable, Sendable {
     case unsigned(UInt64)
     case signed(Int64)
     case float32(Float32)
@@ -99,7 +99,7 @@ public enum DeclaredValue: Hashable, Sendable {
     case bool(Bool)
 
     /// The value as a number, when it is one.
-    public var double: Double? {
+    package var double: Double? {
         switch self {
         case .unsigned(let v): return Double(v)
         case .signed(let v): return Double(v)
@@ -114,10 +114,10 @@ public enum DeclaredValue: Hashable, Sendable {
 /// One checksum algorithm over a byte range (PD-CHECK-*).
 extension DeclaredValue: CustomStringConvertible {
     /// The value as errors and pages write it: numbers in shortest form, strings quoted, bytes in hex.
-    public var description: String { BinaryInterpreter.render(self) }
+    package var description: String { BinaryInterpreter.render(self) }
 }
 
-public enum CheckAlgorithm: String, Hashable, Sendable {
+package enum CheckAlgorithm: String, Hashable, Sendable {
     case crc32
     case crc16CCITT = "crc16_ccitt"
     case sum8
@@ -149,50 +149,50 @@ public enum CheckAlgorithm: String, Hashable, Sendable {
 }
 
 /// A check: the field holds `algorithm` over body bytes `from..<to`.
-public struct DeclaredCheck: Hashable, Sendable {
-    public var algorithm: CheckAlgorithm
-    public var from: Int
-    public var to: Int
+package struct DeclaredCheck: Hashable, Sendable {
+    package var algorithm: CheckAlgorithm
+    package var from: Int
+    package var to: Int
 }
 
 /// One field of a message kind, whatever its encoding.
-public struct DeclaredField: Hashable, Sendable {
+package struct DeclaredField: Hashable, Sendable {
     /// The name in `decoded` and in errors.
-    public var name: String
-    public var type: ScalarType
+    package var name: String
+    package var type: ScalarType
     /// Binary: where the field starts in the body and how many bytes it takes.
-    public var offset = 0
-    public var size = 0
-    public var bigEndian = false
+    package var offset = 0
+    package var size = 0
+    package var bigEndian = false
     /// JSON: the member path from the top object.
-    public var path: [String] = []
-    public var required = true
+    package var path: [String] = []
+    package var required = true
     /// A value the field must hold (a magic, a discriminator, a fixed string).
-    public var constant: DeclaredValue?
-    public var finite = false
+    package var constant: DeclaredValue?
+    package var finite = false
     /// Inclusive limits; for a float32 field already rounded to float32 (PD-RANGE-2).
-    public var range: ClosedRange<Double>?
-    public var role: FieldRole?
-    public var check: DeclaredCheck?
+    package var range: ClosedRange<Double>?
+    package var role: FieldRole?
+    package var check: DeclaredCheck?
     /// JSON/text strings: `uuid` or `uuid_upper`.
-    public var format: String?
-    public var requirement: String?
+    package var format: String?
+    package var requirement: String?
 
     /// Written to `decoded`: everything but padding and constants (which say nothing a reader needs).
     var isRendered: Bool { type != .padding && constant == nil }
 }
 
 /// How a JSON kind treats members it does not declare and members given twice.
-public enum RepeatedMembers: String, Hashable, Sendable { case malformed, first, last }
+package enum RepeatedMembers: String, Hashable, Sendable { case malformed, first, last }
 
 /// A message kind's encoding and fields.
-public enum DeclaredEncoding: Hashable, Sendable {
+package enum DeclaredEncoding: Hashable, Sendable {
     case binary(length: Int)
     case json(maximumLength: Int, unknownAllowed: Bool, repeated: RepeatedMembers)
     case text(separator: [UInt8], maximumLength: Int)
     case osc(address: String, bundlesAllowed: Bool)
 
-    public var name: String {
+    package var name: String {
         switch self {
         case .binary: return "binary"
         case .json: return "json"
@@ -203,32 +203,32 @@ public enum DeclaredEncoding: Hashable, Sendable {
 }
 
 /// One kind of message.
-public struct DeclaredKind: Hashable, Sendable {
-    public var name: String
-    public var direction: Direction
-    public var encoding: DeclaredEncoding
-    public var fields: [DeclaredField]
-    public var requirement: String?
+package struct DeclaredKind: Hashable, Sendable {
+    package var name: String
+    package var direction: Direction
+    package var encoding: DeclaredEncoding
+    package var fields: [DeclaredField]
+    package var requirement: String?
 
     /// The field with `role`, if any.
-    public func field(withRole role: FieldRole) -> Int? { fields.firstIndex { $0.role == role } }
+    package func field(withRole role: FieldRole) -> Int? { fields.firstIndex { $0.role == role } }
 }
 
 /// The sender clock's unit (PD-CLOCK-*).
-public enum ClockUnit: String, Hashable, Sendable {
+package enum ClockUnit: String, Hashable, Sendable {
     case s, ms, us, ns
 }
 
 /// The protocol's own named vector (at most one), and how a persona's motion makes it.
-public struct OwnVector: Hashable, Sendable {
-    public var name: String
-    public var summary: String
-    public var sumOf: [VectorSlot]
+package struct OwnVector: Hashable, Sendable {
+    package var name: String
+    package var summary: String
+    package var sumOf: [VectorSlot]
 }
 
 /// The host behaviour a declaration picks (PD-HOST-*).
-public struct DeclaredHost: Hashable, Sendable {
-    public enum Behaviour: Hashable, Sendable {
+package struct DeclaredHost: Hashable, Sendable {
+    package enum Behaviour: Hashable, Sendable {
         /// A decision when `quantity` exceeds `above`, then a window: on the sender's clock
         /// (a refractory period, with stale samples ignored) or on the host's arrival clock (a latch).
         case threshold(quantity: FieldRole, above: Double, windowMs: UInt64, senderClock: Bool, ignoreStale: Bool, resyncMs: UInt64)
@@ -236,20 +236,20 @@ public struct DeclaredHost: Hashable, Sendable {
         case apply
     }
 
-    public var behaviour: Behaviour
-    public var decision: String
-    public var decisionValues: [FieldRole]
+    package var behaviour: Behaviour
+    package var decision: String
+    package var decisionValues: [FieldRole]
     /// The reply kind's index, its constant fields, and its deadline.
-    public var replyKind: Int?
-    public var replyFields: [String: Double]
-    public var replyDeadlineMs: Double?
-    public var requirement: String?
-    public var replyRequirement: String?
+    package var replyKind: Int?
+    package var replyFields: [String: Double]
+    package var replyDeadlineMs: Double?
+    package var requirement: String?
+    package var replyRequirement: String?
 }
 
 /// A requirement the declaration states, so reports can cite it.
-public struct DeclaredRequirement: Hashable, Sendable {
-    public var id: String
-    public var level: String
-    public var text: String
+package struct DeclaredRequirement: Hashable, Sendable {
+    package var id: String
+    package var level: String
+    package var text: String
 }

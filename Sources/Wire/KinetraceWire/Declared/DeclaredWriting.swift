@@ -184,12 +184,12 @@ struct DeclaredHostModel: HostModel {
 }
 
 /// Records whose length is stated in a prefix field (PD-FRAME-2).
-public struct LengthPrefixedRecords: RecordBoundary, Sendable {
-    public let width: Int
-    public let bigEndian: Bool
-    public let offset: Int
-    public let countsItself: Bool
-    public let maximumLength: Int
+package struct LengthPrefixedRecords: RecordBoundary, Sendable {
+    package let width: Int
+    package let bigEndian: Bool
+    package let offset: Int
+    package let countsItself: Bool
+    package let maximumLength: Int
 
     static func value(_ bytes: UnsafeRawBufferPointer, at offset: Int, width: Int, bigEndian: Bool) -> UInt64 {
         var v: UInt64 = 0
@@ -201,7 +201,7 @@ public struct LengthPrefixedRecords: RecordBoundary, Sendable {
         return v
     }
 
-    public func recordLength(_ bytes: UnsafeRawBufferPointer, at streamOffset: Int) throws(WireError) -> Int? {
+    package func recordLength(_ bytes: UnsafeRawBufferPointer, at streamOffset: Int) throws(WireError) -> Int? {
         guard bytes.count >= offset + width else { return nil }
         let stated = Self.value(bytes, at: offset, width: width, bigEndian: bigEndian)
         let overhead = UInt64(offset + (countsItself ? 0 : width))
@@ -214,18 +214,18 @@ public struct LengthPrefixedRecords: RecordBoundary, Sendable {
 }
 
 /// Records ending with a delimiter (PD-FRAME-3).
-public struct DelimitedRecords: RecordBoundary, Sendable {
-    public let delimiter: [UInt8]
-    public let maximumLength: Int
+package struct DelimitedRecords: RecordBoundary, Sendable {
+    package let delimiter: [UInt8]
+    package let maximumLength: Int
     /// Bytes of the current record already searched, so each byte is looked at about once.
     private var searched = 0
 
-    public init(delimiter: [UInt8], maximumLength: Int) {
+    package init(delimiter: [UInt8], maximumLength: Int) {
         self.delimiter = delimiter
         self.maximumLength = maximumLength
     }
 
-    public mutating func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int? {
+    package mutating func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int? {
         let limit = min(bytes.count, maximumLength)
         guard limit >= delimiter.count else { return nil }
         let first = delimiter[0]

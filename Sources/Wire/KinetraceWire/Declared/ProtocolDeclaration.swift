@@ -3,34 +3,34 @@ import KinetraceHash
 /// A protocol declared in a file (specs/protocol-declaration-v1.md), read and
 /// checked: every value range-checked where it is read, unknown members
 /// refused, nothing executed. Immutable, so one value serves every thread.
-public final class ProtocolDeclaration: Sendable, CustomStringConvertible {
-    public let name: String
-    public let version: String
-    public let summary: String
-    public let specification: String
-    public let framing: DeclaredFraming
-    public let defaultPort: UInt16
-    public let rateHz: Double
-    public let senderClockUnit: ClockUnit?
-    public let senderClockEpoch: String?
-    public let ownVector: OwnVector?
-    public let kinds: [DeclaredKind]
-    public let host: DeclaredHost?
-    public let requirements: [DeclaredRequirement]
+package final class ProtocolDeclaration: Sendable, CustomStringConvertible {
+    package let name: String
+    package let version: String
+    package let summary: String
+    package let specification: String
+    package let framing: DeclaredFraming
+    package let defaultPort: UInt16
+    package let rateHz: Double
+    package let senderClockUnit: ClockUnit?
+    package let senderClockEpoch: String?
+    package let ownVector: OwnVector?
+    package let kinds: [DeclaredKind]
+    package let host: DeclaredHost?
+    package let requirements: [DeclaredRequirement]
     /// The declaration re-serialised canonically (PD-CANON-1): what a trace header embeds.
-    public let canonicalText: String
+    package let canonicalText: String
     /// `sha256:` and the lower-case hex SHA-256 of `canonicalText`.
-    public let digest: String
+    package let digest: String
 
-    public var transport: TransportKind { framing == .datagram ? .datagram : .byteStream }
-    public var description: String { "\(name) (\(digest))" }
+    package var transport: TransportKind { framing == .datagram ? .datagram : .byteStream }
+    package var description: String { "\(name) (\(digest))" }
 
     /// The declaration language's major version this build reads.
-    public static let languageVersion = 1
-    public static let maximumKinds = 16
-    public static let maximumFields = 64
-    public static let maximumRequirements = 512
-    public static let maximumRecordLength = 1 << 20
+    package static let languageVersion = 1
+    package static let maximumKinds = 16
+    package static let maximumFields = 64
+    package static let maximumRequirements = 512
+    package static let maximumRecordLength = 1 << 20
 
     init(name: String, version: String, summary: String, specification: String, framing: DeclaredFraming, defaultPort: UInt16,
          rateHz: Double, senderClockUnit: ClockUnit?, senderClockEpoch: String?, ownVector: OwnVector?, kinds: [DeclaredKind],
@@ -53,7 +53,7 @@ public final class ProtocolDeclaration: Sendable, CustomStringConvertible {
     }
 
     /// Reads and checks a declaration; `source` names it in errors (a path, or `<trace header>`).
-    public static func read(_ bytes: [UInt8], source: String) throws(DeclarationError) -> ProtocolDeclaration {
+    package static func read(_ bytes: [UInt8], source: String) throws(DeclarationError) -> ProtocolDeclaration {
         let parsed: Result<ProtocolDeclaration, DeclarationError> = bytes.withUnsafeBytes { raw in
             func located(_ offset: Int, _ message: String) -> DeclarationError {
                 let (line, column) = DeclarationDocumentReader.position(of: offset, in: raw)
@@ -76,10 +76,10 @@ public final class ProtocolDeclaration: Sendable, CustomStringConvertible {
     }
 
     /// The kind named `name`.
-    public func kind(named name: String) -> Int? { kinds.firstIndex { $0.name == name } }
+    package func kind(named name: String) -> Int? { kinds.firstIndex { $0.name == name } }
 
     /// The requirement with `id`.
-    public func requirement(_ id: String) -> DeclaredRequirement? { requirements.first { $0.id == id } }
+    package func requirement(_ id: String) -> DeclaredRequirement? { requirements.first { $0.id == id } }
 }
 
 /// A message that quotes the file stays one line (PD-FILE-4): control characters are shown escaped.

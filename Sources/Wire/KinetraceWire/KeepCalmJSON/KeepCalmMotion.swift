@@ -2,25 +2,25 @@ import KinetraceJSON
 
 /// A message identifier as Foundation's `UUID` writes it: 16 bytes, shown in
 /// the uppercase 8-4-4-4-12 form (KC-MSG-4).
-public struct MessageID: Hashable, Sendable, CustomStringConvertible {
-    public var high: UInt64
-    public var low: UInt64
+package struct MessageID: Hashable, Sendable, CustomStringConvertible {
+    package var high: UInt64
+    package var low: UInt64
 
-    public init(high: UInt64, low: UInt64) {
+    package init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
 
     /// A version-4 (random) UUID from 128 random bits, as `UUID()` makes one.
-    public init(randomHigh: UInt64, randomLow: UInt64) {
+    package init(randomHigh: UInt64, randomLow: UInt64) {
         high = (randomHigh & ~0xF000) | 0x4000
         low = (randomLow & ~(0xC000_0000_0000_0000 as UInt64)) | 0x8000_0000_0000_0000
     }
 
-    public static let textLength = 36
+    package static let textLength = 36
 
     /// `8-4-4-4-12` uppercase hex, as `UUID().uuidString`.
-    public var description: String { String(decoding: text, as: UTF8.self) }
+    package var description: String { String(decoding: text, as: UTF8.self) }
 
     var text: [UInt8] {
         let digits = Array("0123456789ABCDEF".utf8)
@@ -67,13 +67,13 @@ public struct MessageID: Hashable, Sendable, CustomStringConvertible {
 ///
 /// where x, y and z are user acceleration (g) plus rotation rate (rad/s) on
 /// each axis. There is no timestamp, checksum or reply.
-public struct KeepCalmMotion: Hashable, Sendable {
-    public var id: MessageID
-    public var x: Double
-    public var y: Double
-    public var z: Double
+package struct KeepCalmMotion: Hashable, Sendable {
+    package var id: MessageID
+    package var x: Double
+    package var y: Double
+    package var z: Double
 
-    public init(id: MessageID, x: Double, y: Double, z: Double) {
+    package init(id: MessageID, x: Double, y: Double, z: Double) {
         self.id = id
         self.x = x
         self.y = y
@@ -81,13 +81,13 @@ public struct KeepCalmMotion: Hashable, Sendable {
     }
 
     /// KC-SIZE-1: the longest datagram a host must read. A JSONEncoder message is about 150 bytes.
-    public static let maximumSize = 4096
+    package static let maximumSize = 4096
     /// KC-VALUE-2: no phone reports a sum this large (±16 g plus ±35 rad/s at most).
-    public static let maximumMagnitude = 100.0
+    package static let maximumMagnitude = 100.0
 
     /// The canonical form: members in the order the game declares them,
     /// numbers as Swift's shortest round-trip text (what JSONEncoder writes).
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var out = JSONOutput()
         out.raw("{\"type\":\"MotionData\",\"payload\":{\"id\":\"")
         out.bytes.append(contentsOf: id.text)
@@ -104,7 +104,7 @@ public struct KeepCalmMotion: Hashable, Sendable {
     /// Decodes and validates one datagram (KC-MSG-*, KC-VALUE-*, KC-SIZE-1). Members may
     /// come in any order and unknown ones are ignored; a repeated member is malformed.
     /// Names and strings are compared as text, escapes decoded (KC-MSG-7).
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> KeepCalmMotion {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> KeepCalmMotion {
         guard !bytes.isEmpty, bytes.count <= maximumSize else {
             throw WireError(.invalidLength, offset: bytes.count, expected: "a JSON message of 1 to \(maximumSize) bytes")
         }

@@ -82,7 +82,7 @@ extension GestureTracker {
     /// Feeds one valid frame; invalid frames must not reach the tracker (ML-VALID-2).
     /// Without arrival times there is no resynchronisation (ML-STATE-4): the rule as ML-GESTURE-2 states it.
     @inlinable
-    public mutating func accept(_ frame: MotionFrame, from controller: Controller) -> GestureVerdict {
+    package mutating func accept(_ frame: MotionFrame, from controller: Controller) -> GestureVerdict {
         accept(senderTimeMs: frame.tMs, value: Double(frame.ay), from: controller)
     }
 }

@@ -1,32 +1,32 @@
 /// MotionLink v1 (specs/motionlink-v1.md): 36-byte MotionFrames from the
 /// controller, 20-byte HapticAcks from the host, one per UDP datagram.
 /// The datagram's length alone says which kind it is.
-public struct MotionLinkV1: CompiledWireProtocol {
-    public init() {}
+package struct MotionLinkV1: CompiledWireProtocol {
+    package init() {}
 
-    public static let id = ProtocolID("motionlink-v1")
-    public static let summary = "36-byte MotionFrames at 10 Hz over UDP, a 20-byte HapticAck per jump"
-    public static let specification = "specs/motionlink-v1.md"
+    package static let id = ProtocolID("motionlink-v1")
+    package static let summary = "36-byte MotionFrames at 10 Hz over UDP, a 20-byte HapticAck per jump"
+    package static let specification = "specs/motionlink-v1.md"
     /// The digest of specs/protocols/NAME.json, this protocol declared (DeclarationSeedTests keeps them equal).
-    public static let declarationDigest: String? = "sha256:776ef6fd1434c6f1cffdd5aa619adc08598d77da117a2332fdedb178c7cb06d5"
-    public static let transport = TransportKind.datagram
+    package static let declarationDigest: String? = "sha256:776ef6fd1434c6f1cffdd5aa619adc08598d77da117a2332fdedb178c7cb06d5"
+    package static let transport = TransportKind.datagram
     /// ML-TRANSPORT-2: the host's default UDP port.
-    public static let defaultPort: UInt16 = 47110
+    package static let defaultPort: UInt16 = 47110
     /// ML-RATE-2: 10 Hz.
-    public static let nominalRateHz = 10.0
+    package static let nominalRateHz = 10.0
     /// ML-ACK-RULE-1: a HapticAck per trigger.
-    public static let hostReplies = true
+    package static let hostReplies = true
     /// ML-FRAME-4: every frame carries `t_ms`.
-    public static let samplesCarrySenderClock = true
+    package static let samplesCarrySenderClock = true
 
-    public enum Message: Hashable, Sendable {
+    package enum Message: Hashable, Sendable {
         case frame(MotionFrame)
         case ack(HapticAck)
     }
 
     /// The kind a datagram of this length would be, if any (ML-TRANSPORT-4).
     @inlinable
-    public static func kind(forLength length: Int) -> MessageKind? {
+    package static func kind(forLength length: Int) -> MessageKind? {
         switch length {
         case MotionFrame.size: return .frame
         case HapticAck.size: return .ack
@@ -35,7 +35,7 @@ public struct MotionLinkV1: CompiledWireProtocol {
     }
 
     @inlinable
-    public static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message {
+    package static func decode(_ bytes: UnsafeRawBufferPointer) throws(WireError) -> Message {
         switch bytes.count {
         case MotionFrame.size: return .frame(try MotionFrame.decode(bytes))
         case HapticAck.size: return .ack(try HapticAck.decode(bytes))
@@ -45,7 +45,7 @@ public struct MotionLinkV1: CompiledWireProtocol {
     }
 
     @inlinable
-    public static func encode(_ message: Message) -> [UInt8] {
+    package static func encode(_ message: Message) -> [UInt8] {
         switch message {
         case .frame(let frame): return frame.encoded()
         case .ack(let ack): return ack.encoded()
@@ -53,7 +53,7 @@ public struct MotionLinkV1: CompiledWireProtocol {
     }
 
     @inline(__always)
-    public static func facts(of message: Message) -> MessageFacts {
+    package static func facts(of message: Message) -> MessageFacts {
         switch message {
         case .frame(let f):
             return MessageFacts(direction: .controllerToHost, senderTimeMs: f.tMs, motion: MotionReading(
@@ -65,48 +65,48 @@ public struct MotionLinkV1: CompiledWireProtocol {
     }
 
     /// Written out rather than left to the protocol's generic default: every engine calls it per message.
-    public static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
+    package static func facts(_ bytes: UnsafeRawBufferPointer) -> MessageFacts {
         do throws(WireError) { return facts(of: try decode(bytes)) } catch { return MessageFacts(invalid: error) }
     }
 
     /// A frame of the reading's user acceleration and rotation rate (zero where it has none).
-    public static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
+    package static func sample(_ reading: MotionReading, timeMs: UInt64) -> [UInt8]? {
         frame(reading, timeMs: timeMs).encoded()
     }
 
     /// The frame `sample` sends.
-    public static func frame(_ reading: MotionReading, timeMs: UInt64) -> MotionFrame {
+    package static func frame(_ reading: MotionReading, timeMs: UInt64) -> MotionFrame {
         let a = reading.userAcceleration ?? .zero, w = reading.rotationRate ?? .zero
         return MotionFrame(tMs: timeMs, ax: Float(a.x), ay: Float(a.y), az: Float(a.z),
                            wx: Float(w.x), wy: Float(w.y), wz: Float(w.z))
     }
 
-    public static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? {
+    package static func restamped(_ bytes: UnsafeRawBufferPointer, timeMs: UInt64) -> [UInt8]? {
         guard bytes.count == MotionFrame.size, var frame = try? MotionFrame.decode(bytes) else { return nil }
         frame.tMs = timeMs
         return frame.encoded()
     }
 
-    public static func makeHostModel(rule: GestureRule) -> any HostModel { MotionLinkHostModel(rule: rule) }
+    package static func makeHostModel(rule: GestureRule) -> any HostModel { MotionLinkHostModel(rule: rule) }
 
-    public static func hostRule(_ rule: GestureRule) -> String {
+    package static func hostRule(_ rule: GestureRule) -> String {
         "jump when ay > \(rule.threshold) g, then \(rule.refractoryMs) ms of frame time (t_ms) before the next; a HapticAck per jump"
     }
 
     /// The HapticAck a trigger owes: its frame's `t_ms` echoed, intensity and sharpness 1.0 (ML-ACK-4).
-    public static func reply(to decision: HostDecision) -> [UInt8]? {
+    package static func reply(to decision: HostDecision) -> [UInt8]? {
         guard decision.owesReply, let tMs = decision.sampleTimeMs else { return nil }
         return HapticAck(echoTMs: tMs).encoded()
     }
 
-    public static let decodedShapes = [
+    package static let decodedShapes = [
         DecodedShape(kind: "frame", numbers: ["t_ms", "ax", "ay", "az", "wx", "wy", "wz", "check"]),
         DecodedShape(kind: "ack", numbers: ["echo_t_ms", "intensity", "sharpness", "check"]),
         DecodedShape(kind: "unknown", fields: []),
     ]
 
     /// The fields at their offsets whenever the length names a kind, even when the CRC fails.
-    public static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
+    package static func describe<V: DecodedFieldVisitor>(_ bytes: UnsafeRawBufferPointer, into visitor: inout V) {
         let reader = ByteReader(bytes)
         switch kind(forLength: bytes.count) {
         case .frame:
@@ -132,7 +132,7 @@ public struct MotionLinkV1: CompiledWireProtocol {
 }
 
 /// Which of the two message kinds a datagram is.
-public enum MessageKind: String, Hashable, Sendable, CaseIterable {
+package enum MessageKind: String, Hashable, Sendable, CaseIterable {
     case frame
     case ack
 }
@@ -140,16 +140,16 @@ public enum MessageKind: String, Hashable, Sendable, CaseIterable {
 /// What a conforming MotionLink v1 host does (ML-GESTURE-*, ML-ACK-RULE-1):
 /// the gesture rule per controller, one HapticAck (intensity and sharpness
 /// 1.0, ML-ACK-4) per trigger; acks sent to it are invalid (ML-VALID-3).
-public struct MotionLinkHostModel: HostModel {
-    public private(set) var tracker: GestureTracker<Int>
+package struct MotionLinkHostModel: HostModel {
+    package private(set) var tracker: GestureTracker<Int>
 
-    public init(rule: GestureRule) { tracker = GestureTracker(rule: rule) }
+    package init(rule: GestureRule) { tracker = GestureTracker(rule: rule) }
 
-    public var controllerCount: Int { tracker.controllerCount }
+    package var controllerCount: Int { tracker.controllerCount }
 
-    public mutating func forget(_ controller: Int) { tracker.forget(controller) }
+    package mutating func forget(_ controller: Int) { tracker.forget(controller) }
 
-    public mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
+    package mutating func accept(_ message: MessageFacts, from controller: Int, receivedNs: Int64) -> HostVerdict {
         if let error = message.error { return .dropped(reason: error.code.name) }
         guard message.direction == .controllerToHost, let tMs = message.senderTimeMs,
               let ay = message.motion?.userAcceleration?.y else { return .dropped(reason: "wrong_direction") }

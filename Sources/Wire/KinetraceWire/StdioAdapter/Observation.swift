@@ -9,23 +9,23 @@ import KinetraceJSON
 ///
 /// `decision` is required; `t_ms` (the sender stamp of the sample that
 /// caused it) and `values` are optional; other members are ignored.
-public struct Observation: Hashable, Sendable {
-    public var decision: String
-    public var sampleTimeMs: UInt64?
-    public var values: [Double]
+package struct Observation: Hashable, Sendable {
+    package var decision: String
+    package var sampleTimeMs: UInt64?
+    package var values: [Double]
 
-    public init(decision: String, sampleTimeMs: UInt64? = nil, values: [Double] = []) {
+    package init(decision: String, sampleTimeMs: UInt64? = nil, values: [Double] = []) {
         self.decision = decision
         self.sampleTimeMs = sampleTimeMs
         self.values = values
     }
 
-    public init(_ decision: HostDecision) {
+    package init(_ decision: HostDecision) {
         self.init(decision: decision.name.description, sampleTimeMs: decision.sampleTimeMs, values: decision.values)
     }
 
     /// The record payload: compact JSON, members in a fixed order.
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var out = JSONOutput()
         out.raw("{\"decision\":")
         out.string(decision)
@@ -45,7 +45,7 @@ public struct Observation: Hashable, Sendable {
     }
 
     /// Parses a payload; errors name the byte offset and what was expected (SA-OBS-2).
-    public static func decode(_ payload: [UInt8]) throws(WireError) -> Observation {
+    package static func decode(_ payload: [UInt8]) throws(WireError) -> Observation {
         guard String(validating: payload, as: UTF8.self) != nil else {
             throw WireError(.malformed, offset: 0, expected: "UTF-8 text")
         }

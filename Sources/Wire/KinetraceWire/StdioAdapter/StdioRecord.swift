@@ -5,38 +5,38 @@
 /// controller id, then L − 4 payload bytes. The framing's integers are
 /// big-endian (network order), unlike MotionLink payloads, which it carries
 /// untouched.
-public struct StdioRecord: Hashable, Sendable {
-    public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: UInt8
-        public init(rawValue: UInt8) { self.rawValue = rawValue }
+package struct StdioRecord: Hashable, Sendable {
+    package struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        package let rawValue: UInt8
+        package init(rawValue: UInt8) { self.rawValue = rawValue }
         /// A datagram from a controller, written to the host's stdin.
-        public static let controllerToHost = Kind(rawValue: 0x01)
+        package static let controllerToHost = Kind(rawValue: 0x01)
         /// A datagram for a controller, written by the host to its stdout.
-        public static let hostToController = Kind(rawValue: 0x02)
+        package static let hostToController = Kind(rawValue: 0x02)
         /// A decision the host made about a controller, written to its stdout: the
         /// observation channel for decisions with no reply on the wire (SA-OBS-*).
-        public static let observation = Kind(rawValue: 0x03)
-        public var description: String { "0x" + String(rawValue, radix: 16) }
+        package static let observation = Kind(rawValue: 0x03)
+        package var description: String { "0x" + String(rawValue, radix: 16) }
     }
 
     /// Bytes before the payload.
-    public static let headerSize = 8
+    package static let headerSize = 8
     /// L counts kind, flags and controller id, so it is at least 4.
-    public static let minimumLength: UInt32 = 4
-    public static let maximumPayload = 65_535
+    package static let minimumLength: UInt32 = 4
+    package static let maximumPayload = 65_535
 
-    public var kind: Kind
-    public var controller: UInt16
-    public var payload: [UInt8]
+    package var kind: Kind
+    package var controller: UInt16
+    package var payload: [UInt8]
 
-    public init(kind: Kind, controller: UInt16, payload: [UInt8]) {
+    package init(kind: Kind, controller: UInt16, payload: [UInt8]) {
         self.kind = kind
         self.controller = controller
         self.payload = payload
     }
 
     /// The record's bytes. Payloads longer than `maximumPayload` are a programming error.
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         precondition(payload.count <= Self.maximumPayload, "a stdio record carries at most 65535 payload bytes")
         var out: [UInt8] = []
         out.reserveCapacity(Self.headerSize + payload.count)
@@ -51,10 +51,10 @@ public struct StdioRecord: Hashable, Sendable {
 }
 
 /// The stdio framing's record boundary: a big-endian u32 length, then that many bytes.
-public struct StdioRecordBoundary: RecordBoundary, Sendable {
-    public init() {}
+package struct StdioRecordBoundary: RecordBoundary, Sendable {
+    package init() {}
 
-    public func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int? {
+    package func recordLength(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WireError) -> Int? {
         // Judged as soon as its bytes are in: a bad length must not wait for a header that may never come.
         guard bytes.count >= 4 else { return nil }
         let length = UInt32(bytes[0]) << 24 | UInt32(bytes[1]) << 16 | UInt32(bytes[2]) << 8 | UInt32(bytes[3])
@@ -71,24 +71,24 @@ public struct StdioRecordBoundary: RecordBoundary, Sendable {
 
 /// Splits a byte stream into stdio records as bytes arrive, in any chunking.
 /// Errors carry the stream offset of the offending record.
-public struct StdioRecordDecoder: Sendable {
+package struct StdioRecordDecoder: Sendable {
     private var framer = StreamFramer(StdioRecordBoundary())
 
-    public init() {}
+    package init() {}
 
     /// Stream offset of the next record.
-    public var offset: Int { framer.offset }
+    package var offset: Int { framer.offset }
 
     /// Bytes received that do not yet form a whole record.
-    public var pendingBytes: Int { framer.pendingBytes }
+    package var pendingBytes: Int { framer.pendingBytes }
 
-    public mutating func append(_ bytes: some Sequence<UInt8>) {
+    package mutating func append(_ bytes: some Sequence<UInt8>) {
         var array = Array(bytes)
         array.withUnsafeMutableBytes { framer.append(UnsafeRawBufferPointer($0)) }
     }
 
     /// The next complete record, nil when more bytes are needed.
-    public mutating func next() throws(WireError) -> StdioRecord? {
+    package mutating func next() throws(WireError) -> StdioRecord? {
         guard let framed = try framer.next() else { return nil }
         let b = framed.bytes
         return StdioRecord(kind: StdioRecord.Kind(rawValue: b[4]), controller: UInt16(b[6]) << 8 | UInt16(b[7]),

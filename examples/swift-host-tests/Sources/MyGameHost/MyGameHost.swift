@@ -4,10 +4,10 @@ import KinetraceWire
 
 /// The game's MotionLink v1 host: takes a controller's datagrams and returns what to send
 /// back (an ack per jump). A real game keeps its own logic here; this one delegates to
-/// Kinetrace's host core so the example passes, and `acksEverything` plants a bug to show
-/// the suite catching it.
+/// Kinetrace's reference host logic so the example passes, and `acksEverything` plants a bug
+/// to show the suite catching it.
 public final class MyGameHost: @unchecked Sendable {  // the test harness calls it from one thread
-    private var core = HostCore<String>(wireProtocol: MotionLinkV1(), rule: .default, maximumControllers: 256)
+    private var logic = ReferenceHostLogic(.motionLinkV1, maximumControllers: 256)
     private let acksEverything: Bool
     private let started = Date()
 
@@ -16,8 +16,8 @@ public final class MyGameHost: @unchecked Sendable {  // the test harness calls 
     /// The replies owed for one datagram from `controller` ("address:port").
     public func receive(_ datagram: [UInt8], from controller: String) -> [[UInt8]] {
         let nowNs = Int64(Date().timeIntervalSince(started) * 1e9)
-        let decision = core.handle(datagram, from: controller, receivedNs: nowNs)
-        if let decision, let reply = MotionLinkV1.reply(to: decision) { return [reply] }
+        let replies = logic.receive(datagram, from: controller, receivedNs: nowNs)
+        if !replies.isEmpty { return replies }
         if acksEverything, let frame = try? datagram.withUnsafeBytes({ (raw) throws(WireError) in try MotionFrame.decode(raw) }) {
             return [HapticAck(echoTMs: frame.tMs).encoded()]
         }

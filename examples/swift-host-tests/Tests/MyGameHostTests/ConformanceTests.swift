@@ -9,13 +9,13 @@ import Testing
     static var options: Conformance.Options {
         var options = Conformance.Options()
         options.exclude = ["AC-ACK-DEADLINE", "AC-ACK-PROMPT", "AC-LOAD"]
-        options.parameters.maxControllers = 256
+        options.maxControllers = 256
         return options
     }
 
     @Test func theHostConforms() throws {
         let host = MyGameHost()
-        let report = try Conformance.check(MotionLinkV1(), against: .inProcess { host.receive($0, from: $1) }, options: Self.options)
+        let report = try Conformance.check(.motionLinkV1, against: .inProcess { host.receive($0, from: $1) }, options: Self.options)
         for result in report.results where result.fails(strict: false) {
             Issue.record("\(result.info.id) \(result.verdict.name): \(result.verdict.reason ?? "")")
         }
@@ -27,7 +27,7 @@ import Testing
         let host = MyGameHost(acksEverything: true)
         var options = Self.options
         options.cases = ["AC-ACK-UNSOLICITED"]
-        let report = try Conformance.check(MotionLinkV1(), against: .inProcess { host.receive($0, from: $1) }, options: options)
+        let report = try Conformance.check(.motionLinkV1, against: .inProcess { host.receive($0, from: $1) }, options: options)
         #expect(report.failed(strict: false))
         #expect(report.results.first?.verdict.name == "FAIL")
     }

@@ -158,14 +158,14 @@ struct AppliedAttitudes {
 }
 
 /// Records split at every offset 1–11, each write ending inside one record and starting inside the next.
-public struct AttitudeSplitCase: ActiveCase {
-    public let info = CaseInfo(
+package struct AttitudeSplitCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-AS-SPLIT", requirements: ["AS-FRAME-1", "AS-HOST-1"], level: .must,
         summary: "12 records written with a write boundary at every offset 1–11 inside a record (each write spanning two records) are applied bit for bit, in order.",
         timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         var rng = AttitudeRecords(seed: 0x4153_5350)
         let records = rng.next(12)
         // The k-th cut falls k bytes into the k-th record.
@@ -178,14 +178,14 @@ public struct AttitudeSplitCase: ActiveCase {
 }
 
 /// Many records in one write.
-public struct AttitudeCoalescedCase: ActiveCase {
-    public let info = CaseInfo(
+package struct AttitudeCoalescedCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-AS-COALESCED", requirements: ["AS-FRAME-1", "AS-HOST-1"], level: .must,
         summary: "60 records in one write (720 bytes), then 60 more in writes of 5, are all applied bit for bit, in order.",
         timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         var rng = AttitudeRecords(seed: 0x4153_434F)
         let one = rng.next(60), fives = rng.next(60)
         var writes = [AttitudeRecords.stream(one)]
@@ -195,13 +195,13 @@ public struct AttitudeCoalescedCase: ActiveCase {
 }
 
 /// A byte at a time.
-public struct AttitudeBytewiseCase: ActiveCase {
-    public let info = CaseInfo(
+package struct AttitudeBytewiseCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-AS-BYTEWISE", requirements: ["AS-FRAME-1", "AS-HOST-1"], level: .must,
         summary: "5 records written one byte per write (60 writes) are applied bit for bit, in order.", timeoutMs: 3_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         var rng = AttitudeRecords(seed: 0x4153_4259)
         let records = rng.next(5)
         let writes = AttitudeRecords.stream(records).map { [$0] }
@@ -211,12 +211,12 @@ public struct AttitudeBytewiseCase: ActiveCase {
 }
 
 /// Little-endian float32, bit for bit, at the edges of the ranges.
-public struct AttitudeBitExactCase: ActiveCase {
-    public let info = CaseInfo(
+package struct AttitudeBitExactCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-AS-BIT-EXACT", requirements: ["AS-HOST-1", "AS-VALUE-2"], level: .must,
         summary: "Records at the edges (±π, ±π/2 as float32, ±0, subnormals, values one ulp apart) written one per write are applied bit for bit: little-endian float32.",
         timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
 
     static let records: [AttitudeRecord] = [
         // The edges themselves: π and π/2 rounded to the nearest float32 (AS-VALUE-2).
@@ -228,25 +228,25 @@ public struct AttitudeBitExactCase: ActiveCase {
         AttitudeRecord(roll: 0.1, pitch: 0.2, yaw: 0.3),
     ]
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         try AppliedAttitudes(info: info, seed: nil, what: "edge-value records").run(p, writes: Self.records.map { $0.encoded() }, expected: Self.records)
     }
 }
 
 /// The host reads as fast as a phone writes: 60 records a second for 2 s leave no backlog.
-public struct AttitudeKeepsReadingCase: ActiveCase {
-    public let info = CaseInfo(
+package struct AttitudeKeepsReadingCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-AS-KEEPS-READING", requirements: ["AS-HOST-3", "AS-RATE-1"], level: .must,
         summary: "Over 2 s of records at 60 Hz the host keeps reading: the records it has not read (the send queue, SIOCOUTQ, or the records it has not yet reported applied) do not pile up (at most 12 behind over the last half second), and none are left 500 ms after the last.",
         timeoutMs: 3_000)
-    public init() {}
+    package init() {}
 
     static let records = 120
     static let settleMs = 500
     /// Records a host keeping up may still owe at any moment: scheduling noise, not a slow host (200 ms at 60 Hz).
     static let backlogAllowed = 12
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         var rng = AttitudeRecords(seed: 0x4153_4B52)
         let c = try p.controllers(1).lowerBound
         let periodNs: Int64 = 1_000_000_000 / 60
@@ -327,19 +327,19 @@ public struct AttitudeKeepsReadingCase: ActiveCase {
 }
 
 /// NaN and infinite records do not end the connection: the host reads on past them.
-public struct AttitudeNonFiniteOpenCase: ActiveCase {
-    public let info = CaseInfo(
+package struct AttitudeNonFiniteOpenCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-AS-NONFINITE-OPEN", requirements: ["AS-HOST-2", "AS-VALUE-1"], level: .must,
         summary: "After NaN (quiet and signalling) and ±inf records the connection stays open and the host reads on: over TCP no FIN or RST and an empty send queue; behind the stdio adapter, the valid record after them is applied.",
         timeoutMs: 2_000)
-    public init() {}
+    package init() {}
 
     static let nonFinite: [AttitudeRecord] = [
         AttitudeRecord(roll: .nan, pitch: 0, yaw: 0), AttitudeRecord(roll: 0, pitch: .infinity, yaw: 0),
         AttitudeRecord(roll: 0, pitch: 0, yaw: -.infinity), AttitudeRecord(roll: Float32(bitPattern: 0xFF80_0001), pitch: .nan, yaw: .infinity),
     ]
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let c = try p.controllers(1).lowerBound
         let after = AttitudeRecord(roll: 1.0, pitch: -0.5, yaw: 2.0)
         for record in Self.nonFinite { p.send(record.encoded(), from: c) }

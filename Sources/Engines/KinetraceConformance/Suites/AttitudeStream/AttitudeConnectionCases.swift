@@ -6,12 +6,12 @@ import KinetraceWire
 /// phone out. A phone streams through the flood and one connects after it; both must be read.
 /// Over TCP "read" shows as each phone's send queue draining after 256 KiB of records, more
 /// than a host that never accepts or reads can leave in the kernel's window.
-public struct AttitudeConnectionFloodCase: ActiveCase {
-    public let info = CaseInfo(
+package struct AttitudeConnectionFloodCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-AS-CONN-FLOOD", requirements: ["AS-CONN-2"], level: .must,
         summary: "After 64 more idle connections than the host's bound (--max-connections), opened while a phone streams, the host still reads that phone and a phone that connects after them, and closes neither.",
         timeoutMs: 6_000)
-    public init() {}
+    package init() {}
 
     /// Connections past the bound: enough that a host refusing at its bound refuses the new phone.
     static let pastTheBound = 64
@@ -20,7 +20,7 @@ public struct AttitudeConnectionFloodCase: ActiveCase {
     /// Records each phone sends after the flood: 256 KiB, past a stalled host's window.
     static let recordsAfter = 21 * 1024
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         guard case .tcp = p.target else {
             return CaseResult(info, .inconclusive("the stdio adapter's controllers are not connections: there is no connection limit to flood"))
         }

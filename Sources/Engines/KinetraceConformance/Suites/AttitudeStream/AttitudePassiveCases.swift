@@ -3,13 +3,13 @@ import KinetraceTrace
 import KinetraceWire
 
 /// Every record is finite, with roll and yaw in [−π, π] and pitch in [−π/2, π/2].
-public struct AttitudeValueCase: PassiveCase {
-    public let info = CaseInfo(
+package struct AttitudeValueCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-AS-VALUES", requirements: ["AS-VALUE-1", "AS-VALUE-2"], level: .must,
         summary: "Every record holds finite float32 roll, pitch and yaw, roll and yaw in [−π, π] and pitch in [−π/2, π/2].")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo
@@ -41,13 +41,13 @@ public struct AttitudeValueCase: PassiveCase {
 }
 
 /// Each stream is whole records when it ends: its length is a multiple of 12.
-public struct AttitudeStreamLengthCase: PassiveCase {
-    public let info = CaseInfo(
+package struct AttitudeStreamLengthCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-AS-STREAM-LENGTH", requirements: ["AS-STREAM-1"], level: .must,
         summary: "Each connection's stream ends on a record boundary: its length is a multiple of 12 bytes.")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo
@@ -83,13 +83,13 @@ public struct AttitudeStreamLengthCase: PassiveCase {
 }
 
 /// No bytes are missing from a captured stream: after a gap no record boundary can be trusted.
-public struct AttitudeStreamGapCase: PassiveCase {
-    public let info = CaseInfo(
+package struct AttitudeStreamGapCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-AS-STREAM-GAPS", requirements: ["AS-STREAM-2"], level: .must,
         summary: "No bytes are missing from any stream: a gap makes every later record of the connection unrecoverable (the protocol cannot resynchronise).")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo

@@ -4,7 +4,7 @@ import KinetraceWire
 /// types in report order. The host answers nothing on the wire, so the active
 /// cases judge the attitudes it applied on the stdio adapter's observation channel.
 extension AttitudeStream: ConformanceSuiteProviding {
-    public static let conformanceSuite = ProtocolSuite(
+    package static let conformanceSuite = ProtocolSuite(
         wireProtocol: AttitudeStream(),
         specVersion: "attitude-stream 1.0",
         // Derived from the built-in declaration (AC-AS-INTERLEAVED keeps its ID), with hand-written cases where the

@@ -3,7 +3,7 @@ import KinetraceJSON
 extension DeclarationMutation {
     /// The declaration's JSON with this change made, or nil when the declaration has nothing it
     /// changes (no range to remove, say). The result is a declaration a host can run.
-    public func apply(to text: [UInt8]) -> String? {
+    package func apply(to text: [UInt8]) -> String? {
         guard case .success(var root) = JSONValue.parse(text), case .object(var top) = root,
               case .array(var kinds)? = top["messages"] else { return nil }
         var host = top["host"]?.objectValue ?? [:]

@@ -8,7 +8,7 @@ import KinetraceWire
 /// behaviour, the active case that times its decisions (the rest of the derived active
 /// suite is issue 26's to come). Each cites the requirement IDs the declaration attaches
 /// to what it checks.
-public enum DeclaredSuite {
+package enum DeclaredSuite {
     static func make(_ wireProtocol: any WireProtocol, _ declaration: ProtocolDeclaration) -> ProtocolSuite {
         let samples = declaration.kinds.filter { $0.direction == .controllerToHost }
         let layoutRequirements = unique(samples.compactMap(\.requirement))
@@ -51,7 +51,7 @@ public enum DeclaredSuite {
     /// its values. Each names the faults it exists to catch.
     /// `renamed` gives some cases another name (a built-in suite keeps the IDs its reports always had).
     /// `cited` adds requirement IDs a case also checks, by name (a built-in spec says more than its declaration can).
-    public static func derivedCases(_ declared: DeclaredProtocol, prefix: String, renamed: [String: String] = [:],
+    package static func derivedCases(_ declared: DeclaredProtocol, prefix: String, renamed: [String: String] = [:],
                                     cited: [String: [String]] = [:]) -> [any DerivedActiveCase] {
         let declaration = declared.declared
         guard let host = declaration.host, let messages = DerivedMessages(declared) else { return [] }
@@ -208,7 +208,7 @@ public enum DeclaredSuite {
         return wireProtocol.sample(reading, timeMs: senderTimeMs) ?? []
     }
 
-    public static func decidingSample(_ wireProtocol: any WireProtocol, _ declaration: ProtocolDeclaration, rule: GestureRule) -> [UInt8]? {
+    package static func decidingSample(_ wireProtocol: any WireProtocol, _ declaration: ProtocolDeclaration, rule: GestureRule) -> [UInt8]? {
         var reading = MotionReading(userAcceleration: .zero, rotationRate: .zero, gravity: .zero, attitude: .zero)
         if case .threshold(let quantity, _, _, _, _, _)? = declaration.host?.behaviour, case .motion(let slot, let axis) = quantity {
             let upper = declaration.kinds.lazy.flatMap(\.fields).first { $0.role == quantity }?.range?.upperBound ?? .infinity
@@ -317,7 +317,7 @@ extension Array {
 }
 
 extension ObservationTimingCase: DerivedActiveCase {
-    public var faults: [GeneratedFault] { [.host("late")] }
+    package var faults: [GeneratedFault] { [.host("late")] }
 }
 
 extension DeclaredSuite {

@@ -6,13 +6,13 @@ import KinetraceWire
 /// to the declaration the faulty host is run with, or a fault of the reference host itself
 /// (`kinetrace host --fault`). Every derived case names at least one; a case no fault can fail
 /// checks nothing.
-public enum GeneratedFault: Hashable, Sendable, CustomStringConvertible {
+package enum GeneratedFault: Hashable, Sendable, CustomStringConvertible {
     /// The host runs a declaration changed this way.
     case declaration(DeclarationMutation)
     /// The reference host runs with `--fault NAME`.
     case host(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .declaration(let m): return "declaration: \(m)"
         case .host(let name): return "host --fault \(name)"
@@ -21,7 +21,7 @@ public enum GeneratedFault: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// One change to a declaration's JSON (`DeclarationMutation.apply`).
-public enum DeclarationMutation: Hashable, Sendable, CustomStringConvertible {
+package enum DeclarationMutation: Hashable, Sendable, CustomStringConvertible {
     /// `host.above` moved to the next value of the quantity's type above (+1) or below (-1).
     case thresholdUlp(Int)
     /// `host.window.ms` scaled by percent/100.
@@ -49,7 +49,7 @@ public enum DeclarationMutation: Hashable, Sendable, CustomStringConvertible {
     /// The reply's first declared field value changed (halved, or 1 for 0).
     case replyFieldChanged
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .thresholdUlp(let d): return d > 0 ? "threshold one ulp up" : "threshold one ulp down"
         case .windowPercent(let p): return "window × \(p) %"
@@ -69,7 +69,7 @@ public enum DeclarationMutation: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// An active case derived from a declaration, with the faults it is built to catch.
-public protocol DerivedActiveCase: ActiveCase {
+package protocol DerivedActiveCase: ActiveCase {
     var faults: [GeneratedFault] { get }
 }
 

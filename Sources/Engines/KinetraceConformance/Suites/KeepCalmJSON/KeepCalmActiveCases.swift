@@ -161,19 +161,19 @@ struct HostileBurst {
 }
 
 /// Not JSON, or not one JSON object: the host drops each and stays live.
-public struct KeepCalmInvalidJSONCase: ActiveCase {
-    public let info = CaseInfo(
+package struct KeepCalmInvalidJSONCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-KC-INVALID-JSON", requirements: ["KC-MSG-1", "KC-HOST-3"], level: .must,
         summary: "Datagrams that are not one JSON object (truncated, trailing bytes, two objects, bad UTF-8, deep nesting, comments) are dropped and the host stays live.",
         timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
 
     /// Brackets each way in the deeply nested datagram: 30 bytes of envelope, 4,064 of brackets, 1 to close.
-    public static let nestingDepth = 2_032
+    package static let nestingDepth = 2_032
     /// The deeply nested datagram is this long: within KC-SIZE-1's 4,096 bytes.
-    public static var nestedLength: Int { #"{"type":"MotionData","nested":"#.utf8.count + 2 * nestingDepth + 1 }
+    package static var nestedLength: Int { #"{"type":"MotionData","nested":"#.utf8.count + 2 * nestingDepth + 1 }
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         try HostileBurst(info: info, what: "datagrams that are not one JSON object", seed: 0x4B43_4A53, make: { m in
             let whole = m.text(KeepCalmMessages.canonical, y: m.spike(1))
             // As deep as fits the 4,096-byte limit (KC-SIZE-1) inside an envelope: a datagram past the
@@ -205,14 +205,14 @@ public struct KeepCalmInvalidJSONCase: ActiveCase {
 }
 
 /// JSON of the wrong shape: a wrong envelope or payload `type`, members missing or mistyped, ids not in UUID form.
-public struct KeepCalmSchemaCase: ActiveCase {
-    public let info = CaseInfo(
+package struct KeepCalmSchemaCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-KC-SCHEMA", requirements: ["KC-MSG-1", "KC-MSG-2", "KC-MSG-3", "KC-MSG-4", "KC-HOST-3"], level: .must,
         summary: "Messages with a wrong envelope or payload type, a missing or mistyped member, a member given twice, or an id not an uppercase UUID are dropped (no jump, though y is above τ) and the host stays live.",
         timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         try HostileBurst(info: info, what: "messages of the wrong shape", seed: 0x4B43_5343, make: { m in
             let payload = #""id":"$ID","type":"Combined","x":0.03125,"y":$Y,"z":-0.015625"#
             let templates = [
@@ -264,14 +264,14 @@ public struct KeepCalmSchemaCase: ActiveCase {
 }
 
 /// Non-finite values (as JSONEncoder's string strategy writes them, or as bare tokens) and numbers past ±100.
-public struct KeepCalmValuesCase: ActiveCase {
-    public let info = CaseInfo(
+package struct KeepCalmValuesCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-KC-VALUES", requirements: ["KC-VALUE-1", "KC-VALUE-2", "KC-HOST-3"], level: .must,
         summary: "Non-finite values (strings \"NaN\", \"Infinity\", \"-inf\", bare NaN tokens, 1e309) and numbers past ±100 (1e300, 100.000001, a 400-digit integer) are dropped and the host stays live.",
         timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         try HostileBurst(info: info, what: "messages with non-finite or out-of-range values", seed: 0x4B43_5641, make: { m in
             func with(y: String, x: String = "0.03125", z: String = "0") -> String {
                 #"{"type":"MotionData","payload":{"id":"$ID","type":"Combined","x":\#(x),"y":\#(y),"z":\#(z)}}"#
@@ -291,12 +291,12 @@ public struct KeepCalmValuesCase: ActiveCase {
 }
 
 /// Empty and oversized datagrams are dropped; one of exactly the largest size (KC-SIZE-1) is read.
-public struct KeepCalmSizeCase: ActiveCase {
-    public let info = CaseInfo(
+package struct KeepCalmSizeCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-KC-SIZE", requirements: ["KC-SIZE-1", "KC-HOST-3"], level: .must,
         summary: "Empty datagrams and messages over 4,096 bytes (4,097, 9,000 and 65,000 bytes of valid JSON) are dropped; a valid spike of exactly 4,096 bytes then jumps.",
         timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
 
     /// `bytes` grown to `size` with whitespace after the opening brace (still one JSON object).
     static func padded(_ bytes: [UInt8], to size: Int) -> [UInt8] {
@@ -306,7 +306,7 @@ public struct KeepCalmSizeCase: ActiveCase {
         return out
     }
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         var burst = HostileBurst(info: info, what: "empty or oversized datagrams", seed: 0x4B43_535A, make: { m in
             var texts: [[UInt8]] = [[]]
             for (k, size) in [KeepCalmMotion.maximumSize + 1, 9_000, 65_000].enumerated() {
@@ -324,14 +324,14 @@ public struct KeepCalmSizeCase: ActiveCase {
 /// Valid messages a sender may write that a careless reader refuses: numbers written as integers
 /// (JSON has one number type, KC-MSG-2) and an id already used by another message (KC-MSG-5: a
 /// host does not reject a repeated id). Each spike comes from a fresh controller and must jump.
-public struct KeepCalmValidFormsCase: ActiveCase {
-    public let info = CaseInfo(
+package struct KeepCalmValidFormsCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-KC-VALID-FORMS", requirements: ["KC-MSG-2", "KC-MSG-5", "KC-HOST-1"], level: .must,
         summary: "A spike whose numbers are all integers (\"y\":2), and spikes that repeat an earlier message's id, each from a fresh controller, all jump.",
         timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         var m = KeepCalmMessages(rule: parameters.rule, seed: 0x4B43_5646)
         let controllers = try p.controllers(4)
         var owed: [(controller: Int, y: Double, what: String)] = []
@@ -372,12 +372,12 @@ public struct KeepCalmValidFormsCase: ActiveCase {
 }
 
 /// Unknown members are ignored, and member order and whitespace are free (JSONEncoder promises neither).
-public struct KeepCalmUnknownMembersCase: ActiveCase {
-    public let info = CaseInfo(
+package struct KeepCalmUnknownMembersCase: ActiveCase {
+    package let info = CaseInfo(
         id: "AC-KC-UNKNOWN-MEMBERS", requirements: ["KC-MSG-3", "KC-HOST-1"], level: .must,
         summary: "Spikes with unknown members (in the envelope and the payload, nested, with escaped names), members in another order, or pretty-printed, each from a fresh controller, all jump.",
         timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
 
     static let variants = [
         #"{"type":"MotionData","sender":"iPhone","payload":{"id":"$ID","type":"Combined","x":0.03125,"y":$Y,"z":-0.015625}}"#,
@@ -388,7 +388,7 @@ public struct KeepCalmUnknownMembersCase: ActiveCase {
         #"{"type":"MotionData","\u00e9t\u00e9":"\u2603","payload":{"id":"$ID","type":"Combined","x":0.03125,"y":$Y,"z":-0.015625,"n\u00fcll":null}}"#,
     ]
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         var m = KeepCalmMessages(rule: parameters.rule, seed: 0x4B43_554D)
         let controllers = try p.controllers(Self.variants.count)
         var owed: [(controller: Int, y: Double)] = []

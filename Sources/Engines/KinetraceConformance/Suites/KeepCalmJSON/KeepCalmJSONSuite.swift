@@ -4,7 +4,7 @@ import KinetraceWire
 /// in report order. The host answers nothing on the wire, so the active cases
 /// judge its jumps on the stdio adapter's observation channel.
 extension KeepCalmJSON: ConformanceSuiteProviding {
-    public static let conformanceSuite = ProtocolSuite(
+    package static let conformanceSuite = ProtocolSuite(
         wireProtocol: KeepCalmJSON(),
         specVersion: "keepcalm-json 1.0",
         // Derived from the built-in declaration, keeping the IDs these cases always had; hand-written where JSON text

@@ -10,13 +10,13 @@ extension CaptureObservation.Datagram {
 private func isValueError(_ error: WireError) -> Bool { error.code == .nonFinite || error.code == .outOfRange }
 
 /// Every controller→host datagram is one KeepCalm message: the envelope, the payload's members, the id's form, the size.
-public struct KeepCalmMessageCase: PassiveCase {
-    public let info = CaseInfo(
+package struct KeepCalmMessageCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-KC-MESSAGE", requirements: ["KC-MSG-1", "KC-MSG-2", "KC-MSG-4", "KC-SIZE-1"], level: .must,
         summary: "Every controller→host datagram is one JSON object of 1 to 4,096 bytes: type \"MotionData\", a payload with type \"Combined\", an uppercase UUID id and numbers x, y and z.")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo
@@ -45,13 +45,13 @@ public struct KeepCalmMessageCase: PassiveCase {
 }
 
 /// x, y and z are finite and within ±100.
-public struct KeepCalmValueCase: PassiveCase {
-    public let info = CaseInfo(
+package struct KeepCalmValueCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-KC-VALUES", requirements: ["KC-VALUE-1", "KC-VALUE-2"], level: .must,
         summary: "x, y and z are finite JSON numbers (not \"NaN\" or \"Infinity\" strings) within ±100.")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo
@@ -83,13 +83,13 @@ public struct KeepCalmValueCase: PassiveCase {
 }
 
 /// Every message has a fresh id; a whole datagram seen twice is a duplicate on the path, not a reused id.
-public struct KeepCalmUniqueIDCase: PassiveCase {
-    public let info = CaseInfo(
+package struct KeepCalmUniqueIDCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-KC-UNIQUE-ID", requirements: ["KC-MSG-5"], level: .must,
         summary: "Every message carries a fresh id: no two different messages share one (a datagram repeated byte for byte is a duplicate on the path, reported).")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo
@@ -130,13 +130,13 @@ public struct KeepCalmUniqueIDCase: PassiveCase {
 }
 
 /// Gaps over 300 ms between one controller's messages, by capture time, reported as loss.
-public struct KeepCalmGapCase: PassiveCase {
-    public let info = CaseInfo(
+package struct KeepCalmGapCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-KC-RATE-GAPS", requirements: ["KC-RATE-3"], level: .observation,
         summary: "Gaps over 300 ms between one controller's messages (capture time) are reported as loss (an observation, not a violation).")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo

@@ -9,13 +9,13 @@ func needsReplies(_ info: CaseInfo, _ summary: PassiveSummary) -> CaseResult? {
 }
 
 /// Every host→controller datagram is a valid HapticAck.
-public struct AckLayoutCase: PassiveCase {
-    public let info = CaseInfo(
+package struct AckLayoutCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-ACK-LAYOUT", requirements: ["ML-TRANSPORT-4", "ML-ACK-1", "ML-ACK-2", "ML-ACK-3"], level: .must,
         summary: "Every host→controller datagram is a 20-byte HapticAck with a matching CRC, intensity and sharpness in [0, 1].")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo
@@ -41,13 +41,13 @@ public struct AckLayoutCase: PassiveCase {
 }
 
 /// Acks carry intensity and sharpness 1.0.
-public struct AckValuesCase: PassiveCase {
-    public let info = CaseInfo(
+package struct AckValuesCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-ACK-VALUES", requirements: ["ML-ACK-4"], level: .should,
         summary: "Acks carry intensity and sharpness 1.0 (the paper's values) unless the host is configured otherwise.")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo
@@ -72,13 +72,13 @@ public struct AckValuesCase: PassiveCase {
 }
 
 /// Exactly one ack per trigger, none for anything else.
-public struct AckRuleCase: PassiveCase {
-    public let info = CaseInfo(
+package struct AckRuleCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-ACK-RULE", requirements: ["ML-ACK-RULE-1", "ML-ACK-RULE-5", "ML-GESTURE-1", "ML-GESTURE-2", "ML-GESTURE-3"],
         level: .must, summary: "The host acks every trigger the gesture rule finds exactly once, and nothing else.")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
 
     func verdict(_ context: PassiveSummary) -> CaseResult {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
@@ -105,13 +105,13 @@ public struct AckRuleCase: PassiveCase {
 }
 
 /// Each ack goes to the address and port its trigger came from.
-public struct AckDestinationCase: PassiveCase {
-    public let info = CaseInfo(
+package struct AckDestinationCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-ACK-DESTINATION", requirements: ["ML-ACK-RULE-2"], level: .must,
         summary: "Each ack goes to the source address and port of the frame it answers.")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
 
     func verdict(_ context: PassiveSummary) -> CaseResult {
         if let inconclusive = needsReplies(info, context) { return inconclusive }
@@ -128,19 +128,19 @@ public struct AckDestinationCase: PassiveCase {
 }
 
 /// Acks leave within the deadline of their frame's arrival, on the capture clock.
-public struct AckDeadlineCase: PassiveCase {
-    public let info: CaseInfo
+package struct AckDeadlineCase: PassiveCase {
+    package let info: CaseInfo
 
     /// ML-ACK-RULE-3 (MUST, `replyDeadlineMs`).
-    public static let must = AckDeadlineCase(info: CaseInfo(
+    package static let must = AckDeadlineCase(info: CaseInfo(
         id: "PC-ACK-DEADLINE", requirements: ["ML-ACK-RULE-3"], level: .must,
         summary: "Acks leave within 50 ms (--reply-deadline-ms) of their frame's arrival."))
     /// ML-ACK-RULE-4 (SHOULD, 10 ms).
-    public static let should = AckDeadlineCase(info: CaseInfo(
+    package static let should = AckDeadlineCase(info: CaseInfo(
         id: "PC-ACK-PROMPT", requirements: ["ML-ACK-RULE-4"], level: .should,
         summary: "Acks leave within 10 ms of their frame's arrival."))
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
 
     func verdict(_ context: PassiveSummary) -> CaseResult {
         var result = judge(context)

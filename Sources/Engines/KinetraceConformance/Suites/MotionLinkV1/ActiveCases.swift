@@ -45,11 +45,11 @@ func judge(_ info: CaseInfo, _ outcome: (unexpected: [LiveProbe.Echo], positiveA
     return CaseResult(info, .fail(why), measurements: measurements, evidence: evidence)
 }
 
-public struct ThresholdCase: ActiveCase {
-    public let info = CaseInfo(id: "AC-TRIGGER-THRESHOLD", requirements: ["ML-GESTURE-3"], level: .must,
+package struct ThresholdCase: ActiveCase {
+    package let info = CaseInfo(id: "AC-TRIGGER-THRESHOLD", requirements: ["ML-GESTURE-3"], level: .must,
                                summary: "ay exactly at τ (or the largest float below it) does not trigger; the next float above it does.", timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package init() {}
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let t0 = p.t0
         let c = try p.controllers(1).lowerBound
         let tau = parameters.rule.threshold
@@ -63,11 +63,11 @@ public struct ThresholdCase: ActiveCase {
     }
 }
 
-public struct RefractoryCase: ActiveCase {
-    public let info = CaseInfo(id: "AC-TRIGGER-REFRACTORY", requirements: ["ML-GESTURE-3", "ML-GESTURE-4"], level: .must,
+package struct RefractoryCase: ActiveCase {
+    package let info = CaseInfo(id: "AC-TRIGGER-REFRACTORY", requirements: ["ML-GESTURE-3", "ML-GESTURE-4"], level: .must,
                                summary: "A second trigger-level frame inside R of frame time is not acked; one at R is.", timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package init() {}
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let levels = Levels(parameters)
         let t0 = p.t0
         let c = try p.controllers(1).lowerBound
@@ -81,11 +81,11 @@ public struct RefractoryCase: ActiveCase {
     }
 }
 
-public struct StaleCase: ActiveCase {
-    public let info = CaseInfo(id: "AC-TRIGGER-STALE", requirements: ["ML-GESTURE-2"], level: .must,
+package struct StaleCase: ActiveCase {
+    package let info = CaseInfo(id: "AC-TRIGGER-STALE", requirements: ["ML-GESTURE-2"], level: .must,
                                summary: "Frames not newer than the newest accepted (duplicates, reordered) are ignored entirely.", timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package init() {}
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let levels = Levels(parameters)
         let t0 = p.t0
         let c = try p.controllers(1).lowerBound
@@ -97,11 +97,11 @@ public struct StaleCase: ActiveCase {
     }
 }
 
-public struct DuplicateCase: ActiveCase {
-    public let info = CaseInfo(id: "AC-TRIGGER-DUPLICATE", requirements: ["ML-GESTURE-2", "ML-ACK-RULE-1"], level: .must,
+package struct DuplicateCase: ActiveCase {
+    package let info = CaseInfo(id: "AC-TRIGGER-DUPLICATE", requirements: ["ML-GESTURE-2", "ML-ACK-RULE-1"], level: .must,
                                summary: "A duplicated triggering datagram is acked once.", timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package init() {}
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let levels = Levels(parameters)
         let t0 = p.t0
         let c = try p.controllers(1).lowerBound
@@ -115,13 +115,13 @@ public struct DuplicateCase: ActiveCase {
     }
 }
 
-public struct InvalidInputCase: ActiveCase {
-    public let info = CaseInfo(id: "AC-INVALID-DROPPED", requirements: ["ML-VALID-1", "ML-VALID-2", "ML-VALID-3", "ML-TRANSPORT-4"],
+package struct InvalidInputCase: ActiveCase {
+    package let info = CaseInfo(id: "AC-INVALID-DROPPED", requirements: ["ML-VALID-1", "ML-VALID-2", "ML-VALID-3", "ML-TRANSPORT-4"],
                                level: .must,
                                summary: "Every invalid datagram (every length 0–72 but 36, 548 and 1472 bytes, a bad CRC, NaN, ±inf, an ack) is dropped without an ack or a state change.",
                                timeoutMs: 3_000, judgesDecisions: true)
-    public init() {}
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package init() {}
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let levels = Levels(parameters)
         let t0 = p.t0
         let c = try p.controllers(1).lowerBound
@@ -156,12 +156,12 @@ public struct InvalidInputCase: ActiveCase {
     }
 }
 
-public struct AckFormatCase: ActiveCase {
-    public let info = CaseInfo(id: "AC-ACK-FORMAT", requirements: ["ML-ACK-1", "ML-ACK-2", "ML-ACK-3", "ML-ACK-RULE-1"], level: .must,
+package struct AckFormatCase: ActiveCase {
+    package let info = CaseInfo(id: "AC-ACK-FORMAT", requirements: ["ML-ACK-1", "ML-ACK-2", "ML-ACK-3", "ML-ACK-RULE-1"], level: .must,
                                summary: "The ack to a trigger is a valid HapticAck echoing the frame's t_ms, intensity and sharpness in [0, 1].",
                                timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package init() {}
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let levels = Levels(parameters)
         let t0 = p.t0
         let c = try p.controllers(1).lowerBound
@@ -185,11 +185,11 @@ public struct AckFormatCase: ActiveCase {
     }
 }
 
-public struct IsolationCase: ActiveCase {
-    public let info = CaseInfo(id: "AC-CONTROLLER-ISOLATION", requirements: ["ML-GESTURE-1", "ML-ACK-RULE-2"], level: .must,
+package struct IsolationCase: ActiveCase {
+    package let info = CaseInfo(id: "AC-CONTROLLER-ISOLATION", requirements: ["ML-GESTURE-1", "ML-ACK-RULE-2"], level: .must,
                                summary: "Controllers keep separate state, and each ack goes to the address and port its frame came from.", timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package init() {}
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let levels = Levels(parameters)
         let t0 = p.t0
         let pair = try p.controllers(2)
@@ -212,11 +212,11 @@ public struct IsolationCase: ActiveCase {
     }
 }
 
-public struct NoUnsolicitedCase: ActiveCase {
-    public let info = CaseInfo(id: "AC-ACK-UNSOLICITED", requirements: ["ML-ACK-RULE-5"], level: .must,
+package struct NoUnsolicitedCase: ActiveCase {
+    package let info = CaseInfo(id: "AC-ACK-UNSOLICITED", requirements: ["ML-ACK-RULE-5"], level: .must,
                                summary: "A stream of frames that never trigger gets no ack.", timeoutMs: 2_000, judgesDecisions: true)
-    public init() {}
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package init() {}
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let levels = Levels(parameters)
         let t0 = p.t0
         let c = try p.controllers(1).lowerBound
@@ -231,32 +231,32 @@ public struct NoUnsolicitedCase: ActiveCase {
 
 /// Ack delay over many triggers (ML-ACK-RULE-3 MUST, -4 SHOULD), as round trips.
 /// Frame time never runs ahead of the wall clock, as a phone's would not.
-public struct AckTimingCase: ActiveCase {
-    public enum Traffic: Sendable {
+package struct AckTimingCase: ActiveCase {
+    package enum Traffic: Sendable {
         /// One trigger from each of `controllers`, in batches of 20 every 10 ms.
         case oneTriggerEach(controllers: Int)
         /// `rounds` frames from each of `controllers`, `roundMs` apart in frame and wall time, a trigger every R.
         case stream(controllers: Int, rounds: Int, roundMs: UInt64)
     }
 
-    public let info: CaseInfo
+    package let info: CaseInfo
     let traffic: Traffic
 
-    public static let must = AckTimingCase(info: CaseInfo(
+    package static let must = AckTimingCase(info: CaseInfo(
         id: "AC-ACK-DEADLINE", requirements: ["ML-ACK-RULE-3", "ML-ACK-RULE-1"], level: .must,
         summary: "Over 100 triggers from 100 controllers, 20 every 10 ms, acks come within 50 ms (--reply-deadline-ms).", timeoutMs: 5_000, judgesDecisions: true),
         traffic: .oneTriggerEach(controllers: 100))
-    public static let should = AckTimingCase(info: CaseInfo(
+    package static let should = AckTimingCase(info: CaseInfo(
         id: "AC-ACK-PROMPT", requirements: ["ML-ACK-RULE-4"], level: .should,
         summary: "Over 100 triggers from 100 controllers, 20 every 10 ms, acks come within 10 ms.", timeoutMs: 5_000, judgesDecisions: true),
         traffic: .oneTriggerEach(controllers: 100))
     /// 1,000 frames/s from 50 controllers for 5 s (20 Hz each), a trigger every R of frame time.
-    public static let load = AckTimingCase(info: CaseInfo(
+    package static let load = AckTimingCase(info: CaseInfo(
         id: "AC-LOAD", requirements: ["ML-ACK-RULE-1", "ML-ACK-RULE-3"], level: .must,
         summary: "At 1,000 frames/s from 50 controllers for 5 s, every trigger is acked within the deadline.", timeoutMs: 15_000, judgesDecisions: true),
         traffic: .stream(controllers: 50, rounds: 100, roundMs: 50))
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let levels = Levels(parameters)
         let t0 = p.t0
         var expected = 0

@@ -3,7 +3,7 @@ import KinetraceWire
 /// The MotionLink v1 suite (specs/motionlink-v1.md), composed from its case
 /// types in report order.
 extension MotionLinkV1: ConformanceSuiteProviding {
-    public static let conformanceSuite = ProtocolSuite(
+    package static let conformanceSuite = ProtocolSuite(
         wireProtocol: MotionLinkV1(),
         specVersion: "motionlink-v1 1.0",
         activeCases: [

@@ -4,13 +4,13 @@ import KinetraceWire
 // MARK: Frames
 
 /// Every controller→host datagram is a valid MotionFrame.
-public struct FrameLayoutCase: PassiveCase {
-    public let info = CaseInfo(
+package struct FrameLayoutCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-FRAME-LAYOUT", requirements: ["ML-TRANSPORT-4", "ML-FRAME-1", "ML-FRAME-2", "ML-FRAME-3", "ML-VALID-1"],
         level: .must, summary: "Every controller→host datagram is a 36-byte MotionFrame with a matching CRC and finite values.")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo
@@ -43,13 +43,13 @@ public struct FrameLayoutCase: PassiveCase {
 }
 
 /// `t_ms` strictly increases per controller.
-public struct MonotonicTimestampCase: PassiveCase {
-    public let info = CaseInfo(
+package struct MonotonicTimestampCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-RATE-MONOTONIC", requirements: ["ML-RATE-1"], level: .must,
         summary: "Each controller's t_ms strictly increases from frame to frame.")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo
@@ -79,24 +79,24 @@ public struct MonotonicTimestampCase: PassiveCase {
 }
 
 /// The mean frame interval over every full 10 s window is within a band of 100 ms.
-public struct RateBandCase: PassiveCase {
-    public let info: CaseInfo
+package struct RateBandCase: PassiveCase {
+    package let info: CaseInfo
     let toleranceMs: Double
 
     /// ML-RATE-3: ±10 ms, MUST.
-    public static let must = RateBandCase(info: CaseInfo(
+    package static let must = RateBandCase(info: CaseInfo(
         id: "PC-RATE-BAND", requirements: ["ML-RATE-3"], level: .must,
         summary: "The mean frame interval over any 10 s window is 100 ms ± 10 ms."), toleranceMs: 10)
     /// ML-RATE-2: ±2 ms, SHOULD.
-    public static let should = RateBandCase(info: CaseInfo(
+    package static let should = RateBandCase(info: CaseInfo(
         id: "PC-RATE-NOMINAL", requirements: ["ML-RATE-2"], level: .should,
         summary: "The mean frame interval over any 10 s window is 100 ms ± 2 ms (nominal 10 Hz)."), toleranceMs: 2)
 
     /// Valid frames' t_ms at their position among all the controller's datagrams,
     /// so an invalid frame still counts as a frame sent.
-    public var rateSeries: RateSeriesKind? { .senderStamps }
+    package var rateSeries: RateSeriesKind? { .senderStamps }
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { SummaryJudge(body: verdict) }
 
     func verdict(_ summary: PassiveSummary) -> CaseResult {
         guard let rate = summary.rates[.senderStamps] else { return CaseResult(info, .error("the pass built no sender-stamp rate series")) }
@@ -110,13 +110,13 @@ public struct RateBandCase: PassiveCase {
 }
 
 /// Gaps over 300 ms between one controller's frames, reported as loss.
-public struct GapCase: PassiveCase {
-    public let info = CaseInfo(
+package struct GapCase: PassiveCase {
+    package let info = CaseInfo(
         id: "PC-RATE-GAPS", requirements: ["ML-RATE-4"], level: .observation,
         summary: "Gaps over 300 ms between one controller's frames are reported as loss (an observation, not a violation).")
-    public init() {}
+    package init() {}
 
-    public func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
+    package func makeJudge(_ parameters: SuiteParameters) -> any PassiveJudge { Judge(info: info) }
 
     struct Judge: PassiveJudge {
         let info: CaseInfo

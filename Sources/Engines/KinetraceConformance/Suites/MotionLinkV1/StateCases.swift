@@ -3,17 +3,17 @@ import KinetraceTransport
 import KinetraceWire
 
 /// ML-STATE-4: one forged far-future frame locks a controller out for at most the resync time.
-public struct StaleResyncCase: ActiveCase {
-    public let info = CaseInfo(id: "AC-STALE-RESYNC", requirements: ["ML-STATE-4"], level: .should,
+package struct StaleResyncCase: ActiveCase {
+    package let info = CaseInfo(id: "AC-STALE-RESYNC", requirements: ["ML-STATE-4"], level: .should,
                                summary: "After a forged frame stamped far ahead, the controller's real frames are ignored only until the resync time (--stale-resync-ms) has passed.",
                                timeoutMs: 4_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
     /// The forged frame's stamp lies this far ahead of the real ones: over 11 days.
     static let forgedLeadMs: UInt64 = 1_000_000_000
     /// Longer resync times would make the case outlast its bound.
     static let longestResyncMs: UInt64 = 30_000
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let resyncMs = parameters.rule.staleResyncMs
         guard resyncMs > 0, resyncMs <= Self.longestResyncMs else {
             return CaseResult(info, .inconclusive(resyncMs == 0 ? "told the host never resynchronises (--stale-resync-ms 0)"
@@ -67,15 +67,15 @@ public struct StaleResyncCase: ActiveCase {
 /// ML-STATE-2 from outside: after more new controllers than the cap, the one heard least
 /// recently has been forgotten, which shows as a trigger inside its refractory period
 /// being acked (ML-STATE-3).
-public struct StateBoundCase: ActiveCase {
-    public let info = CaseInfo(id: "AC-STATE-BOUND", requirements: ["ML-STATE-2"], level: .should,
+package struct StateBoundCase: ActiveCase {
+    package let info = CaseInfo(id: "AC-STATE-BOUND", requirements: ["ML-STATE-2"], level: .should,
                                summary: "After one frame each from an eighth more new controllers than the cap (--max-controllers), the least recently heard controller has been forgotten.",
                                timeoutMs: 15_000, judgesDecisions: true)
-    public init() {}
+    package init() {}
     /// The most sources the case makes: 16 × the default cap.
     static let largestFlood = 1_048_576
 
-    public func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
+    package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
         let levels = Levels(parameters)
         let cap = parameters.maxControllers
         let flood = cap + cap / 8 + 64
