@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceJSON
 import KinetraceTestSupport
 import KinetraceTrace
 import KinetraceWire
@@ -57,6 +58,30 @@ import Testing
         #expect(plot.status == 65)
         #expect(plot.stderr.contains("different clocks"), "\(plot.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.appendingPathComponent("f.svg").path))
+    }
+
+    /// A header's `replay` member is input: its texts reach the terminal escaped, and a malformed
+    /// one (an unknown timestamp policy) is ignored rather than trusted.
+    @Test func aHostileReplayMemberStaysText() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let hostile = "\u{1B}]0;owned\u{07}\u{1B}[2J\r\nkinetrace: error: forged"
+        for (timestamps, honoured) in [("shift", true), ("sometimes", false)] {
+            let plain = dir.appendingPathComponent("plain.jsonl").path
+            try Self.offsetTrace(at: plain, offsetDays: 0)
+            var lines = try String(contentsOfFile: plain, encoding: .utf8).split(separator: "\n").map(String.init)
+            var header = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+            header["replay"] = ["source": hostile, "timestamps": timestamps, "network": hostile, "basis": "assumed", "provenance": hostile]
+            lines[0] = String(decoding: try JSONSerialization.data(withJSONObject: header), as: UTF8.self)
+            let path = dir.appendingPathComponent("hostile-\(timestamps).jsonl").path
+            try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+            let result = try kinetrace("latency", path)
+            #expect(result.status == 0, "\(result.stderr)")
+            let raw = result.stdout.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n") || $0.value == 0x7F }
+            #expect(raw.isEmpty, "raw control characters \(raw.map(\.value))")
+            #expect(!result.stdout.split(separator: "\n").contains { $0.hasPrefix("kinetrace: error: forged") })
+            #expect(result.stdout.contains("withheld") == honoured, "\(timestamps)")
+        }
     }
 
     /// A clock a second off is a plausible network figure: shown as measured (the bound is a minute).

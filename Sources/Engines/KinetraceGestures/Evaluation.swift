@@ -64,6 +64,23 @@ package struct GestureScore: Hashable, Sendable {
     package static func match(labels: [GestureLabel], detections: [(controller: Endpoint, detection: Detection)],
                              window: MatchWindow) -> GestureScore {
         var score = GestureScore()
+        let used = pair(labels: labels, detections: detections, window: window) { label, hit in
+            if let hit {
+                score.truePositives += 1
+                score.delaysMs.append(Double(detections[hit].detection.senderTimeMs) - label.senderTimeMs)
+            } else {
+                score.falseNegatives += 1
+            }
+        }
+        score.falsePositives = used.filter { !$0 }.count
+        return score
+    }
+
+    /// The matching itself, shared by the score and the outcome list (`GestureOutcome.match`):
+    /// `visit` is told each label, in onset order, with the index of the detection it took, if
+    /// any; returns which detections were taken.
+    package static func pair(labels: [GestureLabel], detections: [(controller: Endpoint, detection: Detection)],
+                             window: MatchWindow, visit: (GestureLabel, Int?) -> Void) -> [Bool] {
         var used = Array(repeating: false, count: detections.count)
         let order = detections.indices.sorted { detections[$0].detection.senderTimeMs < detections[$1].detection.senderTimeMs }
         var first = 0  // detections before this one are earlier than every remaining label's window
@@ -82,16 +99,10 @@ package struct GestureScore: Hashable, Sendable {
                 }
                 k += 1
             }
-            if let hit {
-                used[hit] = true
-                score.truePositives += 1
-                score.delaysMs.append(Double(detections[hit].detection.senderTimeMs) - label.senderTimeMs)
-            } else {
-                score.falseNegatives += 1
-            }
+            if let hit { used[hit] = true }
+            visit(label, hit)
         }
-        score.falsePositives = used.filter { !$0 }.count
-        return score
+        return used
     }
 }
 

@@ -54,26 +54,8 @@ package struct GestureOutcome: Hashable, Sendable {
     package static func match(labels: [GestureLabel], detections: [(controller: Endpoint, detection: Detection)],
                               window: MatchWindow) -> [GestureOutcome] {
         var outcomes: [GestureOutcome] = []
-        var used = Array(repeating: false, count: detections.count)
-        let order = detections.indices.sorted { detections[$0].detection.senderTimeMs < detections[$1].detection.senderTimeMs }
-        var first = 0
-        for label in labels.sorted(by: { $0.senderTimeMs < $1.senderTimeMs }) {
-            let lower = label.senderTimeMs - window.beforeMs, upper = label.senderTimeMs + window.afterMs
-            while first < order.count && Double(detections[order[first]].detection.senderTimeMs) < lower { first += 1 }
-            var hit: Int?
-            var k = first
-            while k < order.count {
-                let i = order[k]
-                let (controller, d) = detections[i]
-                if Double(d.senderTimeMs) > upper { break }
-                if !used[i] && d.gesture == label.gesture && (label.controller == nil || label.controller == controller) {
-                    hit = i
-                    break
-                }
-                k += 1
-            }
+        let used = GestureScore.pair(labels: labels, detections: detections, window: window) { label, hit in
             if let hit {
-                used[hit] = true
                 outcomes.append(GestureOutcome(kind: .truePositive, gesture: label.gesture, controller: detections[hit].controller,
                                                labelMs: label.senderTimeMs, detectionMs: detections[hit].detection.senderTimeMs))
             } else {

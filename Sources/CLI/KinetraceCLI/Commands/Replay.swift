@@ -513,7 +513,7 @@ struct Replay: ParsableCommand {
         }
         switch self.report.format {
         case .text, .junit:  // validate() refuses junit for a dry run
-            if let network = provenance.networkLine { lines.append(network) }
+            if let network = provenance.networkLine { lines.append(TerminalText.escaped(network)) }
             lines.append("plan: \(sends) message(s) from \(schedule.messages.count) input message(s) as \(schedule.controllerCount) controller(s) over \(SummaryRendering.ms(Double(lastDeadline) / 1e6, 1)) ms, seed \(options.seed)")
             if !impaired.isEmpty {
                 lines.append("impaired: " + impaired.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
@@ -607,7 +607,7 @@ struct Replay: ParsableCommand {
             let count = report.controllers.count
             let share = report.shard == .whole ? "\(count) controller(s)" : "\(count) of \(report.plannedControllers) controller(s) (shard \(report.shard))"
             lines.append("replayed \(inputs.joined(separator: ", ")) to \(report.target) as \(share), seed \(report.seed): \(report.outcome.rawValue)")
-            if let network = provenance.networkLine { lines.append(network) }
+            if let network = provenance.networkLine { lines.append(TerminalText.escaped(network)) }
             if startAt != nil {
                 var clock = "clock: "
                 if let c = report.clock {

@@ -1,5 +1,6 @@
 import Foundation
 import KinetraceJSON
+import KinetraceSupport
 import KinetraceAnalysis
 import KinetraceTrace
 
@@ -23,7 +24,9 @@ enum LatencyRendering {
                          + "outliers beyond \(SummaryRendering.ms(a.options.sigmas, 1))σ removed; median per \(a.options.medianScope.rawValue)"
                          + (a.options.baseMs != 0 ? "; base \(SummaryRendering.ms(a.options.baseMs, 3)) ms" : ""))
             if let replay = a.header.replay {
-                lines.append("  a replay of \(replay.source) (timestamps \(replay.timestamps))" + (replay.networkLine.map { "; " + $0 } ?? "; no network"))
+                // The header is input: its texts reach the terminal escaped.
+                lines.append(TerminalText.escaped("  a replay of \(replay.source) (timestamps \(replay.timestamps))"
+                                                  + (replay.networkLine.map { "; " + $0 } ?? "; no network")))
             }
             lines.append("  mean…sd: the paper's Table I over the samples kept; p50…p99.9: every sample, from an HDR histogram. The sender clock counts whole ms.")
             if a.invalidMessages > 0 || a.unpairedReplies > 0 || a.unusableStamps > 0 {
