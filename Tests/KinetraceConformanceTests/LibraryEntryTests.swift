@@ -38,6 +38,49 @@ import Testing
         #expect(report.target.hasPrefix("an in-process host on 127.0.0.1:"))
     }
 
+    /// The public entry point checks its options where they enter: out of range is a
+    /// `bad_options` failure naming the option, before any case runs; never clamped.
+    @Test func optionsOutOfRangeAreRefusedNotClamped() throws {
+        for (edit, named) in [({ (o: inout Conformance.Options) in o.maxControllers = 0 }, "maxControllers"),
+                              ({ (o: inout Conformance.Options) in o.maxConnections = 100_000 }, "maxConnections"),
+                              ({ (o: inout Conformance.Options) in o.replyDeadlineMs = .nan }, "replyDeadlineMs"),
+                              ({ (o: inout Conformance.Options) in o.replyDeadlineMs = -1 }, "replyDeadlineMs")] {
+            var options = Conformance.Options()
+            edit(&options)
+            var ran = 0
+            #expect {
+                _ = try Conformance.check(.motionLinkV1, against: .inProcess { _, _ in [] }, options: options) { _ in ran += 1 }
+            } throws: { error in
+                guard let failure = error as? Conformance.Failure else { return false }
+                return failure.code == .badOptions && failure.description.hasPrefix(named)
+            }
+            #expect(ran == 0)
+        }
+        #expect(throws: ReferenceHostLogic.Failure.self) { _ = try ReferenceHostLogic(.motionLinkV1, maximumControllers: 0) }
+        // The handle path names protocols it does not have.
+        #expect(throws: WireProtocolHandle.Failure.self) { _ = try WireProtocolHandle.named("no-such-protocol") }
+        #expect(try WireProtocolHandle.named("keepcalm-json").isDatagram)
+    }
+
+    /// The public host logic, as an embedder uses it, passes every untimed case: the same
+    /// decisions as `kinetrace host`, through the public API only.
+    @Test func thePublicHostLogicPassesTheSuite() throws {
+        final class Embedded: @unchecked Sendable {  // called from the adapter's one thread only
+            var logic: ReferenceHostLogic
+            init() throws { logic = try ReferenceHostLogic(.motionLinkV1, maximumControllers: 256) }
+        }
+        let host = try Embedded()
+        var options = Conformance.Options()
+        options.exclude = ["AC-ACK-DEADLINE", "AC-ACK-PROMPT", "AC-LOAD"]
+        options.maxControllers = 256
+        let report = try Conformance.check(.motionLinkV1, against: .inProcess { datagram, controller in
+            host.logic.receive(datagram, from: controller, receivedNs: SystemClock.monotonicNs())
+        }, options: options)
+        #expect(!report.failed(strict: true), "\(report.results.map { "\($0.info.id) \($0.verdict.name)" })")
+        #expect(report.results.count == 13)
+        #expect(host.logic.decisions > 0)
+    }
+
     /// A host that never acks fails, and the verdicts say which requirement.
     @Test func aHostThatNeverAcksFails() throws {
         var options = Conformance.Options()

@@ -40,17 +40,17 @@ public enum Conformance {
         /// The host's controller cap, which the state-exhaustion case floods past.
         public var maxControllers: Int {
             get { parameters.maxControllers }
-            set { parameters.maxControllers = max(1, newValue) }
+            set { parameters.maxControllers = newValue }
         }
         /// A byte-stream host's connection bound, which the flood case opens idle connections past.
         public var maxConnections: Int {
             get { parameters.maxConnections }
-            set { parameters.maxConnections = max(1, newValue) }
+            set { parameters.maxConnections = newValue }
         }
         /// The reply deadline in ms that a MUST case holds a replying host to.
         public var replyDeadlineMs: Double {
             get { parameters.replyDeadlineMs }
-            set { if newValue.isFinite, newValue > 0 { parameters.replyDeadlineMs = newValue } }
+            set { parameters.replyDeadlineMs = newValue }
         }
     }
 
@@ -64,6 +64,8 @@ public enum Conformance {
             public static let noCases = Code(name: "no_cases")
             /// The host cannot be reached or started.
             public static let unreachable = Code(name: "unreachable")
+            /// An option is out of its range (`description` names it).
+            public static let badOptions = Code(name: "bad_options")
         }
         public var code: Code
         public var description: String
@@ -72,7 +74,17 @@ public enum Conformance {
     /// Runs the active cases of `wireProtocol`'s suite against `target`; `progress` is told each case's result as it ends.
     public static func check(_ wireProtocol: WireProtocolHandle, against target: Target, options: Options = Options(),
                              progress: (CaseResult) -> Void = { _ in }) throws(Failure) -> SuiteReport {
-        try check(wireProtocol.wireProtocol, against: target, options: options, progress: progress)
+        // Checked where they enter, with `kinetrace conform`'s limits: never clamped in silence.
+        guard (1...900_000).contains(options.maxControllers) else {
+            throw Failure(code: .badOptions, description: "maxControllers must be from 1 to 900000, not \(options.maxControllers)")
+        }
+        guard (1...16_320).contains(options.maxConnections) else {
+            throw Failure(code: .badOptions, description: "maxConnections must be from 1 to 16320, not \(options.maxConnections)")
+        }
+        guard options.replyDeadlineMs.isFinite, options.replyDeadlineMs > 0, options.replyDeadlineMs <= 3_600_000 else {
+            throw Failure(code: .badOptions, description: "replyDeadlineMs must be a number of ms above 0 and at most 3600000 (an hour), not \(options.replyDeadlineMs)")
+        }
+        return try check(wireProtocol.wireProtocol, against: target, options: options, progress: progress)
     }
 
     /// Runs the active cases of `wireProtocol`'s suite against `target`; `progress` is told each case's result as it ends.

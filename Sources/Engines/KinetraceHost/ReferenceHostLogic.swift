@@ -9,10 +9,19 @@ import KinetraceWire
 public struct ReferenceHostLogic {
     private var core: HostCore<String>
 
-    /// A host for `wireProtocol` that keeps state for at most `maximumControllers`.
-    public init(_ wireProtocol: WireProtocolHandle, maximumControllers: Int = 65_536) {
+    /// Why a host could not be made.
+    public struct Failure: Error, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// A host for `wireProtocol` that keeps state for at most `maximumControllers` (1 to
+    /// 16,777,216, `kinetrace host`'s range) and forgets the least recently heard beyond that.
+    public init(_ wireProtocol: WireProtocolHandle, maximumControllers: Int = 65_536) throws(Failure) {
+        guard (1...16_777_216).contains(maximumControllers) else {
+            throw Failure(description: "maximumControllers must be from 1 to 16777216, not \(maximumControllers)")
+        }
         let chosen = wireProtocol.wireProtocol
-        core = HostCore(wireProtocol: chosen, rule: chosen.defaultRule, maximumControllers: max(1, maximumControllers))
+        core = HostCore(wireProtocol: chosen, rule: chosen.defaultRule, maximumControllers: maximumControllers)
     }
 
     /// Handles one message from `controller`, received at `receivedNs` on any monotonic clock in

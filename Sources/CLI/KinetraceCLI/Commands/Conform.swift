@@ -129,7 +129,7 @@ struct Conform: ParsableCommand {
 
     func validate() throws {
         guard replyDeadlineMs.isFinite, replyDeadlineMs > 0, replyDeadlineMs <= 3_600_000 else {
-            throw ValidationError("--reply-deadline-ms (--reply-deadline-ms) must be a positive number of ms, at most 3600000 (an hour).")
+            throw ValidationError("--reply-deadline-ms must be a positive number of ms, at most 3600000 (an hour).")
         }
         guard minSamples >= 1 else { throw ValidationError("--min-samples must be at least 1.") }
         guard (1...900_000).contains(maxControllers) else { throw ValidationError("--max-controllers must be from 1 to 900000.") }

@@ -7,11 +7,14 @@ import KinetraceWire
 /// Kinetrace's reference host logic so the example passes, and `acksEverything` plants a bug
 /// to show the suite catching it.
 public final class MyGameHost: @unchecked Sendable {  // the test harness calls it from one thread
-    private var logic = ReferenceHostLogic(.motionLinkV1, maximumControllers: 256)
+    private var logic: ReferenceHostLogic
     private let acksEverything: Bool
     private let started = Date()
 
-    public init(acksEverything: Bool = false) { self.acksEverything = acksEverything }
+    public init(acksEverything: Bool = false) throws {
+        logic = try ReferenceHostLogic(.motionLinkV1, maximumControllers: 256)
+        self.acksEverything = acksEverything
+    }
 
     /// The replies owed for one datagram from `controller` ("address:port").
     public func receive(_ datagram: [UInt8], from controller: String) -> [[UInt8]] {

@@ -14,7 +14,7 @@ import Testing
     }
 
     @Test func theHostConforms() throws {
-        let host = MyGameHost()
+        let host = try MyGameHost()
         let report = try Conformance.check(.motionLinkV1, against: .inProcess { host.receive($0, from: $1) }, options: Self.options)
         for result in report.results where result.fails(strict: false) {
             Issue.record("\(result.info.id) \(result.verdict.name): \(result.verdict.reason ?? "")")
@@ -24,7 +24,7 @@ import Testing
 
     /// The planted bug (an ack for every frame) is caught, by the case that names its requirement.
     @Test func aPlantedBugIsCaught() throws {
-        let host = MyGameHost(acksEverything: true)
+        let host = try MyGameHost(acksEverything: true)
         var options = Self.options
         options.cases = ["AC-ACK-UNSOLICITED"]
         let report = try Conformance.check(.motionLinkV1, against: .inProcess { host.receive($0, from: $1) }, options: options)
