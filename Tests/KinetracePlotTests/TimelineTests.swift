@@ -67,6 +67,33 @@ import Testing
         #expect(rendering.marks["mark-trigger"] == 500, "a crossing every 2 s")
     }
 
+    /// Thirty thousand labels and detections in a window 1,000 pixels wide: the spans, the false
+    /// detections' lines and the marks stay about one per pixel column, so the file stays small
+    /// (each label's span was its own rectangle: 33,185 of them made a 3.9 MB figure).
+    @Test func thirtyThousandLabelsDrawAsABoundedNumberOfMarks() throws {
+        var outcomes: [TimelineOutcome] = []
+        for i in 0..<30_000 {
+            let t = Double(i) * 0.033
+            switch i % 3 {
+            case 0: outcomes.append(TimelineOutcome(kind: .truePositive, labelTime: t, detectionTime: t + 0.01, duration: 0.45))
+            case 1: outcomes.append(TimelineOutcome(kind: .falseNegative, labelTime: t, detectionTime: nil, duration: 0.45))
+            default: outcomes.append(TimelineOutcome(kind: .falsePositive, labelTime: nil, detectionTime: t))
+            }
+        }
+        let figure = TimelineFigure(title: "dense", window: TimelineSpan(start: 0, end: 1000),
+                                    panels: [Self.panel(Self.signal(seconds: 1000, rate: 50), outcomes: outcomes)], width: 1000)
+        let rendering = Timeline.render(figure)
+        let area = try #require(SVGStructure.plotAreas(rendering.svg).first)
+        let columns = Int(area.width) + 1
+        #expect(SVGStructure.withClass("label-span", in: rendering.svg).count <= 2 * columns)
+        #expect(SVGStructure.withClass("fp-line", in: rendering.svg).count <= columns)
+        #expect(rendering.svg.utf8.count < 1_500_000, "\(rendering.svg.utf8.count) bytes")
+        // The legend still counts every outcome, merged or not.
+        let legend = SVGStructure.withClass("legend", in: rendering.svg).map { SVGStructure.decodedText($0.text) }
+        #expect(legend.contains("TP: label hit (10000)") && legend.contains("FN: label missed (10000)")
+                && legend.contains("FP: false detection (10000)"), "\(legend)")
+    }
+
     @Test func theThresholdIsADashedLineAtItsValue() throws {
         let rendering = Timeline.render(TimelineFigure(title: "t", window: TimelineSpan(start: 0, end: 10),
                                                        panels: [Self.panel(Self.signal(seconds: 10))]))

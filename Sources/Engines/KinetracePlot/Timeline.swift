@@ -468,19 +468,29 @@ package enum Timeline {
             svg.raw(" height=\"\(svgNumber(frame.plotHeight))\" fill=\"\(gapColour)\" fill-opacity=\"0.35\"/>")
         }
 
-        // Each label's span, tinted by its outcome; each false detection a thin line.
+        // Each label's span, tinted by its outcome; spans of one outcome that overlap on screen are
+        // one rectangle, so a trace of 30,000 labels draws at most about one per pixel column.
         let outcomes = (panel.outcomes ?? []).filter { $0.markTime.map(inWindow) ?? false }
-        for outcome in outcomes where outcome.kind != .falsePositive {
-            guard let onset = outcome.labelTime else { continue }
-            let x0 = frame.pixelX(onset)
-            let x1 = max(x0 + 2, clampedX(onset + max(0, outcome.duration.flatMap { isPlottable($0) ? $0 : nil } ?? 0)))
-            let colour = outcome.kind == .truePositive ? truePositiveColour : falseNegativeColour
-            svg.raw("<rect class=\"label-span\" x=\"\(svgNumber(x0))\" y=\"\(svgNumber(frame.plotTop))\" width=\"\(svgNumber(x1 - x0))\"")
-            svg.raw(" height=\"\(svgNumber(frame.plotHeight))\" fill=\"\(colour)\" fill-opacity=\"0.13\"/>")
+        for kind in [TimelineOutcome.Kind.truePositive, .falseNegative] {
+            var spans: [(x0: Double, x1: Double)] = []
+            for outcome in outcomes where outcome.kind == kind {
+                guard let onset = outcome.labelTime else { continue }
+                let x0 = frame.pixelX(onset)
+                let x1 = max(x0 + 2, clampedX(onset + max(0, outcome.duration.flatMap { isPlottable($0) ? $0 : nil } ?? 0)))
+                if let last = spans.last, x0 <= last.x1 { spans[spans.count - 1].x1 = max(last.x1, x1) } else { spans.append((x0, x1)) }
+            }
+            let colour = kind == .truePositive ? truePositiveColour : falseNegativeColour
+            for span in spans {
+                svg.raw("<rect class=\"label-span\" x=\"\(svgNumber(span.x0))\" y=\"\(svgNumber(frame.plotTop))\" width=\"\(svgNumber(span.x1 - span.x0))\"")
+                svg.raw(" height=\"\(svgNumber(frame.plotHeight))\" fill=\"\(colour)\" fill-opacity=\"0.13\"/>")
+            }
         }
+        // Each false detection a thin line: one per pixel column.
+        var falseColumns = Set<Int>()
         for outcome in outcomes where outcome.kind == .falsePositive {
             guard let time = outcome.detectionTime else { continue }
             let x = frame.pixelX(time)
+            guard falseColumns.insert(Int(x.rounded())).inserted else { continue }
             svg.line(x1: x, y1: frame.plotTop, x2: x, y2: frame.plotBottom, stroke: falsePositiveColour, width: 1, dash: "3 2",
                      cssClass: "fp-line")
         }
