@@ -158,7 +158,7 @@ let package = Package(
         .target(
             name: "KinetraceCLI",
             dependencies: [
-                "KinetraceSupport", "KinetraceJSON", "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
+                "KinetraceSupport", "KinetraceJSON", "KinetraceHash", "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
                 "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetraceReplay", "KinetraceTransport",
                 "KinetraceConformance", "KinetracePlot", "KinetraceGestures", "KinetraceJUnit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -202,7 +202,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceReplayTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceReplay", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceAnalysis", "KinetraceReplay", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceConformanceTests",

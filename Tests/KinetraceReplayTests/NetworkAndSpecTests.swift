@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceJSON
 import KinetraceSimulation
 import KinetraceTestSupport
 import Testing
@@ -21,6 +22,41 @@ import KinetraceSupport
         #expect(network.name == name)
         #expect(network.impairments.problem == nil)
         #expect(!network.provenance.isEmpty)
+    }
+
+    /// The writer `network fit` uses reads back to the same network, for every bundled one and
+    /// for each delay form and loss model.
+    @Test(arguments: bundled)
+    func aWrittenNetworkReadsBackEqual(_ name: String) throws {
+        let network = try load(name)
+        let text = network.document.jsonText
+        #expect(try ReplayNetwork.parse(Array(text.utf8), source: "written") == network, "\(text.prefix(300))")
+    }
+
+    @Test func everyDelayFormAndLossModelRoundTrips() throws {
+        let delays: [DelayDistribution] = [.constant(ms: 5), .uniform(minMs: 1, maxMs: 9), .normal(meanMs: 70.4, sdMs: 3.7),
+                                           .normal(meanMs: 70, sdMs: 5, minMs: 50, maxMs: 90), .pareto(scaleMs: 30, shape: 2.5),
+                                           .quantiles([QuantilePoint(p: 0, ms: 10), QuantilePoint(p: 0.5, ms: 20), QuantilePoint(p: 1, ms: 90)])]
+        let losses: [LossModel] = [.none, .bernoulli(p: 0.05), .gilbertElliott(p: 0.015, r: 0.2, lossInBad: 0.5, lossInGood: 0.005)]
+        for delay in delays {
+            for loss in losses {
+                var network = ReplayNetwork(name: "n", description: "d", provenance: "p", controllers: 7, staggerNs: 250_000_000)
+                network.basis = "measured"
+                network.impairments.delay = delay
+                network.impairments.loss = loss
+                network.impairments.duplicate = 0.001
+                network.impairments.reorder = 0.002
+                network.impairments.allowReordering = true
+                let back = try ReplayNetwork.parse(Array(network.document.jsonText.utf8), source: "written")
+                #expect(back == network, "\(delay) \(loss)")
+            }
+        }
+        // An empirical delay has no file form: it is written as its quantile table.
+        var empirical = ReplayNetwork(name: "e", description: "d", provenance: "p")
+        empirical.impairments.delay = .empirical(sortedMs: [1, 2, 4, 8])
+        let back = try ReplayNetwork.parse(Array(empirical.document.jsonText.utf8), source: "written")
+        #expect(back.impairments.delay == .quantiles([QuantilePoint(p: 0, ms: 1), QuantilePoint(p: 1.0 / 3, ms: 2),
+                                                       QuantilePoint(p: 2.0 / 3, ms: 4), QuantilePoint(p: 1, ms: 8)]))
     }
 
     @Test func lab5GHzReproducesThePapersOneWayLatency() throws {

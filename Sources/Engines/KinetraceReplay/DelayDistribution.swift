@@ -59,6 +59,21 @@ package enum DelayDistribution: Hashable, Sendable {
         }
     }
 
+    /// The delay at probability `p` of a table (quantiles, or an empirical sample); nil for the
+    /// parametric forms, whose quantiles the replay never needs.
+    package func quantileMs(_ p: Double) -> Double? {
+        guard p.isFinite, (0...1).contains(p) else { return nil }
+        switch self {
+        case .quantiles(let points): return points.isEmpty ? nil : Self.quantile(p, in: points)
+        case .empirical(let sorted):
+            guard !sorted.isEmpty else { return nil }
+            let position = p * Double(sorted.count - 1)
+            let lower = Int(position.rounded(.down)), upper = Swift.min(lower + 1, sorted.count - 1)
+            return sorted[lower] + (sorted[upper] - sorted[lower]) * (position - Double(lower))
+        default: return nil
+        }
+    }
+
     /// The value at probability `u` of a quantile table (binary search, then linear).
     static func quantile(_ u: Double, in points: [QuantilePoint]) -> Double {
         var lo = 0, hi = points.count - 1

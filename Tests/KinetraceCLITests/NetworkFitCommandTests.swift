@@ -1,0 +1,77 @@
+import Foundation
+import KinetraceReplay
+import KinetraceTestSupport
+import Testing
+
+/// Issue 28: `kinetrace network fit` on a real recording: a host's trace of a replay through
+/// crowded-event gives a network that reads back, says it is measured, and holds the loss the
+/// replay applied; bad inputs get one line and exit 65, never a network built from nothing.
+@Suite struct NetworkFitCommandTests {
+    @Test func aHostsRecordingOfAReplayFitsAMeasuredNetwork() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let trace = dir.appendingPathComponent("host.jsonl").path
+        let host = try Background.kinetrace("host", "--port", "0", "--trace", trace)
+        defer { _ = try? host.stop(SIGKILL) }
+        let port = try #require(try host.waitForLine(startingWith: "listening on ").split(separator: ":").last.map(String.init))
+        let replay = try kinetrace("replay", Fixture.bundledTrace, "--to", "127.0.0.1:\(port)", "--network", "crowded-event",
+                                   "--timestamps", "wallclock", "--duration", "8")
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let stopped = try host.stop()
+        #expect(stopped.status == 0 || stopped.status == 130, "\(stopped.stderr)")
+
+        let output = dir.appendingPathComponent("event.json").path
+        let fit = try kinetrace("network", "fit", trace, "-o", output, "--format", "json")
+        #expect(fit.status == 0, "\(fit.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(fit.stdout.utf8)) as? [String: Any])
+        #expect(report["controllers"] as? Int == 21)
+        #expect(report["clocks_comparable"] as? Bool == true)
+        let loss = try #require(report["loss"] as? [String: Any])
+        let interval = try #require(loss["rate_interval"] as? [Double])
+        // crowded-event's stationary loss rate is 3.95 %.
+        #expect(interval[0] <= 0.0395 && 0.0395 <= interval[1], "\(interval)")
+
+        let network = try ReplayNetwork.parse(Array(try Data(contentsOf: URL(fileURLWithPath: output))), source: output)
+        #expect(network.name == "event" && network.basis == "measured" && network.controllers == 21)
+        #expect(network.provenance.hasPrefix("Measured by kinetrace network fit"))
+        #expect(network.provenance.contains("sha256:"))
+        // The delay the replay emulated: crowded-event's median is 85 ms (loopback adds a fraction of one).
+        let median = try #require(network.impairments.delay.quantileMs(0.5))
+        #expect(median > 80 && median < 92, "median \(median) ms")
+
+        let schema = Fixture.packageRoot.appendingPathComponent("specs/network-v1.schema.json").path
+        let check = "import json, sys, jsonschema; jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])), cls=jsonschema.Draft202012Validator); print('valid')"
+        let valid = try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", check, schema, output])
+        #expect(valid.status == 0 && valid.stdout == "valid\n", "\(valid.stderr)")
+    }
+
+    @Test func badInputsAreOneLineAndExit65() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let out = dir.appendingPathComponent("n.json").path
+        // No sender clock: KeepCalm messages carry none.
+        let keepCalm = Fixture.packageRoot.appendingPathComponent("captures/keepcalm-session.jsonl").path
+        let noClock = try kinetrace("network", "fit", keepCalm, "-o", out)
+        #expect(noClock.status == 65 && noClock.stderr.contains("no sender clock"), "\(noClock.stderr)")
+        // Clocks days apart (the bundled loopback capture was recorded on another day) without --base-ms.
+        let record = dir.appendingPathComponent("r.jsonl").path
+        let replay = try kinetrace(["replay", Fixture.bundledTrace, "--exec", "exec '\(try Fixture.binary.path)' host --stdio",
+                                    "--duration", "2", "--record", record])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let noBase = try kinetrace("network", "fit", record, "-o", out)
+        #expect(noBase.status == 65 && noBase.stderr.contains("give --base-ms"), "\(noBase.stderr)")
+        // Too few samples.
+        let short = dir.appendingPathComponent("short.jsonl").path
+        let lines = try String(contentsOfFile: Fixture.bundledTrace, encoding: .utf8).split(separator: "\n").prefix(30)
+        try (lines.joined(separator: "\n") + "\n").write(toFile: short, atomically: true, encoding: .utf8)
+        let few = try kinetrace("network", "fit", short, "-o", out)
+        #expect(few.status == 65 && few.stderr.contains("a delay needs at least 50"), "\(few.stderr)")
+        for result in [noClock, noBase, few] {
+            #expect(result.stderr.split(separator: "\n").count == 1 && result.stderr.hasPrefix("kinetrace: error: "))
+        }
+        #expect(!FileManager.default.fileExists(atPath: out), "no network was written")
+        // A name that cannot be a network's.
+        let badName = try kinetrace("network", "fit", Fixture.bundledTrace, "-o", dir.appendingPathComponent("a b.json").path)
+        #expect(badName.status == 64)
+    }
+}
