@@ -202,7 +202,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceReplayTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceAnalysis", "KinetraceReplay", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceReplay", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceConformanceTests",

@@ -13,7 +13,7 @@ import Testing
         ("replay", Replay.self), ("conform", Conform.self), ("latency", Latency.self),
         ("gestures", Gestures.self), ("gestures-eval", GesturesEval.self), ("gestures-list", GesturesList.self),
         ("plot", Plot.self), ("plot-timeline", PlotTimeline.self),
-        ("network", NetworkCommand.self), ("network-fit", NetworkFit.self),
+        ("network", NetworkCommand.self), ("network-fit", NetworkFit.self), ("network-compare", NetworkCompare.self),
         ("protocol", ProtocolCommand.self), ("protocol-show", ProtocolShow.self), ("protocol-vectors", ProtocolVectors.self),
         ("protocol-dissector", ProtocolDissector.self),
     ]

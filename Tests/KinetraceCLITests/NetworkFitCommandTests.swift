@@ -45,6 +45,49 @@ import Testing
         #expect(valid.status == 0 && valid.stdout == "valid\n", "\(valid.stderr)")
     }
 
+    /// A host's recording of a replay through `network`, `seconds` long.
+    static func record(through network: String, seed: Int, seconds: Int, into trace: String) throws {
+        let host = try Background.kinetrace("host", "--port", "0", "--trace", trace)
+        defer { _ = try? host.stop(SIGKILL) }
+        let port = try #require(try host.waitForLine(startingWith: "listening on ").split(separator: ":").last.map(String.init))
+        let replay = try kinetrace("replay", Fixture.bundledTrace, "--to", "127.0.0.1:\(port)", "--network", network,
+                                   "--timestamps", "wallclock", "--duration", String(seconds), "--seed", String(seed))
+        #expect(replay.status == 0, "\(replay.stderr)")
+        _ = try host.stop()
+    }
+
+    /// The researcher's loop with real processes: an "event" recorded through crowded-event is
+    /// fitted; a lab replay through the fitted network is recorded with another seed; `network
+    /// compare` finds them alike (exit 0) and draws both CDFs, and finds a lab-5ghz recording
+    /// different (exit 1).
+    @Test func fitReplayAndCompareCloseTheLoop() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(dir) }
+        let event = dir.appendingPathComponent("event.jsonl").path, lab = dir.appendingPathComponent("lab.jsonl").path
+        let other = dir.appendingPathComponent("other.jsonl").path, fitted = dir.appendingPathComponent("fitted.json").path
+        try Self.record(through: "crowded-event", seed: 1, seconds: 6, into: event)
+        let fit = try kinetrace("network", "fit", event, "-o", fitted)
+        #expect(fit.status == 0, "\(fit.stderr)")
+        try Self.record(through: fitted, seed: 2, seconds: 6, into: lab)
+        try Self.record(through: "lab-5ghz", seed: 3, seconds: 6, into: other)
+
+        let plot = dir.appendingPathComponent("compare.svg").path
+        let same = try kinetrace("network", "compare", event, lab, "--plot", plot, "--format", "json")
+        #expect(same.status == 0, "\(same.stdout)\(same.stderr)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(same.stdout.utf8)) as? [String: Any])
+        #expect(report["agrees"] as? Bool == true)
+        let delay = try #require(report["delay"] as? [String: Any])
+        #expect((delay["ks_distance"] as? Double ?? 1) <= 0.05 || (delay["p_value"] as? Double ?? 0) > 0.05, "\(delay)")
+        let svg = try String(contentsOfFile: plot, encoding: .utf8)
+        #expect(svg.contains("A: event.jsonl") && svg.contains("B: lab.jsonl"), "both recordings are in the plot's legend")
+        let wellFormed = try run(URL(fileURLWithPath: "/usr/bin/env"), ["xmllint", "--noout", plot])
+        #expect(wellFormed.status == 0, "\(wellFormed.stderr)")
+
+        let different = try kinetrace("network", "compare", event, other)
+        #expect(different.status == 1, "\(different.stdout)")
+        #expect(different.stdout.contains("verdict   the two recordings' conditions DIFFER"))
+    }
+
     @Test func badInputsAreOneLineAndExit65() throws {
         let dir = try Fixture.temporaryDirectory()
         defer { Fixture.remove(dir) }

@@ -3,6 +3,7 @@ import Foundation
 import KinetraceAnalysis
 import KinetraceHash
 import KinetraceJSON
+import KinetracePlot
 import KinetraceReplay
 import KinetraceSupport
 import KinetraceTrace
@@ -11,8 +12,8 @@ import KinetraceTrace
 struct NetworkCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "network",
-        abstract: "Make replay networks from measurements: fit one from a host's recording.",
-        subcommands: [NetworkFit.self])
+        abstract: "Make replay networks from measurements: fit one to a host's recording, and compare two recordings' conditions.",
+        subcommands: [NetworkFit.self, NetworkCompare.self])
 }
 
 /// `kinetrace network fit TRACE -o NAME.json`.
@@ -72,7 +73,15 @@ struct NetworkFit: ParsableCommand {
         }
     }
 
-    func run() throws {
+    /// A recording read and fitted: what `fit` writes as a network and `compare` sets beside another.
+    struct Recording {
+        var fitted: FittedPath
+        var records: Int
+        var readablePath: String
+        var protocolName: String
+    }
+
+    static func fitRecording(_ trace: String, input: CaptureInputOptions, baseMs: Double?) throws -> Recording {
         let readable = try reportingFailures { () throws(TraceError) in try InputSpool.readablePath(trace) }
         let reader = try reportingFailures { () throws(TraceError) in
             try openInputReadingAhead(path: readable, wireProtocol: input.wire.given, port: input.port)
@@ -89,17 +98,22 @@ struct NetworkFit: ParsableCommand {
             }
         }
         if let truncation = reader.truncation { printWarning("\(trace): \(truncation)") }
-        let fitted: FittedPath
         do throws(NetworkFitError) {
-            fitted = try NetworkFitter.fit(evidence, baseMs: baseMs)
+            return Recording(fitted: try NetworkFitter.fit(evidence, baseMs: baseMs), records: records, readablePath: readable,
+                             protocolName: reader.wireProtocol.id.name)
         } catch {
             printError("\(trace): no network fitted: \(error.description)")
             throw ExitStatus.dataError
         }
-        let digest = Self.digest(readable)
+    }
+
+    func run() throws {
+        let recording = try Self.fitRecording(trace, input: input, baseMs: baseMs)
+        let fitted = recording.fitted, records = recording.records
+        let digest = Self.digest(recording.readablePath)
         var network = ReplayNetwork(name: networkName,
                                     description: "Fitted by kinetrace network fit from \(Self.shown(trace)): \(fitted.controllers) controller(s), \(fitted.received) samples over \(SummaryRendering.ms(fitted.spanS, 1)) s.",
-                                    provenance: Self.provenance(fitted, trace: trace, records: records, digest: digest, protocolName: reader.wireProtocol.id.name))
+                                    provenance: Self.provenance(fitted, trace: trace, records: records, digest: digest, protocolName: recording.protocolName))
         network.basis = "measured"
         network.controllers = min(fitted.controllers, 65_536)
         network.impairments = Self.impairments(fitted)
@@ -247,4 +261,111 @@ struct NetworkFit: ParsableCommand {
 
     /// `value` with `digits` decimals.
     static func fixed(_ value: Double, _ digits: Int) -> String { SummaryRendering.ms(value, digits) }
+}
+
+/// `kinetrace network compare A B`: do two recordings show the same conditions?
+struct NetworkCompare: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "compare",
+        abstract: "Compare the conditions two host-side recordings show: delay quantiles and the Kolmogorov–Smirnov distance, loss rate and bursts, reordering, duplication and skew.",
+        discussion: """
+            Each recording is read as `network fit` reads it (skew removed, losses from missing \
+            stamps). They agree when the delays' two-sample KS distance is at most 0.05 (or the \
+            test cannot tell them apart, p > 0.05), the loss rates' 95 % intervals overlap, and \
+            the mean loss bursts are within 20 % of each other. Exit 0 when they agree, 1 when \
+            they do not: how a researcher shows that a lab replay reproduces an event.
+            """)
+
+    @Argument(help: ArgumentHelp("The two recordings: the event's, then the replay's.", valueName: "trace"), completion: .file())
+    var traces: [String]
+
+    @Option(help: ArgumentHelp("Draw both delay distributions (CDF) to this file, in the format --plot-format chooses.", valueName: "file"))
+    var plot: String?
+
+    @OptionGroup var plotFormat: PlotFormatOptions
+
+    @Option(name: .customLong("base-ms"), help: ArgumentHelp("The path's minimum one-way delay in ms, for recordings whose clocks cannot be compared.", valueName: "ms"))
+    var baseMs: Double?
+
+    @OptionGroup var report: ReportOptions<OutputFormat>
+    @OptionGroup var input: CaptureInputOptions
+
+    func validate() throws {
+        guard traces.count == 2 else { throw ValidationError("Give two recordings: the event's, then the replay's.") }
+        if let baseMs { guard baseMs.isFinite, baseMs >= 0, baseMs <= 60_000 else { throw ValidationError("--base-ms must be a number of ms from 0 to 60000.") } }
+        _ = try plotFormat.format(for: plot)
+    }
+
+    func run() throws {
+        let converter = try plotFormat.converter(for: plot)
+        let first = try NetworkFit.fitRecording(traces[0], input: input, baseMs: baseMs)
+        let second = try NetworkFit.fitRecording(traces[1], input: input, baseMs: baseMs)
+        guard let comparison = PathComparison.compare(first.fitted, second.fitted) else {
+            printError("\(traces[0]) and \(traces[1]): no delays to compare")
+            throw ExitStatus.dataError
+        }
+        if let plot {
+            // Legends by file name; the second chart stops at the larger p99, where the body of a long tail shows.
+            let names = traces.map { "\($0 == traces[0] ? "A" : "B"): " + (NetworkFit.shown($0) == $0 ? URL(fileURLWithPath: $0).lastPathComponent : NetworkFit.shown($0)) }
+            let p99 = max(comparison.a.quantilesMs.first { $0.p == 0.99 }?.ms ?? .infinity, comparison.b.quantilesMs.first { $0.p == 0.99 }?.ms ?? .infinity)
+            let distance = "KS distance \(NetworkFit.fixed(comparison.delay.distance, 4)), p \(NetworkFit.fixed(comparison.delay.pValue, 3))"
+            let charts = [
+                Charts.cdf(title: "One-way delay, skew removed: \(distance)", xLabel: "ms",
+                           series: [CDFSeries(name: names[0], values: first.fitted.delaysMs), CDFSeries(name: names[1], values: second.fitted.delaysMs)]),
+                Charts.cdf(title: "The same up to the larger p99 (\(NetworkFit.fixed(p99, 1)) ms)", xLabel: "ms",
+                           series: [CDFSeries(name: names[0], values: first.fitted.delaysMs.filter { $0 <= p99 }),
+                                    CDFSeries(name: names[1], values: second.fitted.delaysMs.filter { $0 <= p99 })]),
+            ]
+            try plotFormat.write(Charts.figure(title: "kinetrace network compare", charts: charts), to: plot, converter: converter)
+        }
+        try writeOutput(report.format == .json ? json(comparison) : text(comparison), to: report.out)
+        if !comparison.agrees { throw ExitCode.failure }
+    }
+
+    func text(_ c: PathComparison) -> String {
+        let f = NetworkFit.fixed
+        func verdict(_ ok: Bool?) -> String { ok.map { $0 ? "agree" : "DIFFER" } ?? "no bursts to compare" }
+        var lines = ["A \(NetworkFit.shown(traces[0])): \(c.a.samples) samples; B \(NetworkFit.shown(traces[1])): \(c.b.samples) samples"]
+        lines.append("delay     KS D \(f(c.delay.distance, 4)), p \(f(c.delay.pValue, 3)): \(verdict(c.delayAgrees)) (D at most \(PathComparison.delayDistanceBound), or p > 0.05)")
+        lines.append("          p        A ms        B ms")
+        for (x, y) in zip(c.a.quantilesMs, c.b.quantilesMs) {
+            lines.append("          " + f(x.p, 2).padding(toLength: 6, withPad: " ", startingAt: 0)
+                         + f(x.ms, 3).leftPad(10) + f(y.ms, 3).leftPad(12))
+        }
+        func interval(_ s: PathComparison.Side) -> String {
+            "\(f(100 * s.lossRate, 2)) % (\(f(100 * s.lossInterval.lowerBound, 2))–\(f(100 * s.lossInterval.upperBound, 2)) %)"
+        }
+        lines.append("loss      A \(interval(c.a)), B \(interval(c.b)): \(verdict(c.lossAgrees)) (95 % intervals overlap)")
+        lines.append("bursts    A mean \(c.a.meanBurst.map { f($0, 2) } ?? "none"), B mean \(c.b.meanBurst.map { f($0, 2) } ?? "none"): \(verdict(c.burstsAgree)) (within 20 %)")
+        lines.append("reorder   A \(f(100 * c.a.reorderRate, 3)) %, B \(f(100 * c.b.reorderRate, 3)) %; duplicate A \(f(100 * c.a.duplicateRate, 3)) %, B \(f(100 * c.b.duplicateRate, 3)) %")
+        lines.append("skew      A \(c.a.medianSkewPPM.map { f($0, 2) + " ppm" } ?? "none removed"), B \(c.b.medianSkewPPM.map { f($0, 2) + " ppm" } ?? "none removed") (median)")
+        lines.append(c.agrees ? "verdict   the two recordings' conditions agree" : "verdict   the two recordings' conditions DIFFER")
+        return lines.map { TerminalText.escaped($0) }.joined(separator: "\n") + "\n"
+    }
+
+    func json(_ c: PathComparison) -> String {
+        func side(_ s: PathComparison.Side, _ source: String) -> JSONValue {
+            var object: [String: JSONValue] = [
+                "source": .string(source), "samples": .integer(Int64(s.samples)),
+                "quantiles_ms": .array(s.quantilesMs.map { .array([.number($0.p), .number($0.ms)]) }),
+                "loss_rate": .number(s.lossRate), "loss_interval": .array([.number(s.lossInterval.lowerBound), .number(s.lossInterval.upperBound)]),
+                "reorder_rate": .number(s.reorderRate), "duplicate_rate": .number(s.duplicateRate),
+            ]
+            if let burst = s.meanBurst { object["mean_burst"] = .number(burst) }
+            if let skew = s.medianSkewPPM { object["median_skew_ppm"] = .number(skew) }
+            return .object(object)
+        }
+        return JSONValue.object([
+            "format": .string("kinetrace-network-compare"), "version": .integer(1),
+            "a": side(c.a, traces[0]), "b": side(c.b, traces[1]),
+            "delay": .object(["ks_distance": .number(c.delay.distance), "p_value": .number(c.delay.pValue),
+                              "bound": .number(PathComparison.delayDistanceBound), "agrees": .bool(c.delayAgrees)]),
+            "loss_agrees": .bool(c.lossAgrees), "bursts_agree": c.burstsAgree.map { .bool($0) } ?? .null,
+            "agrees": .bool(c.agrees),
+        ]).jsonText + "\n"
+    }
+}
+
+private extension String {
+    func leftPad(_ width: Int) -> String { String(repeating: " ", count: max(0, width - count)) + self }
 }

@@ -4,6 +4,7 @@ import KinetraceTestSupport
 import KinetraceTrace
 import KinetraceWire
 import Testing
+@testable import KinetraceCLI
 @testable import KinetraceReplay
 
 /// Issue 28: `network fit` recovers the network a recording went through. The recordings are
@@ -110,6 +111,42 @@ import Testing
         for (a, b) in zip(skewed.delay.quantiles, plain.delay.quantiles) where a.p >= 0.01 && a.p <= 0.99 {
             #expect(abs(a.ms - b.ms) < 1, "p\(a.p): \(a.ms) ms skewed, \(b.ms) ms without")
         }
+    }
+
+    /// The loop: a recording through a known network is fitted; the fitted network, applied as
+    /// `network fit` writes it, makes a second recording (another seed); `network compare`'s
+    /// rules find the two alike, and find a recording through another network different.
+    @Test(arguments: [("Gilbert bursts and a Pareto tail", UInt64(11)), ("Bernoulli and a normal delay", UInt64(12))])
+    func fitReplayCompareClosesTheLoop(_ what: String, seed: UInt64) throws {
+        var truth = Impairments()
+        if seed == 11 {
+            truth.loss = .gilbertElliott(p: 0.015, r: 0.2, lossInBad: 1, lossInGood: 0)
+            truth.delay = .pareto(scaleMs: 30, shape: 2.5)
+            truth.allowReordering = true
+        } else {
+            truth.loss = .bernoulli(p: 0.04)
+            truth.delay = .normal(meanMs: 70.4, sdMs: 3.7)
+        }
+        let event = try NetworkFitter.fit(Self.recording(truth, seed: seed, perController: 4_000), baseMs: nil)
+        let fitted = NetworkFit.impairments(event)
+        // What is written is what is replayed: through the file format and back.
+        var network = ReplayNetwork(name: "fitted", description: "d", provenance: "p")
+        network.impairments = fitted
+        let replayed = try ReplayNetwork.parse(Array(network.document.jsonText.utf8), source: "fitted").impairments
+        let lab = try NetworkFitter.fit(Self.recording(replayed, seed: seed + 100, perController: 4_000), baseMs: nil)
+        let comparison = try #require(PathComparison.compare(event, lab))
+        #expect(comparison.delay.distance <= PathComparison.delayDistanceBound, "\(what): KS \(comparison.delay.distance)")
+        #expect(comparison.lossAgrees, "\(what): \(comparison.a.lossInterval) against \(comparison.b.lossInterval)")
+        #expect(comparison.burstsAgree ?? true, "\(what): bursts \(String(describing: comparison.a.meanBurst)) against \(String(describing: comparison.b.meanBurst))")
+        #expect(comparison.agrees)
+
+        // And a recording through a different network does not pass for it.
+        var other = truth
+        other.delay = .constant(ms: 150)
+        other.loss = .bernoulli(p: 0.2)
+        let elsewhere = try NetworkFitter.fit(Self.recording(other, seed: seed + 200, perController: 4_000), baseMs: nil)
+        let mismatch = try #require(PathComparison.compare(event, elsewhere))
+        #expect(!mismatch.delayAgrees && !mismatch.lossAgrees && !mismatch.agrees)
     }
 
     /// Clocks days apart: refused without --base-ms (never a network from nothing), and with it
