@@ -158,6 +158,15 @@ import Testing
         #expect(throws: NetworkFitError.self) { _ = try NetworkFitter.fit(evidence, baseMs: nil) }
         let fitted = try NetworkFitter.fit(evidence, baseMs: 40)
         #expect(!fitted.clocksComparable)
+        // One stamp a clock jump away: refused with that reason, never a hint to give the base already given.
+        var jumped = evidence
+        jumped.add(.message(MessageRecord(timeNs: 1_767_225_700_000_000_000, direction: .controllerToHost, source: jumped.controllers[0],
+                                          destination: Self.host, payload: MotionFrame(tMs: 1_767_225_600_000 + 1_000_000_000_000, ay: 0.01).encoded())))
+        #expect {
+            _ = try NetworkFitter.fit(jumped, baseMs: 40)
+        } throws: { error in
+            (error as? NetworkFitError)?.description.contains("a sender stamp lies far from its neighbours") == true
+        }
         let low = try #require(fitted.delaysMs.min())
         #expect(abs(low - 40) < 0.5, "floor \(low)")
     }

@@ -306,7 +306,9 @@ struct NetworkCompare: ParsableCommand {
         }
         if let plot {
             // Legends by file name; the second chart stops at the larger p99, where the body of a long tail shows.
-            let names = traces.map { "\($0 == traces[0] ? "A" : "B"): " + (NetworkFit.shown($0) == $0 ? URL(fileURLWithPath: $0).lastPathComponent : NetworkFit.shown($0)) }
+            let names = zip(["A", "B"], traces).map { label, trace in
+                "\(label): " + (trace == "-" ? NetworkFit.shown(trace) : URL(fileURLWithPath: trace).lastPathComponent)
+            }
             let p99 = max(comparison.a.quantilesMs.first { $0.p == 0.99 }?.ms ?? .infinity, comparison.b.quantilesMs.first { $0.p == 0.99 }?.ms ?? .infinity)
             let distance = "KS distance \(NetworkFit.fixed(comparison.delay.distance, 4)), p \(NetworkFit.fixed(comparison.delay.pValue, 3))"
             let charts = [

@@ -120,7 +120,10 @@ package enum NetworkFitter {
             notes.append("clocks not comparable: each controller's delays placed so that its lower bound is --base-ms \(baseMs) ms (assumed)")
         }
         if let lowest = delays.min(), lowest < 0 {
-            throw NetworkFitError(description: "a delay of \(Int64(lowest.rounded())) ms after the skew was removed: the stamps run ahead of the recording's clock; give --base-ms")
+            // With a base given, a delay below 0 can only come from a stamp far from its neighbours.
+            throw NetworkFitError(description: baseMs == nil
+                ? "a delay of \(Int64(lowest.rounded())) ms after the skew was removed: the stamps run ahead of the recording's clock; give --base-ms"
+                : "a delay of \(Int64(lowest.rounded())) ms after the skew was removed and --base-ms applied: a sender stamp lies far from its neighbours (a clock that jumped); cut the recording around it")
         }
         guard let delay = DelayFit.fit(delaysMs: delays) else {
             throw NetworkFitError(description: "the delays are not finite numbers: nothing to fit")
