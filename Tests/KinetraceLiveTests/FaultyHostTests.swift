@@ -36,7 +36,7 @@ struct FaultyHostTests {
 
     /// The impaired paths catch rule faults on their own: reordered frames
     /// (no stale check) and jitter (a refractory window timed by arrival).
-    @Test(arguments: [("no-stale", "AC-IMPAIRED-CROWDED-EVENT"), ("arrival-clock", "AC-IMPAIRED-LAB-5GHZ")])
+    @Test(arguments: [("no-stale", "AC-IMPAIRED-HARSH"), ("arrival-clock", "AC-IMPAIRED-LAB-5GHZ")])
     func impairedPathsCatchRuleFaults(_ fault: String, _ caughtBy: String) throws {
         let (status, verdicts) = try conform(fault, ["--cases", caughtBy])
         #expect(status == 1)

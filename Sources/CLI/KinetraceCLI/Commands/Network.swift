@@ -20,34 +20,66 @@ struct NetworkCommand: ParsableCommand {
 struct NetworkFit: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fit",
-        abstract: "Fit a replay network (specs/networks/README.md) to a host-side recording: delay, loss, duplication and reordering, with each figure's evidence in its provenance.",
+        abstract: "Fit a replay network (specs/networks/README.md) to a recording: delay, loss, duplication, reordering and rate steps, with each figure's evidence in its provenance.",
         discussion: """
-            Reads a trace or capture recorded at the host (kinetrace host --trace, capture, or a pcap) \
-            of a protocol whose samples carry the sender's clock. Per controller: one-way delay is \
-            capture time − sender stamp, with the sender's clock skew removed by the linear lower \
-            bound (Moon, Skelly and Towsley, 1999) when its samples span 30 s or more; a loss is a \
-            stamp missing at the protocol's nominal rate (a gap of over 50 periods is a pause, not \
-            loss); a duplicate is a stamp seen again; a reordering is a stamp below one already seen.
+            Reads one of three kinds of input:
+              TRACE                  a host-side trace or capture (kinetrace host --trace, capture, a
+                                     pcap) of a protocol whose samples carry the sender's clock: delay is
+                                     capture time − sender stamp, loss a stamp missing at the nominal rate
+              --join SENDER HOST     the sender's recording (a capture beside the phone, simulate --trace,
+                                     or replay --record, which records sends after the replay's own
+                                     network) and the host's, joined by message bytes as latency --join
+                                     does: true one-way delay and exact loss
+              --arrivals TRACE       a host-side recording of unstamped messages: lateness against the
+                                     nominal rate (jitter) and loss from gaps; the delay itself, the
+                                     sender's own jitter, duplicates and reordering cannot be known
 
-            Delay: each family the network format has (constant, uniform, normal, Pareto) is fitted \
-            and scored by its Kolmogorov–Smirnov distance to the sample; the closest is written when \
-            its p-value is above 0.05, else the empirical quantile table. Loss: Bernoulli and \
-            Gilbert (bursts) fitted by maximum likelihood, the one with the lower BIC written. \
-            The network's provenance lists the input, its size and digest, the counts, and every \
-            fitted figure with its uncertainty, and says which members are defaults.
+            Per controller, the sender's clock skew is removed by the linear lower bound (Moon, \
+            Skelly and Towsley, 1999) when its samples span 30 s or more and both halves agree on \
+            it. A gap of over 50 periods is a pause, not loss. Delay: each family the network \
+            format has (constant, uniform, normal, Pareto) is scored by its Kolmogorov–Smirnov \
+            distance to the sample; the closest is written when its p-value is above 0.05, else \
+            the empirical quantile table. Loss: Bernoulli and Gilbert (bursts) by maximum \
+            likelihood, the lower BIC written.
 
-            The delay is absolute when the stamps are on the recording's clock (a replay with \
-            --timestamps wallclock to a host on the same machine) or within a minute of it; \
+            --segment auto splits the recording where the delay's level changes (binary \
+            segmentation with Pettitt's rank test, p < 0.001, 10 s and 100 delays each side); \
+            --segment 60s splits it every 60 s. A segment whose 10th-percentile delay is clearly \
+            above the fastest segment's is written as a rate step: the rate at which a message of \
+            the recording's size takes that much longer. Without --segment, change points found \
+            are reported, not written.
+
+            The delay is absolute when the sender's times are on the recording's clock (a replay \
+            with --timestamps wallclock to a host on the same machine, or a join on one machine); \
             otherwise give --base-ms, the path's minimum one-way delay, which such a recording \
-            cannot show. Needs at least 50 samples and 100 messages in sender order.
+            cannot show. The report lists the minimum evidence each figure needs and what the \
+            input had. Exit status: 0 written; 64 a protocol without a sender clock given neither \
+            --join nor --arrivals; 65 an input that cannot be fitted (too short, a join that \
+            matches nothing, clocks that cannot be compared without --base-ms); 66 unreadable.
             """)
 
-    @Argument(help: ArgumentHelp("The host-side trace or capture to fit.", valueName: "trace"), completion: .file())
-    var trace: String
+    @Argument(help: ArgumentHelp("The recording to fit; with --join, the sender's recording, then the host's.", valueName: "trace"),
+              completion: .file())
+    var traces: [String]
+
+    @Flag(help: "Join the sender's recording (first) with the host's (second) by message bytes: true one-way delay and exact loss.")
+    var join = false
+
+    @Flag(help: "Fit unstamped messages by their arrivals against the protocol's nominal rate (jitter and gap loss); needs --base-ms.")
+    var arrivals = false
+
+    @Option(help: ArgumentHelp("Split the recording where conditions change (auto) or every DURATION (60s, 2m, 500ms), and write slower segments as rate steps.",
+                               valueName: "auto|duration"))
+    var segment: String?
 
     @Option(name: [.short, .customLong("output")], help: ArgumentHelp("Write the network here (a network-v1 JSON file).", valueName: "file"),
             completion: .file(extensions: ["json"]))
     var output: String
+
+    @Option(name: .customLong("lab-baseline"),
+            help: ArgumentHelp("A host's recording of a replay through the perfect network in the lab where this network will be replayed: its median delay, what the lab's own path adds, is taken out of the delay written.",
+                               valueName: "trace"), completion: .file())
+    var labBaseline: String?
 
     @Option(help: ArgumentHelp("The network's name (default: the output file's name without .json).", valueName: "name"))
     var name: String?
@@ -66,7 +98,12 @@ struct NetworkFit: ParsableCommand {
     }
 
     func validate() throws {
+        if join && arrivals { throw ValidationError("--join and --arrivals are two different inputs: give one.") }
+        guard traces.count == (join ? 2 : 1) else {
+            throw ValidationError(join ? "--join takes two recordings: the sender's, then the host's." : "Give one recording (two with --join).")
+        }
         if let baseMs { guard baseMs.isFinite, baseMs >= 0, baseMs <= 60_000 else { throw ValidationError("--base-ms must be a number of ms from 0 to 60000.") } }
+        _ = try segmentPolicy()
         let chosen = networkName
         guard !chosen.isEmpty, chosen.count <= 64, chosen.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "-_.".unicodeScalars.contains($0)) }) else {
             throw ValidationError("A network's name is 1 to 64 letters, digits, '-', '_' or '.': give --name.")
@@ -79,46 +116,132 @@ struct NetworkFit: ParsableCommand {
         var records: Int
         var readablePath: String
         var protocolName: String
+        /// A joined fit's sender recording (`readablePath` is the host's).
+        var senderPath: String?
     }
 
-    static func fitRecording(_ trace: String, input: CaptureInputOptions, baseMs: Double?) throws -> Recording {
+    /// What `--segment` asks for.
+    func segmentPolicy() throws -> SegmentPolicy {
+        guard let segment else { return .whole }
+        if segment == "auto" { return .changePoints }
+        guard let seconds = Self.seconds(segment), seconds >= ChangePoints.minimumSpanS, seconds <= 86_400 else {
+            throw ValidationError("--segment is auto or a duration from 10s to 24h (60s, 2m, 10000ms), not '\(segment)'.")
+        }
+        return .every(seconds: seconds)
+    }
+
+    /// `60`, `60s`, `2m`, `1h` or `500ms` in seconds; nil when it is none of these or not finite.
+    static func seconds(_ text: String) -> Double? {
+        let units: [(String, Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        for (suffix, scale) in units where text.hasSuffix(suffix) {
+            guard let value = Double(text.dropLast(suffix.count)), value.isFinite else { return nil }
+            return value * scale
+        }
+        guard let value = Double(text), value.isFinite else { return nil }
+        return value
+    }
+
+    static func fitRecording(_ trace: String, input: CaptureInputOptions, baseMs: Double?, arrivals: Bool = false,
+                             segments: SegmentPolicy = .whole, labPathMs: Double = 0) throws -> Recording {
         let readable = try reportingFailures { () throws(TraceError) in try InputSpool.readablePath(trace) }
         let reader = try reportingFailures { () throws(TraceError) in
             try openInputReadingAhead(path: readable, wireProtocol: input.wire.given, port: input.port)
         }
-        guard var evidence = PathEvidence(header: reader.header, wireProtocol: reader.wireProtocol) else {
-            printError("\(trace): \(reader.wireProtocol.id) samples carry no sender clock, so one-way delay and loss cannot be read from the host's side alone")
-            throw ExitStatus.dataError
-        }
         var records = 0
-        try reportingFailures { () throws(TraceError) in
-            while let record = try reader.next() {
-                evidence.add(record)
-                records += 1
+        let set: PathSet
+        if arrivals {
+            guard var evidence = ArrivalEvidence(wireProtocol: reader.wireProtocol) else {
+                printError("\(trace): \(reader.wireProtocol.id) has no nominal rate, so arrivals have no schedule to be measured against")
+                throw ExitStatus.dataError
             }
+            try reportingFailures { () throws(TraceError) in
+                while let record = try reader.next() { evidence.add(record); records += 1 }
+            }
+            set = evidence.pathSet
+        } else {
+            guard var evidence = PathEvidence(header: reader.header, wireProtocol: reader.wireProtocol) else {
+                printError("\(trace): \(reader.wireProtocol.id) samples carry no sender clock, so one-way delay and loss cannot be read from the host's side alone: give --join SENDER HOST, or --arrivals for jitter and gap loss")
+                throw ExitCode.validationFailure
+            }
+            try reportingFailures { () throws(TraceError) in
+                while let record = try reader.next() { evidence.add(record); records += 1 }
+            }
+            set = evidence.pathSet
         }
         if let truncation = reader.truncation { printWarning("\(trace): \(truncation)") }
+        return try fitted(set, source: trace, records: records, readablePath: readable, protocolName: reader.wireProtocol.id.name,
+                          baseMs: baseMs, segments: segments, labPathMs: labPathMs)
+    }
+
+    static func fitJoined(sender: String, host: String, input: CaptureInputOptions, baseMs: Double?, segments: SegmentPolicy,
+                          labPathMs: Double) throws -> Recording {
+        let senderPath = try reportingFailures { () throws(TraceError) in try InputSpool.readablePath(sender) }
+        let hostPath = try reportingFailures { () throws(TraceError) in try InputSpool.readablePath(host) }
+        let sent = try reportingFailures { () throws(TraceError) in
+            try openInputReadingAhead(path: senderPath, wireProtocol: input.wire.given, port: input.port)
+        }
+        let wireProtocol = sent.wireProtocol
+        guard wireProtocol.transport != .byteStream else {
+            printError("\(sender): \(wireProtocol.id) is a byte stream, which loses nothing and re-frames what it carries: a join cannot show its loss; fit the host's recording with --arrivals")
+            throw ExitCode.validationFailure
+        }
+        let received = try reportingFailures { () throws(TraceError) in
+            try openInputReadingAhead(path: hostPath, wireProtocol: wireProtocol, port: input.port)
+        }
+        var evidence = JoinedEvidence(wireProtocol: wireProtocol)
+        var records = 0
+        try reportingFailures { () throws(TraceError) in
+            while let record = try sent.next() { evidence.addSent(record); records += 1 }
+            while let record = try received.next() { evidence.addReceived(record); records += 1 }
+        }
+        if let truncation = sent.truncation { printWarning("\(sender): \(truncation)") }
+        if let truncation = received.truncation { printWarning("\(host): \(truncation)") }
+        return try fitted(evidence.pathSet, source: "\(shown(sender)) joined with \(shown(host))", records: records, readablePath: hostPath,
+                          protocolName: wireProtocol.id.name, baseMs: baseMs, segments: segments, labPathMs: labPathMs,
+                          joinedSenderPath: senderPath)
+    }
+
+    static func fitted(_ set: PathSet, source: String, records: Int, readablePath: String, protocolName: String, baseMs: Double?,
+                       segments: SegmentPolicy, labPathMs: Double = 0, joinedSenderPath: String? = nil) throws -> Recording {
         do throws(NetworkFitError) {
-            return Recording(fitted: try NetworkFitter.fit(evidence, baseMs: baseMs), records: records, readablePath: readable,
-                             protocolName: reader.wireProtocol.id.name)
+            var recording = Recording(fitted: try NetworkFitter.fit(set, baseMs: baseMs, segments: segments, labPathMs: labPathMs), records: records,
+                                      readablePath: readablePath, protocolName: protocolName)
+            recording.senderPath = joinedSenderPath
+            return recording
         } catch {
-            printError("\(trace): no network fitted: \(error.description)")
+            printError("\(source): no network fitted: \(error.description)")
             throw ExitStatus.dataError
         }
     }
 
     func run() throws {
-        let recording = try Self.fitRecording(trace, input: input, baseMs: baseMs)
+        let policy = try segmentPolicy()
+        var labPathMs = 0.0
+        if let labBaseline {
+            // The lab's own path: a replay there through `perfect`, read as any recording is.
+            let lab = try Self.fitRecording(labBaseline, input: input, baseMs: baseMs)
+            let sorted = lab.fitted.delaysMs.sorted()
+            labPathMs = sorted[sorted.count / 2]
+            guard labPathMs.isFinite, labPathMs >= 0, labPathMs <= 10_000 else {
+                printError("\(labBaseline): the lab's median delay is \(Self.fixed(labPathMs, 3)) ms: a replay through perfect to a host in the lab shows 0 to 10000 ms")
+                throw ExitStatus.dataError
+            }
+        }
+        let recording = join
+            ? try Self.fitJoined(sender: traces[0], host: traces[1], input: input, baseMs: baseMs, segments: policy, labPathMs: labPathMs)
+            : try Self.fitRecording(traces[0], input: input, baseMs: baseMs, arrivals: arrivals, segments: policy, labPathMs: labPathMs)
         let fitted = recording.fitted, records = recording.records
-        let digest = Self.digest(recording.readablePath)
+        let source = join ? "\(Self.shown(traces[0])) joined with \(Self.shown(traces[1]))" : Self.shown(traces[0])
+        var digests = [Self.digest(recording.readablePath)]
+        if let sender = recording.senderPath { digests.insert(Self.digest(sender), at: 0) }
         var network = ReplayNetwork(name: networkName,
-                                    description: "Fitted by kinetrace network fit from \(Self.shown(trace)): \(fitted.controllers) controller(s), \(fitted.received) samples over \(SummaryRendering.ms(fitted.spanS, 1)) s.",
-                                    provenance: Self.provenance(fitted, trace: trace, records: records, digest: digest, protocolName: recording.protocolName))
+                                    description: "Fitted by kinetrace network fit from \(source): \(fitted.controllers) controller(s), \(fitted.received) messages over \(SummaryRendering.ms(fitted.spanS, 1)) s.",
+                                    provenance: Self.provenance(fitted, source: source, records: records, digests: digests, protocolName: recording.protocolName))
         network.basis = "measured"
-        network.controllers = min(fitted.controllers, 65_536)
+        network.controllers = min(max(fitted.controllers, 1), 65_536)
         network.impairments = Self.impairments(fitted)
         if let problem = network.impairments.problem {
-            printError("\(trace): the fitted network is not valid: \(problem)")
+            printError("\(source): the fitted network is not valid: \(problem)")
             throw ExitStatus.dataError
         }
         // What is written must read back as a network: parse it before saying it was written.
@@ -128,7 +251,7 @@ struct NetworkFit: ParsableCommand {
             throw ExitStatus.dataError
         }
         try writeOutput(text, to: output, what: "the network")
-        let summary = report.format == .json ? Self.json(fitted, network: network, output: output) : Self.text(fitted, network: network, trace: trace, output: output)
+        let summary = report.format == .json ? Self.json(fitted, network: network, output: output) : Self.text(fitted, network: network, source: source, output: output)
         try writeOutput(summary, to: report.out)
     }
 
@@ -160,6 +283,7 @@ struct NetworkFit: ParsableCommand {
         i.duplicate = min(1, fitted.duplicateRate)
         // Reordering seen is left to the delays: with order not preserved, a long delay lets later messages pass.
         i.allowReordering = fitted.reordered > 0
+        i.rate = fitted.segments.rateSteps.map { RateStep(fromNs: Int64(($0.fromS * 1e9).rounded()), bitsPerSecond: $0.bitsPerS.rounded()) }
         return i
     }
 
@@ -194,37 +318,100 @@ struct NetworkFit: ParsableCommand {
     }
 
     static func skewPhrase(_ fitted: FittedPath) -> String {
-        guard !fitted.skews.isEmpty else { return "not fitted (no controller spanned \(Int(NetworkFitter.minimumSkewSpanS)) s)" }
+        guard !fitted.skews.isEmpty else {
+            return fitted.unskewedControllers >= fitted.controllers
+                ? "not fitted (no controller spanned \(Int(NetworkFitter.minimumSkewSpanS)) s)"
+                : "none removed (no controller's two halves agreed on a slope)"
+        }
         let ppm = fitted.skews.map(\.estimate.ppm).sorted()
         return "removed for \(ppm.count) controller(s): median \(fixed(ppm[ppm.count / 2], 2)) ppm (\(fixed(ppm[0], 2)) to \(fixed(ppm[ppm.count - 1], 2)))"
     }
 
-    static func provenance(_ fitted: FittedPath, trace: String, records: Int, digest: String?, protocolName: String) -> String {
+    static func evidencePhrase(_ fitted: FittedPath) -> String {
+        switch fitted.evidence {
+        case .senderClock: return "a host-side recording of stamped samples (delay = arrival − sender stamp; loss = stamps missing at the nominal rate)"
+        case .joined: return "the sender's and the host's recordings joined by message bytes (true one-way delay; exact loss)"
+        case .arrivals: return "a host-side recording of unstamped messages (lateness against the nominal rate; loss from gaps)"
+        }
+    }
+
+    static func rate(_ bitsPerS: Double) -> String {
+        if bitsPerS >= 1e9 { return "\(fixed(bitsPerS / 1e9, 3)) Gbit/s" }
+        if bitsPerS >= 1e6 { return "\(fixed(bitsPerS / 1e6, bitsPerS >= 1e8 ? 0 : 3)) Mbit/s" }
+        return "\(fixed(bitsPerS / 1e3, 3)) kbit/s"
+    }
+
+    static func segmentLines(_ fitted: FittedPath) -> [String] {
+        fitted.segments.segments.map { s in
+            var line = "\(fixed(s.startS, 1))–\(fixed(s.endS, 1)) s: \(s.samples) delays, p10 \(fixed(s.lowMs, 2)) ms (\(fixed(s.lowInterval.lowerBound, 2))–\(fixed(s.lowInterval.upperBound, 2))), median \(fixed(s.medianMs, 2)) ms, loss \(fixed(100 * s.lossRate, 2)) % of \(s.messages)"
+            if let bits = s.bitsPerS, let interval = s.bitsPerSInterval {
+                line += "; \(fixed(s.shiftMs, 2)) ms slower: rate \(rate(bits))" + (s.saturated ? " (saturated: throughput)" : " (\(rate(interval.lowerBound))–\(rate(interval.upperBound)))")
+            } else if s.shiftMs == 0 {
+                line += "; the fastest"
+            } else {
+                line += "; \(fixed(s.shiftMs, 2)) ms slower, not clear of 0 (\(fixed(s.shiftInterval.lowerBound, 2))–\(fixed(s.shiftInterval.upperBound, 2)) ms)"
+            }
+            return line
+        }
+    }
+
+    static func ratePhrase(_ fitted: FittedPath) -> String {
+        let steps = fitted.segments.rateSteps
+        guard !steps.isEmpty else { return "" }
+        return "Rate (measured, from the segments' delay steps): " + steps.map { step in
+            step.bitsPerS == ConditionSegments.unlimitedBitsPerS ? "from \(fixed(step.fromS, 1)) s \(rate(step.bitsPerS)) (the fastest segment: its rate cannot be seen, assumed)"
+                : "from \(fixed(step.fromS, 1)) s \(rate(step.bitsPerS))"
+        }.joined(separator: ", ") + "; segments " + segmentLines(fitted).joined(separator: "; ") + ". "
+    }
+
+    static func provenance(_ fitted: FittedPath, source: String, records: Int, digests: [String?], protocolName: String) -> String {
         let q = Dictionary(fitted.delay.quantiles.map { ($0.p, $0.ms) }, uniquingKeysWith: { a, _ in a })
         let quantiles = [0.5, 0.9, 0.99].compactMap { p in q[p].map { "p\(Int(p * 100)) \(fixed($0, 2)) ms" } }.joined(separator: ", ")
-        return "Measured by kinetrace network fit \(Kinetrace.version) from \(shown(trace)) (\(digest ?? "not digested: over 64 MiB or not a file"), "
-            + "\(records) records, \(protocolName), \(fitted.controllers) controller(s), \(fitted.received) distinct samples over \(fixed(fitted.spanS, 1)) s). "
-            + "Clocks: " + (fitted.clocksComparable ? "the sender stamps are on the recording's clock, so delays are absolute. "
-                            : "the sender stamps are not on the recording's clock; each controller's lower bound was placed at \(fixed(fitted.baseMs ?? 0, 3)) ms (assumed, --base-ms). ")
+        let digestText = digests.map { $0 ?? "not digested: over 64 MiB or not a file" }.joined(separator: ", ")
+        let arrivals = fitted.evidence == .arrivals
+        let orders = arrivals
+            ? "Duplicate and reordering (not measurable: unstamped messages do not name themselves): written as 0 and order kept (assumed). "
+            : "Duplicate (measured): \(fitted.duplicates) of \(fitted.received) (\(fixed(100 * fitted.duplicateRate, 3)) %). "
+              + "Reordering (measured): \(fitted.reordered) of \(fitted.received) (\(fixed(100 * fitted.reorderRate, 3)) %), left to the delays (preserve_order \(fitted.reordered == 0)). "
+        let rateDefault = fitted.segments.rateSteps.isEmpty ? ", no rate limit" : ""
+        return "Measured by kinetrace network fit \(Kinetrace.version) from \(source) (\(digestText); "
+            + "\(records) records, \(protocolName), \(fitted.controllers) controller(s), \(fitted.received) messages over \(fixed(fitted.spanS, 1)) s). "
+            + "Evidence: \(evidencePhrase(fitted)). "
+            + "Clocks: " + (fitted.clocksComparable ? "the sender's times are on the recording's clock, so delays are absolute. "
+                            : "the sender's times are not on the recording's clock; each \(arrivals ? "run's" : "controller's") lower bound was placed at \(fixed(fitted.baseMs ?? 0, 3)) ms (assumed, --base-ms). ")
             + "Skew: \(skewPhrase(fitted)). "
-            + "Delay (measured): \(delayPhrase(fitted)); sample \(quantiles). "
+            + "Delay (\(arrivals ? "measured lateness placed at --base-ms" : "measured")\(fitted.labPathMs > 0 ? ", less the lab's own path of \(fixed(fitted.labPathMs, 3)) ms measured by --lab-baseline" : "")): \(delayPhrase(fitted)); sample \(quantiles). "
             + "Loss (measured): \(lossPhrase(fitted.loss)). "
-            + "Duplicate (measured): \(fitted.duplicates) of \(fitted.received) (\(fixed(100 * fitted.duplicateRate, 3)) %). "
-            + "Reordering (measured): \(fitted.reordered) of \(fitted.received) (\(fixed(100 * fitted.reorderRate, 3)) %), left to the delays (preserve_order \(fitted.reordered == 0)). "
-            + "Defaults, not measured: no corruption or truncation (a recording of valid messages cannot show them), no rate limit, stagger 100 ms."
+            + orders
+            + ratePhrase(fitted)
+            + "Defaults, not measured: no corruption or truncation (a recording of valid messages cannot show them)\(rateDefault), stagger 100 ms."
             + (fitted.notes.isEmpty ? "" : " Notes: " + fitted.notes.joined(separator: "; ") + ".")
     }
 
-    static func text(_ fitted: FittedPath, network: ReplayNetwork, trace: String, output: String) -> String {
-        var lines = ["fitted \(shown(trace)): \(fitted.controllers) controller(s), \(fitted.received) distinct samples over \(fixed(fitted.spanS, 1)) s; "
+    static func text(_ fitted: FittedPath, network: ReplayNetwork, source: String, output: String) -> String {
+        var lines = ["fitted \(source): \(fitted.controllers) controller(s), \(fitted.received) messages over \(fixed(fitted.spanS, 1)) s; "
                      + (fitted.clocksComparable ? "delays absolute (one clock)" : "delays placed at --base-ms \(fixed(fitted.baseMs ?? 0, 3)) ms (clocks not comparable)")]
+        lines.append("evidence  \(evidencePhrase(fitted))")
         lines.append("skew      \(skewPhrase(fitted))")
         lines.append("delay     \(delayPhrase(fitted))")
         for candidate in fitted.delay.candidates {
             lines.append("          \(describe(candidate.family)): KS D \(fixed(candidate.ks.distance, 4)), p \(fixed(candidate.ks.pValue, 3))")
         }
         lines.append("loss      \(lossPhrase(fitted.loss))")
-        lines.append("duplicate \(fitted.duplicates) (\(fixed(100 * fitted.duplicateRate, 3)) %), reordered \(fitted.reordered) (\(fixed(100 * fitted.reorderRate, 3)) %)")
+        if fitted.ordersKnown {
+            lines.append("duplicate \(fitted.duplicates) (\(fixed(100 * fitted.duplicateRate, 3)) %), reordered \(fitted.reordered) (\(fixed(100 * fitted.reorderRate, 3)) %)")
+        } else {
+            lines.append("duplicate not measurable from unstamped arrivals (written as 0); reordering likewise (order kept)")
+        }
+        if fitted.segments.segments.count > 1 || !fitted.segments.rateSteps.isEmpty {
+            for (i, line) in segmentLines(fitted).enumerated() { lines.append((i == 0 ? "segments  " : "          ") + line) }
+            let steps = fitted.segments.rateSteps
+            lines.append("rate      " + (steps.isEmpty ? "no segment clearly slower than the fastest: no rate steps"
+                                         : steps.map { "\(fixed($0.fromS, 1)) s \(rate($0.bitsPerS))" }.joined(separator: ", ")))
+        }
+        for row in fitted.minimumEvidence {
+            lines.append("needs     \(row.figure): \(row.needs); had \(row.had)\(row.met == false ? " (not met)" : "")")
+        }
         for note in fitted.notes { lines.append("note      \(note)") }
         lines.append("wrote \(output): network \(network.name), basis measured")
         return lines.map { TerminalText.escaped($0) }.joined(separator: "\n") + "\n"
@@ -244,7 +431,7 @@ struct NetworkFit: ParsableCommand {
             "format": .string("kinetrace-network-fit"), "version": .integer(1), "output": .string(output),
             "network": network.document,
             "controllers": .integer(Int64(fitted.controllers)), "samples": .integer(Int64(fitted.received)), "span_s": .number(fitted.spanS),
-            "clocks_comparable": .bool(fitted.clocksComparable),
+            "clocks_comparable": .bool(fitted.clocksComparable), "lab_path_ms": .number(fitted.labPathMs),
             "skew_ppm": .array(fitted.skews.map { .object(["controller": .string($0.controller.description), "ppm": .number($0.estimate.ppm),
                                                               "span_s": .number($0.estimate.spanS)]) }),
             "delay": .object([
@@ -254,7 +441,27 @@ struct NetworkFit: ParsableCommand {
                                                                            "ks_distance": .number($0.ks.distance), "p_value": .number($0.ks.pValue)]) }),
             ]),
             "loss": .object(loss),
-            "duplicates": .integer(Int64(fitted.duplicates)), "reordered": .integer(Int64(fitted.reordered)), "pauses": .integer(Int64(fitted.pauses)),
+            "duplicates": fitted.ordersKnown ? .integer(Int64(fitted.duplicates)) : .null,
+            "reordered": fitted.ordersKnown ? .integer(Int64(fitted.reordered)) : .null, "pauses": .integer(Int64(fitted.pauses)),
+            "evidence": .string(fitted.evidence.rawValue), "unmatched": .integer(Int64(fitted.unmatched)),
+            "segments": .array(fitted.segments.segments.map { s in
+                var object: [String: JSONValue] = [
+                    "start_s": .number(s.startS), "end_s": .number(s.endS), "samples": .integer(Int64(s.samples)),
+                    "median_ms": .number(s.medianMs), "p10_ms": .number(s.lowMs),
+                    "p10_interval_ms": .array([.number(s.lowInterval.lowerBound), .number(s.lowInterval.upperBound)]),
+                    "messages": .integer(Int64(s.messages)), "lost": .integer(Int64(s.lost)),
+                    "loss_interval": .array([.number(s.lossInterval.lowerBound), .number(s.lossInterval.upperBound)]),
+                    "shift_ms": .number(s.shiftMs), "saturated": .bool(s.saturated),
+                ]
+                if let bits = s.bitsPerS { object["bits_per_s"] = .number(bits) }
+                if let interval = s.bitsPerSInterval { object["bits_per_s_interval"] = .array([.number(interval.lowerBound), .number(interval.upperBound)]) }
+                return .object(object)
+            }),
+            "change_points_s": .array(fitted.segments.changePointsS.map { .number($0) }),
+            "rate_steps": .array(fitted.segments.rateSteps.map { .object(["from_s": .number($0.fromS), "bits_per_s": .number($0.bitsPerS)]) }),
+            "minimum_evidence": .array(fitted.minimumEvidence.map {
+                .object(["figure": .string($0.figure), "needs": .string($0.needs), "had": .string($0.had), "met": $0.met.map { .bool($0) } ?? .null])
+            }),
             "notes": .array(fitted.notes.map { .string($0) }),
         ]).jsonText + "\n"
     }
@@ -287,6 +494,9 @@ struct NetworkCompare: ParsableCommand {
     @Option(name: .customLong("base-ms"), help: ArgumentHelp("The path's minimum one-way delay in ms, for recordings whose clocks cannot be compared.", valueName: "ms"))
     var baseMs: Double?
 
+    @Flag(help: "Read both recordings as unstamped arrivals against the protocol's nominal rate (as network fit --arrivals); needs --base-ms.")
+    var arrivals = false
+
     @OptionGroup var report: ReportOptions<OutputFormat>
     @OptionGroup var input: CaptureInputOptions
 
@@ -298,8 +508,8 @@ struct NetworkCompare: ParsableCommand {
 
     func run() throws {
         let converter = try plotFormat.converter(for: plot)
-        let first = try NetworkFit.fitRecording(traces[0], input: input, baseMs: baseMs)
-        let second = try NetworkFit.fitRecording(traces[1], input: input, baseMs: baseMs)
+        let first = try NetworkFit.fitRecording(traces[0], input: input, baseMs: baseMs, arrivals: arrivals)
+        let second = try NetworkFit.fitRecording(traces[1], input: input, baseMs: baseMs, arrivals: arrivals)
         guard let comparison = PathComparison.compare(first.fitted, second.fitted) else {
             printError("\(traces[0]) and \(traces[1]): no delays to compare")
             throw ExitStatus.dataError

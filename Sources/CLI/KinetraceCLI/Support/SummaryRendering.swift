@@ -240,18 +240,7 @@ enum SummaryRendering {
     }
 
     /// Fixed-point text without Foundation's String(format:).
-    static func ms(_ value: Double, _ decimals: Int = 2) -> String {
-        var scale = 1.0
-        for _ in 0..<decimals { scale *= 10 }
-        let scaled = (abs(value) * scale).rounded()
-        // Past Int64 (a hostile stamp's interval, 2^64 ms): Swift's own spelling, never a trap.
-        guard scaled.isFinite, scaled < 0x1p63 else { return "\(value)" }
-        let whole = Int64(scaled / scale)
-        var fraction = String(Int64(scaled) - whole * Int64(scale))
-        fraction = String(repeating: "0", count: max(0, decimals - fraction.count)) + fraction
-        let sign = value < 0 && scaled != 0 ? "-" : ""
-        return decimals == 0 ? "\(sign)\(whole)" : "\(sign)\(whole).\(fraction)"
-    }
+    static func ms(_ value: Double, _ decimals: Int = 2) -> String { FixedPoint.text(value, decimals) }
 }
 
 /// A plain left-aligned text table.

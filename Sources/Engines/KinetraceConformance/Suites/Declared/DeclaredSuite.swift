@@ -333,8 +333,9 @@ extension DeclaredSuite {
 struct DerivedImpairedPathCase: DerivedActiveCase {
     let inner: ImpairedPathCase
     var info: CaseInfo { inner.info }
-    /// The crowded event's jitter delivers a fifth of the samples out of order (seed 1), enough that a host judging
-    /// stale ones decides differently; the other networks' schedules do not show that fault, so they do not claim it.
-    var faults: [GeneratedFault] { [.host("shared-state")] + (inner.network == "crowded-event" ? [.declaration(.staleJudged)] : []) }
+    /// No network claims the stale-judging fault: how many samples a network reorders, and whether one of them
+    /// crosses the rule's threshold, depends on the protocol's rate and the seed (since crowded-event was rebuilt
+    /// from cited figures its narrower bulk reorders too few). AC-DECL-STALE catches that fault by construction.
+    var faults: [GeneratedFault] { [.host("shared-state")] }
     func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult { try inner.run(p, parameters) }
 }
