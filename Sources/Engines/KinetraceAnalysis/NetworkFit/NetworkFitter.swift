@@ -112,7 +112,7 @@ package enum NetworkFitter {
     static func place(_ set: PathSet, comparable: Bool, baseMs: Double?, stepMs: (Double) -> Double) -> Placed {
         var placed = Placed()
         var pairs: [(t: Double, d: Double, arrival: Double)] = []
-        for (c, path) in set.paths.enumerated() where !path.rawDelaysMs.isEmpty {
+        for path in set.paths where !path.rawDelaysMs.isEmpty {
             let level = zip(path.rawDelaysMs, path.timesS).map { $0 - stepMs($1) }
             var corrected = path.rawDelaysMs
             let span = (path.senderTimesS.max() ?? 0) - (path.senderTimesS.min() ?? 0)
