@@ -11,13 +11,17 @@ import PackageDescription
 //                 abstraction and its registry (standard library and KinetraceJSON only).
 //   3. Formats  – KinetraceTrace (trace v1, JSON Lines), KinetracePcap (pcap/pcapng via libpcap,
 //                 read and written as trace records, so it uses KinetraceTrace).
-//   4. Engines  – KinetraceAnalysis, KinetracePlot, KinetraceGestures, KinetraceSimulation,
-//                 KinetraceTransport (sockets, child processes, the controller link),
-//                 KinetraceHost, KinetraceController (uses Simulation's phone model and
-//                 Transport), KinetraceCapture, KinetraceReplay (uses Transport),
-//                 KinetraceConformance (uses Transport, and Replay's planner for the
-//                 impaired-path cases).
-//   5. CLI      – KinetraceCLI (commands) and the `kinetrace` executable.
+//   4. Transport – KinetraceTransport: the carriers behind one seam (`Transport`): a
+//                 controller's connection (plain sockets, for timing), a host's listener
+//                 (SwiftNIO), the controller link; child processes for exec hosts.
+//                 KinetraceImpairment: what a network does to messages, and the replay
+//                 planner that applies it (pure).
+//   5. Engines  – KinetraceAnalysis, KinetracePlot, KinetraceGestures, KinetraceSimulation,
+//                 KinetraceHost, KinetraceController (uses Simulation's phone model),
+//                 KinetraceCapture, KinetraceReplay, KinetraceConformance: every engine
+//                 reaches hosts and controllers through Transport, never through a
+//                 carrier of its own.
+//   6. CLI      – KinetraceCLI (commands) and the `kinetrace` executable.
 // CI (CI set, as .ci/run does) builds with no warnings: every warning in Kinetrace's own
 // targets is an error there, never in a dependency's.
 let warningsAsErrors: [SwiftSetting] = (Context.environment["CI"] ?? "").isEmpty ? [] : [.treatAllWarnings(as: .error)]
@@ -87,7 +91,27 @@ let package = Package(
             name: "KinetracePcap",
             dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceSupport", "CPcap"],
             path: "Sources/Formats/KinetracePcap", swiftSettings: strict),
-        // 4. Engines
+        // 4. Transport
+        // The carriers (UDP, TCP) behind one seam: a controller's connection, a host's listener.
+        .target(
+            name: "KinetraceTransport",
+            dependencies: [
+                "KinetraceWire", "KinetraceTrace", "KinetraceSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Transport/KinetraceTransport", swiftSettings: strict),
+        // What a network does to messages, and the planner that applies it: pure, no sockets.
+        .target(
+            name: "KinetraceImpairment",
+            dependencies: [
+                "KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON",
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
+            path: "Sources/Transport/KinetraceImpairment", swiftSettings: strict),
+        // 5. Engines
         .target(
             name: "KinetraceAnalysis",
             dependencies: [
@@ -112,20 +136,13 @@ let package = Package(
         .target(
             name: "KinetraceHost",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON",
+                "KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON", "KinetraceTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Engines/KinetraceHost", swiftSettings: strict),
-        .target(
-            name: "KinetraceTransport",
-            dependencies: [
-                "KinetraceWire", "KinetraceTrace", "KinetraceSupport",
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ],
-            path: "Sources/Engines/KinetraceTransport", swiftSettings: strict),
         .target(
             name: "KinetraceController",
             dependencies: [
@@ -137,15 +154,14 @@ let package = Package(
         .target(
             name: "KinetraceReplay",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceSupport", "KinetraceJSON", "KinetraceTransport",
-                .product(name: "HeapModule", package: "swift-collections"),
+                "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceSupport", "KinetraceJSON", "KinetraceTransport", "KinetraceImpairment",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Engines/KinetraceReplay", swiftSettings: strict),
         .target(
             name: "KinetraceConformance",
-            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON", "KinetraceTransport", "KinetraceReplay"],
+            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON", "KinetraceTransport", "KinetraceImpairment"],
             path: "Sources/Engines/KinetraceConformance", swiftSettings: strict),
         .target(
             name: "KinetraceCapture",
@@ -154,12 +170,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Engines/KinetraceCapture", swiftSettings: strict),
-        // 5. CLI
+        // 6. CLI
         .target(
             name: "KinetraceCLI",
             dependencies: [
                 "KinetraceSupport", "KinetraceJSON", "KinetraceHash", "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
-                "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetraceReplay", "KinetraceTransport",
+                "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetraceReplay", "KinetraceTransport", "KinetraceImpairment",
                 "KinetraceConformance", "KinetracePlot", "KinetraceGestures", "KinetraceJUnit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -197,17 +213,17 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceLiveTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceHost", "KinetraceConformance", "KinetraceController", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire",
-                           "KinetraceTransport", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceHost", "KinetraceConformance", "KinetraceController", "KinetraceSimulation", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire",
+                           "KinetraceTransport", "KinetraceImpairment", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceReplayTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceReplay", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceReplay", "KinetraceImpairment", "KinetraceTransport", "KinetraceSimulation", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceConformanceTests",
             dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceConformance", "KinetraceHost", "KinetraceTrace", "KinetraceWire", "KinetraceReplay",
-                           "KinetraceTestSupport"],
+                           "KinetraceImpairment", "KinetraceTransport", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceDissectorTests",
@@ -223,7 +239,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceCLITests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceJUnit", "KinetraceCLI", "KinetraceConformance", "KinetraceReplay", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceJUnit", "KinetraceCLI", "KinetraceConformance", "KinetraceReplay", "KinetraceImpairment", "KinetraceTransport", "KinetraceHost", "KinetraceController", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
             exclude: ["Golden", "Schemas"],
             swiftSettings: strict),
     ]

@@ -4,13 +4,18 @@
 #      measured independently from a libpcap capture (ack time − trigger frame time);
 #   2. capture at 10,000 frames/s for 30 s: kernel drops must be zero.
 # Usage: Benchmarks/live/run.sh [SECONDS_FOR_HOST_RUN] [SECONDS_FOR_CAPTURE_RUN]
+#   KINETRACE_BIN  use this kinetrace binary instead of building one
 # Prints a Markdown table for Benchmarks/RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 host_seconds=${1:-30}
 capture_seconds=${2:-30}
-swift build -c release --product kinetrace >/dev/null
-bin=$(swift build -c release --show-bin-path)/kinetrace
+if [ -n "${KINETRACE_BIN:-}" ]; then
+  bin=$KINETRACE_BIN
+else
+  swift build -c release --product kinetrace >/dev/null
+  bin=$(swift build -c release --show-bin-path)/kinetrace
+fi
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done; sleep 0.5; rm -rf "$work"; }

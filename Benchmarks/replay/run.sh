@@ -17,6 +17,7 @@
 #                    ./autogen.sh && ./configure --prefix=/tmp/tcpreplay-4.5.5 && make install
 #                    TCPREPLAY=/tmp/tcpreplay-4.5.5/bin/tcpreplay Benchmarks/replay/run.sh
 #   LOADS          "name controllers rate_hz duration_s;..." instead of the built-in loads
+#   RESULTS_DIR    where results.{json,md} go (default: results/ next to this file)
 #   HOST_EXTRA     options for the reference host (e.g. --immediate-mode)
 # Needs root (capture and tcpreplay on lo). Writes results/results.{json,md}.
 # Exits non-zero only on harness errors; missed targets are reported, not asserted.
@@ -25,7 +26,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 scratch="$root/.build-bench"
-results="$here/results"
+results=${RESULTS_DIR:-$here/results}
 seed=${SEED:-1}
 quick=0
 [ "${1:-}" = "--quick" ] && quick=1

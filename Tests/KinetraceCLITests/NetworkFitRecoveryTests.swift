@@ -5,6 +5,7 @@ import KinetraceTrace
 import KinetraceWire
 import Testing
 @testable import KinetraceCLI
+@testable import KinetraceImpairment
 @testable import KinetraceReplay
 
 /// Issue 28: `network fit` recovers the network a recording went through. The recordings are

@@ -6,6 +6,7 @@ import KinetraceTrace
 import KinetraceWire
 import Testing
 @testable import KinetraceCLI
+@testable import KinetraceImpairment
 @testable import KinetraceReplay
 
 /// Issue 28: rate steps, joined recordings and unstamped arrivals. The recordings come from the

@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceImpairment
 import KinetraceReplay
 import KinetraceTestSupport
 import Testing

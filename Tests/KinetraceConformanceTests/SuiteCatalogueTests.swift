@@ -1,5 +1,6 @@
 import Foundation
 import KinetraceConformance
+import KinetraceImpairment
 import KinetraceReplay
 import KinetraceTestSupport
 import KinetraceWire

@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceTransport
 import KinetraceHost
 import KinetraceSupport
 import KinetraceTestSupport

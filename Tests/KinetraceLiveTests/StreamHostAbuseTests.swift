@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceTransport
 import KinetraceHost
 import KinetraceSupport
 import KinetraceTestSupport
@@ -80,7 +81,7 @@ final class RawTCPClient {
         var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream())
         configuration.port = 0
         configuration.tracePath = trace
-        let host = try StreamReferenceHost(configuration: configuration, logger: Self.quiet)
+        let host = try ReferenceHost(configuration: configuration, logger: Self.quiet)
         let port = UInt16(host.localAddress.port!)
         var sent: [Endpoint: [UInt8]] = [:]
         let storm = 400
@@ -119,7 +120,7 @@ final class RawTCPClient {
         configuration.port = 0
         configuration.maximumConnections = 16
         configuration.connectionTimeoutNs = nil  // displacement alone, on a machine however slow
-        let host = try StreamReferenceHost(configuration: configuration, logger: Self.quiet)
+        let host = try ReferenceHost(configuration: configuration, logger: Self.quiet)
         let port = UInt16(host.localAddress.port!)
         let record = AttitudeRecord(roll: 0.5, pitch: -0.25, yaw: 1).encoded()
         let before = try RawTCPClient(port: port)
@@ -154,7 +155,7 @@ final class RawTCPClient {
         var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream())
         configuration.port = 0
         configuration.connectionTimeoutNs = 300_000_000
-        let host = try StreamReferenceHost(configuration: configuration, logger: Self.quiet)
+        let host = try ReferenceHost(configuration: configuration, logger: Self.quiet)
         let port = UInt16(host.localAddress.port!)
         let record = AttitudeRecord(roll: 0.5, pitch: -0.25, yaw: 1).encoded()
         let phone = try RawTCPClient(port: port), trickle = try RawTCPClient(port: port), silent = try RawTCPClient(port: port)

@@ -1,4 +1,5 @@
 import Foundation
+import KinetraceImpairment
 import KinetraceHost
 import KinetraceJSON
 import KinetraceSupport
@@ -118,7 +119,7 @@ func lastJSONLine(_ text: String) throws -> [String: Any] {
         let hostTrace = dir.appendingPathComponent("host.jsonl").path
         let host = try Background.kinetrace("host", "--protocol", "attitude-stream", "--port", "0", "--trace", hostTrace, "--format", "json", "-v")
         let port = try port(in: try host.waitForLine(startingWith: "listening on"))
-        let link = try openLink(to: .tcp(try SocketAddressBox.resolve("127.0.0.1:\(port)")))
+        let link = try openLink(to: .network(TransportTarget(Transports.tcp, try SocketAddressBox.resolve("127.0.0.1:\(port)"))))
         #expect(link.target.description == "tcp://127.0.0.1:\(port)")
         var generator = SeededGenerator(seed: 2024)
         func randomRecord() -> [UInt8] {
@@ -230,8 +231,8 @@ func lastJSONLine(_ text: String) throws -> [String: Any] {
         var configuration = ReferenceHost.Configuration(wireProtocol: AttitudeStream())
         configuration.port = 0
         configuration.maximumConnections = 2
-        let host = try StreamReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
-        let link = TCPControllerLink(target: try SocketAddressBox.resolve("127.0.0.1:\(host.localAddress.port!)"))
+        let host = try ReferenceHost(configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let link = NetworkControllerLink(target: TransportTarget(Transports.tcp, try SocketAddressBox.resolve("127.0.0.1:\(host.localAddress.port!)")))
         let record = AttitudeRecord(roll: 0.5, pitch: -0.25, yaw: 1).encoded()
         func deadline() -> Int64 { SystemClock.monotonicNs() + 1_000_000_000 }
         let phone = try link.openController()
@@ -272,7 +273,7 @@ func lastJSONLine(_ text: String) throws -> [String: Any] {
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) } }
         #expect(listen(listener, 4) == 0)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
-        let link = TCPControllerLink(target: try SocketAddressBox.resolve("127.0.0.1:\(UInt16(bigEndian: address.sin_port))"), sendBufferBytes: 16_384)
+        let link = NetworkControllerLink(target: TransportTarget(Transports.tcp, try SocketAddressBox.resolve("127.0.0.1:\(UInt16(bigEndian: address.sin_port))")), options: ConnectionOptions(sendBufferBytes: 16_384))
         let controller = try link.openController()
         #if os(Linux)
         #expect(link.unsentBytes(of: controller) == 0)

@@ -1,3 +1,4 @@
+import KinetraceImpairment
 import KinetraceSupport
 import KinetraceTransport
 import KinetraceWire

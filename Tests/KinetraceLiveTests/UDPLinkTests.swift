@@ -106,7 +106,7 @@ import Testing
         _ = link.finish(graceMs: 0)
     }
 
-    private func openLinkForTest(port: UInt16) -> UDPControllerLink {
-        UDPControllerLink(target: try! SocketAddressBox.resolve("127.0.0.1:\(port)"))
+    private func openLinkForTest(port: UInt16) -> NetworkControllerLink {
+        NetworkControllerLink(target: TransportTarget(Transports.udp, try! SocketAddressBox.resolve("127.0.0.1:\(port)")))
     }
 }

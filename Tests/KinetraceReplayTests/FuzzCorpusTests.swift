@@ -1,5 +1,6 @@
 import KinetraceTestSupport
 import Testing
+import KinetraceImpairment
 import KinetraceReplay
 
 /// The network fuzz target's seeds and saved crashes (Fuzz/corpus/network,

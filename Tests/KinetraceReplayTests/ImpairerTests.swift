@@ -1,4 +1,5 @@
 import Testing
+@testable import KinetraceImpairment
 @testable import KinetraceReplay
 import KinetraceTrace
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import KinetraceImpairment
 @testable import KinetraceReplay
 import KinetraceSimulation
 import KinetraceTrace

@@ -3,6 +3,7 @@ import KinetraceJSON
 import KinetraceSimulation
 import KinetraceTestSupport
 import Testing
+@testable import KinetraceImpairment
 @testable import KinetraceReplay
 import KinetraceSupport
 

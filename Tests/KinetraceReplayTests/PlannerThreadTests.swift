@@ -1,6 +1,7 @@
 import Foundation
 import KinetraceSupport
 import Testing
+@testable import KinetraceImpairment
 @testable import KinetraceReplay
 
 /// The planner thread hands the sender exactly the schedule's steps, in

@@ -1,6 +1,7 @@
 import KinetraceTestSupport
 import PropertyBased
 import Testing
+@testable import KinetraceImpairment
 @testable import KinetraceReplay
 import KinetraceTrace
 

@@ -103,7 +103,7 @@ public enum Conformance {
             switch target {
             case .network(let host, let port):
                 let linkTarget = LinkTarget.network(try SocketAddressBox.resolve(host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"),
-                                                    for: wireProtocol.transport)
+                                                    for: wireProtocol)
                 link = try openLink(to: linkTarget)
                 name = "host \(linkTarget)"
             case .exec(let command):
@@ -115,7 +115,7 @@ public enum Conformance {
                 }
                 let host = try InProcessDatagramHost(handler: handler)
                 inProcess = host
-                link = try openLink(to: .udp(try SocketAddressBox.resolve("127.0.0.1:\(host.port)")))
+                link = try openLink(to: .network(TransportTarget(Transports.udp, try SocketAddressBox.resolve("127.0.0.1:\(host.port)"))))
                 name = "an in-process host on 127.0.0.1:\(host.port)"
             }
         } catch {

@@ -14,16 +14,22 @@ import KinetraceWire
 import Logging
 import NIOConcurrencyHelpers
 
-/// The reference controller: N phones, each on its own UDP socket,
-/// streaming samples of a datagram protocol (MotionFrames by default) at its
-/// nominal rate to a host, and recording what they sent, the replies they got
-/// back (with round-trip times on their own monotonic clock) and a
-/// ground-truth label per gesture performed.
+/// The reference controller: N phones, each with its own connection to a host on any
+/// transport, streaming samples of a protocol (MotionFrames by default) at its nominal rate,
+/// and recording what they sent, the replies they got back (with round-trip times on their
+/// own monotonic clock) and a ground-truth label per gesture performed.
 ///
-/// Sending runs on the calling thread against absolute CLOCK_MONOTONIC
-/// deadlines (clock_nanosleep, TIMER_ABSTIME), so per-frame work never
-/// shifts the schedule; replies are read on a second thread.
-package final class ControllerSimulator: @unchecked Sendable {  // state shared across its two threads is behind `lock`
+/// A sample is written on every tick of the rate, as a phone does on every display frame,
+/// only when the connection has room (the app's `hasSpaceAvailable`). A tick without room is
+/// a blocked write, counted and recorded as a `blocked_write` event, never a silent loss; a
+/// write a stream takes only in part is finished on the next ticks before any new sample, so
+/// the stream never holds a torn record. Each write actually made is a `msg` record of its
+/// bytes (TR-MSG-3).
+///
+/// Sending runs on a dedicated thread against absolute CLOCK_MONOTONIC deadlines
+/// (clock_nanosleep, TIMER_ABSTIME), so per-frame work never shifts the schedule; replies
+/// are read on a second thread, which also notices connections the host ends.
+package final class ControllerSimulator: @unchecked Sendable {  // state shared across its threads is behind `lock`
     package enum Motion: Sendable {
         /// Generated motion with scripted jumps.
         case script(GestureScript)
@@ -36,7 +42,7 @@ package final class ControllerSimulator: @unchecked Sendable {  // state shared 
 
     package struct Configuration: Sendable {
         package var wireProtocol: any WireProtocol
-        package var target: SocketAddressBox
+        package var target: TransportTarget
         package var controllers = 1
         /// nil: the protocol's nominal rate.
         package var rateHz: Double?
@@ -45,16 +51,22 @@ package final class ControllerSimulator: @unchecked Sendable {  // state shared 
         package var motion = Motion.script(.jumps)
         package var seed: UInt64 = 1
         package var tracePath: String?
-        /// How long to keep listening for replies after the last frame.
+        /// How long to keep listening for replies after the last frame (and, on a stream,
+        /// at most how long to wait for the host to close its side after ours).
         package var settleMs: Int64 = 300
         /// Spin this long before each deadline instead of sleeping (0: sleep only).
         package var spinNs: Int64 = 200_000
-        /// Byte streams: the connection's kernel send buffer (SO_SNDBUF); nil lets the kernel size it.
+        /// The connection's kernel send buffer (SO_SNDBUF); nil lets the kernel size it.
         package var sendBufferBytes: Int?
 
-        package init(wireProtocol: any WireProtocol, target: SocketAddressBox) {
+        package init(wireProtocol: any WireProtocol, target: TransportTarget) {
             self.wireProtocol = wireProtocol
             self.target = target
+        }
+
+        /// A host at `address` on the protocol's own transport.
+        package init(wireProtocol: any WireProtocol, address: SocketAddressBox) {
+            self.init(wireProtocol: wireProtocol, target: TransportTarget(Transports.native(for: wireProtocol), address))
         }
     }
 
@@ -67,6 +79,10 @@ package final class ControllerSimulator: @unchecked Sendable {  // state shared 
     private var report = SimulationReport()
     /// Frames awaiting a reply, per controller: sender time → monotonic send time.
     private var awaiting: [[UInt64: Int64]] = []
+    /// Connections the host has ended (or that failed for good): nothing more is sent on them.
+    private var hostEnded: [Bool] = []
+    /// Set once every connection's output has been ended on purpose: the host closing then is expected.
+    private var outputEnded = false
 
     package init(configuration: Configuration, logger: Logger) {
         self.configuration = configuration
@@ -80,60 +96,40 @@ package final class ControllerSimulator: @unchecked Sendable {  // state shared 
     package func run() throws -> SimulationReport {
         let c = configuration
         let rateHz = c.rateHz ?? c.wireProtocol.nominalRateHz
-        guard c.wireProtocol.transport == .datagram, c.wireProtocol.sample(MotionReading(), timeMs: 0) != nil else {
-            throw SocketError("the simulator sends datagram protocols that make samples; \(c.wireProtocol.id) is not one")
+        guard c.wireProtocol.sample(MotionReading(), timeMs: 0) != nil else {
+            throw SocketError("the simulator sends protocols that make samples; \(c.wireProtocol.id) is not one")
         }
-        let sockets = try (0..<c.controllers).map { _ throws(SocketError) in try ConnectedUDPSocket(to: c.target) }
+        if let problem = c.target.transport.problem(carrying: c.wireProtocol) { throw SocketError(problem) }
+        let options = ConnectionOptions(sendBufferBytes: c.sendBufferBytes)
+        let connections = try (0..<c.controllers).map { _ throws(SocketError) in
+            try c.target.transport.connect(to: c.target.address, options: options)
+        }
         awaiting = Array(repeating: [:], count: c.controllers)
-        trace = try SimulationTrace(c, rateHz: rateHz, target: "\(c.target)")
-        // A protocol without replies has nothing to await (and, with no stamps, nothing to match one by).
-        let awaitsReplies = c.wireProtocol.hostReplies
-
-        let receiver = WorkerThread { [self] in receiveLoop(sockets) }
-        defer { receiver.join() }
-
+        hostEnded = Array(repeating: false, count: c.controllers)
+        trace = try SimulationTrace(c, rateHz: rateHz, target: c.target.transport.keepsMessageBoundaries
+                                    ? "\(c.target)" : "\(c.target), one write per msg record")
         let (startMono, startWallNs) = Self.sessionStart()
         record(.event(EventRecord(timeNs: SystemClock.realtimeNs(), event: "seed", data: [
             "seed": .integer(Int64(bitPattern: c.seed)), "controllers": .integer(Int64(c.controllers)),
-            "rate_hz": .number(rateHz), "target": .string(c.target.description),
+            "rate_hz": .number(rateHz), "target": .string(c.target.address.description),
         ])))
-        var ticks = MotionTicks(c, rateHz: rateHz, startWallNs: startWallNs)
-        DeadlineClock.tightenTimerSlack()
-        while let tick = ticks.next() {
-            if lock.withLock({ stopRequested }) { break }
-            let index = tick.controller, offsetNs = tick.offsetNs, senderTimeMs = tick.senderTimeMs
-            // The sample is built before the sleep so that nothing but the send follows the wake-up.
-            let labels = tick.labels.map { $0.record(controller: sockets[index].local) }
-            let payload = c.wireProtocol.sample(tick.reading, timeMs: senderTimeMs)!  // checked above
-            if awaitsReplies { lock.withLock { awaiting[index][senderTimeMs] = startMono + offsetNs } }
-            DeadlineClock.wait(untilMonotonicNs: startMono + offsetNs, spinNs: c.spinNs)
-            // Send and record under one lock, so the trace never shows a reply before its frame.
-            lock.withLock {
-                let sentMono = SystemClock.monotonicNs()
-                let sentWall = SystemClock.realtimeNs()  // before the send: a reply can never predate its frame
-                let failure = sockets[index].send(payload)
-                let lateness = sentMono - (startMono + offsetNs)
-                if let failure {
-                    report.sendErrors[String(cString: strerror(failure)), default: 0] += 1
-                    awaiting[index][senderTimeMs] = nil
-                } else {
-                    report.framesSent += 1
-                    report.sendLateness.record(ns: lateness)
-                    // Round trips start at the actual send; a reply fast enough to beat
-                    // this line was timed from the deadline, at most `lateness` longer.
-                    if awaiting[index][senderTimeMs] != nil { awaiting[index][senderTimeMs] = sentMono }
-                }
-                report.labels += labels.count
-                for label in labels { unlockedRecord(.label(label)) }
-                if failure == nil {
-                    unlockedRecord(.message(MessageRecord(timeNs: sentWall, direction: .controllerToHost,
-                                                          source: sockets[index].local, destination: c.target.endpoint,
-                                                          payload: payload)))
-                }
-            }
+
+        let receiver = WorkerThread { [self] in receiveLoop(connections) }
+        defer { receiver.join() }
+        sendLoop(connections, rateHz: rateHz, startMono: startMono, startWallNs: startWallNs)
+
+        // The end of each stream: the host reads it all, then closes its side too. Datagrams
+        // have no end to answer: late replies still count for the settling time.
+        let waited = lock.withLock {
+            outputEnded = true
+            return connections.indices.filter { !hostEnded[$0] && connections[$0].endOutput() }
         }
-        // Late replies still count: listen a little longer, then stop the receiver.
-        DeadlineClock.sleep(untilMonotonicNs: SystemClock.monotonicNs() + c.settleMs * 1_000_000)
+        let settleDeadline = SystemClock.monotonicNs() + c.settleMs * 1_000_000
+        if waited.isEmpty {
+            DeadlineClock.sleep(untilMonotonicNs: settleDeadline)
+        } else {
+            while SystemClock.monotonicNs() < settleDeadline, !lock.withLock({ waited.allSatisfy { hostEnded[$0] } }) { usleep(5_000) }
+        }
         lock.withLock { sending = false }
         receiver.join()
         return try lock.withLock {
@@ -151,56 +147,181 @@ package final class ControllerSimulator: @unchecked Sendable {  // state shared 
         return (nowMono + (startWall - nowWall), startWall)
     }
 
-    private func record(_ record: TraceRecord) { lock.withLock { unlockedRecord(record) } }
-
-    private func unlockedRecord(_ record: TraceRecord) { trace.write(record) }
-
-    /// Reads replies from every socket until sending has finished.
-    private func receiveLoop(_ sockets: [ConnectedUDPSocket]) {
-        var fds = sockets.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-        var buffer = [UInt8](repeating: 0, count: 2048)
-        while lock.withLock({ sending }) {
-            let ready = poll(&fds, nfds_t(fds.count), 50)
-            lock.withLock { trace.flushIfDue() }
-            guard ready > 0 else { continue }
-            for (index, pfd) in fds.enumerated() where pfd.revents != 0 {
-                receiving: while true {
-                    switch sockets[index].receive(into: &buffer) {
-                    case .datagram(let n, _):
-                        let payload = Array(buffer[0..<n])
-                        handleReply(payload, controller: index, socket: sockets[index],
-                                  mono: SystemClock.monotonicNs(), wall: SystemClock.realtimeNs())
-                    case .error(let code):
-                        lock.withLock { report.sendErrors[String(cString: strerror(code)), default: 0] += 1 }
-                    case .nothing:
-                        break receiving
+    private func sendLoop(_ connections: [any ControllerConnection], rateHz: Double, startMono: Int64, startWallNs: Int64) {
+        let c = configuration
+        // A protocol without replies has nothing to await (and, with no stamps, nothing to match one by).
+        let awaitsReplies = c.wireProtocol.hostReplies && c.target.transport.keepsMessageBoundaries
+        var ticks = MotionTicks(c, rateHz: rateHz, startWallNs: startWallNs)
+        // Bytes of a record a stream took only in part, per controller: written before anything new.
+        var unfinished = [[UInt8]](repeating: [], count: c.controllers)
+        DeadlineClock.tightenTimerSlack()
+        while let tick = ticks.next() {
+            if lock.withLock({ stopRequested }) { break }
+            let index = tick.controller, deadline = startMono + tick.offsetNs, senderTimeMs = tick.senderTimeMs
+            let connection = connections[index]
+            // The sample is built before the sleep so that nothing but the send follows the wake-up.
+            let labels = tick.labels.map { $0.record(controller: connection.local) }
+            let payload = c.wireProtocol.sample(tick.reading, timeMs: senderTimeMs)!  // checked in run()
+            if awaitsReplies { lock.withLock { awaiting[index][senderTimeMs] = deadline } }
+            DeadlineClock.wait(untilMonotonicNs: deadline, spinNs: c.spinNs)
+            // Send and record under one lock, so the trace never shows a reply before its frame.
+            lock.withLock {
+                let sentMono = SystemClock.monotonicNs()
+                let sentWall = SystemClock.realtimeNs()  // before the send: a reply can never predate its frame
+                report.labels += labels.count
+                for label in labels { unlockedRecord(.label(label)) }
+                guard !hostEnded[index] else {
+                    awaiting[index][senderTimeMs] = nil
+                    return
+                }
+                report.sendLateness.record(ns: sentMono - deadline)
+                if !unfinished[index].isEmpty {
+                    // The previous record is finished first; without room for it, this sample waits for a later frame.
+                    write(&unfinished[index], on: connection, controller: index, wall: sentWall)
+                    guard unfinished[index].isEmpty, !hostEnded[index] else {
+                        awaiting[index][senderTimeMs] = nil
+                        return blocked(index, connection: connection, senderTimeMs: senderTimeMs, wall: sentWall)
                     }
                 }
-                fds[index].revents = 0
+                guard connection.hasRoom else {
+                    awaiting[index][senderTimeMs] = nil
+                    return blocked(index, connection: connection, senderTimeMs: senderTimeMs, wall: sentWall)
+                }
+                var bytes = payload
+                let sent = write(&bytes, on: connection, controller: index, wall: sentWall)
+                guard sent > 0 else {
+                    awaiting[index][senderTimeMs] = nil
+                    // A failed send was counted; a stream that took nothing had no room after all.
+                    if sent == 0 { blocked(index, connection: connection, senderTimeMs: senderTimeMs, wall: sentWall) }
+                    return
+                }
+                if !bytes.isEmpty { report.partialWrites += 1 }
+                unfinished[index] = bytes
+                report.framesSent += 1
+                // Round trips start at the actual send; a reply fast enough to beat
+                // this line was timed from the deadline, at most the lateness longer.
+                if awaiting[index][senderTimeMs] != nil { awaiting[index][senderTimeMs] = sentMono }
+            }
+        }
+        // A record a stream took only in part and never finished: the stream ends torn, and says so.
+        lock.withLock {
+            for (index, rest) in unfinished.enumerated() where !rest.isEmpty {
+                report.tornRecords += 1
+                unlockedRecord(.event(EventRecord(timeNs: SystemClock.realtimeNs(), event: "torn_record", data: [
+                    "controller": .string(connections[index].local.description), "unwritten_bytes": .integer(Int64(rest.count)),
+                ])))
             }
         }
     }
 
-    private func handleReply(_ payload: [UInt8], controller index: Int, socket: ConnectedUDPSocket, mono: Int64, wall: Int64) {
+    /// Sends what the connection takes of `bytes` and records it; leaves the rest in `bytes`.
+    /// Returns the bytes taken, or -1 when the send failed.
+    @discardableResult
+    private func write(_ bytes: inout [UInt8], on connection: any ControllerConnection, controller index: Int, wall: Int64) -> Int {
+        let outcome = bytes.withUnsafeBytes { connection.trySend($0) }
+        let taken: Int
+        switch outcome {
+        case .all: taken = bytes.count
+        case .partial(let n): taken = n
+        case .failed(let code, let ended):
+            report.sendErrors[String(cString: strerror(code)), default: 0] += 1
+            if ended {
+                hostEnded[index] = true
+                unlockedRecord(.event(EventRecord(timeNs: wall, event: "connection_ended", data: [
+                    "controller": .string(connection.local.description), "error": .string(String(cString: strerror(code))),
+                ])))
+            }
+            return -1
+        }
+        guard taken > 0 else { return 0 }
+        report.bytesSent += taken
+        unlockedRecord(.message(MessageRecord(timeNs: wall, direction: .controllerToHost, source: connection.local,
+                                              destination: configuration.target.address.endpoint, payload: Array(bytes[..<taken]))))
+        bytes.removeFirst(taken)
+        return taken
+    }
+
+    private func blocked(_ index: Int, connection: any ControllerConnection, senderTimeMs: UInt64, wall: Int64) {
+        report.blockedWrites += 1
+        var data: [String: JSONValue] = ["controller": .string(connection.local.description), "sender_time_ms": .integer(Int64(clamping: senderTimeMs))]
+        if let unsent = connection.unsentBytes { data["unsent_bytes"] = .integer(Int64(unsent)) }
+        unlockedRecord(.event(EventRecord(timeNs: wall, event: "blocked_write", data: data)))
+    }
+
+    private func record(_ record: TraceRecord) { lock.withLock { unlockedRecord(record) } }
+
+    private func unlockedRecord(_ record: TraceRecord) { trace.write(record) }
+
+    /// Reads what the host sends (recorded as it came) until sending has finished, and
+    /// notices each connection it ends.
+    private func receiveLoop(_ connections: [any ControllerConnection]) {
+        var fds = connections.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while lock.withLock({ sending }) {
+            let ready = poll(&fds, nfds_t(fds.count), 50)
+            lock.withLock { trace.flushIfDue() }
+            guard ready > 0 else { continue }
+            for index in fds.indices where fds[index].revents != 0 {
+                fds[index].revents = 0
+                reading: while true {
+                    let outcome = connections[index].read(into: &buffer)
+                    let mono = SystemClock.monotonicNs(), wall = SystemClock.realtimeNs()
+                    switch outcome {
+                    case .bytes(let n, _):
+                        handleReply(Array(buffer[0..<n]), controller: index, connection: connections[index], mono: mono, wall: wall)
+                    case .nothing:
+                        break reading
+                    case .failed(let code, ended: false):
+                        // An ICMP answer to a datagram ("Connection refused"): the next one may still go.
+                        lock.withLock { report.sendErrors[String(cString: strerror(code)), default: 0] += 1 }
+                    case .closed, .failed(_, ended: true):
+                        fds[index].fd = -1  // poll skips negative descriptors
+                        connectionEnded(index, connections[index], outcome, wall: wall)
+                        break reading
+                    }
+                }
+            }
+        }
+    }
+
+    private func connectionEnded(_ index: Int, _ connection: any ControllerConnection, _ outcome: ReadOutcome, wall: Int64) {
+        lock.withLock {
+            guard !hostEnded[index] else { return }
+            hostEnded[index] = true
+            if case .failed(let code, _) = outcome { report.sendErrors[String(cString: strerror(code)), default: 0] += 1 }
+            unlockedRecord(.event(EventRecord(timeNs: wall, event: "connection_ended", data: [
+                "controller": .string(connection.local.description),
+                "by": .string(outcome == .closed ? "host closed" : "reset"),
+            ])))
+            if !(outputEnded || stopRequested) { report.connectionsEndedByHost += 1 }
+        }
+    }
+
+    /// One read from the host. Where the transport keeps message boundaries a read is one
+    /// reply, judged and matched to its frame for the round trip; a stream's reads are chunks,
+    /// recorded as they came.
+    private func handleReply(_ payload: [UInt8], controller index: Int, connection: any ControllerConnection, mono: Int64, wall: Int64) {
         lock.withLock {
             report.datagramsReceived += 1
             var rtt: Int64?
-            let facts = configuration.wireProtocol.facts(payload)
-            if facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs {
-                report.repliesReceived += 1
-                if let sent = awaiting[index].removeValue(forKey: echo) {
-                    rtt = mono - sent
-                    report.roundTripsNs.append(mono - sent)
+            if configuration.target.transport.keepsMessageBoundaries {
+                let facts = configuration.wireProtocol.facts(payload)
+                if facts.isValid, facts.direction == .hostToController, let echo = facts.echoTimeMs {
+                    report.repliesReceived += 1
+                    if let sent = awaiting[index].removeValue(forKey: echo) {
+                        rtt = mono - sent
+                        report.roundTripsNs.append(mono - sent)
+                    } else {
+                        report.unexpectedReplies += 1
+                    }
+                    // Everything older than this reply's frame will not be answered (a host replies at most once per sample).
+                    awaiting[index] = awaiting[index].filter { $0.key > echo }
                 } else {
-                    report.unexpectedReplies += 1
+                    report.invalidReceived += 1
                 }
-                // Everything older than this reply's frame will not be answered (a host replies at most once per sample).
-                awaiting[index] = awaiting[index].filter { $0.key > echo }
-            } else {
-                report.invalidReceived += 1
             }
             unlockedRecord(.message(MessageRecord(timeNs: wall, direction: .hostToController,
-                                                  source: configuration.target.endpoint, destination: socket.local,
+                                                  source: configuration.target.address.endpoint, destination: connection.local,
                                                   payload: payload, rttNs: rtt)))
         }
     }

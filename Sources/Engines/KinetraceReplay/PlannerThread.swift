@@ -1,3 +1,4 @@
+import KinetraceImpairment
 import KinetraceSupport
 
 /// The schedule walked on its own thread, a bounded distance ahead of the

@@ -5,6 +5,8 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+// Re-exported: a replay's users plan with the planner it runs (and the benchmarks build on either side of the split).
+@_exported import KinetraceImpairment
 import KinetraceJSON
 import KinetraceSupport
 import KinetraceTrace
@@ -86,13 +88,29 @@ package final class Replayer: @unchecked Sendable {  // mutable state is behind 
         }
     }
 
+    /// How a carrier that repairs delivery is named in a refusal; nil when the carrier repairs nothing.
+    package static func repairingCarrier(_ target: LinkTarget, _ wireProtocol: any WireProtocol) -> String? {
+        switch target {
+        case .network(let network):
+            return repairingCarrier(network.transport)
+        case .exec:
+            // The stdio adapter delivers a byte stream's records in order, as TCP would.
+            return wireProtocol.transport == .byteStream ? "a byte-stream protocol travels on a reliable stream" : nil
+        }
+    }
+
+    /// The same for a transport alone.
+    package static func repairingCarrier(_ transport: any Transport) -> String? {
+        transport.repairsDelivery ? "\(transport.scheme):// runs over TCP" : nil
+    }
+
     /// Asks a running replay to stop (any thread).
     package func stop() { lock.withLock { stopRequested = true } }
 
     /// Runs the replay. Throws only when the record cannot be written or the
     /// options are unusable; a host that fails is reported in the outcome.
     package func run() throws(ReplayError) -> ReplayReport {
-        if let problem = configuration.options.problem(for: configuration.input.wireProtocol.transport)
+        if let problem = configuration.options.problem(repairingCarrier: Self.repairingCarrier(configuration.target, configuration.input.wireProtocol))
             ?? configuration.options.problem(planning: configuration.input) {
             throw ReplayError(.badOptions, problem)
         }
@@ -474,13 +492,13 @@ package final class Replayer: @unchecked Sendable {  // mutable state is behind 
                      heardFromHost ? "the host stopped listening: ICMP port unreachable after \(report.datagramsReceived) datagram(s) from it"
                                    : "the host refused: ICMP port unreachable (nothing listens on \(report.target))")
         case EPIPE, ECONNRESET:
-            if case .tcp = configuration.target {
+            if case .network = configuration.target {
                 setFatal(.hostDied, "the host \(code == EPIPE ? "closed" : "reset") the connection of controller \(v + 1) (\(report.controllers[v].endpoint))")
             } else {
                 setFatal(.hostDied, "the host process stopped reading its input (it exited or closed standard input)")
             }
         case ETIMEDOUT:
-            if case .tcp = configuration.target {
+            if case .network = configuration.target {
                 setFatal(.timedOut, "the host stopped reading the stream of controller \(v + 1), and the timeout ran out waiting for it")
             } else {
                 setFatal(.timedOut, "the host process stopped reading its input, and the timeout ran out waiting for it")

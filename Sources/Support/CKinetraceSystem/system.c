@@ -39,6 +39,12 @@ int kinetrace_readiness_add(int set, int fd, unsigned int tag) {
     return epoll_ctl(set, EPOLL_CTL_ADD, fd, &event);
 }
 
+int kinetrace_readiness_remove(int set, int fd) {
+    struct epoll_event event;  /* ignored, but kernels before 2.6.9 required it */
+    memset(&event, 0, sizeof event);
+    return epoll_ctl(set, EPOLL_CTL_DEL, fd, &event);
+}
+
 int kinetrace_readiness_wait(int set, unsigned int *tags, int capacity, int timeout_ms) {
     enum { batch = 256 };
     struct epoll_event events[batch];
@@ -108,6 +114,12 @@ int kinetrace_readiness_create(void) {
 
 int kinetrace_readiness_add(int set, int fd, unsigned int tag) {
     (void)set; (void)fd; (void)tag;
+    errno = ENOSYS;
+    return -1;
+}
+
+int kinetrace_readiness_remove(int set, int fd) {
+    (void)set; (void)fd;
     errno = ENOSYS;
     return -1;
 }

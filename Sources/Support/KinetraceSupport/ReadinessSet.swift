@@ -29,6 +29,11 @@ package final class ReadinessSet: @unchecked Sendable {  // the descriptor is fi
         kinetrace_readiness_add(descriptor, fd, tag) == 0 ? nil : errno
     }
 
+    /// Stops watching `fd` (a connection that ended: it would poll ready forever); errno on failure.
+    package func remove(_ fd: Int32) -> Int32? {
+        kinetrace_readiness_remove(descriptor, fd) == 0 ? nil : errno
+    }
+
     /// Waits up to `timeoutMs` and hands each ready tag to `handle`, at most 256 a call.
     package func wait(timeoutMs: Int32, _ handle: (UInt32) -> Void) {
         let count = tags.withUnsafeMutableBufferPointer { kinetrace_readiness_wait(descriptor, $0.baseAddress, Int32($0.count), timeoutMs) }

@@ -21,7 +21,7 @@ struct Conform: ParsableCommand {
             or ERROR (a fault of the harness). Timing cases print their measurements whatever \
             the verdict.
 
-            --host runs the active cases against a host on UDP (TCP for a byte-stream protocol): \
+            --host runs the active cases against a host on UDP or TCP (a bare HOST:PORT: the protocol's own): \
             each case opens fresh controllers, \
             sends crafted messages and judges the replies: for a protocol whose host answers \
             on the wire, the threshold boundary, the window, stale, duplicate and invalid \
@@ -77,7 +77,7 @@ struct Conform: ParsableCommand {
             the report cannot be written.
             """)
 
-    @Option(help: ArgumentHelp("The live host to check, as HOST:PORT or [IPV6]:PORT.", valueName: "host:port"))
+    @Option(help: ArgumentHelp("The live host to check, as udp://HOST:PORT or tcp://HOST:PORT; a bare HOST:PORT or [IPV6]:PORT is on the protocol's own transport.", valueName: "host:port"))
     var host: String?
 
     @Option(help: ArgumentHelp("A host to run and check through the stdio adapter (specs/stdio-adapter-v1.md), as a /bin/sh command.",
@@ -135,7 +135,7 @@ struct Conform: ParsableCommand {
         guard (1...900_000).contains(maxControllers) else { throw ValidationError("--max-controllers must be from 1 to 900000.") }
         guard (1...16_320).contains(maxConnections) else { throw ValidationError("--max-connections must be from 1 to 16320.") }
         if [host, exec, capture].compactMap({ $0 }).count > 1 { throw ValidationError("Give one of --host, --exec and --capture.") }
-        if let host { do { _ = try SocketAddressBox.resolve(host) } catch { throw ValidationError("--host \(error.description)") } }
+        if let host { do { _ = try TransportTarget.parse(host, fallback: Transports.udp) } catch { throw ValidationError("--host \(error.description)") } }
         if capture == nil, ConformanceSuite.suite(for: input.wire.wireProtocol) == nil {
             throw ValidationError("--protocol \(input.wire.wireProtocol.id) has no conformance suite.")
         }
@@ -200,7 +200,7 @@ struct Conform: ParsableCommand {
     }
 
     private func runActive(_ cases: [any ActiveCase], of suite: ProtocolSuite, _ parameters: SuiteParameters) throws -> SuiteReport {
-        var reference: (any RunningReferenceHost)?
+        var reference: ReferenceHost?
         // A declared protocol reaches the stdio reference host as its canonical declaration in a file of its own.
         var temporary: URL?
         defer { if let temporary { try? FileManager.default.removeItem(at: temporary) } }
@@ -213,10 +213,13 @@ struct Conform: ParsableCommand {
             }
             target = "exec: \(exec)"
         } else if let host {
-            let address: SocketAddressBox
-            do { address = try SocketAddressBox.resolve(host) } catch { throw ValidationError("--host \(error.description)") }
-            // A byte-stream protocol's host listens on TCP, a datagram protocol's on UDP.
-            let network = LinkTarget.network(address, for: suite.wireProtocol.transport)
+            let hostTarget: TransportTarget
+            do {
+                // A bare HOST:PORT is on the protocol's own transport: TCP for a byte stream, UDP for datagrams.
+                hostTarget = try TransportTarget.parse(host, fallback: Transports.native(for: suite.wireProtocol))
+            } catch { throw ValidationError("--host \(error.description)") }
+            if let problem = hostTarget.transport.problem(carrying: suite.wireProtocol) { throw ValidationError("--host \(problem)") }
+            let network = LinkTarget.network(hostTarget)
             do { link = try openLink(to: network) } catch {
                 printError("cannot reach the host: \(error.description)")
                 throw ExitStatus.unavailable
@@ -250,10 +253,10 @@ struct Conform: ParsableCommand {
             configuration.port = 0
             configuration.rule = parameters.rule
             do {
-                let started = try startReferenceHost(configuration: configuration, logger: Logger(label: "kinetrace.conform.host") { _ in SwiftLogNoOpLogHandler() })
+                let started = try ReferenceHost(configuration: configuration, logger: Logger(label: "kinetrace.conform.host") { _ in SwiftLogNoOpLogHandler() })
                 reference = started
                 let address = try SocketAddressBox.resolve("127.0.0.1:\(started.localAddress.port ?? 0)")
-                link = try openLink(to: .network(address, for: suite.wireProtocol.transport))
+                link = try openLink(to: .network(address, for: suite.wireProtocol))
                 target = "the reference host on \(address)"
             } catch {
                 printError("cannot start the reference host: \(error)")

@@ -4,6 +4,7 @@ import KinetraceSupport
 import KinetraceJSON
 import KinetraceGestures
 import KinetracePcap
+import KinetraceImpairment
 import KinetraceReplay
 import KinetraceTrace
 import KinetraceTransport
@@ -305,7 +306,7 @@ struct GesturesEval: ParsableCommand {
                         try ReplayInput.load(paths: [try InputSpool.readablePath(path)], wireProtocol: input.wire.given, port: input.port),
                         reader.firstNs)
             }
-            var configuration = Replayer.Configuration(target: .udp(address), input: replayInput)
+            var configuration = Replayer.Configuration(target: .network(TransportTarget(Transports.udp, address)), input: replayInput)
             configuration.options.speed = liveSpeed
             let replayer = Replayer(configuration: configuration, logger: Logger(label: "kinetrace.gestures") { _ in SwiftLogNoOpLogHandler() })
             let report: ReplayReport

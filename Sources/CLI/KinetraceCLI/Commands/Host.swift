@@ -4,6 +4,7 @@ import KinetraceJSON
 import KinetraceSupport
 import KinetraceHost
 import KinetraceTrace
+import KinetraceTransport
 import KinetraceWire
 import Logging
 
@@ -12,7 +13,8 @@ struct Host: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the reference host: detect jumps and answer each as the protocol says.",
         discussion: """
-            Listens on one UDP socket (IPv4 or IPv6) for any number of controllers. Every \
+            Listens on the protocol's own transport (UDP for datagrams, TCP for a byte \
+            stream) or the one --transport names, IPv4 or IPv6, for any number of controllers. Every \
             message goes through the protocol's host model for its controller (source address \
             and port): its threshold and window, each decision logged and, when the protocol \
             has a reply, answered with exactly one (`kinetrace protocol show NAME` says what \
@@ -20,8 +22,8 @@ struct Host: ParsableCommand {
             dropped silently and the host keeps serving. Prints "listening on ADDRESS:PORT" \
             once bound (use --port 0 for any free port) and a summary on SIGINT or SIGTERM.
 
-            A byte-stream protocol is served on TCP instead, one connection \
-            per controller, each framed on its own whatever its reads return; invalid records \
+            On TCP each controller is one connection, and a byte-stream protocol's \
+            connections are each framed on their own whatever their reads return; invalid records \
             are not applied and the connection stays open. A connection that delivers no whole \
             record for --connection-timeout is closed, and at --max-connections a new \
             connection closes the least recently active one (one that has sent no record yet \
@@ -40,11 +42,16 @@ struct Host: ParsableCommand {
     @Option(help: ArgumentHelp("The address to bind: 127.0.0.1, ::1, 0.0.0.0 or ::.", valueName: "address"))
     var bind = "127.0.0.1"
 
-    @Option(help: ArgumentHelp("The UDP or TCP port to listen on (default: the protocol's, \(ProtocolRegistry.defaultProtocol.defaultPort) for \(ProtocolRegistry.defaultID)); 0 picks a free one.", valueName: "port"))
+    @Option(help: ArgumentHelp("The port to listen on (default: the protocol's, \(ProtocolRegistry.defaultProtocol.defaultPort) for \(ProtocolRegistry.defaultID)); 0 picks a free one.", valueName: "port"))
     var port: Int?
 
     @OptionGroup var wire: ProtocolOptions
     @OptionGroup var ruleOptions: GestureRuleOptions
+
+    @Option(name: .customLong("transport"), help: ArgumentHelp(
+        "The transport to serve: \(Transports.all.map(\.scheme).joined(separator: " or ")) (default: the protocol's own, UDP for datagrams and TCP for a byte stream).",
+        valueName: "name"))
+    var transportName: String?
 
     @Option(help: ArgumentHelp("Record what the host received and sent, and its decisions, to this trace file.", valueName: "file"), completion: .file())
     var trace: String?
@@ -87,6 +94,8 @@ struct Host: ParsableCommand {
     var faultNames: [String] = []
 
     func validate() throws {
+        if stdio, transportName != nil { throw ValidationError("--transport names a network transport; --stdio serves standard input and output instead.") }
+        _ = try servedTransport()
         guard (1...16_777_216).contains(maximumControllers) else { throw ValidationError("--max-controllers must be from 1 to 16777216.") }
         // Under a millisecond rounds to no timeout at all in ns, which the controller table refuses.
         guard idleTimeoutS.isFinite, idleTimeoutS == 0 || (0.001...86_400).contains(idleTimeoutS) else {
@@ -102,8 +111,9 @@ struct Host: ParsableCommand {
         for name in faultNames where HostFault(name) == nil {
             throw ValidationError("--fault \(name): expected one of \(HostFault.names.joined(separator: ", ")) (late up to 10000 ms).")
         }
-        if immediateMode && (stdio || wire.wireProtocol.transport != .datagram) {
-            throw ValidationError("--immediate-mode applies to a UDP host: not with --stdio or a byte-stream protocol.")
+        let connected = stdio ? false : try servedTransport().hasConnections
+        if immediateMode && (stdio || connected) {
+            throw ValidationError("--immediate-mode applies to a UDP host: not with --stdio or a connection-oriented transport.")
         }
         if stdio && trace != nil { throw ValidationError("--trace records a UDP host; with --stdio, record on the replay side (kinetrace replay --record).") }
     }
@@ -117,12 +127,13 @@ struct Host: ParsableCommand {
         configuration.port = port
         configuration.rule = ruleOptions.rule(for: wire.wireProtocol)
         configuration.tracePath = trace
+        configuration.transport = try servedTransport()
         configuration.maximumControllers = maximumControllers
         configuration.idleTimeoutNs = idleTimeoutS == 0 ? nil : Int64(idleTimeoutS * 1e9)
         if immediateMode { configuration.readBatchIntervalNs = nil }
         configuration.maximumConnections = maximumConnections
         configuration.connectionTimeoutNs = connectionTimeoutS == 0 ? nil : Int64(connectionTimeoutS * 1e9)
-        if wire.wireProtocol.transport == .byteStream {
+        if configuration.servedTransport.hasConnections {
             // Each connection is a descriptor: past the process's limit, accept fails and every new phone waits.
             let descriptors = DescriptorLimit.raiseToHardLimit()
             let room = descriptors - Self.descriptorsBesideConnections
@@ -131,9 +142,9 @@ struct Host: ParsableCommand {
                 printWarning("the open-file limit is \(descriptors): serving at most \(configuration.maximumConnections) connections, not \(maximumConnections) (raise ulimit -n)")
             }
         }
-        let host: any RunningReferenceHost
+        let host: ReferenceHost
         do {
-            host = try startReferenceHost(configuration: configuration, logger: logger)
+            host = try ReferenceHost(configuration: configuration, logger: logger)
         } catch let error as TraceError {
             printError(error.description)
             throw ExitStatus.forTraceError(error)
@@ -157,6 +168,16 @@ struct Host: ParsableCommand {
             throw ExitStatus.forTraceError(error)
         }
         printSummary(stats, toStandardError: false)
+    }
+
+    /// The transport `--transport` names, or the protocol's own.
+    private func servedTransport() throws -> any Transport {
+        guard let transportName else { return Transports.native(for: wire.wireProtocol) }
+        guard let transport = Transports.named(transportName) else {
+            throw ValidationError("--transport must be one of \(Transports.all.map(\.scheme).joined(separator: ", ")), not \(transportName).")
+        }
+        if let problem = transport.problem(carrying: wire.wireProtocol) { throw ValidationError("--transport \(problem)") }
+        return transport
     }
 
     /// Descriptors the host needs besides its connections: standard streams, the listener, the trace, the event loop's.
@@ -184,7 +205,7 @@ struct Host: ParsableCommand {
         switch summaryFormat.format {
         case .text:
             let invalid = stats.invalidByReason.keys.sorted().map { "\($0) \(stats.invalidByReason[$0]!)" }.joined(separator: ", ")
-            if wire.wireProtocol.transport == .byteStream {
+            if (try? servedTransport())?.hasConnections ?? false {
                 emit("received \(stats.datagrams) records on \(stats.connections) connection(s): \(stats.validFrames) valid"
                          + ", invalid: \(invalid.isEmpty ? "none" : invalid); \(stats.triggers) decisions; "
                          + "\(stats.closedMidRecord) closed inside a record, \(stats.framingErrors) unframeable; closed \(stats.connectionsTimedOut) idle, "
@@ -208,7 +229,7 @@ struct Host: ParsableCommand {
                 "triggers": .integer(Int64(stats.triggers)), "replies_sent": .integer(Int64(stats.repliesSent)),
                 "forgotten_idle": .integer(Int64(stats.forgottenIdle)), "forgotten_over_maximum": .integer(Int64(stats.forgottenOverCapacity)),
             ]
-            if wire.wireProtocol.transport == .byteStream {
+            if (try? servedTransport())?.hasConnections ?? false {
                 members["connections"] = .integer(Int64(stats.connections))
                 members["connections_displaced"] = .integer(Int64(stats.connectionsDisplaced))
                 members["connections_timed_out"] = .integer(Int64(stats.connectionsTimedOut))

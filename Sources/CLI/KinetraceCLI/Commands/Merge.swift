@@ -1,5 +1,6 @@
 import ArgumentParser
 import KinetraceJSON
+import KinetraceImpairment
 import KinetraceReplay
 import KinetraceSupport
 import KinetraceTrace

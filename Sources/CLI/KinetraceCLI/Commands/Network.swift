@@ -4,6 +4,7 @@ import KinetraceAnalysis
 import KinetraceHash
 import KinetraceJSON
 import KinetracePlot
+import KinetraceImpairment
 import KinetraceReplay
 import KinetraceSupport
 import KinetraceTrace

@@ -3,6 +3,7 @@ import Foundation
 import KinetraceSupport
 import KinetraceJSON
 import KinetraceAnalysis
+import KinetraceImpairment
 import KinetraceReplay
 import KinetraceTrace
 import KinetraceTransport
@@ -16,7 +17,7 @@ struct Replay: ParsableCommand {
         abstract: "Replay recorded controller traffic to a host, with its original timing, seeded impairments and fan-out.",
         discussion: """
             Sends the controller→host messages of each INPUT (a trace, a pcap or a pcapng) to a \
-            host: over UDP with --to, one socket per controller, or to a command run with --exec \
+            host: over a transport with --to, one socket per controller, or to a command run with --exec \
             behind the stdio adapter (specs/stdio-adapter-v1.md). Message i leaves at \
             anchor + (t_i − t_0) / speed on the monotonic clock, against absolute deadlines; \
             every send time is logged and the lateness reported.
@@ -58,7 +59,7 @@ struct Replay: ParsableCommand {
     @Argument(help: ArgumentHelp("The recordings to replay: traces, pcaps or pcapngs.", valueName: "input"), completion: .file())
     var inputs: [String]
 
-    @Option(help: ArgumentHelp("Send to the host at HOST:PORT: over UDP, or TCP for a byte-stream protocol (one connection per controller).", valueName: "host:port"))
+    @Option(help: ArgumentHelp("Send to the host at udp://HOST:PORT or tcp://HOST:PORT; a bare HOST:PORT is on the protocol's own transport, UDP, or TCP for a byte-stream protocol (one connection per controller).", valueName: "host:port"))
     var to: String?
 
     @Option(help: ArgumentHelp("Run this command (with /bin/sh -c) as the host and feed it through the stdio adapter.", valueName: "command"))
@@ -208,7 +209,7 @@ struct Replay: ParsableCommand {
         if !dryRun {
             guard (to == nil) != (exec == nil) else { throw ValidationError("Give exactly one of --to HOST:PORT and --exec COMMAND.") }
         }
-        if let to { do { _ = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") } }
+        if let to { do { _ = try TransportTarget.parse(to, fallback: Transports.udp) } catch { throw ValidationError("--to \(error.description)") } }
         guard speed.isFinite, speed > 0 else { throw ValidationError("--speed must be a positive number.") }
         guard loops >= 0 else { throw ValidationError("--loop must be at least 0 (0: until interrupted).") }
         if loops == 0 && dryRun && limit == nil && duration == nil {
@@ -314,7 +315,19 @@ struct Replay: ParsableCommand {
         for (path, truncation) in replayInput.truncations.sorted(by: { $0.key < $1.key }) {
             printWarning("\(path): \(truncation.description); replaying what precedes it")
         }
-        if let problem = options.problem(for: replayInput.wireProtocol.transport) ?? options.problem(planning: replayInput) {
+        var target: LinkTarget?
+        if let to {
+            let network: TransportTarget
+            do { network = try TransportTarget.parse(to, fallback: Transports.native(for: replayInput.wireProtocol)) } catch { throw ValidationError("--to \(error.description)") }
+            if let problem = network.transport.problem(carrying: replayInput.wireProtocol) { throw ValidationError("--to \(problem)") }
+            target = .network(network)
+        } else if let exec {
+            target = .exec(exec)
+        }
+        // A dry run may have no target: it plans for the protocol's own transport.
+        let carrier = target.map { Replayer.repairingCarrier($0, replayInput.wireProtocol) }
+            ?? Replayer.repairingCarrier(Transports.native(for: replayInput.wireProtocol))
+        if let problem = options.problem(repairingCarrier: carrier) ?? options.problem(planning: replayInput) {
             printError(problem)
             throw ExitCode.validationFailure
         }
@@ -333,13 +346,7 @@ struct Replay: ParsableCommand {
             return
         }
 
-        let target: LinkTarget
-        if let to {
-            do { target = .network(try SocketAddressBox.resolve(to), for: replayInput.wireProtocol.transport) } catch { throw ValidationError("--to \(error.description)") }
-        } else {
-            target = .exec(exec!)
-        }
-        var configuration = Replayer.Configuration(target: target, input: replayInput)
+        var configuration = Replayer.Configuration(target: target!, input: replayInput)  // set unless --dry-run, which returned above
         configuration.options = options
         configuration.recordPath = record
         configuration.recordExtra = recordExtra

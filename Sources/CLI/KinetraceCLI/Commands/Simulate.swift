@@ -15,7 +15,7 @@ struct Simulate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Stream samples from simulated phones to a host and record what comes back.",
         discussion: """
-            Each controller has its own UDP socket and streams the protocol's samples \
+            Each controller has its own socket (--to says which transport) and streams the protocol's samples \
             at its nominal rate, timed against absolute \
             monotonic deadlines, carrying realistic IMU signals: sensor noise, gravity-free \
             user acceleration, and jumps as a short ay pulse. Replies are matched to frames by \
@@ -28,12 +28,12 @@ struct Simulate: ParsableCommand {
             every gesture labelled), sampled at the stream rate.
 
             A byte-stream protocol (--persona steering by default) goes over \
-            one TCP connection per controller: on every tick the phone writes its record only \
+            one TCP connection per controller. On every tick the phone writes its record only \
             when the stream has room, so a host that reads too slowly shows up as blocked \
             writes (counted, and recorded as blocked_write events), never as lost records.
             """)
 
-    @Option(help: ArgumentHelp("The host to stream to, as HOST:PORT or [IPV6]:PORT (TCP for a byte-stream protocol).", valueName: "host:port"))
+    @Option(help: ArgumentHelp("The host to stream to, as udp://HOST:PORT or tcp://HOST:PORT; a bare HOST:PORT or [IPV6]:PORT is on the protocol's own transport (UDP, or TCP for a byte-stream protocol).", valueName: "host:port"))
     var to: String
 
     @Option(help: ArgumentHelp("Number of controllers, each on its own socket.", valueName: "n"))
@@ -82,8 +82,9 @@ struct Simulate: ParsableCommand {
     }
 
     func run() throws {
-        let target: SocketAddressBox
-        do { target = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") }
+        let target: TransportTarget
+        do { target = try TransportTarget.parse(to, fallback: Transports.native(for: wire.wireProtocol)) } catch { throw ValidationError("--to \(error.description)") }
+        if let problem = target.transport.problem(carrying: wire.wireProtocol) { throw ValidationError("--to \(problem)") }
         var configuration = ControllerSimulator.Configuration(wireProtocol: wire.wireProtocol, target: target)
         configuration.controllers = controllers
         configuration.rateHz = rate
@@ -92,8 +93,9 @@ struct Simulate: ParsableCommand {
         configuration.tracePath = trace
         configuration.spinNs = spinUs * 1000
         configuration.sendBufferBytes = sendBuffer
-        let stream = wire.wireProtocol.transport == .byteStream
-        switch script ?? (persona == nil && !stream ? "jumps" : nil) {
+        // A byte-stream protocol streams attitude, which the jump script cannot move.
+        let streamsAttitude = wire.wireProtocol.transport == .byteStream
+        switch script ?? (persona == nil && !streamsAttitude ? "jumps" : nil) {
         case nil: configuration.motion = .persona(Persona.preset(named: persona ?? "steering")!)  // checked in validate()
         case "idle": configuration.motion = .script(.idle)
         case "jumps": configuration.motion = .script(.jumps)
@@ -116,19 +118,12 @@ struct Simulate: ParsableCommand {
             printWarning("\(wire.wireProtocol.id) samples carry none of the scripted motion (an acceleration pulse), so every sample is level; --persona gives the protocol's motion")
         }
         let logger = Logger(label: "kinetrace.simulate")
-        let run: () throws -> SimulationReport, stop: @Sendable () -> Void
-        if stream {
-            let simulator = StreamControllerSimulator(configuration: configuration, logger: logger)
-            (run, stop) = (simulator.run, simulator.stop)
-        } else {
-            let simulator = ControllerSimulator(configuration: configuration, logger: logger)
-            (run, stop) = (simulator.run, simulator.stop)
-        }
-        let signals = onTermination { _ in stop() }
+        let simulator = ControllerSimulator(configuration: configuration, logger: logger)
+        let signals = onTermination { _ in simulator.stop() }
         defer { _ = signals }
         let report: SimulationReport
         do {
-            report = try run()
+            report = try simulator.run()
         } catch let error as TraceError {
             printError(error.description)
             throw ExitStatus.forTraceError(error)
@@ -140,7 +135,7 @@ struct Simulate: ParsableCommand {
         func percentile(_ p: Double) -> Double? {
             rtts.isEmpty ? nil : Double(rtts[min(rtts.count - 1, Int((p / 100 * Double(rtts.count)).rounded(.up)) - 1)]) / 1e6
         }
-        if stream { return try summarizeStream(report) }
+        if !target.transport.keepsMessageBoundaries { return try summarizeStream(report) }
         switch summaryFormat.format {
         case .text:
             var line = "sent \(report.framesSent) \(wire.wireProtocol.hostReplies ? "frames" : "messages") from \(controllers) controller(s), \(report.labels) gestures; "

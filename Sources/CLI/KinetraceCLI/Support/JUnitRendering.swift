@@ -3,6 +3,7 @@ import Foundation
 import KinetraceConformance
 import KinetraceGestures
 import KinetraceJUnit
+import KinetraceImpairment
 import KinetraceReplay
 import KinetraceSupport
 import KinetraceTrace

@@ -1,4 +1,4 @@
-import KinetraceReplay
+import KinetraceImpairment
 import KinetraceSupport
 import KinetraceTrace
 import KinetraceTransport

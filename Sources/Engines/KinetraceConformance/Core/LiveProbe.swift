@@ -140,7 +140,7 @@ package final class LiveProbe {
         }
         if let code = link.send(bytes, from: mine[controller], deadlineMonotonicNs: SystemClock.monotonicNs() + 1_000_000_000) {
             // EPIPE: an exec host has gone; the next collect says how it ended.
-            if case .tcp = link.target, code == EPIPE || code == ECONNRESET {
+            if link.target.controllersAreConnections, code == EPIPE || code == ECONNRESET {
                 closedByHost[controller] = closedByHost[controller] ?? code
             } else if code == ECONNREFUSED { refused = true } else if code != EPIPE, hostFailure == nil {
                 hostFailure = "cannot send to the host: \(String(cString: strerror(code)))"
@@ -153,8 +153,8 @@ package final class LiveProbe {
     /// controller ids over exec. Their replies, if any, are not collected.
     package func sendFromFreshSources(count: Int, firstSource: Int = 0, payload: (Int) -> [UInt8]) -> LoopbackSources.Outcome {
         switch link.target {
-        case .udp(let address):
-            let outcome = LoopbackSources.send(count: count, firstSource: firstSource, to: address, payload: payload)
+        case .network(let network) where !network.transport.hasConnections:
+            let outcome = LoopbackSources.send(count: count, firstSource: firstSource, to: network.address, payload: payload)
             if case .sent(let n) = outcome { samplesSent += n }
             return outcome
         case .exec:
@@ -173,8 +173,8 @@ package final class LiveProbe {
                 if i % 1_000 == 999 { collect(forMs: 1) }
             }
             return .sent(count)
-        case .tcp:
-            return .unavailable("a stream host's controllers are its connections")
+        case .network:
+            return .unavailable("this host's controllers are its connections")
         }
     }
 
@@ -228,7 +228,7 @@ package final class LiveProbe {
                     }
                     if let c = local[controller] { observations.append(Observed(controller: c, observation: observation, monoNs: monoNs)) }
                 case .error(let controller, let code):
-                    if case .tcp = link.target, code == EPIPE || code == ECONNRESET {
+                    if link.target.controllersAreConnections, code == EPIPE || code == ECONNRESET {
                         if let c = local[controller] { closedByHost[c] = closedByHost[c] ?? code }
                     } else if code == ECONNREFUSED { refused = true }
                 case .hostEnded(let why):

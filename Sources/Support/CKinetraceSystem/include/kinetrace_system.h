@@ -22,6 +22,8 @@ int kinetrace_readiness_add(int set, int fd, unsigned int tag);
 
 /// Waits up to `timeout_ms` for input on the set; writes up to `capacity`
 /// ready tags. Returns how many, 0 on timeout, or -1 with errno (EINTR too).
+/* Stops watching fd; 0, or -1 with errno. */
+int kinetrace_readiness_remove(int set, int fd);
 int kinetrace_readiness_wait(int set, unsigned int *tags, int capacity, int timeout_ms);
 
 /// Asks the kernel to stamp each datagram `fd` receives with its arrival time

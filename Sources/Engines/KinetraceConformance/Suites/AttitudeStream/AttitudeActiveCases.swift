@@ -131,7 +131,7 @@ struct AppliedAttitudes {
         }
         if let stray = p.strayObservationsFailure { return CaseResult(info, stray, measurements: measurements) }
         if var missing = p.observationsMissing("which attitudes the host applied from \(what)") {
-            if case .tcp = p.target { missing += "; the connection stayed open (no FIN or RST), which is all TCP shows" }
+            if p.target.controllersAreConnections { missing += "; the connection stayed open (no FIN or RST), which is all TCP shows" }
             return CaseResult(info, .inconclusive(missing), measurements: measurements)
         }
         var evidence: [String] = []
@@ -251,7 +251,7 @@ package struct AttitudeKeepsReadingCase: ActiveCase {
         let c = try p.controllers(1).lowerBound
         let periodNs: Int64 = 1_000_000_000 / 60
         var primed = 0
-        if case .tcp = p.target {
+        if p.target.controllersAreConnections {
             // A host that stops reading first fills its receive window: 256 KiB overflows a
             // stalled host's window (about 128 KiB on Linux), so from then on what it leaves unread
             // shows in this side's send queue. A host that reads takes it in milliseconds.

@@ -21,7 +21,7 @@ package struct AttitudeConnectionFloodCase: ActiveCase {
     static let recordsAfter = 21 * 1024
 
     package func run(_ p: LiveProbe, _ parameters: SuiteParameters) throws(SocketError) -> CaseResult {
-        guard case .tcp = p.target else {
+        guard p.target.controllersAreConnections else {
             return CaseResult(info, .inconclusive("the stdio adapter's controllers are not connections: there is no connection limit to flood"))
         }
         let flood = parameters.maxConnections + Self.pastTheBound

@@ -145,7 +145,7 @@ struct DecisionExpectations {
         if !context.repliesShowDecisions {
             if !p.canObserve {
                 var missing = p.observationsMissing("the host's \(context.host.decision)s") ?? "no observation channel"
-                if case .tcp = p.target {
+                if p.target.controllersAreConnections {
                     // All TCP shows: whether the host kept each connection open that it must.
                     let closed = items.filter { !$0.mayClose && p.closedByHost[$0.controller] != nil }
                     if !closed.isEmpty {

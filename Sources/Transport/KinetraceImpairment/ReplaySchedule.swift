@@ -1,6 +1,5 @@
 import HeapModule
 import KinetraceSupport
-import KinetraceTransport
 import KinetraceTrace
 import KinetraceWire
 

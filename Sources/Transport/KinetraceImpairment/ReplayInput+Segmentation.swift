@@ -1,5 +1,4 @@
 import KinetraceSupport
-import KinetraceTransport
 import KinetraceWire
 
 extension ReplayInput {
@@ -41,17 +40,18 @@ extension ReplayInput {
 }
 
 extension ReplayOptions {
-    /// `problem`, and for a byte stream the impairments TCP would repair: a lost,
-    /// duplicated, reordered, corrupted or truncated write cannot reach a host over
-    /// TCP, so replaying one would test nothing real (delay and rate limits apply).
-    package func problem(for transport: TransportKind) -> String? {
+    /// `problem`, and for a carrier that repairs delivery (TCP, named by `repairingCarrier`)
+    /// the impairments it would repair: a lost, duplicated, reordered, corrupted or truncated
+    /// write cannot reach a host through it, so replaying one would test nothing real (delay
+    /// and rate limits apply).
+    package func problem(repairingCarrier: String?) -> String? {
         if let problem { return problem }
-        guard transport == .byteStream else { return nil }
+        guard let repairingCarrier else { return nil }
         let i = impairments
         let repaired = [("loss", i.loss != .none), ("duplication", i.duplicate > 0), ("reordering", i.reorder > 0),
                         ("corruption", i.corrupt > 0), ("truncation", i.truncate > 0)].filter(\.1).map(\.0)
         guard repaired.isEmpty else {
-            return "a byte-stream protocol travels on TCP, which repairs \(repaired.joined(separator: ", ")): only delay and rate limits apply"
+            return "\(repairingCarrier), which repairs \(repaired.joined(separator: ", ")): only delay and rate limits apply"
         }
         return nil
     }

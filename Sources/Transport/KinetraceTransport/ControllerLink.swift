@@ -12,24 +12,30 @@ import NIOConcurrencyHelpers
 
 /// Where the host under test is, and how to reach it.
 package enum LinkTarget: Sendable, CustomStringConvertible {
-    /// A host listening on UDP: one connected socket per controller.
-    case udp(SocketAddressBox)
-    /// A host listening on TCP, for a byte-stream protocol: one connection per controller.
-    case tcp(SocketAddressBox)
+    /// A host on a transport: one connection per controller.
+    case network(TransportTarget)
     /// A host run as `/bin/sh -c COMMAND` behind the stdio adapter (specs/stdio-adapter-v1.md).
     case exec(String)
 
     package var description: String {
         switch self {
-        case .udp(let address): return "udp://\(address)"
-        case .tcp(let address): return "tcp://\(address)"
+        case .network(let target): return target.description
         case .exec(let command): return "exec: \(command)"
         }
     }
 
-    /// A host at `address` on the transport a protocol uses: TCP for a byte stream, UDP for datagrams.
-    package static func network(_ address: SocketAddressBox, for transport: TransportKind) -> LinkTarget {
-        transport == .byteStream ? .tcp(address) : .udp(address)
+    /// A host at `address` on the transport a protocol travels on unless told otherwise.
+    package static func network(_ address: SocketAddressBox, for wireProtocol: any WireProtocol) -> LinkTarget {
+        .network(TransportTarget(Transports.native(for: wireProtocol), address))
+    }
+
+    /// True when each controller is a connection the host can close (`Transport.hasConnections`).
+    package var controllersAreConnections: Bool { transport?.hasConnections ?? false }
+
+    /// The transport, for a host on one.
+    package var transport: (any Transport)? {
+        if case .network(let target) = self { return target.transport }
+        return nil
     }
 }
 
@@ -109,57 +115,80 @@ extension ControllerLink {
 }
 
 /// Opens the link for a target.
-package func openLink(to target: LinkTarget) throws(SocketError) -> any ControllerLink {
+package func openLink(to target: LinkTarget, options: ConnectionOptions = ConnectionOptions()) throws(SocketError) -> any ControllerLink {
     switch target {
-    case .udp(let address): return UDPControllerLink(target: address)
-    case .tcp(let address): return TCPControllerLink(target: address)
+    case .network(let target): return NetworkControllerLink(target: target, options: options)
     case .exec(let command): return try StdioControllerLink(command: command)
     }
 }
 
-/// A host on UDP: one connected socket per controller, all kept open until the link finishes.
+/// A host on a transport: one connection per controller, all kept open until the link
+/// finishes. Each `send` is one message, or one write of a stream (looping on partial
+/// writes), so the caller's segmentation is what the host's reads can see. What the host
+/// sends back arrives as `.datagram` events, one per read; a connection the host ends is
+/// reported once as `.error` (EPIPE: closed in order; ECONNRESET: reset) and read no more.
 /// Replies are waited for through a readiness set (epoll) where there is one, else `poll`.
-package final class UDPControllerLink: ControllerLink, @unchecked Sendable {  // sockets behind `lock`; the buffer and poll set belong to the receiving thread
-    package let address: SocketAddressBox
+package final class NetworkControllerLink: ControllerLink, @unchecked Sendable {  // connections behind `lock`; the buffer and poll set belong to the receiving thread
+    package let transportTarget: TransportTarget
     package let hostEndpoint: Endpoint
+    package let options: ConnectionOptions
     private let lock = NIOLock()
-    private var sockets: [ConnectedUDPSocket] = []
+    private var connections: [any ControllerConnection] = []
+    /// Kept after `finish`, so records and reports can still name every controller.
+    private var endpoints: [Endpoint] = []
     private var polled: [pollfd] = []
     private let readiness = ReadinessSet()
-    private var everySocketStamps = true
+    private var everyConnectionStamps = true
     // Big enough for any UDP reply, so a wrong one is judged as sent.
     private var buffer = [UInt8](repeating: 0, count: 65_536)
-    /// Datagrams read from one socket per `receive` call (up to 4 MiB of 64 KiB replies).
-    static let datagramsPerBurst = 64
+    /// Reads from one connection per `receive` call (up to 4 MiB of 64 KiB replies).
+    static let readsPerBurst = 64
 
-    package init(target: SocketAddressBox) {
-        address = target
-        hostEndpoint = target.endpoint
+    package init(target: TransportTarget, options: ConnectionOptions = ConnectionOptions()) {
+        transportTarget = target
+        hostEndpoint = target.address.endpoint
+        self.options = options
     }
 
-    package var target: LinkTarget { .udp(address) }
+    package var target: LinkTarget { .network(transportTarget) }
 
     package func openController() throws(SocketError) -> Int {
-        let socket = try ConnectedUDPSocket(to: address)
+        let connection = try transportTarget.transport.connect(to: transportTarget.address, options: options)
         let index = lock.withLock {
-            sockets.append(socket)
-            everySocketStamps = everySocketStamps && socket.stampsArrivals
-            return sockets.count - 1
+            connections.append(connection)
+            endpoints.append(connection.local)
+            everyConnectionStamps = everyConnectionStamps && connection.stampsArrivals
+            return connections.count - 1
         }
-        if let readiness, let code = readiness.add(socket.fd, tag: UInt32(index)) {
-            throw SocketError("watch controller \(index)'s socket for replies: \(String(cString: strerror(code)))")
+        if let readiness, let code = readiness.add(connection.descriptor, tag: UInt32(index)) {
+            throw SocketError("watch controller \(index)'s connection for replies: \(String(cString: strerror(code)))")
         }
         return index
     }
 
-    package var controllerCount: Int { lock.withLock { sockets.count } }
+    package var controllerCount: Int { lock.withLock { endpoints.count } }
 
-    package var stampsArrivals: Bool { lock.withLock { everySocketStamps && !sockets.isEmpty } }
+    package var stampsArrivals: Bool { lock.withLock { everyConnectionStamps && !connections.isEmpty } }
 
-    package func endpoint(of controller: Int) -> Endpoint { lock.withLock { sockets[controller].local } }
+    package func endpoint(of controller: Int) -> Endpoint { lock.withLock { endpoints[controller] } }
 
+    private func connection(_ controller: Int) -> (any ControllerConnection)? {
+        lock.withLock { controller < connections.count ? connections[controller] : nil }
+    }
+
+    /// Sends `bytes` whole; ETIMEDOUT when a stream's host stopped reading before all of it
+    /// went (the stream then holds part of it); EBADF once the link has finished.
     package func send(_ bytes: [UInt8], from controller: Int, deadlineMonotonicNs: Int64) -> Int32? {
-        lock.withLock { sockets[controller] }.send(bytes)
+        guard let connection = connection(controller) else { return EBADF }
+        return connection.send(bytes, deadlineMonotonicNs: deadlineMonotonicNs)
+    }
+
+    package func endStream(of controller: Int) -> Bool {
+        connection(controller)?.endOutput() ?? false
+    }
+
+    package func unsentBytes(of controller: Int) -> Int? {
+        connection(controller)?.unsentBytes
     }
 
     package func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
@@ -167,19 +196,19 @@ package final class UDPControllerLink: ControllerLink, @unchecked Sendable {  //
             // An empty set still waits out the timeout, so callers never spin.
             readiness.wait(timeoutMs: timeoutMs) { tag in
                 let index = Int(tag)
-                guard let socket = lock.withLock({ index < sockets.count ? sockets[index] : nil }) else { return }
-                drain(socket, index, handle)
+                guard let connection = connection(index) else { return }
+                drain(connection, index, handle)
             }
             return
         }
-        let open: [ConnectedUDPSocket] = lock.withLock {
-            if polled.count < sockets.count {
-                polled += sockets[polled.count...].map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+        let open: [any ControllerConnection] = lock.withLock {
+            if polled.count < connections.count {
+                polled += connections[polled.count...].map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
             }
-            return sockets
+            return connections
         }
-        guard !polled.isEmpty else {
-            // Nothing to wait on yet; still wait, so callers never spin.
+        guard polled.contains(where: { $0.fd >= 0 }) else {
+            // Nothing to wait on; still wait, so callers never spin.
             usleep(UInt32(clamping: Int64(max(timeoutMs, 0)) * 1000))
             return
         }
@@ -190,19 +219,38 @@ package final class UDPControllerLink: ControllerLink, @unchecked Sendable {  //
         }
     }
 
-    /// At most a bounded burst per socket and call: a host flooding one controller must
+    /// At most a bounded burst per connection and call: a host flooding one controller must
     /// not keep the caller here (it checks its deadlines and flood limits between calls).
-    private func drain(_ socket: ConnectedUDPSocket, _ index: Int, _ handle: (LinkEvent) -> Void) {
+    private func drain(_ connection: any ControllerConnection, _ index: Int, _ handle: (LinkEvent) -> Void) {
         // Kernel stamps are on the realtime clock; the link reports monotonic time.
         let realtimeAhead = SystemClock.realtimeNs() - SystemClock.monotonicNs()
-        draining: for _ in 0..<Self.datagramsPerBurst {
-            switch socket.receive(into: &buffer) {
-            case .datagram(let n, let stamp):
+        draining: for _ in 0..<Self.readsPerBurst {
+            switch connection.read(into: &buffer) {
+            case .bytes(let n, let stamp):
                 let arrival = stamp.map { $0 - realtimeAhead } ?? SystemClock.monotonicNs()
                 handle(.datagram(controller: index, payload: Array(buffer[0..<n]), receivedMonoNs: arrival))
-            case .error(let code): handle(.error(controller: index, code: code))
-            case .nothing: break draining
+            case .nothing:
+                break draining
+            case .failed(let code, ended: false):
+                handle(.error(controller: index, code: code))
+            case .closed:
+                stopReading(connection, index)
+                handle(.error(controller: index, code: EPIPE))
+                break draining
+            case .failed(let code, ended: true):
+                stopReading(connection, index)
+                handle(.error(controller: index, code: code))
+                break draining
             }
+        }
+    }
+
+    /// An ended connection is reported once: its descriptor leaves the wait.
+    private func stopReading(_ connection: any ControllerConnection, _ index: Int) {
+        if let readiness {
+            _ = readiness.remove(connection.descriptor)
+        } else if index < polled.count {
+            polled[index].fd = -1  // poll skips negative descriptors
         }
     }
 
@@ -211,7 +259,7 @@ package final class UDPControllerLink: ControllerLink, @unchecked Sendable {  //
 
     package func finish(graceMs: Int) -> String? {
         lock.withLock {
-            sockets.removeAll()
+            connections.removeAll()
             polled.removeAll()
         }
         return nil

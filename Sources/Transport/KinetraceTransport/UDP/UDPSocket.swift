@@ -92,7 +92,7 @@ package struct SocketError: Error, CustomStringConvertible, Sendable {
 }
 
 /// A UDP socket connected to one peer: the controller's side of the link.
-package final class ConnectedUDPSocket {
+package final class ConnectedUDPSocket: @unchecked Sendable {  // the descriptor is immutable; callers serialise sends and reads
     package let fd: Int32
     package let local: Endpoint
     /// Whether the kernel stamps each reply's arrival (`Received.datagram`'s stamp).
@@ -130,7 +130,11 @@ package final class ConnectedUDPSocket {
 
     /// Sends one datagram; returns errno on failure (ECONNREFUSED once the peer's port is closed).
     package func send(_ bytes: [UInt8]) -> Int32? {
-        let n = bytes.withUnsafeBytes { systemSend(fd, $0.baseAddress, $0.count, 0) }
+        bytes.withUnsafeBytes { send($0) }
+    }
+
+    package func send(_ bytes: UnsafeRawBufferPointer) -> Int32? {
+        let n = systemSend(fd, bytes.baseAddress, bytes.count, 0)
         return n == bytes.count ? nil : (n < 0 ? errno : EMSGSIZE)
     }
 

@@ -1,0 +1,138 @@
+import KinetraceTrace
+import KinetraceWire
+import Logging
+
+/// A carrier of a wire protocol's messages between controllers and a host: UDP, TCP, or
+/// any other added through this seam. It makes both ends: a controller's connection (plain
+/// sockets, so that a sender sleeping to absolute deadlines decides when bytes leave) and a
+/// host's listener (SwiftNIO). Engines reach hosts and controllers only through it; what a
+/// new transport must implement is in CONTRIBUTING.md.
+package protocol Transport: Sendable, CustomStringConvertible {
+    /// The URL scheme that names it: `udp`, `tcp`.
+    var scheme: String { get }
+    /// True when each send arrives as one message (UDP); false when a controller's sends
+    /// join one byte stream that the receiver reads in chunks of its own (TCP).
+    var keepsMessageBoundaries: Bool { get }
+    /// True when the carrier repairs loss, duplication, reordering and corruption (TCP), so
+    /// that a replay through it can only delay messages or limit their rate.
+    var repairsDelivery: Bool { get }
+    /// True when each controller is a connection the host accepts and can close (TCP); false
+    /// when controllers are only source addresses (UDP).
+    var hasConnections: Bool { get }
+    /// Why it cannot carry `wireProtocol`; nil when it can.
+    func problem(carrying wireProtocol: any WireProtocol) -> String?
+    /// Opens one controller's connection to a host at `address`.
+    func connect(to address: SocketAddressBox, options: ConnectionOptions) throws(SocketError) -> any ControllerConnection
+    /// Starts a host's listener, which hands every arrival to `service`.
+    func listen(_ configuration: ListenerConfiguration, service: any HostService, logger: Logger) throws -> any HostListener
+}
+
+extension Transport {
+    package var description: String { scheme }
+}
+
+/// How a controller's connection is opened.
+package struct ConnectionOptions: Sendable {
+    /// The kernel send buffer (SO_SNDBUF); nil lets the kernel size it. A small one makes a
+    /// host that stops reading show sooner, as unsent bytes and blocked writes.
+    package var sendBufferBytes: Int?
+    /// How long a connecting carrier waits for the host's answer.
+    package var connectTimeoutMs: Int32 = 5_000
+    package init(sendBufferBytes: Int? = nil) { self.sendBufferBytes = sendBufferBytes }
+}
+
+/// What one non-blocking send did.
+package enum SendOutcome: Equatable, Sendable {
+    /// Every byte left, as one message or one write of the stream.
+    case all
+    /// A stream took only the first n bytes (0: it had no room); the rest is the caller's to send later.
+    case partial(Int)
+    /// The send failed with errno; `ended` when the connection is over (a stream the host
+    /// closed or reset), false when the next send may still go (a datagram refused by ICMP).
+    case failed(Int32, ended: Bool)
+}
+
+/// What one non-blocking read found.
+package enum ReadOutcome: Equatable, Sendable {
+    /// n bytes: one message where the carrier keeps boundaries, else a chunk of the stream;
+    /// with the kernel's arrival stamp on the realtime clock where the carrier has one.
+    case bytes(Int, arrivalRealtimeNs: Int64?)
+    /// Nothing to read now.
+    case nothing
+    /// The host ended the connection in order (a stream's FIN); nothing more comes.
+    case closed
+    /// errno; `ended` as for `SendOutcome.failed`.
+    case failed(Int32, ended: Bool)
+}
+
+/// One controller's connection to a host: the client side of a transport. One thread sends
+/// while another reads; each side is the caller's to serialise.
+package protocol ControllerConnection: AnyObject, Sendable {
+    /// The controller's own address, as records name it.
+    var local: Endpoint { get }
+    /// A descriptor that polls readable whenever `read` has something (or an end) to report.
+    var descriptor: Int32 { get }
+    /// Whether reads carry the kernel's arrival stamp.
+    var stampsArrivals: Bool { get }
+    /// One non-blocking send of `bytes`: one message, or one write of the stream.
+    func trySend(_ bytes: UnsafeRawBufferPointer) -> SendOutcome
+    /// Whether a send now would find room (a stream's POLLOUT; always true for datagrams,
+    /// whose send reports a full buffer itself).
+    var hasRoom: Bool { get }
+    /// Sends all of `bytes`, waiting for room until `deadlineMonotonicNs`; errno on failure
+    /// (ETIMEDOUT: the host stopped reading, and a stream then holds part of the bytes).
+    func send(_ bytes: [UInt8], deadlineMonotonicNs: Int64) -> Int32?
+    /// Reads what has arrived into `buffer`.
+    func read(into buffer: inout [UInt8]) -> ReadOutcome
+    /// Ends the controller's output, as a stream's write-side shutdown does; false where
+    /// the carrier has no such end (datagrams), so nobody waits for the host to answer it.
+    func endOutput() -> Bool
+    /// Bytes written that the host has not yet taken (Linux SIOCOUTQ); nil where unknown.
+    var unsentBytes: Int? { get }
+}
+
+/// The transports Kinetrace knows, by scheme; a protocol's own transport is the one its
+/// kind asks for (datagrams over UDP, byte streams over TCP).
+package enum Transports {
+    package static let udp: any Transport = UDPTransport()
+    package static let tcp: any Transport = TCPTransport()
+
+    /// Every transport, in the order help lists them.
+    package static var all: [any Transport] { [udp, tcp] }
+
+    /// The transport a URL scheme names, or nil.
+    package static func named(_ scheme: String) -> (any Transport)? {
+        all.first { $0.scheme == scheme.lowercased() }
+    }
+
+    /// The transport a protocol travels on unless told otherwise.
+    package static func native(for wireProtocol: any WireProtocol) -> any Transport {
+        wireProtocol.transport == .byteStream ? tcp : udp
+    }
+}
+
+/// A host's address on a transport: `udp://127.0.0.1:5005`.
+package struct TransportTarget: Sendable, CustomStringConvertible {
+    package var transport: any Transport
+    package var address: SocketAddressBox
+
+    package init(_ transport: any Transport, _ address: SocketAddressBox) {
+        self.transport = transport
+        self.address = address
+    }
+
+    package var description: String { "\(transport.scheme)://\(address)" }
+
+    /// Reads `SCHEME://HOST:PORT`, or a bare `HOST:PORT` on `fallback`.
+    package static func parse(_ text: String, fallback: any Transport) throws(SocketError) -> TransportTarget {
+        let parts = text.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else {
+            return TransportTarget(fallback, try SocketAddressBox.resolve(text))
+        }
+        let scheme = String(parts[0])
+        guard let transport = Transports.named(scheme) else {
+            throw SocketError("\(text): unknown transport \(scheme)://; expected one of \(Transports.all.map { "\($0.scheme)://" }.joined(separator: ", "))")
+        }
+        return TransportTarget(transport, try SocketAddressBox.resolve(String(parts[1])))
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import KinetraceController
+import KinetraceHost
+import KinetraceSimulation
+import KinetraceTestSupport
+import KinetraceTrace
+import KinetraceTransport
+import KinetraceWire
+import Logging
+import Testing
+
+/// The transport seam, transport by transport: the one host, the one simulator and the one
+/// controller link over every transport in `Transports.all` that carries each built-in
+/// protocol, on real loopback sockets, with no code that names the transport.
+@Suite(.serialized) struct TransportSeamTests {
+    static let quiet = Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }
+
+    /// Every (transport, protocol) pair the seam accepts.
+    static var carried: [(String, String)] {
+        Transports.all.flatMap { transport in
+            ProtocolRegistry.standard.protocols.filter { transport.problem(carrying: $0) == nil }.map { (transport.scheme, $0.id.name) }
+        }
+    }
+
+    @Test func everyProtocolHasATransportAndEveryTransportAProtocol() {
+        for wireProtocol in ProtocolRegistry.standard.protocols {
+            #expect(Transports.all.contains { $0.problem(carrying: wireProtocol) == nil }, "\(wireProtocol.id) has no transport")
+            #expect(Transports.native(for: wireProtocol).problem(carrying: wireProtocol) == nil)
+        }
+        for transport in Transports.all {
+            #expect(Self.carried.contains { $0.0 == transport.scheme }, "\(transport.scheme) carries no built-in protocol")
+            #expect(Transports.named(transport.scheme.uppercased())?.scheme == transport.scheme)
+        }
+    }
+
+    /// The simulator's sends reach the host whole, and the host's record of them equals the
+    /// simulator's byte for byte, per controller and in order, whatever carried them.
+    @Test(arguments: carried)
+    func theHostRecordsExactlyWhatTheSimulatorSent(_ pair: (String, String)) throws {
+        let transport = try #require(Transports.named(pair.0))
+        let wireProtocol = try #require(ProtocolRegistry.standard.named(pair.1))
+        let dir = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let hostTrace = dir.appendingPathComponent("host.jsonl").path, simTrace = dir.appendingPathComponent("sim.jsonl").path
+
+        var hostConfiguration = ReferenceHost.Configuration(wireProtocol: wireProtocol)
+        hostConfiguration.transport = transport
+        hostConfiguration.port = 0
+        hostConfiguration.tracePath = hostTrace
+        let host = try ReferenceHost(configuration: hostConfiguration, logger: Self.quiet)
+        let address = try SocketAddressBox.resolve("127.0.0.1:\(host.localAddress.port!)")
+        var configuration = ControllerSimulator.Configuration(wireProtocol: wireProtocol, target: TransportTarget(transport, address))
+        configuration.controllers = 3
+        // The jump script's first jump comes 2 to 4 s in: every controller has one to answer.
+        configuration.durationS = 4.5
+        configuration.rateHz = 40
+        configuration.tracePath = simTrace
+        if case .script = configuration.motion, wireProtocol.transport == .byteStream { configuration.motion = .persona(Persona.preset(named: "steering")!) }
+        let report = try ControllerSimulator(configuration: configuration, logger: Self.quiet).run()
+        let stats = try host.shutdown()
+
+        #expect(report.framesSent >= 3 * 170, "\(report)")
+        #expect(report.sendErrors.isEmpty && report.blockedWrites == 0, "\(report)")
+        #expect(stats.validFrames == report.framesSent, "\(stats)")
+        #expect(stats.invalidByReason.isEmpty, "\(stats)")
+        let sent = try Self.bytes(in: simTrace, direction: .controllerToHost, keyedBy: \.source)
+        let received = try Self.bytes(in: hostTrace, direction: .controllerToHost, keyedBy: \.source)
+        #expect(sent.count == 3)
+        #expect(sent == received, "the host's record differs from what the simulator sent over \(transport.scheme)")
+        if wireProtocol.hostReplies && transport.keepsMessageBoundaries {
+            #expect(report.repliesReceived == stats.repliesSent && stats.repliesSent > 0, "\(report) \(stats)")
+        }
+        if transport.hasConnections { #expect(stats.connections == 3, "\(stats)") }
+    }
+
+    /// A transport that cannot carry a protocol is refused before anything opens, in one line, by every command.
+    @Test func aTransportThatCannotCarryTheProtocolIsRefused() throws {
+        for (arguments, word) in [(["host", "--transport", "tcp", "--port", "0"], "--transport"),
+                                  (["host", "--transport", "udp", "--protocol", "attitude-stream", "--port", "0"], "--transport"),
+                                  (["host", "--transport", "sctp", "--port", "0"], "--transport"),
+                                  (["host", "--stdio", "--transport", "udp"], "--transport"),
+                                  (["simulate", "--to", "tcp://127.0.0.1:9", "--duration", "1"], "--to"),
+                                  (["simulate", "--to", "quic://127.0.0.1:9", "--duration", "1"], "--to"),
+                                  (["conform", "--host", "tcp://127.0.0.1:9"], "--host")] {
+            let result = try kinetrace(arguments)
+            #expect(result.status == 64, "\(arguments): \(result.stderr)")
+            let lines = result.stderr.split(separator: "\n").filter { !$0.hasPrefix("Usage") && !$0.hasPrefix("  See") && !$0.isEmpty }
+            #expect(lines.count == 1 && lines[0].contains(word), "\(arguments): \(result.stderr)")
+        }
+    }
+
+    /// Each source's controller→host payloads, concatenated in order: a stream's reads may
+    /// cut differently from its writes, but never its bytes or their order.
+    static func bytes(in path: String, direction: Direction, keyedBy key: KeyPath<MessageRecord, Endpoint>) throws -> [String: [UInt8]] {
+        let reader = try TraceReader(path: path)
+        var bytes: [String: [UInt8]] = [:]
+        while let record = try reader.next() {
+            guard case .message(let message) = record, message.direction == direction else { continue }
+            bytes[message[keyPath: key].description, default: []] += message.payload
+        }
+        return bytes
+    }
+}
