@@ -5,7 +5,7 @@
 // range) and drawing decisions from it (seed 1, fixed so a finding replays)
 // gives delays of at least 0 and bit flips and cuts inside the message;
 // parsing is deterministic; an error names a line of the input.
-import KinetraceReplay
+import KinetraceImpairment
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzNetwork(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

@@ -3,7 +3,7 @@
 // NAME=VALUE. Checks: a parsed shard is in range (1 ≤ N ≤ 65,536, 0 ≤ K < N); an explicit
 // K/N is exactly what it says; a Slurm task's share is its place in the stepped array and
 // agrees with every count given; an error is one non-empty line; parsing is deterministic.
-import KinetraceReplay
+import KinetraceImpairment
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzShard(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

@@ -9,7 +9,9 @@
 # Usage: sudo Benchmarks/seam/run.sh [BASE_REF]
 #   BASE_REF  the commit to compare with (default: the last commit before the seam,
 #             8244a31); built in a scratch worktree under .build-seam-base
-# Environment: SKIP_BUILD=1 reuses both builds; REPEATS=N turns per load (default 2).
+# Environment: SKIP_BUILD=1 reuses both builds; REPEATS=N turns per load (default 2);
+#   LOADS="name controllers rate_hz seconds;..." other replay loads; SKIP_LIVE=1 leaves out the live run;
+#   LIVE_SECONDS, CAPTURE_SECONDS: the live run's host and capture spans (default 20 each).
 # Writes results/seam.md and prints it. Exits non-zero only on harness errors.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,7 +41,12 @@ new_bin="$new_scratch/release/kinetrace"
 [ -x "$base_bin" ] && [ -x "$new_bin" ] || die "missing binaries: $base_bin $new_bin"
 
 work=$(mktemp -d /tmp/kinetrace-seam.XXXXXX)
-loads=("10hz-x1 1 10 20" "1khz-x1 1 1000 10" "10hz-x3000 3000 10 5")
+if [ -n "${LOADS:-}" ]; then
+  IFS=';' read -r -a loads <<<"$LOADS"
+else
+  loads=("10hz-x1 1 10 20" "1khz-x1 1 1000 10" "10hz-x3000 3000 10 5")
+fi
+names=$(for load in "${loads[@]}"; do printf '%s ' "${load%% *}"; done)
 for turn in $(seq "$repeats"); do
   for load in "${loads[@]}"; do
     name=${load%% *}
@@ -50,19 +57,20 @@ for turn in $(seq "$repeats"); do
         || die "replay benchmark failed ($which, $name): $(tail -3 "$work/replay-$which-$name-$turn.log")"
     done
   done
+  [ "${SKIP_LIVE:-0}" = 1 ] && continue
   for which in base new; do
     bin=$base_bin; [ "$which" = new ] && bin=$new_bin
     log "turn $turn, live, $which"
-    KINETRACE_BIN="$bin" "$here/../live/run.sh" 20 20 >"$work/live-$which-$turn.md" 2>"$work/live-$which-$turn.log" \
+    KINETRACE_BIN="$bin" "$here/../live/run.sh" "${LIVE_SECONDS:-20}" "${CAPTURE_SECONDS:-20}" >"$work/live-$which-$turn.md" 2>"$work/live-$which-$turn.log" \
       || die "live benchmark failed ($which): $(tail -3 "$work/live-$which-$turn.log")"
   done
 done
 
 mkdir -p "$out"
-python3 - "$work" "$repeats" "$base_ref" "$(git -C "$root" describe --always --dirty)" >"$out/seam.md" <<'EOF'
+python3 - "$work" "$repeats" "$base_ref" "$(git -C "$root" describe --always --dirty)" "$names" "${SKIP_LIVE:-0}" >"$out/seam.md" <<'EOF'
 import json, re, sys
 work, repeats, base_ref, head = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-loads = ["10hz-x1", "1khz-x1", "10hz-x3000"]
+loads, skip_live = sys.argv[5].split(), sys.argv[6] == "1"
 rows = []
 def median(values):
     ordered = sorted(values)
@@ -83,18 +91,21 @@ for load in loads:
                 anchors.append(entry["tcpreplay_baseline_p99_us"])
     print(f"| replay p99 send lateness, {load} (µs) | {' / '.join(f'{x:.1f}' for x in figures['base'])} | "
           f"{' / '.join(f'{x:.1f}' for x in figures['new'])} | {median(figures['new']) / median(figures['base']):.2f} | {' / '.join(f'{x:.1f}' for x in anchors)} |")
+if skip_live:
+    sys.exit(0)
 ack = {"base": [], "new": []}
 drops = {"base": [], "new": []}
 for which in ("base", "new"):
     for turn in range(1, repeats + 1):
         text = open(f"{work}/live-{which}-{turn}.md").read()
-        m = re.search(r"ack after trigger frame.*?p99 ([0-9.]+) ms", text)
+        m = re.search(r"ack after trigger frame.*?p99 ([0-9.]+) ms, max [0-9.]+ ms over (\d+) acks", text)
         ack[which].append(float(m.group(1)) if m else float("nan"))
+        acks = m.group(2) if m else "?"
         m = re.search(r"Capture at 10,000 frames/s.*?\| (\d+) of (\d+) frames captured, kernel dropped (\d+), interface dropped (\d+)", text)
         drops[which].append(f"{m.group(3)}+{m.group(4)} of {m.group(2)}" if m else "?")
-print(f"| host ack p99, 100 controllers × 10 Hz (ms) | {' / '.join(f'{x:.3f}' for x in ack['base'])} | "
+print(f"| host ack p99, 100 controllers × 10 Hz, {acks} acks a turn (ms) | {' / '.join(f'{x:.3f}' for x in ack['base'])} | "
       f"{' / '.join(f'{x:.3f}' for x in ack['new'])} | {median(ack['new']) / median(ack['base']):.2f} | |")
-print(f"| capture drops (kernel + interface) at 10,000 frames/s, 20 s | {' / '.join(drops['base'])} | {' / '.join(drops['new'])} | | |")
+print(f"| capture drops (kernel + interface) at 10,000 frames/s | {' / '.join(drops['base'])} | {' / '.join(drops['new'])} | | |")
 EOF
 cat "$out/seam.md"
 rm -rf "$work"
