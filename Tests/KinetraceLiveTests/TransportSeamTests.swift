@@ -75,18 +75,41 @@ import Testing
 
     /// A transport that cannot carry a protocol is refused before anything opens, in one line, by every command.
     @Test func aTransportThatCannotCarryTheProtocolIsRefused() throws {
-        for (arguments, word) in [(["host", "--transport", "tcp", "--port", "0"], "--transport"),
-                                  (["host", "--transport", "udp", "--protocol", "attitude-stream", "--port", "0"], "--transport"),
-                                  (["host", "--transport", "sctp", "--port", "0"], "--transport"),
-                                  (["host", "--stdio", "--transport", "udp"], "--transport"),
-                                  (["simulate", "--to", "tcp://127.0.0.1:9", "--duration", "1"], "--to"),
-                                  (["simulate", "--to", "quic://127.0.0.1:9", "--duration", "1"], "--to"),
-                                  (["conform", "--host", "tcp://127.0.0.1:9"], "--host")] {
+        for (arguments, words) in [(["host", "--transport", "tcp", "--port", "0"], ["--transport tcp:// carries byte-stream protocols"]),
+                                   (["host", "--transport", "udp", "--protocol", "attitude-stream", "--port", "0"], ["--transport udp:// carries datagram protocols"]),
+                                   (["host", "--transport", "sctp", "--port", "0"], ["--transport must be one of udp, tcp"]),
+                                   (["host", "--stdio", "--transport", "udp"], ["--transport names a network transport"]),
+                                   (["simulate", "--to", "tcp://127.0.0.1:9", "--duration", "1"], ["--to tcp:// carries byte-stream protocols"]),
+                                   (["simulate", "--to", "quic://127.0.0.1:9", "--duration", "1"], ["--to quic://127.0.0.1:9: unknown transport quic://"]),
+                                   (["simulate", "--to", "://127.0.0.1:9", "--duration", "1"], ["unknown transport ://"]),
+                                   (["simulate", "--to", "udp://", "--duration", "1"], ["--to udp://:", "HOST:PORT"]),
+                                   (["replay", Fixture.bundledTrace, "--to", "tcp://127.0.0.1:9"], ["--to tcp:// carries byte-stream protocols"]),
+                                   (["conform", "--host", "tcp://127.0.0.1:9"], ["--host tcp:// carries byte-stream protocols"]),
+                                   (["conform", "--host", "udp:/127.0.0.1:9"], ["--host", "HOST:PORT"])] {
             let result = try kinetrace(arguments)
             #expect(result.status == 64, "\(arguments): \(result.stderr)")
             let lines = result.stderr.split(separator: "\n").filter { !$0.hasPrefix("Usage") && !$0.hasPrefix("  See") && !$0.isEmpty }
-            #expect(lines.count == 1 && lines[0].contains(word), "\(arguments): \(result.stderr)")
+            #expect(lines.count == 1 && words.allSatisfy { lines[0].contains($0) }, "\(arguments): \(result.stderr)")
         }
+    }
+
+    /// The URL spellings reach a real host on the transport they name, through every command that takes one.
+    @Test(arguments: [("motionlink-v1", "udp"), ("attitude-stream", "tcp")])
+    func aURLReachesTheHostOnItsTransport(_ pair: (String, String)) throws {
+        let (name, scheme) = pair
+        let host = try Background.kinetrace("host", "--protocol", name, "--transport", scheme, "--port", "0", "--format", "json")
+        let line = try host.waitForLine(startingWith: "listening on ")
+        let port = try #require(line.split(separator: ":").last.map(String.init))
+        let sim = try kinetrace("simulate", "--protocol", name, "--to", "\(scheme.uppercased())://127.0.0.1:\(port)", "--duration", "1", "--format", "json")
+        #expect(sim.status == 0, "\(sim.stderr)")
+        let stopped = try host.stop(SIGTERM)
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+        let simReport = try #require(try JSONSerialization.jsonObject(with: Data(sim.stdout.utf8)) as? [String: Any])
+        let hostReport = try #require(try JSONSerialization.jsonObject(with: Data(stopped.stdout.split(separator: "\n").last!.utf8)) as? [String: Any])
+        // A stream's summary counts records written; a datagram's, frames sent.
+        let sent = try #require((simReport["frames_sent"] ?? simReport["records_written"]) as? Int)
+        #expect(sent > 0 && hostReport["valid_frames"] as? Int == sent, "\(simReport) \(hostReport)")
+        if scheme == "tcp" { #expect(hostReport["connections"] as? Int == 1, "\(hostReport)") }
     }
 
     /// Each source's controller→host payloads, concatenated in order: a stream's reads may

@@ -125,14 +125,19 @@ package struct TransportTarget: Sendable, CustomStringConvertible {
 
     /// Reads `SCHEME://HOST:PORT`, or a bare `HOST:PORT` on `fallback`.
     package static func parse(_ text: String, fallback: any Transport) throws(SocketError) -> TransportTarget {
-        let parts = text.split(separator: "://", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2 else {
+        guard let separator = text.firstRange(of: "://") else {
             return TransportTarget(fallback, try SocketAddressBox.resolve(text))
         }
-        let scheme = String(parts[0])
+        let scheme = String(text[..<separator.lowerBound])
         guard let transport = Transports.named(scheme) else {
             throw SocketError("\(text): unknown transport \(scheme)://; expected one of \(Transports.all.map { "\($0.scheme)://" }.joined(separator: ", "))")
         }
-        return TransportTarget(transport, try SocketAddressBox.resolve(String(parts[1])))
+        do {
+            return TransportTarget(transport, try SocketAddressBox.resolve(String(text[separator.upperBound...])))
+        } catch {
+            // Said of the whole URL, not of the address part alone ("udp://" has an empty one).
+            let address = String(text[separator.upperBound...])
+            throw SocketError(text + ": " + String(error.description.dropFirst(address.count + 2)))
+        }
     }
 }

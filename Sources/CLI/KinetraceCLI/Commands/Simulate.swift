@@ -73,7 +73,7 @@ struct Simulate: ParsableCommand {
         if let rate { guard rate.isFinite, rate >= 0.001, rate <= 10_000 else { throw ValidationError("--rate must be in [0.001, 10000] Hz.") } }
         guard (0...100_000).contains(spinUs) else { throw ValidationError("--spin-us must be between 0 and 100000.") }
         if let duration { guard duration.isFinite, duration > 0, duration <= 1e9 else { throw ValidationError("--duration must be a positive number of seconds, at most 1000000000.") } }
-        do { _ = try SocketAddressBox.resolve(to) } catch { throw ValidationError("--to \(error.description)") }
+        do { _ = try TransportTarget.parse(to, fallback: Transports.udp) } catch { throw ValidationError("--to \(error.description)") }
         if let sendBuffer { guard (1...(64 << 20)).contains(sendBuffer) else { throw ValidationError("--send-buffer must be between 1 and 67108864 bytes.") } }
         if script != nil && persona != nil { throw ValidationError("Give one of --script and --persona.") }
         if let persona, Persona.preset(named: persona) == nil {
