@@ -60,8 +60,7 @@ install-check:
 	  $(MAKE) --no-print-directory install PREFIX="$$prefix" CONFIGURATION=debug && scripts/check-install "$$prefix"
 
 # Every fuzz target (Fuzz/README.md) for FUZZ_SECONDS each after a ~70 s build:
-# two targets at a time (13 targets: about 52 s plus the build), a smoke run that keeps CI well under
-# 15 minutes; `make fuzz` runs longer. Fails on a crash, a failed build, or a target that ran nothing.
+# two targets at a time (15 targets: about 60 s plus the build), a smoke run; `make fuzz` runs longer. Fails on a crash, a failed build, or a target that ran nothing.
 FUZZ_SECONDS ?= 8
 fuzz-short:
 	scripts/fuzz run -t $(FUZZ_SECONDS) -j 2

@@ -8,12 +8,14 @@ import PackageDescription
 //                 KinetraceJSON (the JSON value, writer and pull scanner; pure) and
 //                 KinetraceJUnit (the one JUnit XML writer; pure: no imports at all).
 //   2. Wire     – KinetraceWire: pure codecs, one folder per wire protocol, the protocol
-//                 abstraction and its registry (standard library and KinetraceJSON only).
+//                 abstraction and its registry (standard library and KinetraceJSON only);
+//                 KinetraceWebSocket: the RFC 6455 codec (no imports at all).
 //   3. Formats  – KinetraceTrace (trace v1, JSON Lines), KinetracePcap (pcap/pcapng via libpcap,
 //                 read and written as trace records, so it uses KinetraceTrace).
 //   4. Transport – KinetraceTransport: the carriers behind one seam (`Transport`): a
 //                 controller's connection (plain sockets, for timing), a host's listener
 //                 (SwiftNIO), the controller link; child processes for exec hosts.
+//                 KinetraceTLS: TLS for wss:// (NIOSSL), a provider the command plugs in.
 //                 KinetraceImpairment: what a network does to messages, and the replay
 //                 planner that applies it (pure).
 //   5. Engines  – KinetraceAnalysis, KinetracePlot, KinetraceGestures, KinetraceSimulation,
@@ -54,6 +56,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The self-signed certificate's P-256 key (CONTRIBUTING.md, Dependencies).
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        // TLS for wss:// (CONTRIBUTING.md, Dependencies), and the self-signed certificate it serves by default.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         // 1. Support
@@ -74,6 +82,8 @@ let package = Package(
         .target(name: "KinetraceJUnit", path: "Sources/Support/KinetraceJUnit", swiftSettings: strict),
         // 2. Wire
         .target(name: "KinetraceWire", dependencies: ["KinetraceJSON", "KinetraceHash"], path: "Sources/Wire/KinetraceWire", swiftSettings: strict),
+        // RFC 6455 frames, messages and the opening handshake's head: pure, no imports at all.
+        .target(name: "KinetraceWebSocket", path: "Sources/Wire/KinetraceWebSocket", swiftSettings: strict),
         // 3. Formats
         .target(
             name: "KinetraceTrace",
@@ -89,20 +99,34 @@ let package = Package(
             providers: [.apt(["libpcap-dev"]), .brew(["libpcap"])]),
         .target(
             name: "KinetracePcap",
-            dependencies: ["KinetraceWire", "KinetraceTrace", "KinetraceSupport", "CPcap"],
+            dependencies: ["KinetraceWire", "KinetraceWebSocket", "KinetraceJSON", "KinetraceTrace", "KinetraceSupport", "CPcap"],
             path: "Sources/Formats/KinetracePcap", swiftSettings: strict),
         // 4. Transport
         // The carriers (UDP, TCP) behind one seam: a controller's connection, a host's listener.
         .target(
             name: "KinetraceTransport",
             dependencies: [
-                "KinetraceWire", "KinetraceTrace", "KinetraceSupport",
+                "KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON", "KinetraceWebSocket", "KinetraceHash",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Transport/KinetraceTransport", swiftSettings: strict),
+        // TLS for wss://, plugged into the transports at run time: only the command links it,
+        // so the libraries (KinetraceHost, KinetraceConformance) build no TLS stack.
+        .target(
+            name: "KinetraceTLS",
+            dependencies: [
+                "KinetraceTransport", "KinetraceTrace",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Sources/Transport/KinetraceTLS", swiftSettings: strict),
         // What a network does to messages, and the planner that applies it: pure, no sockets.
         .target(
             name: "KinetraceImpairment",
@@ -176,10 +200,13 @@ let package = Package(
             dependencies: [
                 "KinetraceSupport", "KinetraceJSON", "KinetraceHash", "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
                 "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetraceReplay", "KinetraceTransport", "KinetraceImpairment",
-                "KinetraceConformance", "KinetracePlot", "KinetraceGestures", "KinetraceJUnit",
+                "KinetraceConformance", "KinetracePlot", "KinetraceGestures", "KinetraceJUnit", "KinetraceTLS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Sources/CLI/KinetraceCLI", swiftSettings: strict),
         .executableTarget(
@@ -197,7 +224,8 @@ let package = Package(
             path: "Tests/KinetraceTestSupport", swiftSettings: strict),
         .testTarget(
             name: "KinetraceWireTests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceHash", "KinetraceWire", "KinetraceTestSupport", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceHash", "KinetraceWire", "KinetraceWebSocket", "KinetraceTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio")],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceTraceTests",
@@ -214,7 +242,7 @@ let package = Package(
         .testTarget(
             name: "KinetraceLiveTests",
             dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceHost", "KinetraceConformance", "KinetraceController", "KinetraceSimulation", "KinetraceCapture", "KinetracePcap", "KinetraceTrace", "KinetraceWire",
-                           "KinetraceTransport", "KinetraceImpairment", "KinetraceTestSupport"],
+                           "KinetraceTransport", "KinetraceImpairment", "KinetraceWebSocket", "KinetraceCLI", "KinetraceTLS", "KinetraceTestSupport"],
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceReplayTests",

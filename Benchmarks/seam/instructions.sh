@@ -10,6 +10,7 @@
 # deterministic hashing, so they do the same work.
 #
 # Usage: Benchmarks/seam/instructions.sh BASE_KINETRACE NEW_KINETRACE [SECONDS]   (default 20)
+#   BASE_SEAM=1  the base already has the seam (0c9392f or later): count the same functions in both
 # Prints a Markdown table. Needs valgrind and objcopy.
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 BASE_KINETRACE NEW_KINETRACE [SECONDS]" >&2; exit 64; }
@@ -27,6 +28,7 @@ export SWIFT_DETERMINISTIC_HASHING=1
 # valgrind 3.19 cannot read the DWARF 5 that Swift 6 writes: count copies without debug info.
 objcopy --strip-debug "$base" "$work/base"
 objcopy --strip-debug "$new" "$work/new"
+# BASE_SEAM=1: the base is a build with the seam already (0c9392f or later), whose symbols are the new ones.
 declare -A symbol=(
   [host-base]='$s13KinetraceHost0B7HandlerC11channelRead7context4datay7NIOCore07ChannelC7ContextC_AG6NIOAnyVtF'
   [host-new]='$s18KinetraceTransport23DatagramListenerHandlerC11channelRead7context4datay7NIOCore07ChannelE7ContextC_AG6NIOAnyVtF'
@@ -34,6 +36,7 @@ declare -A symbol=(
   [replay-base]='$s18KinetraceTransport17UDPControllerLinkC4send_4from19deadlineMonotonicNss5Int32VSgSays5UInt8VG_Sis5Int64VtFTf4nndn_n'
   [replay-new]='$s18KinetraceTransport21NetworkControllerLinkC4send_4from19deadlineMonotonicNss5Int32VSgSays5UInt8VG_Sis5Int64VtF'
 )
+if [ -n "${BASE_SEAM:-}" ]; then symbol[host-base]=${symbol[host-new]}; symbol[replay-base]=${symbol[replay-new]}; fi
 callgrind=(valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$work/ir.out")
 
 start_host() {  # command...; sets host_pid and port

@@ -1,5 +1,7 @@
 import Foundation
+import KinetraceCLI
 import KinetraceController
+import KinetraceTLS
 import KinetraceHost
 import KinetraceSimulation
 import KinetraceTestSupport
@@ -47,9 +49,17 @@ import Testing
         hostConfiguration.transport = transport
         hostConfiguration.port = 0
         hostConfiguration.tracePath = hostTrace
+        var trust = TLSTrust.system
+        if transport.isSecure {
+            NIOSSLProvider.install()
+            let identity = try SelfSignedIdentity.make()
+            hostConfiguration.tlsIdentity = TLSServerIdentity(certificateChainPEM: Array(identity.certificate.utf8), privateKeyPEM: Array(identity.key.utf8))
+            trust = .certificates(pem: Array(identity.certificate.utf8))
+        }
         let host = try ReferenceHost(configuration: hostConfiguration, logger: Self.quiet)
         let address = try SocketAddressBox.resolve("127.0.0.1:\(host.localAddress.port!)")
         var configuration = ControllerSimulator.Configuration(wireProtocol: wireProtocol, target: TransportTarget(transport, address))
+        configuration.tlsTrust = trust
         configuration.controllers = 3
         // The jump script's first jump comes 2 to 4 s in: every controller has one to answer.
         configuration.durationS = 4.5
@@ -85,7 +95,13 @@ import Testing
                                    (["simulate", "--to", "udp://", "--duration", "1"], ["--to udp://:", "HOST:PORT"]),
                                    (["replay", Fixture.bundledTrace, "--to", "tcp://127.0.0.1:9"], ["--to tcp:// carries byte-stream protocols"]),
                                    (["conform", "--host", "tcp://127.0.0.1:9"], ["--host tcp:// carries byte-stream protocols"]),
-                                   (["conform", "--host", "udp:/127.0.0.1:9"], ["--host", "HOST:PORT"])] {
+                                   (["conform", "--host", "udp:/127.0.0.1:9"], ["--host", "HOST:PORT"]),
+                                   (["simulate", "--to", "udp://127.0.0.1:9/motion", "--duration", "1"], ["--to udp://127.0.0.1:9/motion: udp:// takes no path"]),
+                                   (["simulate", "--to", "ws://127.0.0.1:9/a\u{7F}b", "--duration", "1"], ["the path must be printable ASCII"]),
+                                   (["replay", Fixture.bundledTrace, "--to", "ws://127.0.0.1:9/" + String(repeating: "p", count: 1100)], ["the path is longer than 1024 bytes"]),
+                                   (["host", "--path", "/m", "--port", "0"], ["--path applies to a WebSocket host"]),
+                                   (["host", "--transport", "ws", "--path", "m", "--port", "0"], ["--path must start with /"]),
+                                   (["host", "--transport", "ws", "--path", "/m?x=1", "--port", "0"], ["--path must start with /"])] {
             let result = try kinetrace(arguments)
             #expect(result.status == 64, "\(arguments): \(result.stderr)")
             let lines = result.stderr.split(separator: "\n").filter { !$0.hasPrefix("Usage") && !$0.hasPrefix("  See") && !$0.isEmpty }
@@ -94,13 +110,14 @@ import Testing
     }
 
     /// The URL spellings reach a real host on the transport they name, through every command that takes one.
-    @Test(arguments: [("motionlink-v1", "udp"), ("attitude-stream", "tcp")])
+    @Test(arguments: [("motionlink-v1", "udp"), ("attitude-stream", "tcp"), ("motionlink-v1", "ws"), ("keepcalm-json", "ws"), ("attitude-stream", "ws")])
     func aURLReachesTheHostOnItsTransport(_ pair: (String, String)) throws {
         let (name, scheme) = pair
-        let host = try Background.kinetrace("host", "--protocol", name, "--transport", scheme, "--port", "0", "--format", "json")
+        let path = scheme == "ws" ? "/motion/\(name)" : ""
+        let host = try Background(try Fixture.binary, ["host", "--protocol", name, "--transport", scheme, "--port", "0", "--format", "json"] + (path.isEmpty ? [] : ["--path", path]))
         let line = try host.waitForLine(startingWith: "listening on ")
         let port = try #require(line.split(separator: ":").last.map(String.init))
-        let sim = try kinetrace("simulate", "--protocol", name, "--to", "\(scheme.uppercased())://127.0.0.1:\(port)", "--duration", "1", "--format", "json")
+        let sim = try kinetrace("simulate", "--protocol", name, "--to", "\(scheme.uppercased())://127.0.0.1:\(port)\(path)", "--duration", "1", "--format", "json")
         #expect(sim.status == 0, "\(sim.stderr)")
         let stopped = try host.stop(SIGTERM)
         #expect(stopped.status == 0, "\(stopped.stderr)")
@@ -109,7 +126,42 @@ import Testing
         // A stream's summary counts records written; a datagram's, frames sent.
         let sent = try #require((simReport["frames_sent"] ?? simReport["records_written"]) as? Int)
         #expect(sent > 0 && hostReport["valid_frames"] as? Int == sent, "\(simReport) \(hostReport)")
-        if scheme == "tcp" { #expect(hostReport["connections"] as? Int == 1, "\(hostReport)") }
+        if scheme != "udp" { #expect(hostReport["connections"] as? Int == 1, "\(hostReport)") }
+    }
+
+    /// A replay over WebSocket delivers each of the trace's messages as one WebSocket message:
+    /// the host's record equals the replay's, message for message, per controller and in order,
+    /// and the host answers every triggering frame.
+    @Test func aReplayOverWebSocketDeliversEveryMessageWhole() throws {
+        let dir = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let hostTrace = dir.appendingPathComponent("host.jsonl").path, replayTrace = dir.appendingPathComponent("replay.jsonl").path
+        let host = try Background(try Fixture.binary, ["host", "--transport", "ws", "--path", "/replay", "--port", "0", "--trace", hostTrace, "--format", "json"])
+        let line = try host.waitForLine(startingWith: "listening on ")
+        let port = try #require(line.split(separator: ":").last.map(String.init))
+        let replay = try kinetrace(["replay", Fixture.bundledTrace, "--to", "ws://127.0.0.1:\(port)/replay", "--record", replayTrace, "-x", "20", "--format", "json"])
+        #expect(replay.status == 0, "\(replay.stderr)")
+        let stopped = try host.stop(SIGTERM)
+        let hostReport = try #require(try JSONSerialization.jsonObject(with: Data(stopped.stdout.split(separator: "\n").last!.utf8)) as? [String: Any])
+        #expect(hostReport["connections"] as? Int == 3, "\(hostReport)")
+        let sent = try Self.messages(in: replayTrace, direction: .controllerToHost, keyedBy: \.source)
+        let received = try Self.messages(in: hostTrace, direction: .controllerToHost, keyedBy: \.source)
+        #expect(sent.values.map(\.count).reduce(0, +) == 1_800, "\(sent.mapValues(\.count))")
+        #expect(sent == received, "each WebSocket message is one replayed message, in order")
+        let replies = try Self.messages(in: replayTrace, direction: .hostToController, keyedBy: \.destination)
+        let answered = try Self.messages(in: hostTrace, direction: .hostToController, keyedBy: \.destination)
+        #expect(!replies.isEmpty && replies == answered, "every ack the host sent arrived whole")
+    }
+
+    /// Each controller's payloads as a list of messages, in order.
+    static func messages(in path: String, direction: Direction, keyedBy key: KeyPath<MessageRecord, Endpoint>) throws -> [String: [[UInt8]]] {
+        let reader = try TraceReader(path: path)
+        var messages: [String: [[UInt8]]] = [:]
+        while let record = try reader.next() {
+            guard case .message(let message) = record, message.direction == direction else { continue }
+            messages[message[keyPath: key].description, default: []].append(Array(message.payload))
+        }
+        return messages
     }
 
     /// Each source's controller→host payloads, concatenated in order: a stream's reads may

@@ -5,7 +5,7 @@ import KinetraceTrace
 import KinetraceWire
 import Testing
 
-/// The pcap and tcp fuzz targets' seeds and saved crashes (Fuzz/corpus,
+/// The pcap, tcp and wssession fuzz targets' seeds and saved crashes (Fuzz/corpus,
 /// Fuzz/regressions), through the same calls the targets make.
 @Suite struct FuzzCorpusTests {
     static let protocols: [any WireProtocol] = [MotionLinkV1(), KeepCalmJSON(), AttitudeStream()]
@@ -101,6 +101,101 @@ import Testing
             }
             #expect(next.isEmpty, "\(input): directions left open after finish: \(next.keys.sorted())")
             if input.expectation == .value { #expect(chunks.contains { !$0.bytes.isEmpty }, "\(input): no stream bytes") }
+        }
+    }
+
+    /// wssession: the target's script of stream chunks (see Fuzz/wssession.swift), fed to a
+    /// `WebSocketSessionReader`: an `ok-…` seed must give messages and no `websocket_error`, a
+    /// `<code>-…` one a `websocket_error` with that code; always the counts agree with the records,
+    /// times never go backwards, what is held stays within the limit and all of it goes at the end.
+    @Test func webSocketSessions() throws {
+        let inputs = try FuzzInput.all("wssession")
+        #expect(inputs.count >= 20)
+        let host = Endpoint(host: "10.0.0.100", port: 47130)
+        let controllers = (0..<4).map { Endpoint(host: "10.0.0.\($0 + 1)", port: UInt16(40_000 + $0)) }
+        // The target's canned heads, byte for byte (the first is what kinetrace sends).
+        let requests = [Array(("GET / HTTP/1.1\r\nHost: 10.0.0.100:47130\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nUser-Agent: kinetrace\r\n\r\n").utf8),
+                        Array("GET /ws HTTP/1.0\nUPGRADE:websocket\r\n\r\n".utf8)]
+        let answers = [Array(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                               + "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n").utf8),
+                       Array("HTTP/1.1 101\r\n\r\n".utf8)]
+        for input in inputs where !input.bytes.isEmpty {
+            let b = input.bytes
+            var limits = WebSocketSessionReader.Limits()
+            limits.heldBytesTotal = [64 << 20, 1024, 200, 16][Int(b[0] & 3)]
+            let codec = [(65_536, 65_536, 64, 8_192), (125, 256, 4, 256), (300, 125, 2, 64), (125, 1, 1, 200)][Int(b[0] >> 2 & 3)]
+            limits.webSocket.maximumFrameBytes = codec.0
+            limits.webSocket.maximumMessageBytes = codec.1
+            limits.webSocket.maximumFragments = codec.2
+            limits.webSocket.maximumHeadBytes = codec.3
+            var reader = WebSocketSessionReader(limits: limits)
+            var records: [TraceRecord] = []
+            // Per direction (controller × 2 + 1 from the host): the offset after the last chunk, while open.
+            var open: [Int: (next: Int, started: Bool)] = [:]
+            var order: [Int] = []
+            var timeNs: Int64 = 1_000_000_000
+            func feed(_ key: Int, _ bytes: [UInt8], missing: Int, end: StreamEnd?, handshake: Bool) {
+                let state = open[key]!
+                let toHost = key & 1 == 0, controller = controllers[key / 2]
+                let chunk = StreamChunk(timeNs: timeNs, direction: toHost ? .controllerToHost : .hostToController,
+                                        source: toHost ? controller : host, destination: toHost ? host : controller, bytes: bytes,
+                                        offset: state.next + missing, startedWithHandshake: state.started ? nil : handshake,
+                                        missingBefore: missing, end: end)
+                open[key] = end == nil ? (chunk.offset + bytes.count, true) : nil
+                reader.take(chunk, into: &records)
+                #expect(reader.heldBytes >= 0 && reader.heldBytes <= limits.heldBytesTotal, "\(input): \(reader.heldBytes) bytes held")
+            }
+            var at = 1
+            while at + 3 <= b.count {
+                let who = b[at], flags = b[at + 1]
+                let length = min(Int(b[at + 2]), b.count - at - 3)
+                var bytes = Array(b[(at + 3)..<(at + 3 + length)])
+                at += 3 + length
+                timeNs += Int64(who >> 3) * 1_000_000
+                let toHost = who & 4 == 0
+                let key = Int(who & 3) * 2 + (toHost ? 0 : 1)
+                if open[key] != nil, flags & 1 != 0 { feed(key, [], missing: 0, end: .reused, handshake: true) }
+                if open[key] == nil {
+                    open[key] = (0, false)
+                    order.append(key)
+                    if flags & 4 != 0 { bytes = (toHost ? requests : answers)[Int(flags >> 3 & 1)] + bytes }
+                }
+                let end: StreamEnd? = switch flags >> 5 { case 6: .fin; case 7: .rst; default: nil }
+                feed(key, bytes, missing: flags & 0x10 != 0 ? 7 : 0, end: end, handshake: flags & 2 == 0)
+                if end == .rst, open[key ^ 1] != nil { feed(key ^ 1, [], missing: 0, end: .rst, handshake: true) }
+            }
+            for key in order where open[key] != nil { feed(key, [], missing: 0, end: .captureEnd, handshake: true) }
+
+            #expect(reader.heldBytes == 0 && reader.openConnections == 0, "\(input): \(reader.heldBytes) bytes held at the end")
+            var messages = 0, lastTimeNs = Int64.min
+            var errors: [String] = []
+            for record in records {
+                switch record {
+                case .message(let message):
+                    messages += 1
+                    #expect(message.payload.count <= limits.webSocket.maximumMessageBytes, "\(input)")
+                    lastTimeNs = max(lastTimeNs, message.timeNs)
+                    #expect(message.timeNs == lastTimeNs, "\(input): a record back in time")
+                case .event(let event):
+                    #expect(event.timeNs >= lastTimeNs, "\(input): a record back in time")
+                    lastTimeNs = event.timeNs
+                    if event.event == WebSocketSessionReader.errorEvent {
+                        errors.append(event.data["code"]?.stringValue ?? "")
+                        #expect((event.data["offset"]?.integerValue ?? -1) >= 0, "\(input): \(event)")
+                    } else {
+                        #expect(event.event == WebSocketSessionReader.closeEvent, "\(input): \(event)")
+                    }
+                default:
+                    Issue.record("\(input): \(record)")
+                }
+            }
+            #expect(reader.counts.messages == messages && reader.counts.errors == errors.count, "\(input): \(reader.counts)")
+            switch input.expectation {
+            case .value: #expect(messages > 0 && errors.isEmpty, "\(input): \(messages) messages, errors \(errors)")
+            case .error(let code): #expect(errors.contains(code), "\(input): errors \(errors)")
+            case .invariantsOnly: break
+            }
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import KinetraceJSON
 import KinetraceTestSupport
+import KinetraceWebSocket
 import KinetraceWire
 
 /// Every seed and every saved crash of the wire-layer fuzz targets (Fuzz/),
@@ -168,6 +169,80 @@ import KinetraceWire
             case .value: #expect(facts.isValid, "\(input): \(facts)")
             case .error(let code): #expect(facts.error?.code.name == code, "\(input): \(facts)")
             case .invariantsOnly: break
+            }
+        }
+    }
+}
+
+/// The websocket target's seeds and saved crashes (Fuzz/websocket.swift): byte 0 the cut between
+/// two appends, byte 1 the configuration, the rest the stream. The named outcome is that of the
+/// sender bit 0 names (after the HTTP head when bit 1 is set): the reader's first error, else the
+/// assembler's; `ok-` inputs read at least one frame without an error.
+@Suite struct WebSocketFuzzCorpusTests {
+    @Test func webSocketStreams() throws {
+        let inputs = try FuzzInput.all("websocket")
+        #expect(inputs.count >= 20)
+        for input in inputs where input.bytes.count >= 2 {
+            let config = input.bytes[1]
+            let sender: WebSocketFrameReader.Sender = config & 1 == 0 ? .client : .server
+            let maximumPayloadBytes = [125, 256, 1024, Int.max][Int(config >> 2 & 3)]
+            let maximumFragments = [1, 2, 4, 64][Int(config >> 4 & 3)]
+            let maximumMessageBytes = [16, 256, 4096, Int.max][Int(config >> 6 & 3)]
+            var stream = Array(input.bytes.dropFirst(2))
+            var outcome: Result<Int, WebSocketError> = .success(0)  // the number of frames
+
+            // The head, as the target reads it (limit 1,024): an error lies at a line's start.
+            var head: (head: HTTPHead, length: Int)?
+            do throws(WebSocketError) {
+                head = try HTTPHead.read(stream[...], maximumBytes: 1024)
+                if let head { #expect(head.head.request != nil || head.head.status.map { (100...999).contains($0) } == true, "\(input)") }
+            } catch {
+                #expect(error.offset >= 0 && error.offset <= stream.count, "\(input)")
+                if error.offset > 0 { #expect(stream[error.offset - 1] == 10, "\(input): head error at \(error.offset)") }
+                if config & 2 != 0 { outcome = .failure(error) }
+            }
+            if config & 2 != 0, case .success = outcome {
+                guard let head else {
+                    if input.expectation != .invariantsOnly { Issue.record("\(input): no whole head") }
+                    continue
+                }
+                stream.removeFirst(head.length)
+            }
+
+            if case .success = outcome {
+                var reader = WebSocketFrameReader(sender: sender, maximumPayloadBytes: maximumPayloadBytes)
+                var assembler = WebSocketMessageAssembler(maximumMessageBytes: maximumMessageBytes, maximumFragments: maximumFragments)
+                // Two appends, cut where byte 0 says, as the target does.
+                let cut = stream.count * Int(input.bytes[0]) / 255
+                var frames = 0
+                reading: for piece in [stream[..<cut], stream[cut...]] {
+                    reader.append(piece)
+                    do throws(WebSocketError) {
+                        while true {
+                            let offset = reader.offset
+                            guard let frame = try reader.next() else { break }
+                            var again = WebSocketFrameReader(sender: sender, maximumPayloadBytes: maximumPayloadBytes)
+                            again.append(frame.encoded())
+                            #expect(try again.next() == frame, "\(input): the frame at \(offset) re-encoded reads back otherwise")
+                            frames += 1
+                            _ = try assembler.take(frame, offset: offset)
+                        }
+                        #expect(reader.pendingBytes - 14 <= maximumPayloadBytes, "\(input)")
+                        outcome = .success(frames)
+                    } catch {
+                        #expect(error.offset >= 0 && error.offset <= stream.count, "\(input)")
+                        outcome = .failure(error)
+                        break reading
+                    }
+                }
+            }
+
+            switch (input.expectation, outcome) {
+            case (.value, .success(let frames)): #expect(frames > 0, "\(input): no frame")
+            case (.value, .failure(let error)): Issue.record("\(input): expected frames, got \(error.code) at \(error.offset)")
+            case (.error(let code), .success): Issue.record("\(input): expected \(code), read without an error")
+            case (.error(let code), .failure(let error)): #expect(error.code.name == code, "\(input): \(error)")
+            case (.invariantsOnly, _): break
             }
         }
     }

@@ -8,6 +8,7 @@ import Darwin
 #endif
 
 TerminationSignals.install()
+CommandCapabilities.install()
 Kinetrace.main()
 // main() returns only when the command succeeded; what it printed must have reached standard output.
 exit(standardOutputStatus())

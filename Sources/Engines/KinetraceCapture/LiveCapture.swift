@@ -18,6 +18,9 @@ import Darwin
 /// protocol's datagrams, or a byte-stream protocol's TCP segments put back in
 /// stream order by a `TCPReassembler`, one chunk record per segment with the
 /// `StreamEvent`s (start, gap, end) between them, as `convert` makes of the pcap.
+/// With `CaptureCarrier.webSocket` the host's TCP connections are plain WebSocket
+/// sessions: the reassembled streams go through a `WebSocketSessionReader`, one
+/// message record per WebSocket message, as `convert --transport ws` makes of the pcap.
 ///
 /// The handle is made with pcap_create (TPACKET_V3 ring, not immediate mode) with nanosecond
 /// timestamps, tcpdump's 262,144-byte snapshot length (always that for a byte
@@ -53,6 +56,8 @@ package final class LiveCapture: @unchecked Sendable {  // `stopRequested` is be
         package static let defaultSnaplen: Int32 = 262_144
         /// A byte stream's reassembly bounds (what may wait behind holes, and how many directions).
         package var reassemblyLimits = TCPReassembler.Limits()
+        /// What carries the protocol: its own transport, or WebSocket sessions on TCP.
+        package var carrier = CaptureCarrier.native
 
         package init(wireProtocol: any WireProtocol, interface: String, pcapPath: String?, tracePath: String?) {
             self.wireProtocol = wireProtocol
@@ -64,14 +69,17 @@ package final class LiveCapture: @unchecked Sendable {  // `stopRequested` is be
         /// The host's port in use.
         package var hostPort: UInt16 { port ?? wireProtocol.defaultPort }
 
-        /// The snapshot length used: a byte stream's is at least 256 KiB, since a cut segment loses stream bytes.
+        /// Whether the protocol travels in TCP streams: a byte-stream protocol, or any protocol over WebSocket.
+        package var readsStreams: Bool { wireProtocol.transport == .byteStream || carrier == .webSocket }
+
+        /// The snapshot length used: a stream's is at least 256 KiB, since a cut segment loses stream bytes.
         package var effectiveSnaplen: Int32 {
-            wireProtocol.transport == .byteStream ? max(snaplen, Self.defaultSnaplen) : snaplen
+            readsStreams ? max(snaplen, Self.defaultSnaplen) : snaplen
         }
 
         /// The BPF program actually compiled.
         package var effectiveFilter: String {
-            let base = "\(wireProtocol.transport == .datagram ? "udp" : "tcp") port \(hostPort)"
+            let base = "\(readsStreams ? "tcp" : "udp") port \(hostPort)"
             guard let filter, !filter.isEmpty else { return base }
             return "(\(base)) and (\(filter))"
         }
@@ -86,8 +94,10 @@ package final class LiveCapture: @unchecked Sendable {  // `stopRequested` is be
     private var files: OutputFiles
     private let linkType: LinkType
     private var decoder = PacketDecoder()
-    /// For a byte-stream protocol.
+    /// For a byte-stream protocol, and for WebSocket sessions.
     private var reassembler: TCPReassembler?
+    /// For WebSocket sessions: reads the reassembled streams.
+    private var webSocket: WebSocketSessionReader?
     private var chunks: [StreamChunk] = []
     private var records: [TraceRecord] = []
     private let lock = NIOLock()
@@ -104,7 +114,8 @@ package final class LiveCapture: @unchecked Sendable {  // `stopRequested` is be
     /// Opens and activates the capture and creates both output files.
     package init(configuration: Configuration, logger: Logger) throws(CaptureError) {
         self.configuration = configuration
-        if configuration.wireProtocol.transport == .byteStream { reassembler = TCPReassembler(limits: configuration.reassemblyLimits) }
+        if configuration.readsStreams { reassembler = TCPReassembler(limits: configuration.reassemblyLimits) }
+        if configuration.carrier == .webSocket { webSocket = WebSocketSessionReader() }
         self.logger = logger
         var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let handle = pcap_create(configuration.interface, &errorBuffer) else {
@@ -219,6 +230,7 @@ package final class LiveCapture: @unchecked Sendable {  // `stopRequested` is be
                 chunks.removeAll(keepingCapacity: true)
             }
             report.reassembly = reassembler!.counts
+            report.webSocket = webSocket?.counts
         }
         var stats = pcap_stat()
         if pcap_stats(handle, &stats) == 0 {
@@ -342,7 +354,11 @@ extension LiveCapture {
     /// Writes the chunks' records: stream bytes as messages, and the stream events.
     fileprivate func write(_ chunks: [StreamChunk]) {
         records.removeAll(keepingCapacity: true)
-        for chunk in chunks { chunk.records(into: &records) }
+        if webSocket != nil {
+            for chunk in chunks { webSocket!.take(chunk, into: &records) }
+        } else {
+            for chunk in chunks { chunk.records(into: &records) }
+        }
         for record in records {
             switch record {
             case .message(let message): report.messages[message.direction.rawValue, default: 0] += 1
@@ -411,7 +427,8 @@ private struct OutputFiles {
                     files.writer = try TraceWriter(path: path, header: TraceHeader(
                         created: RFC3339.string(fromNanoseconds: nowNs), tool: "kinetrace capture",
                         wireProtocol: configuration.wireProtocol, capturePoint: .network, clock: .pcap,
-                        notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"),
+                        notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"
+                            + (configuration.carrier == .webSocket ? ", WebSocket (ws://) sessions" : "")),
                         gzip: template.hasSuffix(".gz"))
                     files.paths.append(path)
                 } catch {
@@ -573,8 +590,11 @@ package struct CaptureReport: Sendable, Equatable {
     package var files: [String] = []
     /// Messages written to the trace, by direction (`c2h`, `h2c`): datagrams, or a byte stream's chunks.
     package var messages: [String: Int] = [:]
-    /// A byte stream's `StreamEvent`s written to the trace, by name (`stream_start`, `stream_gap`, `stream_end`).
+    /// A byte stream's `StreamEvent`s written to the trace, by name (`stream_start`, `stream_gap`, `stream_end`);
+    /// for WebSocket sessions, their events (`websocket_close`, `websocket_error`).
     package var streamEvents: [String: Int] = [:]
+    /// What the WebSocket session reader saw, for WebSocket sessions, once the capture has ended.
+    package var webSocket: WebSocketSessionReader.Counts?
     /// A byte stream's reassembly counts (gaps, duplicates, …), once the capture has ended.
     package var reassembly: TCPReassembler.Counts?
     /// Packets not written to the trace, by reason.

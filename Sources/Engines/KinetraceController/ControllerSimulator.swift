@@ -58,6 +58,8 @@ package final class ControllerSimulator: @unchecked Sendable {  // state shared 
         package var spinNs: Int64 = 200_000
         /// The connection's kernel send buffer (SO_SNDBUF); nil lets the kernel size it.
         package var sendBufferBytes: Int?
+        /// Which certificates a secure transport's host may present.
+        package var tlsTrust = TLSTrust.system
 
         package init(wireProtocol: any WireProtocol, target: TransportTarget) {
             self.wireProtocol = wireProtocol
@@ -100,9 +102,10 @@ package final class ControllerSimulator: @unchecked Sendable {  // state shared 
             throw SocketError("the simulator sends protocols that make samples; \(c.wireProtocol.id) is not one")
         }
         if let problem = c.target.transport.problem(carrying: c.wireProtocol) { throw SocketError(problem) }
-        let options = ConnectionOptions(sendBufferBytes: c.sendBufferBytes)
+        let options = ConnectionOptions(sendBufferBytes: c.sendBufferBytes, tlsTrust: c.tlsTrust)
+        let target = c.target.fitted(to: c.wireProtocol)
         let connections = try (0..<c.controllers).map { _ throws(SocketError) in
-            try c.target.transport.connect(to: c.target.address, options: options)
+            try target.transport.connect(to: target, options: options)
         }
         awaiting = Array(repeating: [:], count: c.controllers)
         hostEnded = Array(repeating: false, count: c.controllers)
@@ -257,10 +260,14 @@ package final class ControllerSimulator: @unchecked Sendable {  // state shared 
     private func receiveLoop(_ connections: [any ControllerConnection]) {
         var fds = connections.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
         var buffer = [UInt8](repeating: 0, count: 65_536)
+        // Input a poll cannot show (decoded with the handshake's answer): read first.
+        var held = connections.indices.filter { connections[$0].hasBufferedInput }
         while lock.withLock({ sending }) {
-            let ready = poll(&fds, nfds_t(fds.count), 50)
+            let ready = poll(&fds, nfds_t(fds.count), held.isEmpty ? 50 : 0)
             lock.withLock { trace.flushIfDue() }
-            guard ready > 0 else { continue }
+            for index in held where fds[index].fd >= 0 { fds[index].revents = Int16(POLLIN) }
+            held.removeAll()
+            guard ready > 0 || fds.contains(where: { $0.revents != 0 }) else { continue }
             for index in fds.indices where fds[index].revents != 0 {
                 fds[index].revents = 0
                 reading: while true {
@@ -291,7 +298,7 @@ package final class ControllerSimulator: @unchecked Sendable {  // state shared 
             if case .failed(let code, _) = outcome { report.sendErrors[String(cString: strerror(code)), default: 0] += 1 }
             unlockedRecord(.event(EventRecord(timeNs: wall, event: "connection_ended", data: [
                 "controller": .string(connection.local.description),
-                "by": .string(outcome == .closed ? "host closed" : "reset"),
+                "by": .string(outcome == .closed ? "host closed" : outcome == .failed(EPROTO, ended: true) ? "protocol error" : "reset"),
             ])))
             if !(outputEnded || stopRequested) { report.connectionsEndedByHost += 1 }
         }

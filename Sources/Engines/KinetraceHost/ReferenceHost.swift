@@ -42,6 +42,10 @@ package final class ReferenceHost: Sendable {
         /// Under load a datagram host reads in batches this far apart instead of being woken for
         /// every datagram (nil: woken for every one). See `ReadPacing`.
         package var readBatchIntervalNs: Int64? = ReadPacing.defaultIntervalNs
+        /// The URL path served, on a transport that takes one (WebSocket).
+        package var path = "/"
+        /// The certificate and key a secure transport (wss) serves with.
+        package var tlsIdentity: TLSServerIdentity?
         package init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }
         /// The port to bind.
         package var boundPort: Int { port ?? Int(wireProtocol.defaultPort) }
@@ -60,7 +64,7 @@ package final class ReferenceHost: Sendable {
     /// Binds and starts serving. Throws if the address cannot be bound, or if the transport
     /// cannot carry the protocol.
     package init(configuration: Configuration, logger: Logger) throws {
-        let transport = configuration.servedTransport
+        let transport = configuration.servedTransport.fitted(to: configuration.wireProtocol)
         if let problem = transport.problem(carrying: configuration.wireProtocol) { throw HostError(problem) }
         self.configuration = configuration
         self.logger = logger
@@ -69,7 +73,7 @@ package final class ReferenceHost: Sendable {
             recorder = try TraceRecorder(path: path, header: TraceHeader(
                 created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace host",
                 wireProtocol: configuration.wireProtocol, capturePoint: .host, clock: .realtime,
-                notes: "reference host on \(transport.scheme)://\(configuration.bindHost):\(configuration.boundPort)"
+                notes: "reference host on \(transport.scheme)://\(configuration.bindHost):\(configuration.boundPort)\(transport.takesPath ? configuration.path : "")"
                     + (transport.keepsMessageBoundaries ? "" : ", one read per msg record")
                     + ", threshold \(configuration.rule.threshold), refractory \(configuration.rule.refractoryMs) ms"))
         }
@@ -80,6 +84,8 @@ package final class ReferenceHost: Sendable {
         listening.maximumConnections = configuration.maximumConnections
         listening.connectionTimeoutNs = configuration.connectionTimeoutNs
         listening.readBatchIntervalNs = configuration.readBatchIntervalNs
+        listening.path = configuration.path
+        listening.tlsIdentity = configuration.tlsIdentity
         do {
             listener = try transport.listen(listening, service: service, logger: logger)
         } catch let error as ListenerError {

@@ -95,6 +95,9 @@ final class ReferenceHostService: HostService, @unchecked Sendable {  // confine
     /// The trace writer flushes on size and age when written to; this covers idle spells.
     func tick() { recorder?.flush() }
 
+    /// What the transport saw (a WebSocket close and its code) goes into the trace as it came.
+    func noted(_ event: EventRecord) { recorder?.write(.event(event)) }
+
     func finish() {
         finalStatistics = statistics
         do throws(TraceError) { try recorder?.close() } catch { recordingFailure = error }

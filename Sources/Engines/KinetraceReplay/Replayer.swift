@@ -25,6 +25,8 @@ package final class Replayer: @unchecked Sendable {  // mutable state is behind 
     package struct Configuration: Sendable {
         package var target: LinkTarget
         package var input: ReplayInput
+        /// How controllers' connections open (a secure host's trusted certificates).
+        package var connectionOptions = ConnectionOptions()
         package var options = ReplayOptions()
         /// Writes everything sent, impaired and received as a trace.
         package var recordPath: String?
@@ -157,7 +159,7 @@ package final class Replayer: @unchecked Sendable {  // mutable state is behind 
         DescriptorLimit.raiseToHardLimit()
         let link: any ControllerLink
         do throws(SocketError) {
-            link = try openLink(to: c.target)
+            link = try openLink(to: c.target.fitted(to: c.input.wireProtocol), options: c.connectionOptions)
             _ = try link.openControllers(count)
         } catch {
             report.outcome = .unreachable

@@ -77,15 +77,23 @@ package enum TraceInput {
     ///     trace must be when given; nil takes a trace's from its header and a capture's
     ///     from `registry`'s default.
     ///   - port: the host's port in a capture, to tell direction; nil is the protocol's default.
+    ///   - carrier: what carries the messages in a capture: the protocol's own transport, or
+    ///     WebSocket sessions. A trace's records are messages already: `.webSocket` for a trace is an error.
     package static func open(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil,
-                            registry: ProtocolRegistry = .standard, framed: Bool = true) throws(TraceError) -> any TraceRecordSource {
+                            registry: ProtocolRegistry = .standard, framed: Bool = true,
+                            carrier: CaptureCarrier = .native) throws(TraceError) -> any TraceRecordSource {
         let format = try CaptureFileFormat(fileAt: path)
         let source: any TraceRecordSource
         if format.isCapture {
             let chosen = wireProtocol ?? registry[ProtocolRegistry.defaultID]!
             source = try PcapTraceReader(path: path, wireProtocol: chosen, port: port,
-                                         reassembler: chosen.transport == .byteStream ? TCPReassembler() : nil)
+                                         reassembler: chosen.transport == .byteStream || carrier == .webSocket ? TCPReassembler() : nil,
+                                         carrier: carrier)
         } else {
+            guard carrier == .native else {
+                throw TraceError(.badHeader, source: path, line: 1, byteOffset: 0,
+                                 message: "a trace, whose records are messages already: WebSocket sessions are read from a pcap or pcapng")
+            }
             // A protocol given by name or file reads a trace of a compiled protocol of that name (so a
             // declaration can be tried on old traces); a trace that embeds a declaration reads by it.
             var registry = registry

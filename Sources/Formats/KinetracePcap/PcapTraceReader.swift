@@ -135,7 +135,9 @@ package struct StreamChunk: Hashable, Sendable {
 /// Reads a pcap or pcapng capture (through libpcap) as a stream of trace
 /// message records: the protocol's UDP datagrams to or from `port`, or, for
 /// a byte-stream protocol, the TCP stream bytes a `StreamReassembler` puts
-/// back in order.
+/// back in order. With `CaptureCarrier.webSocket`, the TCP streams are plain
+/// WebSocket sessions, read by a `WebSocketSessionReader` into one message per
+/// WebSocket message and the events the host writes of them.
 ///
 /// - Timestamps are read at nanosecond precision; microsecond files are scaled.
 /// - Traffic to `port` is controller→host, from `port` host→controller.
@@ -146,6 +148,8 @@ package final class PcapTraceReader: TraceRecordSource {
     package let source: String
     package let header: TraceHeader
     package let wireProtocol: any WireProtocol
+    /// What carries the protocol's messages: its own transport, or WebSocket sessions.
+    package let carrier: CaptureCarrier
     /// The host's UDP or TCP port: given, inferred from the capture, or the protocol's default.
     package let port: UInt16
     /// How the port was found when none was given (nil when one was).
@@ -156,6 +160,10 @@ package final class PcapTraceReader: TraceRecordSource {
         guard let inference = portInference, let inferred = inference.inferredPort, inferred != wireProtocol.defaultPort else { return nil }
         let valid = inference.validByPort[inferred] ?? 0
         let first = inference.stoppedEarly ? "the first " : ""
+        if carrier == .webSocket {
+            return "\(source): host port \(inferred), inferred from \(first)\(valid) WebSocket upgrade\(valid == 1 ? "" : "s") it accepted"
+                + " (the protocol's default is \(wireProtocol.defaultPort); --port chooses)"
+        }
         return "\(source): host port \(inferred), inferred from \(first)\(valid) valid \(wireProtocol.id) message\(valid == 1 ? "" : "s") sent to it"
             + " (the protocol's default is \(wireProtocol.defaultPort); --port chooses)"
     }
@@ -200,15 +208,22 @@ package final class PcapTraceReader: TraceRecordSource {
         /// A pcapng's packet comments, read beside libpcap: labels and events written by `PcapWriter`.
         var comments: PcapngCommentWalker? = nil
         var wireProtocol: (any WireProtocol)? = nil
+        /// With `CaptureCarrier.webSocket`: reads the chunks `tcp` gives as WebSocket sessions.
+        var webSocket: WebSocketSessionReader? = nil
     }
 
     /// Opens the capture at `path`, holding `wireProtocol`'s traffic to and from the host at
     /// `port` (nil: the protocol's default). A byte-stream protocol's segments go
     /// through `reassembler`, a `TCPReassembler` with the default limits when nil.
-    /// `tool` goes into the header.
+    /// `tool` goes into the header. With `carrier` `.webSocket` the protocol's messages are
+    /// read from WebSocket sessions on TCP, whatever its own transport: the segments go through
+    /// `reassembler` (which must then be a `TCPReassembler`) and a `WebSocketSessionReader` with
+    /// `webSocketLimits`.
     package init(path: String, wireProtocol: any WireProtocol, port: UInt16? = nil, tool: String = "KinetracePcap",
-                reassembler: (any StreamReassembler)? = nil) throws(TraceError) {
-        let reassembler = reassembler ?? (wireProtocol.transport == .byteStream ? TCPReassembler() : nil)
+                reassembler: (any StreamReassembler)? = nil, carrier: CaptureCarrier = .native,
+                webSocketLimits: WebSocketSessionReader.Limits = WebSocketSessionReader.Limits()) throws(TraceError) {
+        let reassembler = reassembler ?? (wireProtocol.transport == .byteStream || carrier == .webSocket ? TCPReassembler() : nil)
+        precondition(carrier == .native || reassembler is TCPReassembler, "WebSocket sessions are read from a TCPReassembler's chunks")
         // Our own open first, so a missing or unreadable file gets the same error as for a trace.
         let format = try CaptureFileFormat(fileAt: path)
         var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
@@ -219,26 +234,28 @@ package final class PcapTraceReader: TraceRecordSource {
         self.handle = handle
         self.source = path
         self.wireProtocol = wireProtocol
+        self.carrier = carrier
         self.fileFormat = format
         self.linkType = LinkType(pcap_datalink(handle))
         if let port {
             self.port = port
             portInference = nil
         } else {
-            let inference = PortInference(path: path, wireProtocol: wireProtocol, link: PacketDecoder.LinkLayer(linkType))
+            let inference = PortInference(path: path, wireProtocol: wireProtocol, link: PacketDecoder.LinkLayer(linkType), carrier: carrier)
             self.port = inference.inferredPort ?? wireProtocol.defaultPort
             portInference = inference
         }
         self.statePointer = .allocate(capacity: 1)
-        statePointer.initialize(to: State(link: PacketDecoder.LinkLayer(linkType), transport: IPTransport(wireProtocol.transport),
+        statePointer.initialize(to: State(link: PacketDecoder.LinkLayer(linkType), transport: carrier == .webSocket ? .tcp : IPTransport(wireProtocol.transport),
                                           reassembler: reassembler is TCPReassembler ? nil : reassembler,
                                           tcp: reassembler as? TCPReassembler, offsetAfterLastPacket: Self.fileOffset(handle) ?? 0,
-                                          comments: format == .pcapng ? PcapngCommentWalker(path: path) : nil, wireProtocol: wireProtocol))
+                                          comments: format == .pcapng ? PcapngCommentWalker(path: path) : nil, wireProtocol: wireProtocol,
+                                          webSocket: carrier == .webSocket ? WebSocketSessionReader(limits: webSocketLimits) : nil))
         var info = stat()
         let modified = stat(path, &info) == 0 ? Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec) : 0
         header = TraceHeader(
             created: RFC3339.string(fromNanoseconds: modified), tool: tool, wireProtocol: wireProtocol, capturePoint: .network, clock: .pcap,
-            notes: "read from \(path): \(format), link type \(linkType)")
+            notes: "read from \(path): \(format), link type \(linkType)" + (carrier == .webSocket ? ", WebSocket (ws://) sessions" : ""))
     }
 
     deinit {
@@ -250,6 +267,8 @@ package final class PcapTraceReader: TraceRecordSource {
     /// The next record: a message (for a byte-stream protocol, the stream
     /// bytes of one segment) or, for a byte-stream protocol, a `StreamEvent`
     /// (`stream_start`, `stream_gap`, `stream_end`); nil at the end (check `truncation` then).
+    /// With `CaptureCarrier.webSocket`: a whole WebSocket message, or a `websocket_close` or
+    /// `websocket_error` event (no stream events).
     package func next() throws(TraceError) -> TraceRecord? {
         while true {
             if let record = Self.dequeue(&statePointer.pointee) { return record }
@@ -277,6 +296,7 @@ package final class PcapTraceReader: TraceRecordSource {
     /// a run that read nothing must not pass (the usual cause is the host's port).
     private func noMessagesCheck() throws(TraceError) {
         guard state.recordCount == 0 else { return }
+        if carrier == .webSocket { throw noWebSocketMessages() }
         let transport = IPTransport(wireProtocol.transport)
         // With --port given nothing was scanned; the ports are worth a scan now, to say where the traffic went.
         let inference = portInference ?? PortInference(path: source, wireProtocol: wireProtocol, link: state.link, settling: false)
@@ -310,6 +330,31 @@ package final class PcapTraceReader: TraceRecordSource {
 
     /// What the TCP reassembler saw and did, when it is a `TCPReassembler`.
     package var reassemblyCounts: TCPReassembler.Counts? { state.tcp?.counts }
+    /// What the WebSocket session reader saw, with `CaptureCarrier.webSocket`.
+    package var webSocketCounts: WebSocketSessionReader.Counts? { state.webSocket?.counts }
+
+    /// The error for a WebSocket capture that gave no message: where the upgrades went, and what could not be read.
+    private func noWebSocketMessages() -> TraceError {
+        let inference = portInference ?? PortInference(path: source, wireProtocol: wireProtocol, link: state.link, settling: false, carrier: .webSocket)
+        var why = "no WebSocket messages to or from TCP port \(port) in \(state.packetCount) packet\(state.packetCount == 1 ? "" : "s")"
+        why += "; TCP ports seen: \(inference.portsSeen())"
+        if let counts = state.webSocket?.counts {
+            why += "; \(counts.upgradeRequests) upgrade request\(counts.upgradeRequests == 1 ? "" : "s") and \(counts.upgradesAccepted) accepted at port \(port)"
+        }
+        if let first = state.webSocket?.firstError {
+            why += "; \(state.webSocket!.counts.errors) websocket_error event\(state.webSocket!.counts.errors == 1 ? "" : "s"), the first: \(first)"
+        }
+        if let other = inference.inferredPort, other != port {
+            why += "; WebSocket upgrades are accepted from port \(other): give --port \(other)"
+        } else if inference.inferredPort == nil {
+            // Perhaps the protocol's own transport carries it.
+            let native = PortInference(path: source, wireProtocol: wireProtocol, link: state.link, settling: false)
+            if let nativePort = native.inferredPort {
+                why += "; the capture holds \(wireProtocol.id) messages on its own transport, \(IPTransport(wireProtocol.transport)) port \(nativePort): leave out --transport ws"
+            }
+        }
+        return TraceError(.noMessages, source: source, message: why)
+    }
 
     /// Reads packets until one gives a datagram message (returned) or stream
     /// records (queued; nil returned), or the file ends (nil, nothing queued).
@@ -321,7 +366,11 @@ package final class PcapTraceReader: TraceRecordSource {
             if !state.chunks.isEmpty {
                 state.queued.removeAll(keepingCapacity: true)
                 state.queuedHead = 0
-                for chunk in state.chunks { chunk.records(into: &state.queued) }
+                if state.webSocket != nil {
+                    for chunk in state.chunks { state.webSocket!.take(chunk, into: &state.queued) }
+                } else {
+                    for chunk in state.chunks { chunk.records(into: &state.queued) }
+                }
                 state.chunks.removeAll(keepingCapacity: true)
                 if !state.queued.isEmpty { return nil }
                 continue

@@ -12,11 +12,13 @@ import KinetraceWire
 /// Which port is the host's in a capture, found as Wireshark's heuristic dissectors
 /// find a protocol: the port that valid controller→host messages of the protocol are
 /// sent to (a MotionLink frame is 36 bytes with a matching CRC, so chance hardly makes one).
-/// Byte-stream protocols are framed per connection from its first bytes.
+/// Byte-stream protocols are framed per connection from its first bytes. For WebSocket
+/// sessions (`CaptureCarrier.webSocket`) the host's port is the one that accepts upgrades:
+/// the source port of TCP segments that begin `HTTP/1.1 101`.
 package struct PortInference: Sendable {
     /// Packets of the protocol's transport (UDP or TCP) to or from each port: what the capture holds.
     package private(set) var packetsByPort: [UInt16: Int] = [:]
-    /// Valid controller→host messages sent to each port.
+    /// Valid controller→host messages sent to each port (for WebSocket sessions: upgrades each port accepted).
     package private(set) var validByPort: [UInt16: Int] = [:]
     package private(set) var packetsScanned = 0
     /// Whether the scan stopped early because one port had settled it.
@@ -56,11 +58,11 @@ package struct PortInference: Sendable {
     /// Scans the capture at `path` (already checked to open: errors here are not thrown again).
     /// `settling` allows the early stop; a scan whose counts are reported (an error naming
     /// the ports seen) reads its 100,000 packets.
-    init(path: String, wireProtocol: any WireProtocol, link: PacketDecoder.LinkLayer, settling: Bool = true) {
+    init(path: String, wireProtocol: any WireProtocol, link: PacketDecoder.LinkLayer, settling: Bool = true, carrier: CaptureCarrier = .native) {
         var errorBuffer = [CChar](repeating: 0, count: Int(PCAP_ERRBUF_SIZE) + 1)
         guard let handle = pcap_open_offline_with_tstamp_precision(path, UInt32(PCAP_TSTAMP_PRECISION_NANO), &errorBuffer) else { return }
         defer { pcap_close(handle) }
-        let transport = IPTransport(wireProtocol.transport)
+        let transport = carrier == .webSocket ? IPTransport.tcp : IPTransport(wireProtocol.transport)
         var streams: [StreamKey: Stream] = [:]
         var headerPointer: UnsafeMutablePointer<pcap_pkthdr>?
         var dataPointer: UnsafePointer<UInt8>?
@@ -72,6 +74,13 @@ package struct PortInference: Sendable {
             packetsByPort[location.destinationPort, default: 0] += 1
             if location.sourcePort != location.destinationPort { packetsByPort[location.sourcePort, default: 0] += 1 }
             let payload = UnsafeRawBufferPointer(rebasing: packet[location.payloadOffset..<location.payloadOffset + location.payloadCount])
+            if carrier == .webSocket {
+                if payload.starts(with: Self.switchingProtocols) {
+                    validByPort[location.sourcePort, default: 0] += 1
+                    if settling && validByPort[location.sourcePort]! % Self.settledCount == 0 && settled { stoppedEarly = true; return }
+                }
+                continue
+            }
             if transport == .udp {
                 let facts = wireProtocol.facts(payload)
                 if facts.isValid && facts.direction == .controllerToHost {
@@ -98,6 +107,9 @@ package struct PortInference: Sendable {
             }
         }
     }
+
+    /// How a host's answer that accepts a WebSocket upgrade begins.
+    private static let switchingProtocols = Array("HTTP/1.1 101".utf8)
 
     private struct StreamKey: Hashable {
         var source: [UInt8]

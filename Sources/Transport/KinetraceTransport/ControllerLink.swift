@@ -32,6 +32,12 @@ package enum LinkTarget: Sendable, CustomStringConvertible {
     /// True when each controller is a connection the host can close (`Transport.hasConnections`).
     package var controllersAreConnections: Bool { transport?.hasConnections ?? false }
 
+    /// The same host, its transport set up for `wireProtocol` (`Transport.fitted(to:)`).
+    package func fitted(to wireProtocol: any WireProtocol) -> LinkTarget {
+        if case .network(let target) = self { return .network(target.fitted(to: wireProtocol)) }
+        return self
+    }
+
     /// The transport, for a host on one.
     package var transport: (any Transport)? {
         if case .network(let target) = self { return target.transport }
@@ -141,6 +147,10 @@ package final class NetworkControllerLink: ControllerLink, @unchecked Sendable {
     private var everyConnectionStamps = true
     // Big enough for any UDP reply, so a wrong one is judged as sent.
     private var buffer = [UInt8](repeating: 0, count: 65_536)
+    /// Connections a burst left holding input their descriptor's readiness does not show
+    /// (`hasBufferedInput`): read before the next wait. The receiving thread's alone, so the
+    /// sender never waits on a lock for it.
+    private var buffered: [Int] = []
     /// Reads from one connection per `receive` call (up to 4 MiB of 64 KiB replies).
     static let readsPerBurst = 64
 
@@ -153,7 +163,7 @@ package final class NetworkControllerLink: ControllerLink, @unchecked Sendable {
     package var target: LinkTarget { .network(transportTarget) }
 
     package func openController() throws(SocketError) -> Int {
-        let connection = try transportTarget.transport.connect(to: transportTarget.address, options: options)
+        let connection = try transportTarget.transport.connect(to: transportTarget, options: options)
         let index = lock.withLock {
             connections.append(connection)
             endpoints.append(connection.local)
@@ -192,6 +202,12 @@ package final class NetworkControllerLink: ControllerLink, @unchecked Sendable {
     }
 
     package func receive(timeoutMs: Int32, _ handle: (LinkEvent) -> Void) {
+        if !buffered.isEmpty {
+            let held = buffered
+            buffered.removeAll()
+            for index in held { if let connection = connection(index) { drain(connection, index, handle) } }
+            return
+        }
         if let readiness {
             // An empty set still waits out the timeout, so callers never spin.
             readiness.wait(timeoutMs: timeoutMs) { tag in
@@ -236,13 +252,15 @@ package final class NetworkControllerLink: ControllerLink, @unchecked Sendable {
             case .closed:
                 stopReading(connection, index)
                 handle(.error(controller: index, code: EPIPE))
-                break draining
+                return
             case .failed(let code, ended: true):
                 stopReading(connection, index)
                 handle(.error(controller: index, code: code))
-                break draining
+                return
             }
         }
+        // The burst ended with messages decoded but not yet returned: read them before waiting again.
+        if connection.hasBufferedInput { buffered.append(index) }
     }
 
     /// An ended connection is reported once: its descriptor leaves the wait.

@@ -62,6 +62,13 @@ package protocol HostService: AnyObject, Sendable {
     func tick()
     /// The listener has stopped: every connection's end has been reported.
     func finish()
+    /// Something the transport itself saw of a controller, for the trace (a WebSocket close
+    /// and its code): `data` names the controller.
+    func noted(_ event: EventRecord)
+}
+
+extension HostService {
+    package func noted(_ event: EventRecord) {}
 }
 
 /// Where and how a listener serves.
@@ -74,6 +81,10 @@ package struct ListenerConfiguration: Sendable {
     package var connectionTimeoutNs: Int64? = 10_000_000_000
     /// Under load a datagram listener reads in batches this far apart (nil: woken for every datagram).
     package var readBatchIntervalNs: Int64? = ReadPacing.defaultIntervalNs
+    /// The URL path served, for a transport that takes one (WebSocket).
+    package var path = "/"
+    /// The certificate and key a secure transport serves with.
+    package var tlsIdentity: TLSServerIdentity?
     package init() {}
 }
 

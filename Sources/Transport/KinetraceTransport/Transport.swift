@@ -19,16 +19,27 @@ package protocol Transport: Sendable, CustomStringConvertible {
     /// True when each controller is a connection the host accepts and can close (TCP); false
     /// when controllers are only source addresses (UDP).
     var hasConnections: Bool { get }
+    /// True when a URL names a path on the host as well as its address (WebSocket).
+    var takesPath: Bool { get }
+    /// True when it runs over TLS: its listener needs `ListenerConfiguration.tlsIdentity`, and a
+    /// controller checks the host's certificate as `ConnectionOptions.tlsTrust` says.
+    var isSecure: Bool { get }
     /// Why it cannot carry `wireProtocol`; nil when it can.
     func problem(carrying wireProtocol: any WireProtocol) -> String?
-    /// Opens one controller's connection to a host at `address`.
-    func connect(to address: SocketAddressBox, options: ConnectionOptions) throws(SocketError) -> any ControllerConnection
+    /// This transport set up for `wireProtocol`'s messages (WebSocket sends a textual
+    /// protocol's as text messages); itself where nothing depends on the protocol.
+    func fitted(to wireProtocol: any WireProtocol) -> any Transport
+    /// Opens one controller's connection to the host `target` names.
+    func connect(to target: TransportTarget, options: ConnectionOptions) throws(SocketError) -> any ControllerConnection
     /// Starts a host's listener, which hands every arrival to `service`.
     func listen(_ configuration: ListenerConfiguration, service: any HostService, logger: Logger) throws -> any HostListener
 }
 
 extension Transport {
     package var description: String { scheme }
+    package var takesPath: Bool { false }
+    package var isSecure: Bool { false }
+    package func fitted(to wireProtocol: any WireProtocol) -> any Transport { self }
 }
 
 /// How a controller's connection is opened.
@@ -38,7 +49,12 @@ package struct ConnectionOptions: Sendable {
     package var sendBufferBytes: Int?
     /// How long a connecting carrier waits for the host's answer.
     package var connectTimeoutMs: Int32 = 5_000
-    package init(sendBufferBytes: Int? = nil) { self.sendBufferBytes = sendBufferBytes }
+    /// Which certificates a secure transport's host may present.
+    package var tlsTrust = TLSTrust.system
+    package init(sendBufferBytes: Int? = nil, tlsTrust: TLSTrust = .system) {
+        self.sendBufferBytes = sendBufferBytes
+        self.tlsTrust = tlsTrust
+    }
 }
 
 /// What one non-blocking send did.
@@ -89,6 +105,14 @@ package protocol ControllerConnection: AnyObject, Sendable {
     func endOutput() -> Bool
     /// Bytes written that the host has not yet taken (Linux SIOCOUTQ); nil where unknown.
     var unsentBytes: Int? { get }
+    /// True when `read` has something to report that already left the socket (a second
+    /// WebSocket message decoded with the first, or TLS plaintext): a poll of `descriptor`
+    /// would not show it, so readers check this too.
+    var hasBufferedInput: Bool { get }
+}
+
+extension ControllerConnection {
+    package var hasBufferedInput: Bool { false }
 }
 
 /// The transports Kinetrace knows, by scheme; a protocol's own transport is the one its
@@ -96,9 +120,11 @@ package protocol ControllerConnection: AnyObject, Sendable {
 package enum Transports {
     package static let udp: any Transport = UDPTransport()
     package static let tcp: any Transport = TCPTransport()
+    package static let webSocket: any Transport = WebSocketTransport(secure: false)
+    package static let secureWebSocket: any Transport = WebSocketTransport(secure: true)
 
     /// Every transport, in the order help lists them.
-    package static var all: [any Transport] { [udp, tcp] }
+    package static var all: [any Transport] { [udp, tcp, webSocket, secureWebSocket] }
 
     /// The transport a URL scheme names, or nil.
     package static func named(_ scheme: String) -> (any Transport)? {
@@ -111,19 +137,36 @@ package enum Transports {
     }
 }
 
-/// A host's address on a transport: `udp://127.0.0.1:5005`.
+/// A host's address on a transport: `udp://127.0.0.1:5005`, `ws://127.0.0.1:8080/motion`.
 package struct TransportTarget: Sendable, CustomStringConvertible {
     package var transport: any Transport
     package var address: SocketAddressBox
+    /// The path on the host, for a transport that takes one (`/` when the URL names none).
+    package var path: String?
+    /// The host as the URL named it (a name or an address literal), for TLS to check the
+    /// certificate against; the address's own text when made from an address.
+    package var hostName: String
 
-    package init(_ transport: any Transport, _ address: SocketAddressBox) {
+    package init(_ transport: any Transport, _ address: SocketAddressBox, path: String? = nil, hostName: String? = nil) {
         self.transport = transport
         self.address = address
+        self.path = transport.takesPath ? (path ?? "/") : nil
+        self.hostName = hostName ?? address.endpoint.host
     }
 
-    package var description: String { "\(transport.scheme)://\(address)" }
+    package var description: String { "\(transport.scheme)://\(address)\(path ?? "")" }
 
-    /// Reads `SCHEME://HOST:PORT`, or a bare `HOST:PORT` on `fallback`.
+    /// The same host, its transport set up for `wireProtocol` (`Transport.fitted(to:)`).
+    package func fitted(to wireProtocol: any WireProtocol) -> TransportTarget {
+        var copy = self
+        copy.transport = transport.fitted(to: wireProtocol)
+        return copy
+    }
+
+    /// The longest path a URL may name.
+    package static let maximumPathBytes = 1024
+
+    /// Reads `SCHEME://HOST:PORT[/PATH]`, or a bare `HOST:PORT` on `fallback`.
     package static func parse(_ text: String, fallback: any Transport) throws(SocketError) -> TransportTarget {
         guard let separator = text.firstRange(of: "://") else {
             return TransportTarget(fallback, try SocketAddressBox.resolve(text))
@@ -132,11 +175,29 @@ package struct TransportTarget: Sendable, CustomStringConvertible {
         guard let transport = Transports.named(scheme) else {
             throw SocketError("\(text): unknown transport \(scheme)://; expected one of \(Transports.all.map { "\($0.scheme)://" }.joined(separator: ", "))")
         }
+        var address = String(text[separator.upperBound...])
+        var path: String?
+        if let slash = address.firstIndex(of: "/") {
+            guard transport.takesPath else {
+                throw SocketError("\(text): \(transport.scheme):// takes no path, only HOST:PORT")
+            }
+            let named = String(address[slash...])
+            guard named.utf8.count <= maximumPathBytes else {
+                throw SocketError("\(text.prefix(80))…: the path is longer than \(maximumPathBytes) bytes")
+            }
+            guard named.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
+                throw SocketError("\(text): the path must be printable ASCII with no spaces (percent-encode the rest)")
+            }
+            path = named
+            address = String(address[..<slash])
+        }
         do {
-            return TransportTarget(transport, try SocketAddressBox.resolve(String(text[separator.upperBound...])))
+            let resolved = try SocketAddressBox.resolve(address)
+            // HOST of HOST:PORT, or V6 of [V6]:PORT.
+            let named = address.hasPrefix("[") ? String(address.dropFirst().prefix { $0 != "]" }) : String(address.prefix { $0 != ":" })
+            return TransportTarget(transport, resolved, path: path, hostName: named)
         } catch {
             // Said of the whole URL, not of the address part alone ("udp://" has an empty one).
-            let address = String(text[separator.upperBound...])
             throw SocketError(text + ": " + String(error.description.dropFirst(address.count + 2)))
         }
     }

@@ -35,6 +35,13 @@ struct Capture: ParsableCommand {
             exits 74. A -G template whose names would come round within --duration (or a \
             day) is refused before capturing, since a later file would overwrite an earlier one.
 
+            With --transport ws the host is a WebSocket host (`kinetrace host --transport \
+            ws`): the filter is tcp port PORT, and the trace holds what `kinetrace convert \
+            --transport ws` reads from the pcap: one message per WebSocket message, the \
+            first close of each connection as a websocket_close event, and a \
+            websocket_error event for whatever cannot be read. A wss:// session cannot be \
+            read from a capture: record it with `kinetrace host --trace`.
+
             Exit status 77 when permission is denied or privileges cannot be dropped, 64 \
             for an unknown interface, a bad filter, an unknown -Z user or a -G template \
             that repeats, 73 when a file cannot be created (also a rotated one, which stops \
@@ -45,7 +52,7 @@ struct Capture: ParsableCommand {
     var interface: String
 
     @Argument(help: ArgumentHelp(
-        "A BPF expression, as tcpdump takes it after the options, that narrows the default (udp port PORT, or tcp port PORT for a byte-stream protocol) further.",
+        "A BPF expression, as tcpdump takes it after the options, that narrows the default (udp port PORT, or tcp port PORT for a byte-stream protocol or --transport ws) further.",
         valueName: "expression"))
     var expression: [String] = []
 
@@ -53,6 +60,8 @@ struct Capture: ParsableCommand {
     var filter: String?
 
     @OptionGroup var wire: ProtocolOptions
+
+    @OptionGroup var transport: CaptureTransportOptions
 
     @Option(help: ArgumentHelp("The host's port (default: the protocol's, \(ProtocolRegistry.defaultProtocol.defaultPort) for \(ProtocolRegistry.defaultID)).", valueName: "port"))
     var port: UInt16?
@@ -144,11 +153,13 @@ struct Capture: ParsableCommand {
             guard pcap != nil else { throw ValidationError("-C measures the pcap: give -w FILE.") }
         }
         if let pcap, let trace, pcap == trace { throw ValidationError("-w and --trace name the same file.") }
+        _ = try transport.carrier(for: wire.wireProtocol)
     }
 
     func run() throws {
         var configuration = LiveCapture.Configuration(wireProtocol: wire.wireProtocol, interface: interface, pcapPath: pcap, tracePath: trace)
         configuration.port = port
+        configuration.carrier = try transport.carrier(for: wire.wireProtocol)
         configuration.filter = bpf
         configuration.durationS = duration
         configuration.count = count
@@ -198,7 +209,8 @@ struct Capture: ParsableCommand {
             printNow("captured \(report.packets) packets (\(report.messages["c2h"] ?? 0) controller→host, "
                      + "\(report.messages["h2c"] ?? 0) host→controller messages; skipped: \(skipped.isEmpty ? "none" : skipped)); "
                      + "kernel dropped \(report.kernelDropped), interface dropped \(report.interfaceDropped)"
-                     + (report.reassembly.map { "; stream gaps \($0.gaps) (\($0.missingBytes) bytes missing), \($0.duplicateBytes) duplicate bytes" } ?? ""))
+                     + (report.reassembly.map { "; stream gaps \($0.gaps) (\($0.missingBytes) bytes missing), \($0.duplicateBytes) duplicate bytes" } ?? "")
+                     + (report.webSocket.map { "; WebSocket: \($0.upgradesAccepted) upgrades, \($0.messages) messages, \($0.errors) websocket_error events" } ?? ""))
             if failed { printNow("on disk: \(report.onDiskSummary(captured: report.packets, pcap: pcap != nil, trace: trace != nil))") }
             if rotateSeconds != nil || fileSizeMB != nil || failed { printNow("wrote \(report.files.count) files: \(report.files.joined(separator: ", "))") }
         case .json:
@@ -220,6 +232,12 @@ struct Capture: ParsableCommand {
                 object["stream_gaps"] = .integer(Int64(reassembly.gaps))
                 object["stream_missing_bytes"] = .integer(Int64(reassembly.missingBytes))
                 object["stream_duplicate_bytes"] = .integer(Int64(reassembly.duplicateBytes))
+            }
+            if let ws = report.webSocket {
+                object["websocket"] = .object([
+                    "upgrades_accepted": .integer(Int64(ws.upgradesAccepted)), "messages": .integer(Int64(ws.messages)),
+                    "close_frames": .integer(Int64(ws.closeFrames)), "errors": .integer(Int64(ws.errors)),
+                ])
             }
             printNow(JSONValue.object(object).jsonText)
         }

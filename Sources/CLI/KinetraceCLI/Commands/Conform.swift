@@ -21,7 +21,7 @@ struct Conform: ParsableCommand {
             or ERROR (a fault of the harness). Timing cases print their measurements whatever \
             the verdict.
 
-            --host runs the active cases against a host on UDP or TCP (a bare HOST:PORT: the protocol's own): \
+            --host runs the active cases against a host on UDP, TCP or WebSocket (a bare HOST:PORT: the protocol's own): \
             each case opens fresh controllers, \
             sends crafted messages and judges the replies: for a protocol whose host answers \
             on the wire, the threshold boundary, the window, stale, duplicate and invalid \
@@ -77,7 +77,7 @@ struct Conform: ParsableCommand {
             the report cannot be written.
             """)
 
-    @Option(help: ArgumentHelp("The live host to check, as udp://HOST:PORT or tcp://HOST:PORT; a bare HOST:PORT or [IPV6]:PORT is on the protocol's own transport.", valueName: "host:port"))
+    @Option(help: ArgumentHelp("The live host to check, as udp://HOST:PORT, tcp://HOST:PORT, ws://HOST:PORT/PATH or wss://HOST:PORT/PATH; a bare HOST:PORT or [IPV6]:PORT is on the protocol's own transport.", valueName: "host:port"))
     var host: String?
 
     @Option(help: ArgumentHelp("A host to run and check through the stdio adapter (specs/stdio-adapter-v1.md), as a /bin/sh command.",
@@ -119,6 +119,7 @@ struct Conform: ParsableCommand {
     @Flag(help: "List the cases, their requirements and levels, and exit.")
     var list = false
 
+    @OptionGroup var tls: TLSClientOptions
     @OptionGroup var report: ReportOptions<ConformFormat>
 
     enum ConformFormat: String, ReportFormat {
@@ -135,7 +136,9 @@ struct Conform: ParsableCommand {
         guard (1...900_000).contains(maxControllers) else { throw ValidationError("--max-controllers must be from 1 to 900000.") }
         guard (1...16_320).contains(maxConnections) else { throw ValidationError("--max-connections must be from 1 to 16320.") }
         if [host, exec, capture].compactMap({ $0 }).count > 1 { throw ValidationError("Give one of --host, --exec and --capture.") }
-        if let host { do { _ = try TransportTarget.parse(host, fallback: Transports.udp) } catch { throw ValidationError("--host \(error.description)") } }
+        var secure = false
+        if let host { do { secure = try TransportTarget.parse(host, fallback: Transports.udp).transport.isSecure } catch { throw ValidationError("--host \(error.description)") } }
+        try tls.validate(secure: secure, flag: host == nil ? "the run" : "--host")
         if capture == nil, ConformanceSuite.suite(for: input.wire.wireProtocol) == nil {
             throw ValidationError("--protocol \(input.wire.wireProtocol.id) has no conformance suite.")
         }
@@ -219,8 +222,8 @@ struct Conform: ParsableCommand {
                 hostTarget = try TransportTarget.parse(host, fallback: Transports.native(for: suite.wireProtocol))
             } catch { throw ValidationError("--host \(error.description)") }
             if let problem = hostTarget.transport.problem(carrying: suite.wireProtocol) { throw ValidationError("--host \(problem)") }
-            let network = LinkTarget.network(hostTarget)
-            do { link = try openLink(to: network) } catch {
+            let network = LinkTarget.network(hostTarget.fitted(to: suite.wireProtocol))
+            do { link = try openLink(to: network, options: ConnectionOptions(tlsTrust: try tls.trust())) } catch let error as SocketError {
                 printError("cannot reach the host: \(error.description)")
                 throw ExitStatus.unavailable
             }

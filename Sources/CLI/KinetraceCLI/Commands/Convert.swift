@@ -26,6 +26,15 @@ struct Convert: ParsableCommand {
             nanosecond timestamp. Other packets (IP fragments, other protocols, other ports) \
             are skipped and counted by reason.
 
+            With --transport ws, the capture's TCP connections to the host's port are read \
+            as plain WebSocket sessions (ws://), as `kinetrace host --transport ws` serves \
+            them: each WebSocket message becomes one message record, and the first close \
+            of each connection a websocket_close event, as the host's own trace records \
+            them. What cannot be read (a stream gap, a refused upgrade, a frame that breaks \
+            RFC 6455 or the host's limits) becomes a websocket_error event, and the rest of \
+            that direction of that connection is not read. A wss:// session cannot be read \
+            from a capture: record it with `kinetrace host --trace`.
+
             To pcap, each message becomes an Ethernet, IPv4 or IPv6, and UDP packet with \
             correct checksums; the controller's MAC address is 02:4b:54:00:00:01 and the \
             host's 02:4b:54:00:00:02. In a pcap, labels and events have no form: they are \
@@ -47,6 +56,7 @@ struct Convert: ParsableCommand {
     var to: OutputKind?
 
     @OptionGroup var inputOptions: CaptureInputOptions
+    @OptionGroup var transport: CaptureTransportOptions
     @OptionGroup var summaryFormat: SummaryFormatOptions
 
     enum OutputKind: String, ExpressibleByArgument, CaseIterable {
@@ -55,6 +65,7 @@ struct Convert: ParsableCommand {
 
     func validate() throws {
         _ = try outputKind()
+        _ = try transport.carrier(for: inputOptions.wire.wireProtocol)
         var inputInfo = stat(), outputInfo = stat()
         if stat(input, &inputInfo) == 0, stat(output, &outputInfo) == 0,
            inputInfo.st_dev == outputInfo.st_dev, inputInfo.st_ino == outputInfo.st_ino {
@@ -80,9 +91,11 @@ struct Convert: ParsableCommand {
 
     func run() throws {
         let kind = try outputKind()
+        let carrier = try transport.carrier(for: inputOptions.wire.wireProtocol)
         let summary = try reportingFailures { () throws(TraceError) -> ConversionSummary in
             // Records as stored: a byte-stream protocol's chunks keep their boundaries.
-            let opened = try openInput(path: input, wireProtocol: inputOptions.wire.given, port: inputOptions.port, framed: false)
+            let opened = try openInput(path: input, wireProtocol: inputOptions.wire.given, port: inputOptions.port, framed: false,
+                                       carrier: carrier)
             // A capture's packet counts are read only after the last record: by then its reading thread is done.
             let capture = opened as? PcapTraceReader
             let reader = readingAhead(opened)
@@ -140,7 +153,8 @@ struct Convert: ParsableCommand {
             if let capture {
                 summary.packetsRead = capture.packetCount
                 summary.skipped = capture.skipped
-                summary.transport = IPTransport(capture.wireProtocol.transport)
+                summary.transport = capture.carrier == .webSocket ? .tcp : IPTransport(capture.wireProtocol.transport)
+                summary.webSocket = capture.webSocketCounts
             } else {
                 summary.unknownRecords = reader.unknownRecordCount
             }
@@ -178,6 +192,8 @@ struct ConversionSummary {
     var eventsNotWritten = 0
     var motionSamplesNotWritten = 0
     var truncation: TraceTruncation?
+    /// Capture input read as WebSocket sessions only.
+    var webSocket: WebSocketSessionReader.Counts?
 
     var text: String {
         var out = ""
@@ -187,6 +203,11 @@ struct ConversionSummary {
             + (outputKind == .pcapng ? ", \(commentsWritten) labels and events as packet comments" : "") + "\n"
         if let packetsRead, let skipped {
             out += "Packets    \(packetsRead) read, \(skipped.total) skipped" + (skipped.total > 0 ? ": \(skipped)" : "") + "\n"
+        }
+        if let ws = webSocket {
+            out += "WebSocket  \(ws.upgradesAccepted) of \(ws.upgradeRequests) upgrades accepted, \(ws.messages) messages, \(ws.closeFrames) close frames, "
+                + "\(ws.pings) pings, \(ws.pongs) pongs, \(ws.errors) websocket_error events"
+                + (ws.messagesAfterClose > 0 ? ", \(ws.messagesAfterClose) messages after a close left out" : "") + "\n"
         }
         if unknownRecords > 0 { out += "Skipped    \(unknownRecords) records of unknown kinds\n" }
         if labelsNotWritten + eventsNotWritten + motionSamplesNotWritten > 0 {
@@ -210,6 +231,15 @@ struct ConversionSummary {
                                      "motion": .integer(Int64(motionSamplesNotWritten))]),
             "truncation": truncation.map { .string($0.description) } ?? .null,
         ]
+        if let ws = webSocket {
+            object["websocket"] = .object([
+                "upgrade_requests": .integer(Int64(ws.upgradeRequests)), "upgrades_accepted": .integer(Int64(ws.upgradesAccepted)),
+                "frames": .integer(Int64(ws.frames)), "messages": .integer(Int64(ws.messages)),
+                "messages_after_close": .integer(Int64(ws.messagesAfterClose)), "pings": .integer(Int64(ws.pings)),
+                "pongs": .integer(Int64(ws.pongs)), "close_frames": .integer(Int64(ws.closeFrames)),
+                "errors": .integer(Int64(ws.errors)), "bytes_not_read": .integer(Int64(ws.bytesNotRead)),
+            ])
+        }
         if let packetsRead, let skipped {
             object["packets_read"] = .integer(Int64(packetsRead))
             // The reasons that can apply to the protocol's transport.

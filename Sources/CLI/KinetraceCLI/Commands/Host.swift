@@ -22,7 +22,19 @@ struct Host: ParsableCommand {
             dropped silently and the host keeps serving. Prints "listening on ADDRESS:PORT" \
             once bound (use --port 0 for any free port) and a summary on SIGINT or SIGTERM.
 
-            On TCP each controller is one connection, and a byte-stream protocol's \
+            With --transport ws the host is a WebSocket server (RFC 6455) at --path, and with \
+            wss the same over TLS: --certificate and --private-key name its PEM files, or else \
+            it serves a self-signed certificate for localhost and this machine, made on first \
+            use and kept in $XDG_DATA_HOME/kinetrace/tls (~/.local/share/kinetrace/tls), \
+            which controllers trust with --cacert. Each controller is one connection opened by \
+            an HTTP upgrade, and each WebSocket message \
+            is one of the protocol's messages (a byte-stream protocol's stream is the messages \
+            in order). Frames must be masked and carry no extension bits; a frame or message \
+            over 64 KiB, a message in more than 64 fragments or an upgrade head over 8 KiB ends \
+            the connection (close code 1009, or HTTP 400 for the head), a request for another path gets 404, \
+            and every close is recorded as a "websocket_close" event with its code.
+
+            On TCP and WebSocket each controller is one connection, and a byte-stream protocol's \
             connections are each framed on their own whatever their reads return; invalid records \
             are not applied and the connection stays open. A connection that delivers no whole \
             record for --connection-timeout is closed, and at --max-connections a new \
@@ -49,9 +61,14 @@ struct Host: ParsableCommand {
     @OptionGroup var ruleOptions: GestureRuleOptions
 
     @Option(name: .customLong("transport"), help: ArgumentHelp(
-        "The transport to serve: \(Transports.all.map(\.scheme).joined(separator: " or ")) (default: the protocol's own, UDP for datagrams and TCP for a byte stream).",
+        "The transport to serve: \(Transports.all.map(\.scheme).dropLast().joined(separator: ", ")) or \(Transports.all.last!.scheme) (default: the protocol's own, UDP for datagrams and TCP for a byte stream).",
         valueName: "name"))
     var transportName: String?
+
+    @Option(help: ArgumentHelp("With --transport ws or wss, the URL path to serve (ws://HOST:PORT/PATH).", valueName: "path"))
+    var path: String?
+
+    @OptionGroup var tlsServer: TLSServerOptions
 
     @Option(help: ArgumentHelp("Record what the host received and sent, and its decisions, to this trace file.", valueName: "file"), completion: .file())
     var trace: String?
@@ -65,11 +82,11 @@ struct Host: ParsableCommand {
     var idleTimeoutS = Double(HostCore<Int>.defaultIdleTimeoutNs) / 1e9
 
     @Option(name: .customLong("max-connections"), help: ArgumentHelp(
-        "TCP hosts: connections open at once; at the limit a new one closes the least recently active.", valueName: "n"))
+        "TCP and WebSocket hosts: connections open at once; at the limit a new one closes the least recently active.", valueName: "n"))
     var maximumConnections = 1024
 
     @Option(name: .customLong("connection-timeout"), help: ArgumentHelp(
-        "TCP hosts: close a connection that delivers no whole record for this many seconds; 0 never closes.", valueName: "seconds"))
+        "TCP and WebSocket hosts: close a connection that delivers no whole record for this many seconds (a WebSocket handshake included); 0 never closes.", valueName: "seconds"))
     var connectionTimeoutS = Double(ReferenceHost.Configuration.defaultConnectionTimeoutNs) / 1e9
 
     @OptionGroup var summaryFormat: SummaryFormatOptions
@@ -95,7 +112,15 @@ struct Host: ParsableCommand {
 
     func validate() throws {
         if stdio, transportName != nil { throw ValidationError("--transport names a network transport; --stdio serves standard input and output instead.") }
-        _ = try servedTransport()
+        let served = stdio ? nil : try servedTransport()
+        if let path {
+            guard served?.takesPath ?? false else { throw ValidationError("--path applies to a WebSocket host (--transport ws or wss).") }
+            guard path.hasPrefix("/"), path.utf8.count <= TransportTarget.maximumPathBytes,
+                  path.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && $0 != "?" }) else {
+                throw ValidationError("--path must start with /, be printable ASCII with no spaces or ?, and have at most \(TransportTarget.maximumPathBytes) bytes.")
+            }
+        }
+        try tlsServer.validate(secure: served?.isSecure ?? false)
         guard (1...16_777_216).contains(maximumControllers) else { throw ValidationError("--max-controllers must be from 1 to 16777216.") }
         // Under a millisecond rounds to no timeout at all in ns, which the controller table refuses.
         guard idleTimeoutS.isFinite, idleTimeoutS == 0 || (0.001...86_400).contains(idleTimeoutS) else {
@@ -128,6 +153,13 @@ struct Host: ParsableCommand {
         configuration.rule = ruleOptions.rule(for: wire.wireProtocol)
         configuration.tracePath = trace
         configuration.transport = try servedTransport()
+        if let path { configuration.path = path }
+        if configuration.servedTransport.isSecure {
+            do { configuration.tlsIdentity = try tlsServer.identity(note: printNote) } catch let error as ValidationError {
+                printError(error.message)
+                throw ExitStatus.unavailable
+            }
+        }
         configuration.maximumControllers = maximumControllers
         configuration.idleTimeoutNs = idleTimeoutS == 0 ? nil : Int64(idleTimeoutS * 1e9)
         if immediateMode { configuration.readBatchIntervalNs = nil }

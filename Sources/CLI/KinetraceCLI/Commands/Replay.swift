@@ -59,7 +59,7 @@ struct Replay: ParsableCommand {
     @Argument(help: ArgumentHelp("The recordings to replay: traces, pcaps or pcapngs.", valueName: "input"), completion: .file())
     var inputs: [String]
 
-    @Option(help: ArgumentHelp("Send to the host at udp://HOST:PORT or tcp://HOST:PORT; a bare HOST:PORT is on the protocol's own transport, UDP, or TCP for a byte-stream protocol (one connection per controller).", valueName: "host:port"))
+    @Option(help: ArgumentHelp("Send to the host at udp://HOST:PORT, tcp://HOST:PORT, ws://HOST:PORT/PATH or wss://HOST:PORT/PATH (WebSocket, one message per message); a bare HOST:PORT is on the protocol's own transport, UDP, or TCP for a byte-stream protocol (one connection per controller).", valueName: "host:port"))
     var to: String?
 
     @Option(help: ArgumentHelp("Run this command (with /bin/sh -c) as the host and feed it through the stdio adapter.", valueName: "command"))
@@ -194,6 +194,7 @@ struct Replay: ParsableCommand {
         valueName: "time"))
     var startAt: String?
 
+    @OptionGroup var tls: TLSClientOptions
     @OptionGroup var report: ReportOptions<ReplayFormat>
 
     enum ReplayFormat: String, ReportFormat {
@@ -209,7 +210,9 @@ struct Replay: ParsableCommand {
         if !dryRun {
             guard (to == nil) != (exec == nil) else { throw ValidationError("Give exactly one of --to HOST:PORT and --exec COMMAND.") }
         }
-        if let to { do { _ = try TransportTarget.parse(to, fallback: Transports.udp) } catch { throw ValidationError("--to \(error.description)") } }
+        var secure = false
+        if let to { do { secure = try TransportTarget.parse(to, fallback: Transports.udp).transport.isSecure } catch { throw ValidationError("--to \(error.description)") } }
+        try tls.validate(secure: secure, flag: to == nil ? "--exec" : "--to")
         guard speed.isFinite, speed > 0 else { throw ValidationError("--speed must be a positive number.") }
         guard loops >= 0 else { throw ValidationError("--loop must be at least 0 (0: until interrupted).") }
         if loops == 0 && dryRun && limit == nil && duration == nil {
@@ -348,6 +351,7 @@ struct Replay: ParsableCommand {
 
         var configuration = Replayer.Configuration(target: target!, input: replayInput)  // set unless --dry-run, which returned above
         configuration.options = options
+        configuration.connectionOptions.tlsTrust = try tls.trust()
         configuration.recordPath = record
         configuration.recordExtra = recordExtra
         configuration.settleMs = settleMs

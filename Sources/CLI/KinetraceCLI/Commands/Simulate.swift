@@ -33,7 +33,7 @@ struct Simulate: ParsableCommand {
             writes (counted, and recorded as blocked_write events), never as lost records.
             """)
 
-    @Option(help: ArgumentHelp("The host to stream to, as udp://HOST:PORT or tcp://HOST:PORT; a bare HOST:PORT or [IPV6]:PORT is on the protocol's own transport (UDP, or TCP for a byte-stream protocol).", valueName: "host:port"))
+    @Option(help: ArgumentHelp("The host to stream to, as udp://HOST:PORT, tcp://HOST:PORT, ws://HOST:PORT/PATH or wss://HOST:PORT/PATH (WebSocket); a bare HOST:PORT or [IPV6]:PORT is on the protocol's own transport (UDP, or TCP for a byte-stream protocol).", valueName: "host:port"))
     var to: String
 
     @Option(help: ArgumentHelp("Number of controllers, each on its own socket.", valueName: "n"))
@@ -65,6 +65,7 @@ struct Simulate: ParsableCommand {
     @Option(name: .customLong("send-buffer"), help: ArgumentHelp("For a byte-stream protocol, the kernel send buffer per connection in bytes (SO_SNDBUF); a small one models a phone's stream buffer, so a slow host shows sooner (default: the kernel's, which grows to megabytes).", valueName: "bytes"))
     var sendBuffer: Int?
 
+    @OptionGroup var tls: TLSClientOptions
     @OptionGroup var summaryFormat: SummaryFormatOptions
 
     func validate() throws {
@@ -73,7 +74,9 @@ struct Simulate: ParsableCommand {
         if let rate { guard rate.isFinite, rate >= 0.001, rate <= 10_000 else { throw ValidationError("--rate must be in [0.001, 10000] Hz.") } }
         guard (0...100_000).contains(spinUs) else { throw ValidationError("--spin-us must be between 0 and 100000.") }
         if let duration { guard duration.isFinite, duration > 0, duration <= 1e9 else { throw ValidationError("--duration must be a positive number of seconds, at most 1000000000.") } }
-        do { _ = try TransportTarget.parse(to, fallback: Transports.udp) } catch { throw ValidationError("--to \(error.description)") }
+        let parsed: TransportTarget
+        do { parsed = try TransportTarget.parse(to, fallback: Transports.udp) } catch { throw ValidationError("--to \(error.description)") }
+        try tls.validate(secure: parsed.transport.isSecure, flag: "--to")
         if let sendBuffer { guard (1...(64 << 20)).contains(sendBuffer) else { throw ValidationError("--send-buffer must be between 1 and 67108864 bytes.") } }
         if script != nil && persona != nil { throw ValidationError("Give one of --script and --persona.") }
         if let persona, Persona.preset(named: persona) == nil {
@@ -93,6 +96,7 @@ struct Simulate: ParsableCommand {
         configuration.tracePath = trace
         configuration.spinNs = spinUs * 1000
         configuration.sendBufferBytes = sendBuffer
+        configuration.tlsTrust = try tls.trust()
         // A byte-stream protocol streams attitude, which the jump script cannot move.
         let streamsAttitude = wire.wireProtocol.transport == .byteStream
         switch script ?? (persona == nil && !streamsAttitude ? "jumps" : nil) {

@@ -160,8 +160,9 @@ func printNote(_ message: String) {
 /// Opens a trace or capture as `TraceInput.open` does, and says how a capture's host
 /// port was found when it was inferred (so a run on the wrong traffic is noticed).
 func openInput(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil,
-               framed: Bool = true) throws(TraceError) -> any TraceRecordSource {
-    let source = try TraceInput.open(path: try InputSpool.readablePath(path), wireProtocol: wireProtocol, port: port, framed: framed)
+               framed: Bool = true, carrier: CaptureCarrier = .native) throws(TraceError) -> any TraceRecordSource {
+    let source = try TraceInput.open(path: try InputSpool.readablePath(path), wireProtocol: wireProtocol, port: port, framed: framed,
+                                     carrier: carrier)
     if let note = source.readingNote { printNote(note) }
     return source
 }

@@ -78,6 +78,17 @@ package final class ConnectedTCPSocket: @unchecked Sendable {  // the descriptor
         self.local = local.endpoint
     }
 
+    /// Takes over `fd`, a connected non-blocking stream socket (a TLS relay's plaintext end),
+    /// named by `local`: it is closed with this value.
+    package init(adopting fd: Int32, local: Endpoint) {
+        self.fd = fd
+        self.local = local
+        #if canImport(Darwin)
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, socklen_t(MemoryLayout<Int32>.size))
+        #endif
+    }
+
     deinit { close(fd) }
 
     package enum Written: Equatable, Sendable {

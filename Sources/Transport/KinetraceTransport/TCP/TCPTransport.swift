@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import KinetraceJSON
 import KinetraceSupport
 import KinetraceTrace
 import KinetraceWire
@@ -26,8 +27,8 @@ package struct TCPTransport: Transport {
             : "tcp:// carries byte-stream protocols; \(wireProtocol.id) is a datagram protocol, whose messages a stream would not delimit (use udp://)"
     }
 
-    package func connect(to address: SocketAddressBox, options: ConnectionOptions) throws(SocketError) -> any ControllerConnection {
-        try ConnectedTCPSocket(to: address, timeoutMs: options.connectTimeoutMs, sendBufferBytes: options.sendBufferBytes)
+    package func connect(to target: TransportTarget, options: ConnectionOptions) throws(SocketError) -> any ControllerConnection {
+        try ConnectedTCPSocket(to: target.address, timeoutMs: options.connectTimeoutMs, sendBufferBytes: options.sendBufferBytes)
     }
 
     package func listen(_ configuration: ListenerConfiguration, service: any HostService, logger: Logger) throws -> any HostListener {
@@ -264,7 +265,8 @@ package final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendabl
 
     private let state: ConnectionTable
     private let number: Int
-    private let peer: Peer
+    /// The controller this connection is.
+    package let peer: Peer
     private var broken = false
 
     init(state: ConnectionTable, number: Int, peer: Peer) {
@@ -294,6 +296,13 @@ package final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendabl
             broken = true
             context.close(promise: nil)
         }
+    }
+
+    /// Hands the service an event the transport saw on this connection, naming the controller.
+    package func note(event: String, data: [String: JSONValue], timeNs: Int64) {
+        var data = data
+        data["controller"] = .string(peer.endpoint.description)
+        state.service.noted(EventRecord(timeNs: timeNs, event: event, data: data))
     }
 
     package func channelInactive(context: ChannelHandlerContext) {

@@ -26,8 +26,8 @@ package struct UDPTransport: Transport {
             : "udp:// carries datagram protocols; \(wireProtocol.id) is a byte-stream protocol (use tcp://)"
     }
 
-    package func connect(to address: SocketAddressBox, options: ConnectionOptions) throws(SocketError) -> any ControllerConnection {
-        try ConnectedUDPSocket(to: address)
+    package func connect(to target: TransportTarget, options: ConnectionOptions) throws(SocketError) -> any ControllerConnection {
+        try ConnectedUDPSocket(to: target.address)
     }
 
     package func listen(_ configuration: ListenerConfiguration, service: any HostService, logger: Logger) throws -> any HostListener {
