@@ -21,11 +21,13 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done; sleep 0.5; rm -rf "$work"; }
 trap cleanup EXIT
 
+# Sets `port`. Not called in $(…): the subshell would keep the host's pid from `pids`, and
+# the host would outlive the run.
 start_host() {
   "$bin" host --port 0 > "$work/host.out" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do grep -q "listening on" "$work/host.out" && break; sleep 0.05; done
-  grep -o '[0-9]*$' "$work/host.out" | head -1
+  port=$(grep -o '[0-9]*$' "$work/host.out" | head -1)
 }
 
 start_capture() {  # port name
@@ -46,7 +48,7 @@ stop_capture() {  # name
 json() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 # 1. Host latency: 100 controllers × 10 Hz, random jumps.
-port=$(start_host)
+start_host
 start_capture "$port" host
 "$bin" simulate --to "127.0.0.1:$port" --controllers 100 --rate 10 --duration "$host_seconds" --script random --seed 1 --format json > "$work/sim.json"
 capture_summary=$(stop_capture host)
