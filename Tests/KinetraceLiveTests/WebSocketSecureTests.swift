@@ -79,11 +79,15 @@ import Testing
         let notPEM = dir.appendingPathComponent("not.pem").path, huge = dir.appendingPathComponent("huge.pem").path
         try Data("hello".utf8).write(to: URL(fileURLWithPath: notPEM))
         try Data(repeating: 0x41, count: (1 << 20) + 1).write(to: URL(fileURLWithPath: huge))
+        let fifo = dir.appendingPathComponent("fifo.pem").path
+        #expect(mkfifo(fifo, 0o600) == 0)
         for (arguments, words) in [
             (["simulate", "--to", "ws://127.0.0.1:9/m", "--insecure", "--duration", "1"], "--cacert and --insecure apply to a wss:// host"),
             (["simulate", "--to", "wss://127.0.0.1:9/m", "--insecure", "--cacert", notPEM, "--duration", "1"], "contradict"),
             (["simulate", "--to", "wss://127.0.0.1:9/m", "--cacert", notPEM, "--duration", "1"], "no PEM block"),
             (["simulate", "--to", "wss://127.0.0.1:9/m", "--cacert", huge, "--duration", "1"], "over 1 MiB"),
+            (["simulate", "--to", "wss://127.0.0.1:9/m", "--cacert", fifo, "--duration", "1"], "not a regular file"),
+            (["simulate", "--to", "wss://127.0.0.1:9/m", "--cacert", "/dev/zero", "--duration", "1"], "not a regular file"),
             (["simulate", "--to", "wss://127.0.0.1:9/m", "--cacert", dir.appendingPathComponent("missing.pem").path, "--duration", "1"], "cannot be read"),
             (["replay", Fixture.bundledTrace, "--to", "udp://127.0.0.1:9", "--cacert", notPEM], "apply to a wss:// host"),
             (["conform", "--host", "udp://127.0.0.1:9", "-k"], "apply to a wss:// host"),

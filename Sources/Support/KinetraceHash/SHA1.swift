@@ -5,11 +5,7 @@ package enum SHA1 {
     /// The 20-byte digest of `bytes`.
     package static func digest(_ bytes: [UInt8]) -> [UInt8] {
         var h: [UInt32] = [0x6745_2301, 0xEFCD_AB89, 0x98BA_DCFE, 0x1032_5476, 0xC3D2_E1F0]
-        var message = bytes
-        let bitLength = UInt64(bytes.count) &* 8
-        message.append(0x80)
-        while message.count % 64 != 56 { message.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        let message = MerkleDamgard.padded(bytes)
         var w = [UInt32](repeating: 0, count: 80)
         for block in stride(from: 0, to: message.count, by: 64) {
             for t in 0..<16 {

@@ -16,11 +16,7 @@ package enum SHA256 {
     /// The 32-byte digest of `bytes`.
     package static func digest(_ bytes: [UInt8]) -> [UInt8] {
         var h: [UInt32] = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]
-        var message = bytes
-        let bitLength = UInt64(bytes.count) &* 8
-        message.append(0x80)
-        while message.count % 64 != 56 { message.append(0) }
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        let message = MerkleDamgard.padded(bytes)
         var w = [UInt32](repeating: 0, count: 64)
         for block in stride(from: 0, to: message.count, by: 64) {
             for t in 0..<16 {
@@ -54,4 +50,17 @@ package enum SHA256 {
     }
 
     @inline(__always) private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { x >> n | x << (32 - n) }
+}
+
+/// The padding SHA-1 and SHA-256 share (FIPS 180-4 section 5.1.1): a 1 bit, zeros, and the
+/// message's length in bits as a big-endian 64-bit number, to a multiple of 64 bytes.
+enum MerkleDamgard {
+    static func padded(_ bytes: [UInt8]) -> [UInt8] {
+        var message = bytes
+        let bitLength = UInt64(bytes.count) &* 8
+        message.append(0x80)
+        while message.count % 64 != 56 { message.append(0) }
+        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        return message
+    }
 }

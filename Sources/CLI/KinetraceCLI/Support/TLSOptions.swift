@@ -69,6 +69,10 @@ enum TLSFiles {
 
     /// A PEM file's bytes: at most 1 MiB, and holding a PEM block.
     static func readPEM(_ path: String, what: String) throws -> [UInt8] {
+        // A FIFO or a device would block or never end: a certificate is a file.
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw ValidationError("\(what) \(path): cannot be read.") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw ValidationError("\(what) \(path): not a regular file.") }
         guard let handle = FileHandle(forReadingAtPath: path) else { throw ValidationError("\(what) \(path): cannot be read.") }
         defer { try? handle.close() }
         let data = (try? handle.read(upToCount: maximumPEMBytes + 1)) ?? Data()
@@ -108,9 +112,14 @@ package enum SelfSignedIdentity {
         let (certificate, key) = try make()
         do {
             try manager.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            // The key first, created private; the certificate only once the key is safely down.
-            guard manager.createFile(atPath: keyPath, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]),
-                  manager.createFile(atPath: certificatePath, contents: Data(certificate.utf8), attributes: [.posixPermissions: 0o644]) else {
+            // Each file written whole under a private temporary name, then renamed into place, the
+            // key first: a host starting at the same moment reads a whole pair or makes its own.
+            let suffix = ".\(ProcessInfo.processInfo.processIdentifier).tmp"
+            guard manager.createFile(atPath: keyPath + suffix, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]),
+                  manager.createFile(atPath: certificatePath + suffix, contents: Data(certificate.utf8), attributes: [.posixPermissions: 0o644]),
+                  rename(keyPath + suffix, keyPath) == 0, rename(certificatePath + suffix, certificatePath) == 0 else {
+                unlink(keyPath + suffix)
+                unlink(certificatePath + suffix)
                 throw ValidationError("cannot write a self-signed certificate in \(directory)")
             }
         } catch let error as ValidationError {
