@@ -95,6 +95,10 @@ let package = Package(
             name: "CZlib", path: "Sources/Formats/CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
         .systemLibrary(
+            name: "CQRencode", path: "Sources/Support/CQRencode", pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]),
+        .target(name: "KinetraceQR", dependencies: ["CQRencode"], path: "Sources/Support/KinetraceQR", swiftSettings: strict),
+        .systemLibrary(
             name: "CPcap", path: "Sources/Formats/CPcap", pkgConfig: "libpcap",
             providers: [.apt(["libpcap-dev"]), .brew(["libpcap"])]),
         .target(
@@ -168,6 +172,14 @@ let package = Package(
             ],
             path: "Sources/Engines/KinetraceHost", swiftSettings: strict),
         .target(
+            name: "KinetracePhone",
+            dependencies: [
+                "KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON", "KinetraceTransport", "KinetraceHost",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Engines/KinetracePhone", swiftSettings: strict),
+        .target(
             name: "KinetraceController",
             dependencies: [
                 "KinetraceWire", "KinetraceTrace", "KinetraceSupport", "KinetraceJSON", "KinetraceSimulation", "KinetraceTransport",
@@ -201,6 +213,8 @@ let package = Package(
                 "KinetraceSupport", "KinetraceJSON", "KinetraceHash", "KinetraceWire", "KinetraceTrace", "KinetracePcap", "KinetraceAnalysis", "KinetraceSimulation",
                 "KinetraceHost", "KinetraceController", "KinetraceCapture", "KinetraceReplay", "KinetraceTransport", "KinetraceImpairment",
                 "KinetraceConformance", "KinetracePlot", "KinetraceGestures", "KinetraceJUnit", "KinetraceTLS",
+                "KinetracePhone", "KinetraceQR",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -267,7 +281,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "KinetraceCLITests",
-            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceJUnit", "KinetraceCLI", "KinetraceConformance", "KinetraceReplay", "KinetraceImpairment", "KinetraceTransport", "KinetraceHost", "KinetraceController", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire", "KinetraceTestSupport"],
+            dependencies: ["KinetraceSupport", "KinetraceJSON", "KinetraceJUnit", "KinetraceCLI", "KinetraceConformance", "KinetraceReplay", "KinetraceImpairment", "KinetraceTransport", "KinetraceHost", "KinetraceController", "KinetraceAnalysis", "KinetraceTrace", "KinetraceWire", "KinetraceQR", "KinetraceTestSupport"],
             exclude: ["Golden", "Schemas"],
             swiftSettings: strict),
     ]

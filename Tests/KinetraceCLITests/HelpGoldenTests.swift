@@ -9,7 +9,7 @@ import Testing
 @Suite struct HelpGoldenTests {
     static let commands: [(String, ParsableCommand.Type)] = [
         ("kinetrace", Kinetrace.self), ("inspect", Inspect.self), ("synth", Synth.self),
-        ("host", Host.self), ("simulate", Simulate.self), ("capture", Capture.self), ("convert", Convert.self), ("merge", Merge.self),
+        ("host", Host.self), ("phone", Phone.self), ("simulate", Simulate.self), ("capture", Capture.self), ("convert", Convert.self), ("merge", Merge.self),
         ("replay", Replay.self), ("conform", Conform.self), ("latency", Latency.self),
         ("gestures", Gestures.self), ("gestures-eval", GesturesEval.self), ("gestures-list", GesturesList.self),
         ("plot", Plot.self), ("plot-timeline", PlotTimeline.self),

@@ -46,6 +46,12 @@ package final class ReferenceHost: Sendable {
         package var path = "/"
         /// The certificate and key a secure transport (wss) serves with.
         package var tlsIdentity: TLSServerIdentity?
+        /// Pages and side channels served beside the stream (WebSocket only): `kinetrace phone`'s.
+        package var site: (any HostSite)?
+        /// The tool its trace's header names.
+        package var recordedBy = "kinetrace host"
+        /// Told of every message, decision and ended connection as it happens.
+        package var observer: (any HostObserver)?
         package init(wireProtocol: any WireProtocol) { self.wireProtocol = wireProtocol }
         /// The port to bind.
         package var boundPort: Int { port ?? Int(wireProtocol.defaultPort) }
@@ -71,7 +77,7 @@ package final class ReferenceHost: Sendable {
         var recorder: TraceRecorder?
         if let path = configuration.tracePath {
             recorder = try TraceRecorder(path: path, header: TraceHeader(
-                created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace host",
+                created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: configuration.recordedBy,
                 wireProtocol: configuration.wireProtocol, capturePoint: .host, clock: .realtime,
                 notes: "reference host on \(transport.scheme)://\(configuration.bindHost):\(configuration.boundPort)\(transport.takesPath ? configuration.path : "")"
                     + (transport.keepsMessageBoundaries ? "" : ", one read per msg record")
@@ -86,6 +92,7 @@ package final class ReferenceHost: Sendable {
         listening.readBatchIntervalNs = configuration.readBatchIntervalNs
         listening.path = configuration.path
         listening.tlsIdentity = configuration.tlsIdentity
+        listening.site = configuration.site
         do {
             listener = try transport.listen(listening, service: service, logger: logger)
         } catch let error as ListenerError {
@@ -111,6 +118,18 @@ package final class ReferenceHost: Sendable {
 
     /// Waits until the listener is closed.
     package func waitUntilClosed() throws { try listener.waitUntilClosed() }
+
+    /// Runs `body` on the host's event loop, where its service, site and observer live.
+    package func onLoop<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T { try listener.onLoop(body) }
+}
+
+/// Told of what the reference host receives and decides, on its event loop (a decision before its reply is sent).
+package protocol HostObserver: AnyObject, Sendable {
+    /// A whole message from `controller`, before the host model sees it.
+    func received(from controller: Peer)
+    func decided(_ decision: HostDecision, controller: Peer)
+    /// The controller's connection ended.
+    func ended(_ controller: Peer)
 }
 
 /// Why the host cannot serve.

@@ -65,9 +65,11 @@ final class ReferenceHostService: HostService, @unchecked Sendable {  // confine
 
     /// One whole message: the host model's decision, its reply, and what the trace keeps of it.
     private func decide(_ message: UnsafeRawBufferPointer, from peer: Peer, receivedNs: Int64, reply: (_ payload: [UInt8]) -> Void) {
+        configuration.observer?.received(from: peer)
         guard let decision = core.handle(message, from: peer.key, receivedNs: receivedNs) else { return }
         let endpoint = peer.endpoint
         decision.log(to: logger, controller: endpoint)
+        configuration.observer?.decided(decision, controller: peer)
         let payload = core.wireProtocol.reply(to: decision)
         // A decision with no reply shows nowhere on the wire, and a stream's reply is no message a
         // reader of the trace can find without framing it: the trace keeps the decision itself.
@@ -84,6 +86,7 @@ final class ReferenceHostService: HostService, @unchecked Sendable {  // confine
     }
 
     func ended(_ peer: Peer) {
+        configuration.observer?.ended(peer)
         guard let framer = framers.removeValue(forKey: peer.key) else { return }
         var last = framer
         let pending = last.finish()?.bytes.count ?? 0
@@ -95,8 +98,8 @@ final class ReferenceHostService: HostService, @unchecked Sendable {  // confine
     /// The trace writer flushes on size and age when written to; this covers idle spells.
     func tick() { recorder?.flush() }
 
-    /// What the transport saw (a WebSocket close and its code) goes into the trace as it came.
-    func noted(_ event: EventRecord) { recorder?.write(.event(event)) }
+    /// What the transport saw (a WebSocket close and its code), or a site's record, goes into the trace as it came.
+    func noted(_ record: TraceRecord) { recorder?.write(record) }
 
     func finish() {
         finalStatistics = statistics

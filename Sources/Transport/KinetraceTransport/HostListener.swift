@@ -62,13 +62,13 @@ package protocol HostService: AnyObject, Sendable {
     func tick()
     /// The listener has stopped: every connection's end has been reported.
     func finish()
-    /// Something the transport itself saw of a controller, for the trace (a WebSocket close
-    /// and its code): `data` names the controller.
-    func noted(_ event: EventRecord)
+    /// Something the transport itself saw of a controller (a WebSocket close and its code), or
+    /// a site's record (a phone's label), for the trace.
+    func noted(_ record: TraceRecord)
 }
 
 extension HostService {
-    package func noted(_ event: EventRecord) {}
+    package func noted(_ record: TraceRecord) {}
 }
 
 /// Where and how a listener serves.
@@ -85,6 +85,8 @@ package struct ListenerConfiguration: Sendable {
     package var path = "/"
     /// The certificate and key a secure transport serves with.
     package var tlsIdentity: TLSServerIdentity?
+    /// Pages and side channels served beside the stream, by a transport that takes a path (WebSocket).
+    package var site: (any HostSite)?
     package init() {}
 }
 

@@ -35,7 +35,7 @@ package struct Kinetrace: ParsableCommand {
                    unfinished is removed
             """,
         version: version,
-        subcommands: [Inspect.self, Convert.self, Merge.self, Host.self, Simulate.self, Capture.self, Replay.self, Conform.self, Latency.self, Gestures.self, Plot.self, NetworkCommand.self, Synth.self, ProtocolCommand.self])
+        subcommands: [Inspect.self, Convert.self, Merge.self, Host.self, Phone.self, Simulate.self, Capture.self, Replay.self, Conform.self, Latency.self, Gestures.self, Plot.self, NetworkCommand.self, Synth.self, ProtocolCommand.self])
 
     package init() {}
 

@@ -41,7 +41,7 @@ struct TLSClientOptions: ParsableArguments {
 /// The certificate a `wss://` host serves.
 struct TLSServerOptions: ParsableArguments {
     @Option(name: .customLong("certificate"), help: ArgumentHelp(
-        "With --transport wss, serve this PEM certificate chain (default: a self-signed certificate made on first use and kept; see the discussion).",
+        "For a wss:// host (host --transport wss, and phone), serve this PEM certificate chain (default: a self-signed certificate made on first use and kept; see the discussion).",
         valueName: "file"), completion: .file())
     var certificateFile: String?
 

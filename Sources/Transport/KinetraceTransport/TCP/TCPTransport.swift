@@ -302,8 +302,14 @@ package final class ConnectionHandler: ChannelInboundHandler, @unchecked Sendabl
     package func note(event: String, data: [String: JSONValue], timeNs: Int64) {
         var data = data
         data["controller"] = .string(peer.endpoint.description)
-        state.service.noted(EventRecord(timeNs: timeNs, event: event, data: data))
+        state.service.noted(.event(EventRecord(timeNs: timeNs, event: event, data: data)))
     }
+
+    /// Hands the service a record of this connection's own (a site's label).
+    package func record(_ record: TraceRecord) { state.service.noted(record) }
+
+    /// The connection delivered a whole message of another kind than the service's (a site's side channel).
+    package func delivered() { state.delivered(number) }
 
     package func channelInactive(context: ChannelHandlerContext) {
         state.closed(number)

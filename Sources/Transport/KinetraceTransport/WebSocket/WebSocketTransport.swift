@@ -72,22 +72,33 @@ package struct WebSocketTransport: Transport {
             guard let provider = TLSSupport.provider else { throw ListenerError(TLSSupport.missing) }
             makeTLSHandler = try provider.serverHandlerMaker(for: identity)
         }
+        let site = configuration.site
+        let channelNumbers = SiteChannelNumbers()
         return try ConnectionListener(configuration, service: service, logger: logger) { [makeTLSHandler] child, handler in
             // TLS first: everything after it, the upgrade included, is the same as on ws://.
             if let makeTLSHandler { try child.pipeline.syncOperations.addHandler(makeTLSHandler()) }
-            let refusal = UpgradeRefusal(path: path)
+            let refusal = UpgradeRefusal(path: path, site: site)
             let upgrader = NIOWebSocketServerUpgrader(
                 maxFrameSize: limits.maximumFrameBytes, automaticErrorHandling: false,
                 shouldUpgrade: { channel, head in
-                    // Only the configured path upgrades; anything else reaches `UpgradeRefusal`.
-                    channel.eventLoop.makeSucceededFuture(UpgradeRefusal.path(of: head.uri) == path ? HTTPHeaders() : nil)
+                    // Only the stream's path and a site's channels upgrade; anything else reaches `UpgradeRefusal`.
+                    let requested = UpgradeRefusal.path(of: head.uri)
+                    let accepted = requested == path || (site?.opensChannel(at: requested) ?? false)
+                    return channel.eventLoop.makeSucceededFuture(accepted ? HTTPHeaders() : nil)
                 },
-                upgradePipelineHandler: { channel, _ in
+                upgradePipelineHandler: { channel, head in
                     channel.eventLoop.makeCompletedFuture {
                         let sync = channel.pipeline.syncOperations
                         sync.removeHandler(refusal, promise: nil)
+                        if let site, UpgradeRefusal.path(of: head.uri) != path {
+                            let side = SiteChannel(number: channelNumbers.next(), peer: handler.peer, channel: channel)
+                            try sync.addHandler(SiteChannelBridge(site: site, channel: side, connection: handler, target: head.uri))
+                            try sync.addHandler(handler)
+                            return
+                        }
                         try sync.addHandler(WebSocketMessageBridge(limits: limits, opcode: opcode, connection: handler))
                         try sync.addHandler(handler)
+                        site?.streamOpened(target: head.uri, peer: handler.peer) { handler.record($0) }
                     }
                 })
             try child.pipeline.syncOperations.configureHTTPServerPipeline(
@@ -112,9 +123,13 @@ final class UpgradeRefusal: ChannelInboundHandler, RemovableChannelHandler, @unc
     typealias OutboundOut = HTTPServerResponsePart
 
     private let path: String
+    private let site: (any HostSite)?
     private var answered = false
 
-    init(path: String) { self.path = path }
+    init(path: String, site: (any HostSite)? = nil) {
+        self.path = path
+        self.site = site
+    }
 
     /// A request target's path: its query dropped.
     static func path(of uri: String) -> String {
@@ -124,6 +139,9 @@ final class UpgradeRefusal: ChannelInboundHandler, RemovableChannelHandler, @unc
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard case .head(let head) = unwrapInboundIn(data), !answered else { return }
         answered = true
+        if let site, Self.path(of: head.uri) != path {
+            return serve(site, head, context: context)
+        }
         let status: HTTPResponseStatus = Self.path(of: head.uri) == path ? .upgradeRequired : .notFound
         let body = status == .notFound ? "no WebSocket at \(head.uri.prefix(200)); this host serves \(path)\n" : "this host speaks WebSocket only: send an upgrade request to \(path)\n"
         var headers = HTTPHeaders([("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", "\(body.utf8.count)"), ("Connection", "close")])
@@ -131,6 +149,33 @@ final class UpgradeRefusal: ChannelInboundHandler, RemovableChannelHandler, @unc
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: body)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+
+    /// A site's page for a GET or HEAD (405 for another method, 404 for what it does not serve),
+    /// then the connection closes: a page is one request.
+    private func serve(_ site: any HostSite, _ head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let page: SitePage
+        if head.method == .GET || head.method == .HEAD {
+            page = site.page(for: head.uri) ?? SitePage(status: 404, contentType: "text/plain; charset=utf-8", body: Array("not found: \(head.uri.prefix(200))\n".utf8))
+        } else {
+            page = SitePage(status: 405, contentType: "text/plain; charset=utf-8", body: Array("this site serves GET and HEAD only\n".utf8))
+        }
+        let headers = HTTPHeaders([("Content-Type", page.contentType), ("Content-Length", "\(page.body.count)"), ("Connection", "close"),
+                                   ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")])
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: HTTPResponseStatus(statusCode: page.status), headers: headers))), promise: nil)
+        if head.method != .HEAD {
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: page.body)))), promise: nil)
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+}
+
+/// Numbers a listener's side channels; read on its one loop only.
+final class SiteChannelNumbers: @unchecked Sendable {  // confined to one event loop
+    private var last = 0
+    func next() -> Int {
+        last += 1
+        return last
     }
 }
 

@@ -109,8 +109,11 @@ package struct DeclaredProtocol: WireProtocol {
     package var sampleKind: Int? { plan.firstSample }
 
     /// A body made into a record: its length prefix or delimiter added.
-    package func framed(_ body: [UInt8]) -> [UInt8] {
-        switch declared.framing {
+    package func framed(_ body: [UInt8]) -> [UInt8] { Self.framed(body, framing: declared.framing) }
+
+    /// A body made into a record of `framing`.
+    package static func framed(_ body: [UInt8], framing: DeclaredFraming) -> [UInt8] {
+        switch framing {
         case .datagram, .fixedLength: return body
         case .delimiter(let delimiter, _): return body + delimiter
         case .lengthPrefix(let width, let big, let offset, let countsItself, _):
