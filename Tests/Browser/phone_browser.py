@@ -205,6 +205,7 @@ def main():
     parser.add_argument("--cues", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--screenshots")
+    parser.add_argument("--hostile-name", action="store_true", help="many: name the first phone with HTML markup")
     args = parser.parse_args()
     process, profile, tools = launch()
     result = {"scenario": args.scenario}
@@ -220,7 +221,11 @@ def main():
             time.sleep(0.3)
             start = phone.eval("Date.now()")
             time.sleep(args.seconds)
-            result.update(reading=reading, held_from_ms=start, status=phone.status())
+            # Free mode's "I just jumped": a label covering the moments before the tap.
+            tapped = phone.eval("Date.now()")
+            phone.tap("free-jump")
+            phone.wait("window.kinetracePhone.status().labels === 1")
+            result.update(reading=reading, held_from_ms=start, tapped_ms=tapped, status=phone.status())
             if args.screenshots:
                 phone.screenshot(os.path.join(args.screenshots, "phone-free.png"))
         elif args.scenario == "jump":
@@ -240,14 +245,17 @@ def main():
                     jumps.append(phone.eval("Date.now()"))
                     phone.hold(user=(0, 1.0, 0), gravity=(0, -1, 0), rate=(0, 0, 0), angles=(0, 90, 0))
                     time.sleep(0.25)
+                    phone.hold(user=(0, 0, 0), gravity=(0, -1, 0), rate=(0, 0, 0), angles=(0, 90, 0))
+                    # After the jump, not during it: a screenshot takes long enough to make one jump two.
                     if args.screenshots and seen == 1:
                         phone.screenshot(os.path.join(args.screenshots, "phone-cue.png"))
-                    phone.hold(user=(0, 0, 0), gravity=(0, -1, 0), rate=(0, 0, 0), angles=(0, 90, 0))
                 time.sleep(0.02)
             time.sleep(1.0)
             result.update(jumps_ms=jumps, status=phone.status())
         elif args.scenario == "many":
             names = [f"Player {i + 1}" for i in range(args.phones)]
+            if args.hostile_name:
+                names[0] = "<b>P1</b><img src=x>"
             phones = [Phone(tools, args.url, name, "free") for name in names]
             for phone in phones:
                 phone.tap("start")
@@ -256,9 +264,21 @@ def main():
             time.sleep(args.seconds)
             listed = phones[0].eval("fetch('phones.json', {cache: 'no-store'}).then((r) => r.json())")
             result.update(names=names, statuses=[p.status() for p in phones], operator=listed)
+            # The operator's page, as a browser renders it: names are text, never markup.
+            operator = tools.send("Target.createTarget", {"url": args.url + "operator", "newWindow": True})["targetId"]
+            session = tools.send("Target.attachToTarget", {"targetId": operator, "flatten": True})["sessionId"]
+            deadline = time.time() + 10
+            rendered = None
+            while time.time() < deadline:
+                rendered = tools.send("Runtime.evaluate", {"expression": "JSON.stringify({rows: document.querySelectorAll('#phones tr').length, "
+                                      "markup: document.querySelectorAll('#phones b, #phones img').length, "
+                                      "names: [...document.querySelectorAll('#phones tr td:first-child')].map((td) => td.textContent)})",
+                                      "returnByValue": True}, session=session)["result"].get("value")
+                if rendered and json.loads(rendered)["rows"] == len(names):
+                    break
+                time.sleep(0.2)
+            result.update(operator_page=json.loads(rendered))
             if args.screenshots:
-                operator = tools.send("Target.createTarget", {"url": args.url + "operator", "newWindow": True})["targetId"]
-                session = tools.send("Target.attachToTarget", {"targetId": operator, "flatten": True})["sessionId"]
                 tools.send("Emulation.setDeviceMetricsOverride", {"width": 720, "height": 400, "deviceScaleFactor": 2, "mobile": False}, session=session)
                 time.sleep(2.0)
                 data = tools.send("Page.captureScreenshot", {"format": "png"}, session=session)["data"]

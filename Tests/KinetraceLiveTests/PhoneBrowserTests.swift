@@ -107,6 +107,11 @@ import Testing
         #expect(Double(compared) >= wireProtocol.nominalRateHz * 1.5, "\(name): \(compared) samples compared")
         let status = try #require(result["status"] as? [String: Any])
         #expect(status["error"] as? String == "" && status["stalled"] as? Int == 0, "\(status)")
+        // The free-mode tap: one label, covering the 700 ms before the tap on the phone's clock.
+        let tapped = try #require(result["tapped_ms"] as? Double)
+        let labels = records.compactMap { if case .label(let l) = $0 { return l } else { return nil } }
+        #expect(labels.count == 1 && labels.first?.gesture == "jump" && labels.first?.durationMs == 700, "\(labels)")
+        if let onset = labels.first?.senderTimeMs { #expect(abs(Double(onset) + 700 - tapped) < 250, "label at \(onset), tap at \(tapped)") }
     }
 
     /// Guided mode: each cue gives a label at the cue's time; an emulated jump after it gives a
@@ -150,18 +155,21 @@ import Testing
     }
 
     /// Several phones at once, each its own window: each is a controller named by its player,
-    /// in the trace and on the operator's list.
+    /// in the trace and on the operator's list (one name is HTML, which stays text).
     @Test(.enabled(if: needs.runs)) func manyPhonesAreNamedControllers() throws {
         try Self.needs.check()
         let session = try Session(["--mode", "free"])
         defer { Fixture.remove(session.directory) }
-        let result = try session.drive("many", ["--phones", "3", "--seconds", "1.5"])
+        let result = try session.drive("many", ["--phones", "3", "--seconds", "1.5", "--hostile-name"])
         let stopped = try session.stop()
         #expect(stopped.status == 0, "\(stopped.stderr)")
         let names = try #require(result["names"] as? [String])
         let operatorList = try #require(result["operator"] as? [String: Any])
         let listed = try #require(operatorList["phones"] as? [[String: Any]])
         #expect(Set(listed.compactMap { $0["name"] as? String }) == Set(names))
+        // A name written as HTML shows as its text on the operator's page, and makes no element.
+        let rendered = try #require(result["operator_page"] as? [String: Any])
+        #expect(rendered["markup"] as? Int == 0 && (rendered["names"] as? [String])?.contains(names[0]) == true, "\(rendered)")
         #expect(listed.allSatisfy { ($0["samples"] as? Int ?? 0) > 0 && $0["streaming"] as? Bool == true }, "\(listed)")
         let (_, records) = try Self.records(session.trace)
         var named: [String: String] = [:]

@@ -27,14 +27,14 @@ enum PhonePage {
   .card { background:var(--card); border-radius:14px; padding:16px; margin:12px 0; }
   label.field { display:block; color:var(--dim); font-size:13px; margin-bottom:6px; }
   input[type=text] { width:100%; font-size:18px; padding:12px; border-radius:10px; border:1px solid #334155; background:#0f172a; color:var(--text); }
-  .modes { display:flex; gap:8px; margin-top:14px; }
+  .modes { display:flex; gap:8px; margin:14px 0 0; }
   .modes button { flex:1; padding:10px; border-radius:10px; border:1px solid #334155; background:#0f172a; color:var(--dim); font-size:15px; }
   .modes button[aria-pressed=true] { border-color:var(--accent); color:var(--text); background:#0c2a3a; }
   .hint { color:var(--dim); font-size:13px; margin:8px 0 0; }
   button.primary { width:100%; margin-top:16px; padding:16px; font-size:19px; font-weight:600; border:0; border-radius:12px; background:var(--accent); color:#04141f; }
   details { color:var(--dim); font-size:13px; } details summary { color:var(--text); font-size:14px; }
   #cue { text-align:center; font-size:56px; font-weight:800; letter-spacing:.04em; min-height:96px; display:flex; align-items:center; justify-content:center; color:var(--dim); }
-  #cue.active { color:var(--warn); }
+  #cue.active { color:var(--warn); } #cue.note { font-size:20px; font-weight:500; letter-spacing:0; }
   .stats { display:grid; grid-template-columns:repeat(3, 1fr); gap:8px; text-align:center; }
   .stats b { display:block; font-size:24px; } .stats span { color:var(--dim); font-size:12px; }
   .free { display:grid; grid-template-columns:1fr 1fr; gap:10px; }
@@ -76,6 +76,10 @@ enum PhonePage {
   <div class="card"><div id="status">Connecting…</div></div>
   <div class="card"><div id="cue" aria-live="assertive">Ready</div></div>
   <div class="card free" id="free" hidden></div>
+  <div class="modes" role="group" aria-label="Mode">
+    <button id="run-mode-guided" aria-pressed="true">Guided</button>
+    <button id="run-mode-free" aria-pressed="false">Free</button>
+  </div>
   <div class="card stats">
     <div><b id="sent">0</b><span>samples sent</span></div>
     <div><b id="labels">0</b><span>labels</span></div>
@@ -90,6 +94,7 @@ enum PhonePage {
 (() => {
   const G = 9.80665, DEG = Math.PI / 180;
   const GESTURE_WORDS = { jump: 'JUMP', duck: 'DUCK', tilt_left: 'TILT ◀', tilt_right: 'TILT ▶' };
+  const DONE_WORDS = { jump: 'I just jumped', duck: 'I just ducked', tilt_left: 'I just tilted left', tilt_right: 'I just tilted right' };
   const $ = (id) => document.getElementById(id);
   const iOS = /iPad|iPhone|iPod/.test(navigator.userAgent) || (navigator.platform === 'MacIntel' && navigator.maxTouchPoints > 1);
   const counts = { sent: 0, skipped: 0, waiting: 0, stalled: 0, labels: 0, decisions: 0, cues: 0, vibrated: 0, flashed: 0, replies: 0, refused: 0 };
@@ -105,14 +110,18 @@ enum PhonePage {
   }).catch((e) => fail(`Cannot read this session: ${e}`));
 
   function showMode() {
-    $('mode-guided').setAttribute('aria-pressed', String(mode === 'guided'));
-    $('mode-free').setAttribute('aria-pressed', String(mode === 'free'));
+    for (const prefix of ['', 'run-']) {
+      $(`${prefix}mode-guided`).setAttribute('aria-pressed', String(mode === 'guided'));
+      $(`${prefix}mode-free`).setAttribute('aria-pressed', String(mode === 'free'));
+    }
     $('mode-hint').textContent = mode === 'guided'
       ? 'Guided: the phone asks you to move, and records when it asked.'
       : 'Free: move as you like, and tap a button just after each move.';
   }
-  $('mode-guided').onclick = () => { mode = 'guided'; showMode(); sendControl({ type: 'mode', mode }); render(); };
-  $('mode-free').onclick = () => { mode = 'free'; showMode(); sendControl({ type: 'mode', mode }); render(); };
+  for (const prefix of ['', 'run-']) {
+    $(`${prefix}mode-guided`).onclick = () => { mode = 'guided'; showMode(); sendControl({ type: 'mode', mode }); render(); };
+    $(`${prefix}mode-free`).onclick = () => { mode = 'free'; showMode(); sendControl({ type: 'mode', mode }); render(); };
+  }
 
   function fail(message) {
     lastError = message;
@@ -306,12 +315,15 @@ enum PhonePage {
     if (!free.hidden && free.childElementCount === 0 && session) {
       for (const g of session.gestures) {
         const b = document.createElement('button');
-        b.textContent = `I just did ${(GESTURE_WORDS[g] || g).toLowerCase()}`;
+        b.textContent = DONE_WORDS[g] || g;
+        b.id = `free-${g}`;
         b.onclick = () => label(g, Date.now() - session.free_look_back_ms, session.free_look_back_ms);
         free.appendChild(b);
       }
     }
-    if (mode === 'free') { $('cue').textContent = 'Free'; $('cue').className = ''; }
+    const cue = $('cue');
+    if (mode === 'free') { cue.textContent = 'Move, then tap what you did'; cue.className = 'note'; }
+    else if (cue.className === 'note') { cue.textContent = 'Ready'; cue.className = ''; }
   }
 
   function status(text, ok) { const s = $('status'); s.textContent = text; s.className = ok ? 'ok' : ''; }

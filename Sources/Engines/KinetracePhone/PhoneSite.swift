@@ -27,7 +27,7 @@ package final class PhoneSite: HostSite, HostObserver, @unchecked Sendable {  //
 
     /// Gestures a label may name: those `gestures eval` scores.
     package static let knownGestures = ["jump", "duck", "tilt_left", "tilt_right"]
-    /// A free-mode label covers this long before the tap ("I just did X").
+    /// A free-mode label covers this long before the tap ("I just jumped").
     package static let freeLabelLookBackMs = 700
     /// Labels a phone may send: a burst of 5, then 2 a second.
     static let labelBurst = 5.0, labelsPerSecond = 2.0

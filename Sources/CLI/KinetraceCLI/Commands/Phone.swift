@@ -33,7 +33,7 @@ struct Phone: ParsableCommand {
             first use and kept (as host --transport wss does); the page explains the browser's \
             warning. Labels: in guided mode the phone is cued to a gesture (--gestures) every \
             --cue-every seconds, and the label carries the moment of the cue on the phone's \
-            clock; in free mode the player taps "I just did …" and the label covers the 700 ms \
+            clock; in free mode the player taps "I just jumped" (or ducked, or tilted) and the label covers the 700 ms \
             before the tap. Each phone is a controller named by its player; the operator's page \
             (/operator) lists them live.
 
