@@ -268,7 +268,8 @@ struct Checker {
         if compiled.isValid { invariant(sameFacts(compiled, facts), "\(wire.id): compiled facts \(compiled), declared \(facts)") }
     }
 
-    /// sample() of a zero reading and of one from the input decode as a sample; reply() as a reply.
+    /// sample() of a zero reading and of one from the input decode as a sample, and the sample
+    /// template filled with the input's reading says the same; reply() decodes as a reply.
     func samplesAndReplies(_ bytes: [UInt8]) {
         let zero = Vector3.zero
         if let sample = wire.sample(MotionReading(userAcceleration: zero, rotationRate: zero, gravity: zero, attitude: zero), timeMs: timeMs) {
@@ -288,6 +289,16 @@ struct Checker {
             if let sample = wire.sample(reading, timeMs: timeMs) {
                 let facts = wire.facts(sample)
                 invariant(facts.isValid == ((try? wire.decode(sample)) != nil), "a sample's facts disagree with its decoding")
+                // The phone page's template, filled as the page fills it, says what the sample says.
+                if let template = try? SampleTemplate(wire) {
+                    let filled = wire.facts(template.filled(reading, timeMs: timeMs))
+                    // Both invalid (a non-finite value) may name different first errors; valid, they agree
+                    // value for value (== on doubles: ECMAScript writes −0 as 0, as the page does).
+                    invariant(filled.isValid == facts.isValid
+                              && (!facts.isValid || (filled.direction == facts.direction && filled.senderTimeMs == facts.senderTimeMs
+                                                     && sameMotion(filled.motion, facts.motion))),
+                              "\(wire.id): a filled template's facts \(filled), the sample's \(facts)")
+                }
             }
         }
         if wire.hostReplies, let host = wire.declared.host {
@@ -313,6 +324,19 @@ struct Checker {
         }
         invariant(records == [bytes] && framer.finish() == nil, "\(what) (\(bytes.count) bytes) frames as \(records.map(\.count))")
     }
+}
+
+/// The same motion, value for value: −0 equals 0 (ECMAScript writes both as 0), any NaN equals any NaN.
+func sameMotion(_ a: MotionReading?, _ b: MotionReading?) -> Bool {
+    guard (a == nil) == (b == nil), let a, let b else { return a == nil && b == nil }
+    for slot in VectorSlot.allCases {
+        for axis in 0..<3 {
+            let x = a.value(slot, axis: axis), y = b.value(slot, axis: axis)
+            guard (x == nil) == (y == nil) else { return false }
+            if let x, let y, !(x == y || (x.isNaN && y.isNaN)) { return false }
+        }
+    }
+    return true
 }
 
 /// Same facts, comparing doubles by bit pattern (any NaN equals any NaN).

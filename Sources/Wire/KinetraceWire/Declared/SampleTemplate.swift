@@ -166,7 +166,8 @@ package struct SampleTemplate: Sendable, Equatable {
     }
 
     /// The record this template gives for `reading` at `timeMs`, as the page's script fills it
-    /// (the same arithmetic, in Swift): what the tests hold against `sample(_:timeMs:)`.
+    /// (the same arithmetic and number spelling, in Swift): what the tests and the `declared`
+    /// fuzz target hold against `sample(_:timeMs:)`.
     package func filled(_ reading: MotionReading, timeMs: UInt64, messageID: String = "00000000-0000-4000-8000-000000000000") -> [UInt8] {
         var reading = reading
         if !ownSumOf.isEmpty, reading.own == nil {
@@ -219,13 +220,20 @@ package struct SampleTemplate: Sendable, Equatable {
                 case .string(let s): text += s
                 case .signed(let s): text += String(s)
                 case .unsigned(let u): text += String(u)
-                case let v: text += (v.double ?? 0).description
+                case let v: text += Self.scriptNumber(v.double ?? 0)
                 }
                 text += piece
             }
             body = Array(text.utf8)
         }
         return DeclaredProtocol.framed(body, framing: framing)
+    }
+
+    /// A number as the page's script writes it (ECMAScript's `String(number)`), non-finite ones included.
+    static func scriptNumber(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value < 0 ? "-Infinity" : "Infinity" }
+        return CanonicalJSON.ecmaScript(value)
     }
 
     /// The template as the page's script reads it.
