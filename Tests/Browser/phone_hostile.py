@@ -170,6 +170,13 @@ def main():
     binary = Socket("/control")
     binary.frame(2, b"\x01\x02")
     r["binary_frame"] = binary.until("close")[1]
+    orphan = Socket("/control")
+    orphan.frame(0, b"{}")
+    r["orphan_continuation"] = orphan.until("close")[1]
+    nested = Socket("/control")
+    nested.frame(1, b'{"type":', fin=False)
+    nested.frame(1, b'"alive"}')
+    r["message_inside_message"] = nested.until("close")[1]
     noisy = Socket("/control")
     noisy.send({"type": "hello", "phone": token(2), "name": "Noisy"})
     for _ in range(60):

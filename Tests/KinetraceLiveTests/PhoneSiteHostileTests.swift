@@ -42,6 +42,8 @@ import Testing
         // Closes: a second channel for one phone 1008, a message over 4 KiB 1009, binary 1003, 50 refusals 1008, a full session 1008.
         #expect(r["second_channel"] as? Int == 1008 && r["oversized_message"] as? Int == 1009 && r["binary_frame"] as? Int == 1003 && r["noisy"] as? Int == 1008)
         #expect((r["phones_full"] as? [Any])?.contains { $0 as? Int == 1008 } == true, "\(String(describing: r["phones_full"]))")
+        // Fragments out of order: a continuation with no message, a new message inside one: 1002.
+        #expect(r["orphan_continuation"] as? Int == 1002 && r["message_inside_message"] as? Int == 1002)
         // The phone that behaved is listed with its trimmed name and its labels.
         let listed = try #require((r["phones_after"] as? [String: Any])?["phones"] as? [[String: Any]])
         let eve = try #require(listed.first { $0["name"] as? String == "Eve" })

@@ -213,7 +213,7 @@ enum PhonePage {
       return { s: ms / 1000n, ms, us: ms * 1000n, ns: ms * 1000000n }[slot.unit];
     }
     if (slot.role === 'message_id' || slot.role === 'message_id_upper') {
-      const id = crypto.randomUUID();
+      const id = crypto.randomUUID();  // an identifier, recorded in the trace with its message
       return slot.role === 'message_id' ? id.toLowerCase() : id.toUpperCase();
     }
     const [vector, axis] = slot.role.split('.');
@@ -331,7 +331,9 @@ enum PhonePage {
   async function start() {
     if (!session) return fail('This session has not loaded yet; reload the page.');
     if (!window.isSecureContext) return fail('This page is not secure (HTTPS), so the browser gives it no motion sensors.');
-    const name = $('name').value.trim() || `Player ${Math.floor(Math.random() * 900 + 100)}`;
+    // The token names this phone's two connections to the host: an identifier, not an experiment's choice.
+    token = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, '0')).join('');
+    const name = $('name').value.trim() || `Player ${token.slice(0, 4)}`;
     // iOS 13+: motion needs a permission asked on a tap, which this is.
     try {
       if (typeof DeviceMotionEvent !== 'undefined' && typeof DeviceMotionEvent.requestPermission === 'function') {
@@ -346,7 +348,6 @@ enum PhonePage {
     window.addEventListener('deviceorientation', onOrientation);
     beep();
     if (navigator.wakeLock) navigator.wakeLock.request('screen').catch(() => {});
-    token = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, '0')).join('');
     $('setup').hidden = true; $('run').hidden = false;
     running = true;
     const base = `wss://${location.host}`;
@@ -356,6 +357,9 @@ enum PhonePage {
     stream.onclose = (e) => { running = false; fail(`Disconnected from the host (${e.code}${e.reason ? ': ' + e.reason : ''}). Reload to join again.`); };
     control = new WebSocket(`${base}/control`);
     control.onopen = () => control.send(JSON.stringify({ type: 'hello', phone: token, name, mode }));
+    control.onclose = (e) => {
+      if (running) $('run-hint').textContent = `Labels and decisions are off: the host closed their channel (${e.code}${e.reason ? ': ' + e.reason : ''}).`;
+    };
     control.onmessage = (e) => {
       let m; try { m = JSON.parse(e.data); } catch (x) { return; }
       if (m.type === 'welcome') { controller = m.controller; status(`Streaming ${session.protocol} as ${name}`, true); }

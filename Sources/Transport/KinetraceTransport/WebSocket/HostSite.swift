@@ -132,6 +132,8 @@ final class SiteChannelBridge: ChannelInboundHandler, @unchecked Sendable {  // 
             context.writeAndFlush(wrapOutboundOut(NIOWebSocket.WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
         case .pong:
             return
+        case .text, .continuation:
+            refuse(code: 1002, inMessage ? "a new message inside another" : "a continuation with no message")
         case .connectionClose:
             closing = true
             var echo = context.channel.allocator.buffer(capacity: 2)
