@@ -5,7 +5,9 @@
 // declaration with the same digest; the DeclaredProtocol made from it never
 // traps on a few fixed byte strings, its kinds' default messages, its sample of
 // a zero reading, its reply, its framer and its host model; and on each of
-// those, facts agree with decode and describe names the decoded kind.
+// those, facts agree with decode and describe names the decoded kind. The phone
+// page's sample template of it is made or refused without a trap, and a filled
+// one says what the protocol's own sample says.
 import KinetraceWire
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -63,6 +65,19 @@ func exercise(_ wire: DeclaredProtocol) {
     let zero = Vector3.zero
     for reading in [MotionReading(userAcceleration: zero, rotationRate: zero, gravity: zero, attitude: zero), MotionReading()] {
         if let sample = wire.sample(reading, timeMs: 1_767_225_600_000) { probes.append(sample) }
+    }
+    // The phone page's template of any declaration: made or refused, never a trap; made, its
+    // record says what the protocol's own sample of the same reading says.
+    if let template = try? SampleTemplate(wire) {
+        let reading = MotionReading(userAcceleration: Vector3(0.25, -0.5, 1), rotationRate: Vector3(0.125, 2, -0.75),
+                                    gravity: Vector3(0, -1, 0), attitude: Vector3(0.5, -0.25, 3))
+        let filled = template.filled(reading, timeMs: 1_767_225_600_000)
+        probes.append(filled)
+        if let sample = wire.sample(reading, timeMs: 1_767_225_600_000) {
+            let a = wire.facts(filled), b = wire.facts(sample)
+            invariant(a.isValid == b.isValid && (!b.isValid || (a.senderTimeMs == b.senderTimeMs && a.motion == b.motion)),
+                      "a filled template's facts \(a), the sample's \(b)")
+        }
     }
     if let host = declaration.host,
        let reply = wire.reply(to: HostDecision(name: host.decision, sampleTimeMs: 1_767_225_600_000, owesReply: true)) {

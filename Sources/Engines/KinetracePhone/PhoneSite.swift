@@ -49,6 +49,8 @@ package final class PhoneSite: HostSite, HostObserver, @unchecked Sendable {  //
         var allowanceAtNs: Int64 = 0
         var refused = 0
         var generator: SeededGenerator
+        /// The side channel whose next cue is scheduled, if any.
+        var cueChannel: Int?
         /// The phone left: kept for the summary and the operator's list.
         package var gone = false
     }
@@ -157,8 +159,6 @@ package final class PhoneSite: HostSite, HostObserver, @unchecked Sendable {  //
     // MARK: The side channel
 
     package func opensChannel(at path: String) -> Bool { path == "/control" }
-
-    package func channelOpened(_ channel: SiteChannel, target: String) {}
 
     package func channelMessage(_ channel: SiteChannel, text: [UInt8], record: (TraceRecord) -> Void) {
         guard case .success(let value) = JSONValue.parse(text), let message = value.objectValue, let type = message["type"]?.stringValue else {
@@ -273,15 +273,20 @@ package final class PhoneSite: HostSite, HostObserver, @unchecked Sendable {  //
         channel.send(JSONValue.object(["type": .string("labelled"), "gesture": .string(gesture), "labels": .integer(Int64(phone.labels))]).jsonText)
     }
 
-    /// The next guided cue, a seeded draw from the cue interval away.
+    /// The next guided cue, a seeded draw from the cue interval away: one chain of cues per
+    /// channel, however often the phone is introduced (a stream that reconnects) or switches modes.
     private func scheduleCue(_ token: String, _ channel: SiteChannel) {
-        guard var phone = phones[token], phone.guided, phone.channel === channel else { return }
+        guard var phone = phones[token], phone.guided, phone.channel === channel, phone.cueChannel != channel.number else { return }
+        phone.cueChannel = channel.number
         let range = settings.cueIntervalMs
         let delay = range.lowerBound + Int(phone.generator.next() % UInt64(range.upperBound - range.lowerBound + 1))
         let gesture = settings.gestures[Int(phone.generator.next() % UInt64(settings.gestures.count))]
         phones[token] = phone
         channel.after(milliseconds: delay) { [weak self, weak channel] in
-            guard let self, let channel, var phone = self.phones[token], phone.guided, phone.channel === channel else { return }
+            guard let self, let channel, var phone = self.phones[token] else { return }
+            phone.cueChannel = nil
+            self.phones[token] = phone
+            guard phone.guided, phone.channel === channel else { return }
             phone.cues += 1
             self.phones[token] = phone
             channel.send(JSONValue.object(["type": .string("cue"), "gesture": .string(gesture), "cue": .integer(Int64(phone.cues))]).jsonText)

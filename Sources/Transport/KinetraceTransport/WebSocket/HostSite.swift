@@ -12,8 +12,6 @@ package protocol HostSite: AnyObject, Sendable {
     func page(for target: String) -> SitePage?
     /// Whether an upgrade request for `path` opens a side channel.
     func opensChannel(at path: String) -> Bool
-    /// A side channel opened by an upgrade for `target`.
-    func channelOpened(_ channel: SiteChannel, target: String)
     /// One text message from a side channel, within `SiteChannel.maximumMessageBytes`.
     /// `record` writes into the host's trace.
     func channelMessage(_ channel: SiteChannel, text: [UInt8], record: (TraceRecord) -> Void)
@@ -42,23 +40,16 @@ package final class SiteChannel: @unchecked Sendable {  // confined to one event
 
     /// Unique among the listener's side channels.
     package let number: Int
-    package let peer: Peer
     private let channel: Channel
-    /// Messages not sent because the peer was not reading them.
-    package private(set) var dropped = 0
 
-    init(number: Int, peer: Peer, channel: Channel) {
+    init(number: Int, channel: Channel) {
         self.number = number
-        self.peer = peer
         self.channel = channel
     }
 
-    /// Sends one text message, unless the peer has stopped reading: then it is dropped and counted.
+    /// Sends one text message, unless the peer has stopped reading: then it is dropped, not queued.
     package func send(_ text: String) {
-        guard channel.isWritable, channel.isActive else {
-            dropped += 1
-            return
-        }
+        guard channel.isWritable, channel.isActive else { return }
         channel.writeAndFlush(NIOWebSocket.WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(string: text)), promise: nil)
     }
 
@@ -90,25 +81,14 @@ final class SiteChannelBridge: ChannelInboundHandler, @unchecked Sendable {  // 
     private let site: any HostSite
     private let channel: SiteChannel
     private let connection: ConnectionHandler
-    private let target: String
     private var partial: [UInt8] = []
     private var inMessage = false
     private var closing = false
 
-    init(site: any HostSite, channel: SiteChannel, connection: ConnectionHandler, target: String) {
+    init(site: any HostSite, channel: SiteChannel, connection: ConnectionHandler) {
         self.site = site
         self.channel = channel
         self.connection = connection
-        self.target = target
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { site.channelOpened(channel, target: target) }
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        site.channelOpened(channel, target: target)
-        context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -91,8 +91,8 @@ package struct WebSocketTransport: Transport {
                         let sync = channel.pipeline.syncOperations
                         sync.removeHandler(refusal, promise: nil)
                         if let site, UpgradeRefusal.path(of: head.uri) != path {
-                            let side = SiteChannel(number: channelNumbers.next(), peer: handler.peer, channel: channel)
-                            try sync.addHandler(SiteChannelBridge(site: site, channel: side, connection: handler, target: head.uri))
+                            let side = SiteChannel(number: channelNumbers.next(), channel: channel)
+                            try sync.addHandler(SiteChannelBridge(site: site, channel: side, connection: handler))
                             try sync.addHandler(handler)
                             return
                         }
