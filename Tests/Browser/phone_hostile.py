@@ -2,7 +2,7 @@
 """Attacks `kinetrace phone`'s pages and side channel as a lying phone would, over TLS.
 
 Each case prints what the server did; the Swift test (PhoneSiteHostileTests) judges it.
-Usage: phone_hostile.py HOST PORT [--phones-full]. Prints one JSON object.
+Usage: phone_hostile.py HOST PORT [--phones-full | --cue-chain]. Prints one JSON object.
 """
 import base64, json, os, socket, ssl, struct, sys, time
 
@@ -112,7 +112,32 @@ def token(n):
     return f"hostile{n:04d}abcdef"
 
 
+def cue_chain():
+    """A guided phone whose stream reconnects twice, then switches modes back and forth: cues
+    must keep one cadence (one chain per channel), not one more each time it is introduced."""
+    c = Socket("/control")
+    c.send({"type": "hello", "phone": token(99), "name": "Cue", "mode": "guided"})
+    for _ in range(3):
+        stream = Socket(f"/stream?phone={token(99)}")
+        c.until("welcome")
+        stream.s.close()
+        time.sleep(0.1)
+    stream = Socket(f"/stream?phone={token(99)}")
+    c.until("welcome")
+    c.send({"type": "mode", "mode": "free"})
+    c.send({"type": "mode", "mode": "guided"})
+    cues, deadline = 0, time.time() + 3.0
+    while time.time() < deadline:
+        kind, message = c.receive(deadline - time.time())
+        if kind == "text" and message["type"] == "cue":
+            cues += 1
+    stream.s.close()
+    print(json.dumps({"cues_in_3s": cues}))
+
+
 def main():
+    if "--cue-chain" in sys.argv:
+        return cue_chain()
     r = {}
     r["unknown_path"] = http(b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")[0]
     r["post"] = http(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi")[0]

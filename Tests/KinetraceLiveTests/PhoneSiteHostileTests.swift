@@ -53,4 +53,23 @@ import Testing
         let trace = try String(contentsOf: directory.appendingPathComponent("t.jsonl"), encoding: .utf8)
         #expect(trace.components(separatedBy: "\"kind\":\"label\"").count - 1 == 1 + flood[0])
     }
+
+    /// A phone whose stream reconnects, and which switches modes, keeps one cadence of cues: a
+    /// new introduction does not start a second chain (which would double the cue rate).
+    @Test(.enabled(if: Requirement.python3.runs)) func aReconnectingPhoneKeepsOneCadenceOfCues() throws {
+        try Requirement.python3.check()
+        let directory = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(directory) }
+        let phone = try Background(URL(fileURLWithPath: "/usr/bin/env"), [
+            "XDG_DATA_HOME=\(directory.path)", try Fixture.binary.path, "phone", "--bind", "127.0.0.1", "--port", "0", "--no-qr", "--cue-every", "0.5",
+        ])
+        let port = try #require(try phone.waitForLine(startingWith: "listening on ").split(separator: ":").last.map(String.init))
+        let result = try run(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.script, "127.0.0.1", port, "--cue-chain"], timeout: 60)
+        _ = try phone.stop()
+        #expect(result.status == 0, "\(result.stderr)")
+        let r = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        // 3 s at one cue each 0.5 s: 5 or 6; a chain per introduction would give about 30.
+        let cues = try #require(r["cues_in_3s"] as? Int)
+        #expect((4...7).contains(cues), "\(cues) cues in 3 s at one each 0.5 s")
+    }
 }
