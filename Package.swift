@@ -88,12 +88,15 @@ let package = Package(
         .target(
             name: "KinetraceTrace",
             dependencies: [
-                "KinetraceWire", "KinetraceJSON", "KinetraceSupport", "CZlib",
+                "KinetraceWire", "KinetraceJSON", "KinetraceSupport", "CZlib", "CZstd",
             ],
             path: "Sources/Formats/KinetraceTrace", swiftSettings: strict),
         .systemLibrary(
             name: "CZlib", path: "Sources/Formats/CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"]), .brew(["zlib"])]),
+        .systemLibrary(
+            name: "CZstd", path: "Sources/Formats/CZstd", pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]),
         .systemLibrary(
             name: "CQRencode", path: "Sources/Support/CQRencode", pkgConfig: "libqrencode",
             providers: [.apt(["libqrencode-dev"]), .brew(["qrencode"])]),

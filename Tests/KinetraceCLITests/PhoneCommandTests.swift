@@ -42,6 +42,20 @@ import Testing
         #expect(unwritable.status == 73 && unwritable.stderr.contains("/nonexistent/dir/t.jsonl"), "\(unwritable.stderr)")
     }
 
+    /// Under a small open-file limit the phone count is cut to what fits, said once at start: past the
+    /// limit, accept would fail and phones would wait on a page that never answers.
+    @Test func anOpenFileLimitCutsThePhonesItServes() throws {
+        let directory = try Fixture.temporaryDirectory()
+        defer { Fixture.remove(directory) }
+        let session = try Background(URL(fileURLWithPath: "/bin/bash"),
+                                     ["-c", "ulimit -n 200; exec env XDG_DATA_HOME=\"$1\" \"$0\" phone --bind 127.0.0.1 --port 0 --no-qr --max-phones 5000",
+                                      try Fixture.binary.path, directory.path])
+        _ = try session.waitForLine(startingWith: "listening on ")
+        let stopped = try session.stop(SIGTERM)
+        // 200 descriptors, 64 kept aside, 16 for the page's requests: (136 - 16) / 2 phones.
+        #expect(stopped.stderr.contains("the open-file limit is 200: serving at most 60 phones, not 5000 (raise ulimit -n)"), "\(stopped.stderr)")
+    }
+
     /// The address lines come first, then the QR code of the page's address (asked for here,
     /// since standard output is a pipe); with nothing streamed the session exits 1, its JSON
     /// summary still written.

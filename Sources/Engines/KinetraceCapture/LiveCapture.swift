@@ -377,7 +377,7 @@ extension LiveCapture {
 private struct OutputFiles {
     var dumper: OpaquePointer?
     var pcapPath: String?
-    var writer: TraceWriter?
+    var writer: (any TraceSink)?
     var paths: [String] = []
     /// Wall-clock time the files were opened, for -G.
     var openedNs: Int64
@@ -424,12 +424,12 @@ private struct OutputFiles {
                 let path = try name(template)
                 do throws(TraceError) {
                     // A numbered rotation (".jsonl.gz1") is compressed as its template says.
-                    files.writer = try TraceWriter(path: path, header: TraceHeader(
+                    files.writer = try TraceOutput.create(path: path, header: TraceHeader(
                         created: RFC3339.string(fromNanoseconds: nowNs), tool: "kinetrace capture",
                         wireProtocol: configuration.wireProtocol, capturePoint: .network, clock: .pcap,
                         notes: "live capture on \(configuration.interface), filter \"\(configuration.effectiveFilter)\", link type \(linkType)"
                             + (configuration.carrier == .webSocket ? ", WebSocket (ws://) sessions" : "")),
-                        gzip: template.hasSuffix(".gz"))
+                        form: TraceOutput.form(forPath: template), gzip: template.hasSuffix(".gz"))
                     files.paths.append(path)
                 } catch {
                     throw CaptureError(error.code == .cannotCreate ? .cannotCreate : .io, error.description)

@@ -7,7 +7,7 @@ import KinetraceWire
 /// reported at the end). The simulators' send and receive threads both
 /// record, so it is used under the simulator's lock.
 struct SimulationTrace {
-    private var writer: TraceWriter?
+    private var writer: (any TraceSink)?
     private var failure: TraceError?
     private var lastFlushNs = SystemClock.monotonicNs()
     /// How long recorded bytes may wait in memory: a killed simulator leaves at most this much unwritten.
@@ -19,7 +19,7 @@ struct SimulationTrace {
     init(_ configuration: ControllerSimulator.Configuration, rateHz: Double, target: String) throws(TraceError) {
         guard let path = configuration.tracePath else { return }
         let c = configuration
-        writer = try TraceWriter(path: path, header: TraceHeader(
+        writer = try TraceOutput.create(path: path, header: TraceHeader(
             created: RFC3339.string(fromNanoseconds: SystemClock.realtimeNs()), tool: "kinetrace simulate",
             wireProtocol: c.wireProtocol, capturePoint: .controller, clock: .realtime,
             notes: "\(c.controllers) controller(s) at \(rateHz) Hz to \(target), seed \(c.seed)",

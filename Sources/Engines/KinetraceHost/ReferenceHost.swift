@@ -179,11 +179,11 @@ package struct HostStatistics: Sendable, Equatable {
 
 /// Wraps the trace writer; a failure to record must not stop the host.
 final class TraceRecorder: @unchecked Sendable {  // used only on the host's event loop
-    private let writer: TraceWriter
+    private let writer: any TraceSink
     private(set) var failure: TraceError?
 
     init(path: String, header: TraceHeader) throws(TraceError) {
-        writer = try TraceWriter(path: path, header: header)
+        writer = try TraceOutput.create(path: path, header: header)
     }
 
     func write(_ record: TraceRecord) {

@@ -8,12 +8,14 @@ extension ReplayInput {
     /// Reads every input. Each input's clock starts at its own first
     /// controller→host message, so sessions recorded at different times
     /// play together; controllers stay distinct per input. Every input must
-    /// hold `wireProtocol` (nil: whatever the first one holds).
-    package static func load(paths: [String], wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil) throws(TraceError) -> ReplayInput {
+    /// hold `wireProtocol` (nil: whatever the first one holds). `window` cuts each input by time
+    /// from its own first record (an MCAP trace seeks to it through its index).
+    package static func load(paths: [String], wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil,
+                             window: TraceWindow? = nil) throws(TraceError) -> ReplayInput {
         var chosen = wireProtocol
         var input: ReplayInput?
         for (file, path) in paths.enumerated() {
-            let source = try TraceInput.open(path: path, wireProtocol: chosen, port: port)
+            let source = try TraceInput.open(path: path, wireProtocol: chosen, port: port, window: window)
             chosen = source.wireProtocol
             if input == nil { input = ReplayInput(wireProtocol: source.wireProtocol, messages: [], controllers: [], paths: paths) }
             if let note = source.readingNote { input!.readingNotes.append(note) }

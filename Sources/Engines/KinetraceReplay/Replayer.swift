@@ -59,7 +59,7 @@ package final class Replayer: @unchecked Sendable {  // mutable state is behind 
     private var stopRequested = false
     private var receiving = true
     private var fatal: (ReplayReport.Outcome, String)?
-    private var writer: TraceWriter?
+    private var writer: (any TraceSink)?
     private var writeFailure: TraceError?
     /// Per controller: sample sender time → monotonic time of its first send.
     private var sentAt: [[UInt64: Int64]] = []
@@ -176,7 +176,7 @@ package final class Replayer: @unchecked Sendable {  // mutable state is behind 
         // the receiver, locking memory. The anchor then leaves 50 ms of margin, plus
         // twice what planning took, for planning again.
         if let path = c.recordPath {
-            do throws(TraceError) { writer = try TraceWriter(path: path, header: header(link: link, schedule: schedule)) }
+            do throws(TraceError) { writer = try TraceOutput.create(path: path, header: header(link: link, schedule: schedule)) }
             catch { throw ReplayError(.record, error.description, trace: error) }
         }
         let receiver = WorkerThread { [self] in receiveLoop(link) }

@@ -81,10 +81,29 @@ package enum TraceInput {
     ///     WebSocket sessions. A trace's records are messages already: `.webSocket` for a trace is an error.
     package static func open(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil,
                             registry: ProtocolRegistry = .standard, framed: Bool = true,
-                            carrier: CaptureCarrier = .native) throws(TraceError) -> any TraceRecordSource {
+                            carrier: CaptureCarrier = .native, window: TraceWindow? = nil) throws(TraceError) -> any TraceRecordSource {
         let format = try CaptureFileFormat(fileAt: path)
+        let window = window.flatMap { $0.isEverything ? nil : $0 }
         let source: any TraceRecordSource
-        if format.isCapture {
+        if format == .trace, try MCAPTraceReader.hasMagic(path: path) {
+            guard carrier == .native else {
+                throw TraceError(.badHeader, source: path, byteOffset: 0,
+                                 message: "a trace, whose records are messages already: WebSocket sessions are read from a pcap or pcapng")
+            }
+            var registry = registry
+            if let wireProtocol { registry.register(wireProtocol) }
+            // Peek at the protocol first: a byte stream's window applies after framing, so its chunks are not cut.
+            let reader = try MCAPTraceReader(path: path, registry: registry, window: window)
+            if reader.wireProtocol.transport == .byteStream, window != nil {
+                source = try MCAPTraceReader(path: path, registry: registry)
+            } else {
+                source = reader
+            }
+            try checkProtocol(source.header, given: wireProtocol, path: path)
+            let framedSource = framed && source.wireProtocol.transport == .byteStream ? FramingRecordSource(source) : source
+            if let window, source.wireProtocol.transport == .byteStream { return WindowedRecordSource(framedSource, window: window) }
+            return framedSource
+        } else if format.isCapture {
             let chosen = wireProtocol ?? registry[ProtocolRegistry.defaultID]!
             source = try PcapTraceReader(path: path, wireProtocol: chosen, port: port,
                                          reassembler: chosen.transport == .byteStream || carrier == .webSocket ? TCPReassembler() : nil,
@@ -99,16 +118,22 @@ package enum TraceInput {
             var registry = registry
             if let wireProtocol { registry.register(wireProtocol) }
             let reader = try TraceReader(path: path, registry: registry)
-            if let wireProtocol, wireProtocol.id != reader.header.protocolID {
-                throw TraceError(.protocolMismatch, source: path, line: 1, byteOffset: 0,
-                                 message: "the trace holds \(reader.header.protocolID) traffic, not \(wireProtocol.id) as --protocol says")
-            }
-            if let wireProtocol, let embedded = reader.header.declaration, let given = wireProtocol.declaration, embedded.digest != given.digest {
-                throw TraceError(.protocolMismatch, source: path, line: 1, byteOffset: 0,
-                                 message: "the trace embeds a declaration of \(wireProtocol.id) (\(embedded.digest)) that differs from --protocol's (\(given.digest))")
-            }
+            try checkProtocol(reader.header, given: wireProtocol, path: path)
             source = reader
         }
-        return framed && source.wireProtocol.transport == .byteStream ? FramingRecordSource(source) : source
+        let framedSource = framed && source.wireProtocol.transport == .byteStream ? FramingRecordSource(source) : source
+        return window.map { WindowedRecordSource(framedSource, window: $0) } ?? framedSource
+    }
+
+    /// A trace must hold the protocol `--protocol` names, and embed the same declaration if it embeds one.
+    private static func checkProtocol(_ header: TraceHeader, given wireProtocol: (any WireProtocol)?, path: String) throws(TraceError) {
+        if let wireProtocol, wireProtocol.id != header.protocolID {
+            throw TraceError(.protocolMismatch, source: path, line: 1, byteOffset: 0,
+                             message: "the trace holds \(header.protocolID) traffic, not \(wireProtocol.id) as --protocol says")
+        }
+        if let wireProtocol, let embedded = header.declaration, let given = wireProtocol.declaration, embedded.digest != given.digest {
+            throw TraceError(.protocolMismatch, source: path, line: 1, byteOffset: 0,
+                             message: "the trace embeds a declaration of \(wireProtocol.id) (\(embedded.digest)) that differs from --protocol's (\(given.digest))")
+        }
     }
 }

@@ -59,6 +59,34 @@ package final class POSIXFile {
         }
     }
 
+    /// Reads up to `buffer.count` bytes from byte `offset` without moving the file position; 0 means end of file.
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(FileError) -> Int {
+        while true {
+            let n = pread(fd, buffer.baseAddress, buffer.count, off_t(offset))
+            if n >= 0 { return n }
+            if errno == EINTR { continue }
+            throw Self.error(errno, path: path, doing: "read")
+        }
+    }
+
+    /// Fills `buffer` from byte `offset`; false when the file ends first.
+    package func readFully(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(FileError) -> Bool {
+        var filled = 0
+        while filled < buffer.count {
+            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]), at: offset + filled)
+            if n == 0 { return false }
+            filled += n
+        }
+        return true
+    }
+
+    /// The file's size now, in bytes.
+    package func size() throws(FileError) -> Int {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw Self.error(errno, path: path, doing: "stat") }
+        return Int(info.st_size)
+    }
+
     /// Writes all of `bytes`.
     package func write(_ bytes: UnsafeRawBufferPointer) throws(FileError) {
         var offset = 0

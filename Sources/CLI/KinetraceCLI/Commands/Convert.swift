@@ -17,9 +17,11 @@ struct Convert: ParsableCommand {
         abstract: "Convert between kinetrace traces and packet captures (pcap and pcapng in, pcap out).",
         discussion: """
             Reads a trace, a pcap or a pcapng and writes a trace, a nanosecond pcap or a \
-            pcapng. The output format comes from OUT's extension (.pcap, .pcapng, or .jsonl \
-            or .ktrace for a trace, .jsonl.gz for a gzip-compressed one) unless --to names it. \
-            Every command reads a gzip-compressed trace, whatever its name.
+            pcapng. The output format comes from OUT's extension (.pcap, .pcapng, .jsonl \
+            or .ktrace for a JSON Lines trace, .jsonl.gz for a gzip-compressed one, .mcap \
+            for an MCAP trace) unless --to names it. Every command reads a gzip-compressed \
+            trace, whatever its name, and an MCAP trace. Between the two trace forms, a \
+            conversion keeps every record exactly.
 
             From a capture, a datagram to the host's port (--protocol and --port) becomes a \
             controller→host message and one from it a host→controller message, with its \
@@ -49,22 +51,27 @@ struct Convert: ParsableCommand {
     @Argument(help: ArgumentHelp("The file to read: a kinetrace trace, a pcap or a pcapng.", valueName: "in"), completion: .file())
     var input: String
 
-    @Argument(help: ArgumentHelp("The file to write: .pcap, .pcapng, .jsonl or .ktrace.", valueName: "out"), completion: .file())
+    @Argument(help: ArgumentHelp("The file to write: .pcap, .pcapng, .jsonl, .ktrace or .mcap.", valueName: "out"), completion: .file())
     var output: String
 
-    @Option(help: ArgumentHelp("Output type, overriding OUT's extension: trace, pcap or pcapng.", valueName: "type"))
+    @Option(help: ArgumentHelp("Output type, overriding OUT's extension: trace (JSON Lines), mcap, pcap or pcapng.", valueName: "type"))
     var to: OutputKind?
 
     @OptionGroup var inputOptions: CaptureInputOptions
+    @OptionGroup var timeWindow: TraceWindowOptions
+    @OptionGroup var traceOutput: TraceOutputOptions
     @OptionGroup var transport: CaptureTransportOptions
     @OptionGroup var summaryFormat: SummaryFormatOptions
 
     enum OutputKind: String, ExpressibleByArgument, CaseIterable {
-        case trace, pcap, pcapng
+        case trace, mcap, pcap, pcapng
     }
 
     func validate() throws {
-        _ = try outputKind()
+        let kind = try outputKind()
+        if traceOutput.compression != .none && kind != .mcap {
+            throw ValidationError("--compression \(traceOutput.compression.rawValue) compresses an MCAP trace's chunks: name the output .mcap (a JSON Lines trace is gzip-compressed by naming it .jsonl.gz).")
+        }
         _ = try transport.carrier(for: inputOptions.wire.wireProtocol)
         var inputInfo = stat(), outputInfo = stat()
         if stat(input, &inputInfo) == 0, stat(output, &outputInfo) == 0,
@@ -84,8 +91,9 @@ struct Convert: ParsableCommand {
         case "pcap": return .pcap
         case "pcapng": return .pcapng
         case "jsonl", "ktrace": return .trace
+        case "mcap": return .mcap
         default:
-            throw ValidationError("Cannot tell the output format from '\(name)': name it .pcap, .pcapng, .jsonl, .ktrace or .jsonl.gz, or pass --to.")
+            throw ValidationError("Cannot tell the output format from '\(name)': name it .pcap, .pcapng, .jsonl, .ktrace, .jsonl.gz or .mcap, or pass --to.")
         }
     }
 
@@ -95,7 +103,7 @@ struct Convert: ParsableCommand {
         let summary = try reportingFailures { () throws(TraceError) -> ConversionSummary in
             // Records as stored: a byte-stream protocol's chunks keep their boundaries.
             let opened = try openInput(path: input, wireProtocol: inputOptions.wire.given, port: inputOptions.port, framed: false,
-                                       carrier: carrier)
+                                       carrier: carrier, window: timeWindow.window)
             // A capture's packet counts are read only after the last record: by then its reading thread is done.
             let capture = opened as? PcapTraceReader
             let reader = readingAhead(opened)
@@ -120,10 +128,12 @@ struct Convert: ParsableCommand {
             var outputCreated = false
             do throws(TraceError) {
                 switch kind {
-                case .trace:
+                case .trace, .mcap:
                     var header = reader.header
                     if capture != nil { header.tool = "kinetrace \(Kinetrace.version)" }
-                    let writer = try TraceWriter(path: output, header: header)
+                    let writer: any TraceSink = kind == .mcap
+                        ? try MCAPTraceWriter(path: output, header: header, policy: .bulk, compression: traceOutput.compression)
+                        : try TraceWriter(path: output, header: header, policy: .bulk)
                     outputCreated = true
                     PartialOutputs.begin(output)
                     try copyRecords { (record) throws(TraceError) in try writer.write(record) }
@@ -199,7 +209,7 @@ struct ConversionSummary {
         var out = ""
         let from = linkType.map { "\(inputFormat), link type \($0)" } ?? "\(inputFormat)"
         out += "Converted  \(input) (\(from)) to \(output) (\(outputKind.rawValue))\n"
-        out += "Written    \(recordsWritten) \(outputKind == .trace ? "records" : "packets") from \(recordsRead) records read"
+        out += "Written    \(recordsWritten) \(outputKind == .trace || outputKind == .mcap ? "records" : "packets") from \(recordsRead) records read"
             + (outputKind == .pcapng ? ", \(commentsWritten) labels and events as packet comments" : "") + "\n"
         if let packetsRead, let skipped {
             out += "Packets    \(packetsRead) read, \(skipped.total) skipped" + (skipped.total > 0 ? ": \(skipped)" : "") + "\n"

@@ -95,6 +95,7 @@ struct GesturesEval: ParsableCommand {
     var liveSpeed: Double = 1
 
     @OptionGroup var input: CaptureInputOptions
+    @OptionGroup var timeWindow: TraceWindowOptions
 
     func validate() throws {
         guard !traces.isEmpty else { throw ValidationError("Name at least one trace.") }
@@ -238,7 +239,7 @@ struct GesturesEval: ParsableCommand {
             let readStart = SystemClock.monotonicNs()
             // Detected as read: memory for the detections, not the samples.
             let (trace, startNs) = try reportingFailures { () throws(TraceError) -> (DetectedTrace, Int64?) in
-                let reader = RecordTap(try openInputReadingAhead(path: path, wireProtocol: input.wire.given, port: input.port))
+                let reader = RecordTap(try openInputReadingAhead(path: path, wireProtocol: input.wire.given, port: input.port, window: timeWindow.window))
                 let trace = try DetectedTrace.read(reader, source: source, settings: settings)
                 if let truncation = reader.truncation { printWarning("\(path): \(truncation)") }
                 return (trace, reader.firstNs)
@@ -272,7 +273,7 @@ struct GesturesEval: ParsableCommand {
     func bestOutcomes(paths: [String], setting: DetectorSettings, window: MatchWindow) throws -> [TraceOutcomes] {
         try paths.map { path in
             let (trace, startNs) = try reportingFailures { () throws(TraceError) -> (DetectedTrace, Int64?) in
-                let reader = RecordTap(try openInputReadingAhead(path: path, wireProtocol: input.wire.given, port: input.port))
+                let reader = RecordTap(try openInputReadingAhead(path: path, wireProtocol: input.wire.given, port: input.port, window: timeWindow.window))
                 return (try DetectedTrace.read(reader, source: source, settings: [setting]), reader.firstNs)
             }
             return TraceOutcomes(startNs: startNs, outcomes: GestureEvaluation.outcomes(trace, setting: 0, window: window))
@@ -301,9 +302,10 @@ struct GesturesEval: ParsableCommand {
             if stderrIsTerminal { writeStandardError("\rgestures: replaying \(n + 1) of \(paths.count): \(path)\u{1B}[K") }
             let traceStart = SystemClock.monotonicNs()
             let (trace, replayInput, startNs) = try reportingFailures { () throws(TraceError) -> (GestureTrace, ReplayInput, Int64?) in
-                let reader = RecordTap(try openInput(path: path, wireProtocol: input.wire.given, port: input.port))
+                let reader = RecordTap(try openInput(path: path, wireProtocol: input.wire.given, port: input.port, window: timeWindow.window))
                 return (try GestureTrace.read(reader, source: .frames),
-                        try ReplayInput.load(paths: [try InputSpool.readablePath(path)], wireProtocol: input.wire.given, port: input.port),
+                        try ReplayInput.load(paths: [try InputSpool.readablePath(path)], wireProtocol: input.wire.given, port: input.port,
+                                             window: timeWindow.window),
                         reader.firstNs)
             }
             var configuration = Replayer.Configuration(target: .network(TransportTarget(Transports.udp, address)), input: replayInput)

@@ -166,26 +166,14 @@ struct Host: ParsableCommand {
         configuration.maximumConnections = maximumConnections
         configuration.connectionTimeoutNs = connectionTimeoutS == 0 ? nil : Int64(connectionTimeoutS * 1e9)
         if configuration.servedTransport.hasConnections {
-            // Each connection is a descriptor: past the process's limit, accept fails and every new phone waits.
-            let descriptors = DescriptorLimit.raiseToHardLimit()
-            let room = descriptors - Self.descriptorsBesideConnections
-            if maximumConnections > room {
-                configuration.maximumConnections = Swift.max(1, room)
-                printWarning("the open-file limit is \(descriptors): serving at most \(configuration.maximumConnections) connections, not \(maximumConnections) (raise ulimit -n)")
+            let (allowed, descriptors) = ServingStartup.connectionsWithinDescriptorLimit(maximumConnections)
+            if allowed < maximumConnections {
+                configuration.maximumConnections = allowed
+                printWarning("the open-file limit is \(descriptors): serving at most \(allowed) connections, not \(maximumConnections) (raise ulimit -n)")
             }
         }
-        let host: ReferenceHost
-        do {
-            host = try ReferenceHost(configuration: configuration, logger: logger)
-        } catch let error as TraceError {
-            printError(error.description)
-            throw ExitStatus.forTraceError(error)
-        } catch let error as HostError {
-            printError(error.description)
-            throw ExitCode.validationFailure
-        } catch {
-            printError("cannot listen on \(Endpoint(host: bind, port: UInt16(configuration.boundPort))): \(error)")
-            throw ExitStatus.unavailable
+        let host = try ServingStartup.starting("listen on", Endpoint(host: bind, port: UInt16(configuration.boundPort))) {
+            try ReferenceHost(configuration: configuration, logger: logger)
         }
         printNow("listening on \(Endpoint(host.localAddress))")
         let done = DispatchSemaphore(value: 0)
@@ -211,9 +199,6 @@ struct Host: ParsableCommand {
         if let problem = transport.problem(carrying: wire.wireProtocol) { throw ValidationError("--transport \(problem)") }
         return transport
     }
-
-    /// Descriptors the host needs besides its connections: standard streams, the listener, the trace, the event loop's.
-    static let descriptorsBesideConnections = 64
 
     private func runStdio() throws {
         var host = StdioHost(wireProtocol: wire.wireProtocol)

@@ -22,13 +22,14 @@ struct Inspect: ParsableCommand {
     var file: String
 
     @OptionGroup var input: CaptureInputOptions
+    @OptionGroup var timeWindow: TraceWindowOptions
     @OptionGroup var ruleOptions: GestureRuleOptions
     @OptionGroup var report: ReportOptions<OutputFormat>
 
     func run() throws {
         var bytes: (file: Int, uncompressed: Int)?
         let summary = try reportingFailures { () throws(TraceError) -> TraceSummary in
-            let reader = try openInputReadingAhead(path: file, wireProtocol: input.wire.given, port: input.port)
+            let reader = try openInputReadingAhead(path: file, wireProtocol: input.wire.given, port: input.port, window: timeWindow.window)
             var summarizer = TraceSummarizer(source: reader.source, header: reader.header, wireProtocol: reader.wireProtocol,
                                              rule: ruleOptions.rule(for: reader.wireProtocol))
             var progress = Progress(label: "records read")
@@ -45,7 +46,9 @@ struct Inspect: ParsableCommand {
         }
         if let truncation = summary.truncation { printWarning("\(file): \(truncation)") }
         switch report.format {
-        case .text: try writeOutput(SummaryRendering.text(summary, bytes: bytes), to: report.out)
+        case .text:
+            let mcap = (try? MCAPTraceReader.hasMagic(path: file)) ?? false
+            try writeOutput(SummaryRendering.text(summary, bytes: bytes, mcap: mcap), to: report.out)
         case .json: try writeOutput(SummaryRendering.jsonLine(summary, bytes: bytes), to: report.out)
         }
     }

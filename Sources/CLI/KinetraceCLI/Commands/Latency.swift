@@ -67,6 +67,7 @@ struct Latency: ParsableCommand {
     var join = false
 
     @OptionGroup var input: CaptureInputOptions
+    @OptionGroup var timeWindow: TraceWindowOptions
 
     func validate() throws {
         guard !traces.isEmpty else { throw ValidationError("Name at least one trace.") }
@@ -89,7 +90,7 @@ struct Latency: ParsableCommand {
         var reports: [LatencyReport] = []
         for path in join ? [] : traces {
             let analysis = try reportingFailures { () throws(TraceError) -> LatencyAnalysis in
-                try Self.analyse(path: path, input: input, options: options)
+                try Self.analyse(path: path, input: input, options: options, window: timeWindow.window)
             }
             guard !analysis.measures.isEmpty else {
                 printError("\(path): no latency to measure: no valid samples or replies")
@@ -99,8 +100,8 @@ struct Latency: ParsableCommand {
         }
         if join {
             let analysis = try reportingFailures { () throws(TraceError) -> LatencyAnalysis in
-                let controller = try openInput(path: traces[0], wireProtocol: input.wire.given, port: input.port)
-                let host = try openInput(path: traces[1], wireProtocol: controller.wireProtocol, port: input.port)
+                let controller = try openInput(path: traces[0], wireProtocol: input.wire.given, port: input.port, window: timeWindow.window)
+                let host = try openInput(path: traces[1], wireProtocol: controller.wireProtocol, port: input.port, window: timeWindow.window)
                 return try LatencyJoin.join(controller: controller, host: host, options: options)
             }
             guard !analysis.measures.isEmpty else {
@@ -128,8 +129,8 @@ struct Latency: ParsableCommand {
         try stream.finish()
     }
 
-    static func analyse(path: String, input: CaptureInputOptions, options: LatencyOptions) throws(TraceError) -> LatencyAnalysis {
-        let reader = try openInputReadingAhead(path: path, wireProtocol: input.wire.given, port: input.port)
+    static func analyse(path: String, input: CaptureInputOptions, options: LatencyOptions, window: TraceWindow? = nil) throws(TraceError) -> LatencyAnalysis {
+        let reader = try openInputReadingAhead(path: path, wireProtocol: input.wire.given, port: input.port, window: window)
         var collector = LatencyCollector(header: reader.header, wireProtocol: reader.wireProtocol)
         var progress = Progress(label: "\(path): records read")
         var count = 0

@@ -133,26 +133,21 @@ struct Phone: ParsableCommand {
         settings.cueIntervalMs = try cueRange()
         settings.seed = seed
         settings.guided = mode == "guided"
-        settings.maximumPhones = maximumPhones
+        // A stream and a side channel per phone, and the page's requests: all descriptors, under the open-file limit.
+        let (allowed, descriptors) = ServingStartup.connectionsWithinDescriptorLimit(maximumPhones * 2 + 16)
+        let phonesAllowed = Swift.max(1, Swift.min(maximumPhones, (allowed - 16) / 2))
+        if phonesAllowed < maximumPhones {
+            printWarning("the open-file limit is \(descriptors): serving at most \(phonesAllowed) phones, not \(maximumPhones) (raise ulimit -n)")
+        }
+        settings.maximumPhones = phonesAllowed
         var configuration = PhoneSession.Configuration(site: settings, tlsIdentity: identity)
         configuration.rule = ruleOptions.rule(for: wire.wireProtocol)
         configuration.bindHost = bind
         configuration.port = port
         configuration.tracePath = trace
-        // A stream and a side channel per phone, and the page's requests.
-        configuration.maximumConnections = maximumPhones * 2 + 16
-        let session: PhoneSession
-        do {
-            session = try PhoneSession(configuration: configuration, logger: logger)
-        } catch let error as TraceError {
-            printError(error.description)
-            throw ExitStatus.forTraceError(error)
-        } catch let error as HostError {
-            printError(error.description)
-            throw ExitCode.validationFailure
-        } catch {
-            printError("cannot serve on \(Endpoint(host: bind, port: UInt16(clamping: port))): \(error)")
-            throw ExitStatus.unavailable
+        configuration.maximumConnections = allowed
+        let session = try ServingStartup.starting("serve on", Endpoint(host: bind, port: UInt16(clamping: port))) {
+            try PhoneSession(configuration: configuration, logger: logger)
         }
         let bound = Endpoint(session.localAddress)
         let address = urlHost ?? Self.reachableAddress(bound: bind)

@@ -94,10 +94,10 @@ struct Replay: ParsableCommand {
     @Option(name: .customLong("duration"), help: ArgumentHelp("Stop sending this many seconds after the start (tcpreplay's --duration); replies still settle.", valueName: "seconds"))
     var duration: Double?
 
-    @Option(help: ArgumentHelp("Skip messages before this many seconds into the input.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Skip messages before this many seconds after each input's first record; an MCAP trace (.mcap) seeks there through its index.", valueName: "seconds"))
     var start: Double = 0
 
-    @Option(help: ArgumentHelp("Stop at this many seconds into the input.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Stop at this many seconds after each input's first record.", valueName: "seconds"))
     var end: Double?
 
     // Controllers
@@ -283,8 +283,8 @@ struct Replay: ParsableCommand {
         options.packetsPerSecond = pps
         options.sendLimit = limit
         options.durationLimitNs = duration.map { Int64($0 * 1e9) }
-        options.startNs = Int64(start * 1e9)
-        options.endNs = end.map { Int64($0 * 1e9) }
+        // The inputs are cut as they are read (an MCAP trace seeks through its index), so the schedule takes them whole.
+        let window = start > 0 || end != nil ? TraceWindow(startNs: Int64(start * 1e9), endNs: end.map { Int64($0 * 1e9) }) : nil
         options.timestamps = timestamps
         options.seed = seed
         options.impairments.allowReordering = false
@@ -311,7 +311,7 @@ struct Replay: ParsableCommand {
         var replayInput: ReplayInput = try reportingFailures { () throws(TraceError) in
             var readable: [String] = []
             for path in inputs { readable.append(try InputSpool.readablePath(path)) }
-            return try ReplayInput.load(paths: readable, wireProtocol: input.wire.given, port: input.port)
+            return try ReplayInput.load(paths: readable, wireProtocol: input.wire.given, port: input.port, window: window)
         }
         for note in replayInput.readingNotes { printNote(note) }
         options.rule = ruleOptions.rule(for: replayInput.wireProtocol)

@@ -45,6 +45,7 @@ struct Synth: ParsableCommand {
     var duration: Double = 60
 
     @OptionGroup var wire: ProtocolOptions
+    @OptionGroup var traceOutput: TraceOutputOptions
 
     @Option(help: ArgumentHelp("Samples per second per controller (default: the protocol's nominal rate).", valueName: "hz"))
     var rate: Double?
@@ -99,6 +100,9 @@ struct Synth: ParsableCommand {
     }
 
     func validate() throws {
+        if traceOutput.compression != .none && TraceOutput.form(forPath: out) != .mcap {
+            throw ValidationError("--compression \(traceOutput.compression.rawValue) compresses an MCAP trace's chunks: name the output .mcap.")
+        }
         guard (1...100_000).contains(controllers) else { throw ValidationError("--controllers must be between 1 and 100000.") }
         guard duration.isFinite, duration > 0, duration <= 30 * 86_400 else {
             throw ValidationError("--duration must be a positive number of seconds, at most 30 days.")
@@ -163,7 +167,7 @@ struct Synth: ParsableCommand {
     /// Writes `header` and every record `next` yields to `out`; returns the record count.
     private func write(header: TraceHeader, next: () -> TraceRecord?) throws -> Int {
         try reportingFailures { () throws(TraceError) -> Int in
-            let writer = try TraceWriter(path: out, header: header)
+            let writer = try TraceOutput.create(path: out, header: header, policy: .bulk, compression: traceOutput.compression)
             PartialOutputs.begin(out)
             defer { PartialOutputs.end(out) }
             do throws(TraceError) {

@@ -160,9 +160,9 @@ func printNote(_ message: String) {
 /// Opens a trace or capture as `TraceInput.open` does, and says how a capture's host
 /// port was found when it was inferred (so a run on the wrong traffic is noticed).
 func openInput(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil,
-               framed: Bool = true, carrier: CaptureCarrier = .native) throws(TraceError) -> any TraceRecordSource {
+               framed: Bool = true, carrier: CaptureCarrier = .native, window: TraceWindow? = nil) throws(TraceError) -> any TraceRecordSource {
     let source = try TraceInput.open(path: try InputSpool.readablePath(path), wireProtocol: wireProtocol, port: port, framed: framed,
-                                     carrier: carrier)
+                                     carrier: carrier, window: window)
     if let note = source.readingNote { printNote(note) }
     return source
 }
@@ -171,8 +171,8 @@ func openInput(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt
 /// (`PrefetchingRecordSource`). Byte streams stay as they are: their unfinished streams are
 /// the framing source's to report.
 func openInputReadingAhead(path: String, wireProtocol: (any WireProtocol)? = nil, port: UInt16? = nil,
-                           framed: Bool = true) throws(TraceError) -> any TraceRecordSource {
-    readingAhead(try openInput(path: path, wireProtocol: wireProtocol, port: port, framed: framed))
+                           framed: Bool = true, window: TraceWindow? = nil) throws(TraceError) -> any TraceRecordSource {
+    readingAhead(try openInput(path: path, wireProtocol: wireProtocol, port: port, framed: framed, window: window))
 }
 
 /// The source read ahead on a thread of its own, unless it is a byte-stream framing source.

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import KinetraceTrace
 import KinetraceWire
 
 /// A wire protocol named on the command line: a compiled protocol's name, a
@@ -163,4 +164,33 @@ struct PlotFormatOptions: ParsableArguments {
         guard let converter else { return try writeOutput(svg, to: path, what: "the plot") }
         try writeOutput(bytes: try converter.convert(svg), to: path, what: "the plot")
     }
+}
+
+/// `--start` and `--end`: a stretch of the input by time. An MCAP trace seeks to it
+/// through its chunk index; other inputs are read from the start and cut.
+struct TraceWindowOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Read only records at least this many seconds after the input's first record. An MCAP trace (.mcap) seeks there through its index without reading what comes before.", valueName: "seconds"))
+    var start: Double?
+
+    @Option(help: ArgumentHelp("Read only records less than this many seconds after the input's first record.", valueName: "seconds"))
+    var end: Double?
+
+    func validate() throws {
+        if let start { guard start.isFinite, start >= 0, start <= 1e9 else { throw ValidationError("--start must be a number of seconds from 0 to 1000000000.") } }
+        if let end { guard end.isFinite, end > (start ?? 0), end <= 1e9 else { throw ValidationError("--end must be after --start (and above 0), at most 1000000000 s.") } }
+    }
+
+    /// The window, or nil for the whole input.
+    var window: TraceWindow? {
+        guard start != nil || end != nil else { return nil }
+        return TraceWindow(startNs: Int64((start ?? 0) * 1e9), endNs: end.map { Int64($0 * 1e9) })
+    }
+}
+
+extension TraceCompression: ExpressibleByArgument {}
+
+/// `--compression`: how an MCAP trace's chunks are compressed.
+struct TraceOutputOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Compress an MCAP trace's chunks (.mcap): none or zstd. A JSON Lines trace is gzip-compressed by naming it .jsonl.gz.", valueName: "method"))
+    var compression: TraceCompression = .none
 }

@@ -7,7 +7,8 @@ import KinetraceWire
 /// Renders a `TraceSummary` for `inspect`: aligned text, or a JSON object
 /// whose shape is documented in README ("inspect --format json").
 enum SummaryRendering {
-    static func text(_ s: TraceSummary, bytes: (file: Int, uncompressed: Int)? = nil) -> String {
+    /// `mcap`: the input is an MCAP trace, whose bytes read are its file's and its chunks' records'.
+    static func text(_ s: TraceSummary, bytes: (file: Int, uncompressed: Int)? = nil, mcap: Bool = false) -> String {
         var out = ""
         // Header fields, sources, labels and events come from the trace: never raw to a terminal.
         func line(_ text: String = "") { out += TerminalText.escaped(text) + "\n" }
@@ -25,7 +26,9 @@ enum SummaryRendering {
         line("Records    \(messages) messages, \(labels) labels, \(events) events"
              + (s.motionSamples > 0 ? ", \(s.motionSamples) motion samples" : "")
              + (s.unknownRecords > 0 ? ", \(s.unknownRecords) skipped (unknown record kinds, or packets that are not \(h.protocolID))" : ""))
-        if let bytes {
+        if let bytes, mcap {
+            line("Bytes      \(bytes.file) read of the MCAP file, \(bytes.uncompressed) of records in the chunks read")
+        } else if let bytes {
             line("Bytes      \(bytes.file) read" + (bytes.file != bytes.uncompressed ? ", \(bytes.uncompressed) after gzip decompression" : ""))
         }
         line()

@@ -102,7 +102,10 @@ package final class TraceMerger {
         var inputs: [OrderedInput] = []
         inputs.reserveCapacity(paths.count)
         for (index, path) in paths.enumerated() {
-            let reader = try TraceReader(path: path, registry: registry, bufferBytes: bufferBytes)
+            // An MCAP input holds one chunk in memory (a megabyte as Kinetrace writes them), whatever the budget.
+            let reader: any TraceRecordSource = try MCAPTraceReader.hasMagic(path: path)
+                ? try MCAPTraceReader(path: path, registry: registry)
+                : try TraceReader(path: path, registry: registry, bufferBytes: bufferBytes)
             inputs.append(OrderedInput(reader: reader, index: index, windowNs: windowNs, maximumWaiting: maximumWaiting, waiting: waiting))
         }
         return inputs
@@ -188,7 +191,7 @@ package final class TraceMerger {
         // Only a regular file (or a new one) is removed on failure: never a device such as /dev/full.
         var existing = stat()
         let removable = stat(path, &existing) != 0 || existing.st_mode & S_IFMT == S_IFREG
-        let writer = try TraceWriter(path: path, header: header, policy: policy, registry: registry, gzip: gzip)
+        let writer = try TraceOutput.create(path: path, header: header, policy: policy, registry: registry, gzip: gzip)
         do throws(TraceError) {
             try Self.merge(inputs) { record throws(TraceError) in try writer.write(record) }
             try writer.close()
@@ -305,7 +308,9 @@ private final class WaitingRecords {
 
 /// One input behind its reorder buffer: `next()` returns its records in time order.
 private final class OrderedInput {
-    let reader: TraceReader
+    let reader: any TraceRecordSource
+    /// Records read so far: for an error's message, and the order of equal times.
+    private var recordCount = 0
     let index: Int
     let windowNs: Int64
     let maximumWaiting: Int
@@ -316,7 +321,7 @@ private final class OrderedInput {
     private var atEnd = false
     private(set) var summary: TraceMergeSummary.Input
 
-    init(reader: TraceReader, index: Int, windowNs: Int64, maximumWaiting: Int, waiting: WaitingRecords) {
+    init(reader: any TraceRecordSource, index: Int, windowNs: Int64, maximumWaiting: Int, waiting: WaitingRecords) {
         self.reader = reader
         self.index = index
         self.windowNs = windowNs
@@ -336,11 +341,12 @@ private final class OrderedInput {
             if atEnd { return nil }
             guard let record = try reader.next() else {
                 atEnd = true
-                summary.records = reader.recordCount
+                summary.records = recordCount
                 summary.unknownRecords = reader.unknownRecordCount
                 summary.truncation = reader.truncation
                 continue
             }
+            recordCount += 1
             try admit(record)
         }
     }
@@ -354,7 +360,8 @@ private final class OrderedInput {
 
     private func admit(_ record: TraceRecord) throws(TraceError) {
         let timeNs = record.timeNs
-        let line = reader.lastLineNumber
+        // A JSON Lines input names lines; an MCAP input has none, so its records are counted instead.
+        let line = reader.lastRecordLine ?? recordCount
         if let latestReadNs, timeNs < latestReadNs {
             let (behind, overflow) = latestReadNs.subtractingReportingOverflow(timeNs)
             let lateness = overflow ? Int64.max : behind
@@ -363,8 +370,8 @@ private final class OrderedInput {
             // Within the window it never comes after a released record (those are a window older
             // than the latest read).
             if lateness > windowNs {
-                throw TraceError(.outOfOrder, source: reader.source, line: line,
-                                 message: "record \(reader.recordCount) (t_ns \(timeNs)) is \(TraceMerger.describe(lateness)) out of time order, behind line \(latestReadLine) (t_ns \(latestReadNs)): more than the \(TraceMerger.describe(windowNs)) reorder window")
+                throw TraceError(.outOfOrder, source: reader.source, line: reader.lastRecordLine,
+                                 message: "record \(recordCount) (t_ns \(timeNs)) is \(TraceMerger.describe(lateness)) out of time order, behind line \(latestReadLine) (t_ns \(latestReadNs)): more than the \(TraceMerger.describe(windowNs)) reorder window")
             }
             if lateness > summary.largestReorderNs {
                 summary.largestReorderNs = lateness
@@ -375,15 +382,15 @@ private final class OrderedInput {
             latestReadLine = line
         }
         guard pending.count < maximumWaiting else {
-            throw TraceError(.badRecord, source: reader.source, line: line,
+            throw TraceError(.badRecord, source: reader.source, line: reader.lastRecordLine,
                              message: "more than \(maximumWaiting) records fall within one \(TraceMerger.describe(windowNs)) reorder window here: give a smaller --window or a larger --max-waiting")
         }
         guard waiting.count < waiting.maximum else {
-            throw TraceError(.badRecord, source: reader.source, line: line,
+            throw TraceError(.badRecord, source: reader.source, line: reader.lastRecordLine,
                              message: "more than \(waiting.maximum) records wait in the \(TraceMerger.describe(windowNs)) reorder windows of the \(waiting.inputs) inputs together here (\(pending.count) of them in this one): give a smaller --window, fewer inputs or a larger --max-waiting")
         }
         waiting.count += 1
-        pending.insert(Pending(record: record, timeNs: timeNs, input: index, sequence: reader.recordCount))
+        pending.insert(Pending(record: record, timeNs: timeNs, input: index, sequence: recordCount))
     }
 }
 

@@ -183,17 +183,22 @@ package final class TraceReader {
             throw TraceError(.badHeader, source: source, line: 1, byteOffset: 0,
                              message: "empty file: expected a kinetrace trace header")
         }
+        return try Self.header(line.bytes, complete: line.complete, source: source)
+    }
+
+    /// Parses a header line's text (also an MCAP trace's header metadata), naming `source` in errors.
+    static func header(_ bytes: UnsafeRawBufferPointer, complete: Bool, source: String, line: Int? = 1, byteOffset: Int = 0) throws(TraceError) -> TraceHeader {
         func bad(_ message: String, _ code: TraceError.Code = .badHeader) -> TraceError {
-            TraceError(code, source: source, line: 1, byteOffset: 0, message: message)
+            TraceError(code, source: source, line: line, byteOffset: byteOffset, message: message)
         }
-        var scanner = JSONScanner(line.bytes)
+        var scanner = JSONScanner(bytes)
         let value: JSONValue
         do throws(JSONScanner.SyntaxError) {
             value = try scanner.readValue()
             try scanner.expectEnd()
         } catch {
-            let why = line.complete ? error.message : "header is truncated"
-            throw TraceError(.badHeader, source: source, line: 1, byteOffset: error.offset,
+            let why = complete ? error.message : "header is truncated"
+            throw TraceError(.badHeader, source: source, line: line, byteOffset: byteOffset + error.offset,
                              message: "not a kinetrace trace header: \(why)")
         }
         guard var members = value.objectValue else { throw bad("not a kinetrace trace: line 1 is not a JSON object") }

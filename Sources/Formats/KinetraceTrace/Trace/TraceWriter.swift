@@ -19,6 +19,8 @@ package final class TraceWriter {
         }
 
         package static let `default` = FlushPolicy(maxBufferedBytes: 64 << 10, maxDelayNs: 200_000_000)
+        /// For writers of whole files (convert, synth): megabyte writes, and an MCAP trace's chunks of a megabyte.
+        package static let bulk = FlushPolicy(maxBufferedBytes: 1 << 20, maxDelayNs: 1_000_000_000)
         /// One write(2) per record: slowest, loses nothing but an in-flight record.
         package static let everyRecord = FlushPolicy(maxBufferedBytes: 0, maxDelayNs: 0)
     }

@@ -1,0 +1,57 @@
+import KinetraceWire
+
+/// A stretch of a trace by time, as `--start` and `--end` give it: the records from
+/// `startNs` up to (not including) `endNs` after the input's first record.
+package struct TraceWindow: Hashable, Sendable {
+    package var startNs: Int64
+    package var endNs: Int64?
+
+    package init(startNs: Int64 = 0, endNs: Int64? = nil) {
+        self.startNs = startNs
+        self.endNs = endNs
+    }
+
+    /// Whether a record `offsetNs` after the first is inside.
+    @inline(__always) package func contains(offsetNs: Int64) -> Bool {
+        offsetNs >= startNs && (endNs.map { offsetNs < $0 } ?? true)
+    }
+
+    /// Whether records from `lowNs` to `highNs` after the first may fall inside.
+    package func overlaps(lowNs: Int64, highNs: Int64) -> Bool {
+        highNs >= startNs && (endNs.map { lowNs < $0 } ?? true)
+    }
+
+    /// Everything: no window.
+    package var isEverything: Bool { startNs <= 0 && endNs == nil }
+}
+
+/// Any source cut to a window by reading and dropping: for inputs without an index
+/// (JSON Lines, captures). `MCAPTraceReader` takes the window itself and seeks.
+package final class WindowedRecordSource: TraceRecordSource {
+    private let inner: any TraceRecordSource
+    package let window: TraceWindow
+    private var firstNs: Int64?
+
+    package init(_ inner: any TraceRecordSource, window: TraceWindow) {
+        self.inner = inner
+        self.window = window
+    }
+
+    package var source: String { inner.source }
+    package var header: TraceHeader { inner.header }
+    package var wireProtocol: any WireProtocol { inner.wireProtocol }
+    package var truncation: TraceTruncation? { inner.truncation }
+    package var unknownRecordCount: Int { inner.unknownRecordCount }
+    package var readingNote: String? { inner.readingNote }
+    package var bytesRead: (file: Int, uncompressed: Int)? { inner.bytesRead }
+    package var lastRecordLine: Int? { inner.lastRecordLine }
+
+    package func next() throws(TraceError) -> TraceRecord? {
+        while let record = try inner.next() {
+            let first = firstNs ?? record.timeNs
+            firstNs = first
+            if window.contains(offsetNs: record.timeNs - first) { return record }
+        }
+        return nil
+    }
+}
