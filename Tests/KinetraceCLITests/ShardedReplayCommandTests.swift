@@ -65,18 +65,21 @@ import Testing
         #expect(result.stderr.contains(reason), "\(extra): \(result.stderr)")
     }
 
-    /// Never green on nothing: a shard whose controllers have no message in the range says so, exit 65.
+    /// Never green on nothing. --start and --end cut the input as it is read, so the replay's controllers
+    /// are those with a message in the range: a shard left with none of them is refused before anything
+    /// is sent (exit 64, naming how many shards the range can fill), live or dry.
     @Test func aShardWithNothingToSendIsNotGreen() throws {
         let empty = try kinetrace(["replay", Self.session, "--dry-run", "--end", "0.005", "--shard", "3/3"])
-        #expect(empty.status == 65, "\(empty.stderr)")
-        #expect(empty.stderr.contains("nothing to send"), "\(empty.stderr)")
+        #expect(empty.status == 64, "\(empty.stderr)")
+        #expect(empty.stderr.contains("shard 3/3 holds none of the replay's 1 controller(s)"), "\(empty.stderr)")
         let other = try kinetrace(["replay", Self.session, "--dry-run", "--end", "0.005", "--shard", "1/3"])
         #expect(other.status == 0, "the shard holding the one message plans it: \(other.stderr)")
+        #expect(other.stdout.contains("plan: 1 message(s)"), "\(other.stdout)")
         let host = try Background.kinetrace("host", "--port", "0")
         let port = try KinetraceTestSupport.port(in: try host.waitForLine(startingWith: "listening on"))
         let live = try kinetrace(["replay", Self.session, "--to", "127.0.0.1:\(port)", "--end", "0.005", "--shard", "3/3"])
         _ = try host.stop()
-        #expect(live.status == 65 && live.stderr.contains("nothing to send"), "\(live.stderr)")
+        #expect(live.status == 64 && live.stderr.contains("holds none of the replay's"), "\(live.stderr)")
     }
 
     /// An agreed instant that has passed cannot be kept: refused before anything is sent.

@@ -94,10 +94,10 @@ struct Replay: ParsableCommand {
     @Option(name: .customLong("duration"), help: ArgumentHelp("Stop sending this many seconds after the start (tcpreplay's --duration); replies still settle.", valueName: "seconds"))
     var duration: Double?
 
-    @Option(help: ArgumentHelp("Skip messages before this many seconds after each input's first record; an MCAP trace (.mcap) seeks there through its index.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Skip messages before this many seconds after each input's first controller→host message; an MCAP trace (.mcap) seeks there through its index.", valueName: "seconds"))
     var start: Double = 0
 
-    @Option(help: ArgumentHelp("Stop at this many seconds after each input's first record.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Stop at this many seconds after each input's first controller→host message.", valueName: "seconds"))
     var end: Double?
 
     // Controllers
@@ -284,7 +284,8 @@ struct Replay: ParsableCommand {
         options.sendLimit = limit
         options.durationLimitNs = duration.map { Int64($0 * 1e9) }
         // The inputs are cut as they are read (an MCAP trace seeks through its index), so the schedule takes them whole.
-        let window = start > 0 || end != nil ? TraceWindow(startNs: Int64(start * 1e9), endNs: end.map { Int64($0 * 1e9) }) : nil
+        let window = start > 0 || end != nil
+            ? TraceWindow(startNs: Int64(start * 1e9), endNs: end.map { Int64($0 * 1e9) }, anchor: .firstControllerMessage) : nil
         options.timestamps = timestamps
         options.seed = seed
         options.impairments.allowReordering = false

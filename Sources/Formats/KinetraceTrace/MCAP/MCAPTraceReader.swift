@@ -138,13 +138,15 @@ package final class MCAPTraceReader: TraceRecordSource {
             if let window = self.window, known.transport == .datagram, !summary.isEmpty {
                 let ordered = summary.sorted { $0.offset < $1.offset }
                 plan = .indexed(chunks: ordered, next: 0)
-                // The window counts from the first record: the first chunk's first message.
-                if let firstNs = try firstRecordTime(ordered[0]) {
+                // The window counts from its anchor: the first record (or controller message) of the first chunks.
+                if let firstNs = try anchorTime(ordered, window) {
                     windowBaseNs = firstNs
                     let kept = ordered.filter {
                         window.overlaps(lowNs: Int64(clamping: $0.startNs) - firstNs, highNs: Int64(clamping: $0.endNs) - firstNs)
                     }
                     plan = .indexed(chunks: kept, next: 0)
+                } else {
+                    plan = .finished  // nothing starts the window's clock: nothing is inside it
                 }
                 return
             }
@@ -165,9 +167,8 @@ package final class MCAPTraceReader: TraceRecordSource {
         while true {
             if cursor < recordsCount, let record = try nextInChunk() {
                 if let window {
-                    let base = windowBaseNs ?? record.timeNs
-                    windowBaseNs = base
-                    guard window.contains(offsetNs: record.timeNs - base) else { continue }
+                    if windowBaseNs == nil, window.isAnchor(record) { windowBaseNs = record.timeNs }
+                    guard let base = windowBaseNs, window.contains(offsetNs: record.timeNs - base) else { continue }
                 }
                 return record
             }
@@ -407,24 +408,22 @@ package final class MCAPTraceReader: TraceRecordSource {
         return entries
     }
 
-    /// The log time of the first message in a chunk, read ahead of the records for the window's base.
-    private func firstRecordTime(_ entry: ChunkEntry) throws(TraceError) -> Int64? {
-        let saved = plan
-        plan = .indexed(chunks: [entry], next: 0)
-        defer { recordsCount = 0; cursor = 0 }
-        guard try advance() else { plan = saved; return nil }
-        plan = saved
-        chunksRead -= 1
-        uncompressedBytesRead -= recordsCount
-        let all = UnsafeRawBufferPointer(rebasing: records[0..<recordsCount])
-        var input = MCAPInput(all)
-        while let opcode = input.u8(), let length = input.u64(), length <= UInt64(input.remaining), let body = input.slice(Int(length)) {
-            if opcode == MCAP.Opcode.message.rawValue, body.count >= 14 {
-                let channel = UInt16(littleEndian: body.loadUnaligned(fromByteOffset: 0, as: UInt16.self))
-                guard channels[channel] != nil, channels[channel]! != nil else { continue }
-                return Int64(clamping: UInt64(littleEndian: body.loadUnaligned(fromByteOffset: 6, as: UInt64.self)))
+    /// The log time of the window's anchor (the first record, or the first controller→host message),
+    /// read ahead from the first chunks; nil when no chunk holds one (the window is then empty).
+    private func anchorTime(_ chunks: [ChunkEntry], _ window: TraceWindow) throws(TraceError) -> Int64? {
+        // Read ahead, not read: the counters say what the records' reading takes.
+        let saved = (plan, chunksRead, uncompressedBytesRead, unknownRecordCount, recordNumber)
+        defer {
+            (plan, chunksRead, uncompressedBytesRead, unknownRecordCount, recordNumber) = saved
+            recordsCount = 0
+            cursor = 0
+        }
+        for entry in chunks {
+            plan = .indexed(chunks: [entry], next: 0)
+            guard try advance() else { continue }
+            while cursor < recordsCount {
+                if let record = try nextInChunk(), window.isAnchor(record) { return record.timeNs }
             }
-            if opcode == MCAP.Opcode.channel.rawValue || opcode == MCAP.Opcode.schema.rawValue { try define(opcode, body, at: entry.offset) }
         }
         return nil
     }

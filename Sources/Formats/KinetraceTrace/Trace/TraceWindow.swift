@@ -1,14 +1,33 @@
 import KinetraceWire
 
 /// A stretch of a trace by time, as `--start` and `--end` give it: the records from
-/// `startNs` up to (not including) `endNs` after the input's first record.
+/// `startNs` up to (not including) `endNs` after the anchor, the input's first record
+/// (or, for replay, its first controller→host message).
 package struct TraceWindow: Hashable, Sendable {
+    package enum Anchor: Hashable, Sendable {
+        case firstRecord
+        /// Replay's clock starts at the first message a controller sent.
+        case firstControllerMessage
+    }
+
     package var startNs: Int64
     package var endNs: Int64?
+    package var anchor: Anchor
 
-    package init(startNs: Int64 = 0, endNs: Int64? = nil) {
+    package init(startNs: Int64 = 0, endNs: Int64? = nil, anchor: Anchor = .firstRecord) {
         self.startNs = startNs
         self.endNs = endNs
+        self.anchor = anchor
+    }
+
+    /// Whether `record` starts the window's clock.
+    package func isAnchor(_ record: TraceRecord) -> Bool {
+        switch anchor {
+        case .firstRecord: return true
+        case .firstControllerMessage:
+            if case .message(let m) = record { return m.direction == .controllerToHost }
+            return false
+        }
     }
 
     /// Whether a record `offsetNs` after the first is inside.
@@ -48,8 +67,9 @@ package final class WindowedRecordSource: TraceRecordSource {
 
     package func next() throws(TraceError) -> TraceRecord? {
         while let record = try inner.next() {
-            let first = firstNs ?? record.timeNs
-            firstNs = first
+            if firstNs == nil, window.isAnchor(record) { firstNs = record.timeNs }
+            // Before the anchor, a record is before the window's clock starts: outside it.
+            guard let first = firstNs else { continue }
             if window.contains(offsetNs: record.timeNs - first) { return record }
         }
         return nil
