@@ -253,6 +253,30 @@ private func session(_ count: Int) -> [TraceRecord] {
         #expect(failure(MCAP.magic)?.message.contains("ends before its header") == true)
     }
 
+    /// A chunk index that names one chunk twice would read its records twice: refused, named.
+    @Test func anIndexThatRepeatsAChunkIsRefused() throws {
+        let dir = TempDirectory()
+        let (_, bytes, _) = try small(dir)  // a chunk per record
+        let footer = bytes.count - 37
+        let summaryStart = Int(bytes[(footer + 9)..<(footer + 17)].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+        var edited = bytes
+        var at = summaryStart, chunkIndexes: [Int] = []
+        while at < footer, edited[at] != MCAP.Opcode.footer.rawValue {
+            let length = Int(edited[(at + 1)..<(at + 9)].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+            if edited[at] == MCAP.Opcode.chunkIndex.rawValue { chunkIndexes.append(at + 9) }
+            at += 9 + length
+        }
+        #expect(chunkIndexes.count > 2)
+        // The second entry's chunk_start_offset (after two u64 times) := the first's.
+        for i in 0..<8 { edited[chunkIndexes[1] + 16 + i] = edited[chunkIndexes[0] + 16 + i] }
+        for i in 0..<4 { edited[footer + 25 + i] = 0 }  // no summary CRC, so the edit reads
+        let path = dir.write("repeated.mcap", edited)
+        for window in [nil, TraceWindow(startNs: 1)] {
+            let error = #expect(throws: TraceError.self) { _ = try MCAPTraceReader(path: path, window: window) }
+            #expect(error?.message.contains("overlap") == true, "\(String(describing: error))")
+        }
+    }
+
     /// A channel without kinetrace's record kind (another tool's topic) is skipped and counted, not an error.
     @Test func foreignChannelIsSkipped() throws {
         let dir = TempDirectory()

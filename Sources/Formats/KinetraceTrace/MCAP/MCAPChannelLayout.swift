@@ -121,7 +121,8 @@ struct MCAPRecordDecoder {
         var message: String
     }
 
-    var endpoints = EndpointCache()
+    /// 4,096 slots (about 300 KB): a stadium's controllers stay parsed, where 256 would thrash.
+    var endpoints = EndpointCache(slots: 4096, maximum: 4096)
 
     mutating func record(_ kind: MCAPRecordKind, timeNs: Int64, data: UnsafeRawBufferPointer) throws(Failure) -> TraceRecord {
         var input = MCAPInput(data)

@@ -136,7 +136,7 @@ package final class MCAPTraceReader: TraceRecordSource {
             chunkCount = summary.count
             // A byte stream's chunks are cut anywhere: read them all, and let the window apply to messages.
             if let window = self.window, known.transport == .datagram, !summary.isEmpty {
-                let ordered = summary.sorted { $0.offset < $1.offset }
+                let ordered = summary
                 plan = .indexed(chunks: ordered, next: 0)
                 // The window counts from its anchor: the first record (or controller message) of the first chunks.
                 if let firstNs = try anchorTime(ordered, window) {
@@ -405,6 +405,16 @@ package final class MCAPTraceReader: TraceRecordSource {
             }
         } }
         try parsed.get()
+        // Chunks lie one after another in the data section: an index that repeats or overlaps one would read records twice.
+        entries.sort { $0.offset < $1.offset }
+        for (earlier, later) in zip(entries, entries.dropFirst()) where earlier.offset + earlier.length > later.offset {
+            throw TraceError(.badRecord, source: source, byteOffset: Int(summaryStart),
+                             message: "the chunk index names chunks at bytes \(earlier.offset) and \(later.offset) that overlap")
+        }
+        if let last = entries.last, last.offset + last.length > Int(summaryStart) {
+            throw TraceError(.badRecord, source: source, byteOffset: Int(summaryStart),
+                             message: "the chunk index names a chunk at byte \(last.offset) that runs into the summary")
+        }
         return entries
     }
 

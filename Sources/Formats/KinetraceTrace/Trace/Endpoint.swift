@@ -81,10 +81,11 @@ struct EndpointCache {
     private var texts: [UInt8]
     private var endpoints: [Endpoint]
 
-    /// `slots` is rounded down to a power of two, from 1 to 256.
-    init(slots: Int = defaultSlotCount) {
+    /// `slots` is rounded down to a power of two, from 1 to `maximum` (256 unless a reader of a
+    /// stadium's thousands of controllers asks for more).
+    init(slots: Int = defaultSlotCount, maximum: Int = defaultSlotCount) {
         var count = 1
-        while count * 2 <= min(max(slots, 1), Self.defaultSlotCount) { count *= 2 }
+        while count * 2 <= min(max(slots, 1), maximum) { count *= 2 }
         slotMask = count - 1
         lengths = [Int](repeating: -1, count: count)
         texts = [UInt8](repeating: 0, count: count * Self.maxText)
