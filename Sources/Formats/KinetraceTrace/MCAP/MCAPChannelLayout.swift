@@ -89,28 +89,37 @@ struct MCAPChannelLayout: Hashable {
 /// Collects what a protocol's `describe` says of one message: its kind, the field
 /// list as ROS 1 definition lines, and the values in ROS 1 serialisation.
 struct MCAPDecodedFields: DecodedFieldVisitor {
+    /// A field's ROS 1 type.
+    enum FieldType: UInt8 {
+        case uint64, uint32, int64, float32, float64, string
+        var name: String { ["uint64", "uint32", "int64", "float32", "float64", "string"][Int(rawValue)] }
+    }
+
     var kind: String?
-    var signature = ""
+    /// The fields in order; names are the protocol's own strings, so keeping them costs no copy of their text.
+    var fields: [(name: String, type: FieldType)] = []
     var values = MCAPOutput()
 
     mutating func reset() {
         kind = nil
-        signature.removeAll(keepingCapacity: true)
+        fields.removeAll(keepingCapacity: true)
         values.bytes.removeAll(keepingCapacity: true)
     }
 
-    mutating func kind(_ name: String) { kind = name }
+    /// The fields as ROS 1 definition lines: built only when a new channel is declared.
+    var signature: String { fields.map { "\($0.type.name) \($0.name)\n" }.joined() }
 
-    private mutating func declare(_ type: StaticString, _ name: String) {
-        signature += "\(type) \(name)\n"
+    func sameShape(_ other: [(name: String, type: FieldType)]) -> Bool {
+        fields.count == other.count && zip(fields, other).allSatisfy { $0.type == $1.type && $0.name == $1.name }
     }
 
-    mutating func field(_ name: String, _ value: UInt64) { declare("uint64", name); values.u64(value) }
-    mutating func field(_ name: String, _ value: UInt32) { declare("uint32", name); values.u32(value) }
-    mutating func field(_ name: String, _ value: Int64) { declare("int64", name); values.i64(value) }
-    mutating func field(_ name: String, _ value: Float32) { declare("float32", name); values.f32(value) }
-    mutating func field(_ name: String, _ value: Double) { declare("float64", name); values.f64(value) }
-    mutating func field(_ name: String, _ value: String) { declare("string", name); values.string(value) }
+    mutating func kind(_ name: String) { kind = name }
+    mutating func field(_ name: String, _ value: UInt64) { fields.append((name, .uint64)); values.u64(value) }
+    mutating func field(_ name: String, _ value: UInt32) { fields.append((name, .uint32)); values.u32(value) }
+    mutating func field(_ name: String, _ value: Int64) { fields.append((name, .int64)); values.i64(value) }
+    mutating func field(_ name: String, _ value: Float32) { fields.append((name, .float32)); values.f32(value) }
+    mutating func field(_ name: String, _ value: Double) { fields.append((name, .float64)); values.f64(value) }
+    mutating func field(_ name: String, _ value: String) { fields.append((name, .string)); values.string(value) }
 }
 
 /// Turns the data of a channel's message back into a record: the reader's side of the layout.

@@ -41,6 +41,8 @@ package final class MCAPTraceWriter: TraceSink {
 
     // Channels and schemas: one per layout, declared in the data section before the first chunk that uses them.
     private var messageChannels: [String: UInt16] = [:]
+    private var recentShapes: [(kind: String?, fields: [(name: String, type: MCAPDecodedFields.FieldType)], id: UInt16)] = []
+    private var overflowChannel: UInt16?
     private var fixedChannels: [MCAPRecordKind: UInt16] = [:]
     private var layouts: [MCAPChannelLayout] = []
     private var undeclared: [UInt16] = []
@@ -120,8 +122,9 @@ package final class MCAPTraceWriter: TraceSink {
                 }
                 chunk.bool(error == nil)
                 chunk.string(error?.code.name ?? "")
-                chunk.bytes.append(contentsOf: fields.values.bytes)
-                channel = messageChannel(kind: fields.kind, signature: fields.signature)
+                let (id, withFields) = messageChannel()
+                if withFields { chunk.bytes.append(contentsOf: fields.values.bytes) }
+                channel = id
             } else {
                 channel = fixedChannel(.message, .streamChunk)
             }
@@ -168,9 +171,22 @@ package final class MCAPTraceWriter: TraceSink {
         }
     }
 
+    /// "host:port" or "[v6]:port", as the JSON Lines form writes it, without building the String.
     private func endpoint(_ endpoint: Endpoint) {
-        // description builds "[v6]:port" as the JSON Lines form does.
-        chunk.string(endpoint.description)
+        var host = endpoint.host
+        let lengthAt = chunk.bytes.count
+        chunk.u32(0)
+        let v6 = endpoint.isIPv6
+        if v6 { chunk.u8(UInt8(ascii: "[")) }
+        host.withUTF8 { chunk.bytes.append(contentsOf: $0) }
+        if v6 { chunk.u8(UInt8(ascii: "]")) }
+        chunk.u8(UInt8(ascii: ":"))
+        var port = endpoint.port, digits: (UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0), count = 0
+        withUnsafeMutableBytes(of: &digits) { raw in
+            repeat { raw[count] = UInt8(ascii: "0") + UInt8(port % 10); port /= 10; count += 1 } while port > 0
+            for i in stride(from: count - 1, through: 0, by: -1) { chunk.bytes.append(raw[i]) }
+        }
+        chunk.close(prefix: lengthAt)
     }
 
     private func fixedChannel(_ kind: MCAPRecordKind, _ layout: MCAPChannelLayout) -> UInt16 {
@@ -180,16 +196,37 @@ package final class MCAPTraceWriter: TraceSink {
         return id
     }
 
-    private func messageChannel(kind: String?, signature: String) -> UInt16 {
-        let key = (kind ?? "") + "\n" + signature
-        if let id = messageChannels[key] { return id }
-        let base = kind ?? ""
+    /// The channel for the message `fields` describes, and whether its decoded fields go in: a protocol's
+    /// few shapes are found by comparing with the last ones seen, and past `maximumMessageChannels`
+    /// shapes a message goes on `/msg` with its verdict only (a channel id is 16 bits).
+    private func messageChannel() -> (UInt16, withFields: Bool) {
+        for entry in recentShapes where entry.kind == fields.kind && fields.sameShape(entry.fields) { return (entry.id, true) }
+        let signature = fields.signature
+        let key = (fields.kind ?? "") + "\n" + signature
+        if let id = messageChannels[key] {
+            remember(id)
+            return (id, true)
+        }
+        guard messageChannels.count < Self.maximumMessageChannels else {
+            if overflowChannel == nil { overflowChannel = declare(.message(kind: nil, fields: "", copy: topicCopies["", default: 0])); topicCopies["", default: 0] += 1 }
+            return (overflowChannel!, false)
+        }
+        let base = fields.kind ?? ""
         let copy = topicCopies[base, default: 0]
         topicCopies[base] = copy + 1
-        let id = declare(.message(kind: kind, fields: signature, copy: copy))
+        let id = declare(.message(kind: fields.kind, fields: signature, copy: copy))
         messageChannels[key] = id
-        return id
+        remember(id)
+        return (id, true)
     }
+
+    private func remember(_ id: UInt16) {
+        if recentShapes.count >= 8 { recentShapes.removeFirst() }
+        recentShapes.append((fields.kind, fields.fields, id))
+    }
+
+    /// Message shapes (kinds and field lists) with a channel each, at most.
+    static let maximumMessageChannels = 1024
 
     private func declare(_ layout: MCAPChannelLayout) -> UInt16 {
         let id = UInt16(layouts.count + 1)  // schema 0 means none: ids start at 1
