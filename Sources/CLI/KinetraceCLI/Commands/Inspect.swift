@@ -28,8 +28,11 @@ struct Inspect: ParsableCommand {
 
     func run() throws {
         var bytes: (file: Int, uncompressed: Int)?
+        var mcap = false
         let summary = try reportingFailures { () throws(TraceError) -> TraceSummary in
             let reader = try openInputReadingAhead(path: file, wireProtocol: input.wire.given, port: input.port, window: timeWindow.window)
+            // The readable path, not the name: a FIFO's private copy (opening the FIFO again would wait for a writer).
+            mcap = (try? MCAPTraceReader.hasMagic(path: InputSpool.readablePath(file))) ?? false
             var summarizer = TraceSummarizer(source: reader.source, header: reader.header, wireProtocol: reader.wireProtocol,
                                              rule: ruleOptions.rule(for: reader.wireProtocol))
             var progress = Progress(label: "records read")
@@ -47,7 +50,6 @@ struct Inspect: ParsableCommand {
         if let truncation = summary.truncation { printWarning("\(file): \(truncation)") }
         switch report.format {
         case .text:
-            let mcap = (try? MCAPTraceReader.hasMagic(path: file)) ?? false
             try writeOutput(SummaryRendering.text(summary, bytes: bytes, mcap: mcap), to: report.out)
         case .json: try writeOutput(SummaryRendering.jsonLine(summary, bytes: bytes), to: report.out)
         }
