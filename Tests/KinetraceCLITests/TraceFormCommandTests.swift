@@ -88,5 +88,11 @@ import Testing
         #expect(result.status == 65, "\(result.stderr)")
         #expect(result.stderr.split(separator: "\n").count == 1)
         #expect(result.stderr.contains("d.mcap: byte "))
+        // gzip over an MCAP trace: named, with the way round it.
+        let zipped = dir.appendingPathComponent("z.mcap").path
+        #expect(try kinetrace(["convert", Fixture.bundledTrace, zipped]).status == 0)
+        #expect(try run(URL(fileURLWithPath: "/usr/bin/env"), ["gzip", "-f", zipped]).status == 0)
+        let gzipped = try kinetrace(["inspect", zipped + ".gz"])
+        #expect(gzipped.status == 65 && gzipped.stderr.contains("gzip-compressed MCAP trace"), "\(gzipped.stderr)")
     }
 }

@@ -178,6 +178,12 @@ package final class TraceReader {
                     ? "this is a pcap/pcapng capture, not a trace: convert it with `kinetrace convert`"
                     : "this is a gzip-compressed pcap/pcapng capture, which kinetrace does not read compressed: decompress it first (gunzip) and give the capture itself")
             }
+            // MCAP's magic begins 0x89 'M' 'C' 'A'; read here only when gzip hid it from the MCAP reader.
+            if magic == 0x4143_4D89 {
+                throw TraceError(.badHeader, source: source, line: 1, byteOffset: 0, message: gzip == nil
+                    ? "this begins like MCAP but not with the magic bytes of MCAP major version 0, the one kinetrace reads"
+                    : "this is a gzip-compressed MCAP trace, which kinetrace does not read compressed: decompress it (gunzip), or write it with --compression zstd, which MCAP readers understand")
+            }
         }
         guard let line = try nextLine() else {
             throw TraceError(.badHeader, source: source, line: 1, byteOffset: 0,
