@@ -40,7 +40,13 @@ package struct MessageRecord: Hashable, Sendable {
     /// Set by a framing reader when these bytes cannot be trusted as a message
     /// whatever they hold: bytes of a captured stream were missing before or
     /// inside them (code `stream_gap`). Never written to a trace: the gap is.
-    package var framingError: WireError?
+    package var framingError: WireError? {
+        get { framingErrorBox?.error }
+        set { framingErrorBox = newValue.map(FramingErrorBox.init) }
+    }
+    /// Boxed: it is rare, and inline its 40 bytes would be copied with every record (a record is
+    /// copied a few dozen times between a reader, its batches and an analysis).
+    private var framingErrorBox: FramingErrorBox?
 
     package init(timeNs: Int64, direction: Direction, source: Endpoint, destination: Endpoint,
                 payload: [UInt8], rttNs: Int64? = nil) {
@@ -142,4 +148,12 @@ package struct MotionSampleRecord: Hashable, Sendable {
         self.gravity = gravity
         self.attitude = attitude
     }
+}
+
+/// A framing error, behind a reference so a record without one carries 8 bytes for it.
+private final class FramingErrorBox: Hashable, Sendable {
+    let error: WireError
+    init(_ error: WireError) { self.error = error }
+    static func == (a: FramingErrorBox, b: FramingErrorBox) -> Bool { a.error == b.error }
+    func hash(into hasher: inout Hasher) { hasher.combine(error) }
 }
