@@ -73,6 +73,16 @@ import Testing
         #expect(try kinetrace(["convert", Fixture.bundledTrace, "/tmp/kinetrace-never.mcap", "--compression", "lz4"]).status == 64)
         #expect(try kinetrace(["inspect", Fixture.bundledTrace, "--start", "5", "--end", "2"]).status == 64)
         #expect(try kinetrace(["inspect", Fixture.bundledTrace, "--start", "nan"]).status == 64)
+        // A window that selects nothing is not green: one line, exit 65, saying how far the input reaches.
+        let trace = Fixture.bundledTrace
+        for arguments in [["inspect", trace, "--start", "5000"],
+                          ["convert", trace, "/tmp/kinetrace-never-written.jsonl", "--start", "5000"],
+                          ["gestures", "eval", trace, "--detector", "threshold-refractory", "--start", "5000"],
+                          ["latency", trace, "--start", "5000"]] {
+            let result = try kinetrace(arguments)
+            #expect(result.status == 65 && result.stderr.contains("--start 5000.000 s selects no record"), "\(arguments): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
+        }
     }
 
     /// A damaged MCAP trace is one line naming the byte, and the data-error exit status.

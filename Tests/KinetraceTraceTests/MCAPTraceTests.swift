@@ -118,7 +118,14 @@ private func session(_ count: Int) -> [TraceRecord] {
         // A window at the file's end, and one past it.
         let tail = try readAll(MCAPTraceReader(path: mcap, window: TraceWindow(startNs: 1_199_000_000_000)))
         #expect(tail == Array(records.suffix(100)))
-        #expect(try readAll(MCAPTraceReader(path: mcap, window: TraceWindow(startNs: 5_000_000_000_000))).isEmpty)
+        // Never an empty success: a window past the end says how far the records reach, in both forms.
+        let past = TraceWindow(startNs: 5_000_000_000_000)
+        for source in [try MCAPTraceReader(path: mcap, window: past) as any TraceRecordSource,
+                       WindowedRecordSource(try TraceReader(path: jsonl), window: past)] {
+            let error = #expect(throws: TraceError.self) { _ = try readAll(source) }
+            #expect(error?.code == .emptyWindow)
+            #expect(error?.message.contains("reach 1199.990 s after its first record") == true, "\(String(describing: error))")
+        }
     }
 
     /// The Python `mcap` package (with mcap_ros1 to decode) reads every record, validates the CRCs,

@@ -50,6 +50,10 @@ package final class MCAPTraceReader: TraceRecordSource {
     private var plan: Plan
     private let dataEnd: Int
     private var windowBaseNs: Int64?
+    /// For a window: records returned, the latest time seen or indexed, and whether its emptiness was said.
+    private var selected = 0
+    private var latestNs: Int64?
+    private var reportedEmpty = false
 
     struct ChunkEntry {
         var startNs: UInt64, endNs: UInt64, offset: Int, length: Int
@@ -139,6 +143,7 @@ package final class MCAPTraceReader: TraceRecordSource {
                 let ordered = summary
                 plan = .indexed(chunks: ordered, next: 0)
                 // The window counts from its anchor: the first record (or controller message) of the first chunks.
+                latestNs = ordered.map { Int64(clamping: $0.endNs) }.max()
                 if let firstNs = try anchorTime(ordered, window) {
                     windowBaseNs = firstNs
                     let kept = ordered.filter {
@@ -168,12 +173,20 @@ package final class MCAPTraceReader: TraceRecordSource {
             if cursor < recordsCount, let record = try nextInChunk() {
                 if let window {
                     if windowBaseNs == nil, window.isAnchor(record) { windowBaseNs = record.timeNs }
+                    latestNs = max(latestNs ?? record.timeNs, record.timeNs)
                     guard let base = windowBaseNs, window.contains(offsetNs: record.timeNs - base) else { continue }
+                    selected += 1
                 }
                 return record
             }
             if cursor < recordsCount { continue }
-            guard try advance() else { return nil }
+            guard try advance() else {
+                if let window, selected == 0, !reportedEmpty {
+                    reportedEmpty = true
+                    throw window.nothingSelected(in: source, latestOffsetNs: windowBaseNs.flatMap { base in latestNs.map { $0 - base } })
+                }
+                return nil
+            }
         }
     }
 

@@ -33,6 +33,8 @@ package struct TraceError: Error, Hashable, Sendable, CustomStringConvertible {
         package static let protocolMismatch = Code("protocol_mismatch")
         /// A capture holds none of the protocol's messages (another port, another protocol).
         package static let noMessages = Code("no_messages")
+        /// `--start` and `--end` selected no record.
+        package static let emptyWindow = Code("empty_window")
     }
 
     package var code: Code

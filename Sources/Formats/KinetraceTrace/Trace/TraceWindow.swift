@@ -42,6 +42,23 @@ package struct TraceWindow: Hashable, Sendable {
 
     /// Everything: no window.
     package var isEverything: Bool { startNs <= 0 && endNs == nil }
+
+    /// The error for a window that selected nothing (never an empty success): what it asked for
+    /// and, when known, how far after the anchor the input's records reach.
+    package func nothingSelected(in source: String, latestOffsetNs: Int64?) -> TraceError {
+        func seconds(_ ns: Int64) -> String {
+            let ms = ns / 1_000_000
+            let fraction = String(ms % 1000)
+            return "\(ms / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction) s"
+        }
+        let asked = "--start \(seconds(startNs))" + (endNs.map { " to --end \(seconds($0))" } ?? "")
+        let anchorName = anchor == .firstRecord ? "first record" : "first controller→host message"
+        guard let latestOffsetNs else {
+            return TraceError(.emptyWindow, source: source, message: "\(asked) selects nothing: the input has no \(anchorName) to count from")
+        }
+        return TraceError(.emptyWindow, source: source,
+                          message: "\(asked) selects no record: the input's records reach \(seconds(max(latestOffsetNs, 0))) after its \(anchorName)")
+    }
 }
 
 /// Any source cut to a window by reading and dropping: for inputs without an index
@@ -50,6 +67,9 @@ package final class WindowedRecordSource: TraceRecordSource {
     private let inner: any TraceRecordSource
     package let window: TraceWindow
     private var firstNs: Int64?
+    private var latestNs: Int64?
+    private var selected = 0
+    private var reportedEmpty = false
 
     package init(_ inner: any TraceRecordSource, window: TraceWindow) {
         self.inner = inner
@@ -68,9 +88,17 @@ package final class WindowedRecordSource: TraceRecordSource {
     package func next() throws(TraceError) -> TraceRecord? {
         while let record = try inner.next() {
             if firstNs == nil, window.isAnchor(record) { firstNs = record.timeNs }
+            latestNs = max(latestNs ?? record.timeNs, record.timeNs)
             // Before the anchor, a record is before the window's clock starts: outside it.
             guard let first = firstNs else { continue }
-            if window.contains(offsetNs: record.timeNs - first) { return record }
+            if window.contains(offsetNs: record.timeNs - first) {
+                selected += 1
+                return record
+            }
+        }
+        if selected == 0, !reportedEmpty {
+            reportedEmpty = true
+            throw window.nothingSelected(in: source, latestOffsetNs: firstNs.flatMap { first in latestNs.map { $0 - first } })
         }
         return nil
     }
