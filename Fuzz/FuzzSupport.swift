@@ -23,3 +23,16 @@ func withInput<R>(_ data: UnsafePointer<UInt8>?, _ size: Int, _ body: (UnsafeRaw
 
 /// Same value, comparing floating point by bit pattern (so -0 and NaN payloads count).
 func sameBits(_ a: Double, _ b: Double) -> Bool { a.bitPattern == b.bitPattern || (a.isNaN && b.isNaN) }
+
+/// Writes a fuzz input to `path` whole, for targets that read files (replacing what was there).
+func writeFuzzFile(_ path: String, _ bytes: UnsafeRawBufferPointer) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    invariant(fd >= 0, "cannot create \(path)")
+    var written = 0
+    while written < bytes.count {
+        let n = write(fd, bytes.baseAddress! + written, bytes.count - written)
+        invariant(n > 0, "cannot write \(path)")
+        written += n
+    }
+    close(fd)
+}

@@ -107,15 +107,7 @@ public func fuzzGzip(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard size >= 1, let data else { return 0 }
     let config = data[0]
     let file = UnsafeRawBufferPointer(start: data + 1, count: size - 1)
-    let fd = open(gzipPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    invariant(fd >= 0, "cannot create \(gzipPath)")
-    var written = 0
-    while written < file.count {
-        let n = write(fd, file.baseAddress! + written, file.count - written)
-        invariant(n > 0, "cannot write \(gzipPath)")
-        written += n
-    }
-    close(fd)
+    writeFuzzFile(gzipPath, file)
     let readSizes = [7, 100, 4096, 65536]
     let small = inflateFile(size: file.count, bufferBytes: 16 << Int(config & 7), readSize: readSizes[Int(config >> 6)])
     let whole = inflateFile(size: file.count, bufferBytes: max(file.count, 16), readSize: 65536)

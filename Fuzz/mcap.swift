@@ -43,15 +43,7 @@ public func fuzzMCAP(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let config = data[0]
     let file = UnsafeRawBufferPointer(start: data + 1, count: size - 1)
     // The seeds are whole kinetrace MCAP files: start each from the magic so mutations land on records.
-    let fd = open(mcapPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-    invariant(fd >= 0, "cannot create \(mcapPath)")
-    var written = 0
-    while written < file.count {
-        let n = write(fd, file.baseAddress! + written, file.count - written)
-        invariant(n > 0, "cannot write \(mcapPath)")
-        written += n
-    }
-    close(fd)
+    writeFuzzFile(mcapPath, file)
     guard let whole = readMCAP(mcapPath, size: file.count, window: nil) else { return 0 }
     let window = TraceWindow(startNs: Int64(config & 0x3F) * 1_000_000_000, endNs: Int64(config & 0x3F) * 1_000_000_000 + Int64((config >> 6) * 5 + 1) * 1_000_000_000)
     if let part = readMCAP(mcapPath, size: file.count, window: window), let first = whole.records.first {
